@@ -1,0 +1,85 @@
+// gatedlm debug grads: dump logits, loss, every gradient and a few AdamW steps' losses
+// to safetensors, for comparison with the PyTorch reference (tests/reference/).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "io/checkpoint.h"
+#include "io/safetensors.h"
+#include "io/token_ids.h"
+#include "model/model.h"
+#include "train/optimizer.h"
+
+namespace gatedlm::cli {
+
+void register_debug(CLI::App& app) {
+  struct Options {
+    std::string checkpoint, token_ids, out;
+    int adamw_steps = 0;
+    double lr = 1e-3;
+    train::AdamWConfig adamw;
+  };
+  auto opt = std::make_shared<Options>();
+  CLI::App* debug = app.add_subcommand("debug", "Developer tools: numerical dumps for reference checks.");
+  debug->require_subcommand(1);
+  CLI::App* sub = debug->add_subcommand(
+      "grads",
+      "Forward and backward on equal-length token sequences; writes logits [B,T,V], loss [1], grad.<param> "
+      "and adamw_losses [steps+1] (loss before the first update and after each) to a safetensors file.");
+  sub->add_option("--checkpoint", opt->checkpoint, "checkpoint directory")->required();
+  sub->add_option("--token-ids", opt->token_ids, "token ids, one sequence per line, all the same length")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sub->add_option("--out", opt->out, "output .safetensors file")->required();
+  sub->add_option("--adamw-steps", opt->adamw_steps, "AdamW updates to take after the gradient dump")
+      ->capture_default_str();
+  sub->add_option("--lr", opt->lr, "AdamW learning rate")->capture_default_str();
+  sub->add_option("--beta1", opt->adamw.beta1, "AdamW beta1")->capture_default_str();
+  sub->add_option("--beta2", opt->adamw.beta2, "AdamW beta2")->capture_default_str();
+  sub->add_option("--eps", opt->adamw.eps, "AdamW epsilon")->capture_default_str();
+  sub->add_option("--weight-decay", opt->adamw.weight_decay, "AdamW weight decay (matrices only)")
+      ->capture_default_str();
+  sub->callback([opt] {
+    io::Checkpoint ck = io::load_checkpoint(opt->checkpoint);
+    model::Model<float> m(ck.config);
+    m.load_params(ck.params);
+    const auto sequences = io::read_token_ids(opt->token_ids);
+    const int64_t B = static_cast<int64_t>(sequences.size()), T = static_cast<int64_t>(sequences[0].size());
+    std::vector<int32_t> tokens, targets;
+    for (const auto& s : sequences) {
+      if (static_cast<int64_t>(s.size()) != T)
+        fail(opt->token_ids, ": every sequence must have the same length (", T, ")");
+      for (int64_t t = 0; t < T; ++t) {
+        tokens.push_back(s[t]);
+        targets.push_back(t + 1 < T ? s[t + 1] : -1);
+      }
+    }
+    m.zero_grads();
+    const float loss = static_cast<float>(m.forward(tokens.data(), targets.data(), B, T));
+    m.backward();
+    const int64_t V = ck.config.vocab_size;
+    std::vector<float> logits(m.logits(), m.logits() + B * T * V);
+    std::vector<float> grads(m.grads().begin(), m.grads().end());
+    std::vector<float> losses{loss};
+    train::AdamW<float> optimizer(m.layout(), opt->adamw);
+    for (int i = 0; i < opt->adamw_steps; ++i) {
+      if (i > 0) {  // the first update uses the gradient computed above
+        m.zero_grads();
+        m.forward(tokens.data(), targets.data(), B, T);
+        m.backward();
+      }
+      optimizer.step(m.params(), m.grads(), opt->lr);
+      losses.push_back(static_cast<float>(m.forward(tokens.data(), targets.data(), B, T)));
+    }
+    std::vector<io::TensorRef> out{{"logits", {B, T, V}, logits.data()}, {"loss", {1}, &loss}};
+    for (const model::ParamSpec& s : m.layout().specs())
+      out.push_back({"grad." + s.name, s.shape, grads.data() + s.offset});
+    if (opt->adamw_steps > 0)
+      out.push_back({"adamw_losses", {static_cast<int64_t>(losses.size())}, losses.data()});
+    io::write_safetensors(opt->out, out);
+    std::printf("loss %.6f; wrote %s\n", loss, opt->out.c_str());
+  });
+}
+
+}  // namespace gatedlm::cli

@@ -1,0 +1,48 @@
+// gatedlm params: parameter counts of a model config.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "model/config.h"
+#include "model/param_layout.h"
+
+namespace gatedlm::cli {
+
+void register_params(CLI::App& app) {
+  struct Options {
+    std::string config;
+    bool json = false;
+  };
+  auto opt = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "params",
+      "Count parameters: total, embedding (token embedding plus an untied LM head), non-embedding and gate.");
+  sub->add_option("--config", opt->config, "model config JSON")->required()->check(CLI::ExistingFile);
+  sub->add_flag("--json", opt->json, "print JSON {total, embedding, non_embedding, gate, gate_variant}");
+  sub->callback([opt] {
+    const model::ModelConfig c = model::load_config(opt->config);
+    const model::ParamLayout layout(c);
+    const int64_t total = layout.total(), embedding = layout.embedding_count(),
+                  gate = layout.count(model::ParamKind::gate);
+    if (opt->json) {
+      nlohmann::json j{{"total", total},
+                       {"embedding", embedding},
+                       {"non_embedding", total - embedding},
+                       {"gate", gate},
+                       {"gate_variant", model::describe_gate(c)}};
+      std::printf("%s\n", j.dump(2).c_str());
+      return;
+    }
+    auto row = [](const char* label, int64_t n) {
+      std::printf("%-15s %14lld  (%.3f M)\n", label, static_cast<long long>(n), static_cast<double>(n) / 1e6);
+    };
+    row("total", total);
+    row("embedding", embedding);
+    row("non-embedding", total - embedding);
+    row("gate", gate);
+    std::printf("%-15s %s\n", "gate variant", model::describe_gate(c).c_str());
+  });
+}
+
+}  // namespace gatedlm::cli

@@ -1,0 +1,15 @@
+#pragma once
+// One function per subcommand, each in its own file: it declares its options on the
+// subcommand and runs when that subcommand is chosen.
+namespace CLI {
+class App;
+}
+
+namespace gatedlm::cli {
+
+void register_params(CLI::App& app);
+void register_init(CLI::App& app);
+void register_score(CLI::App& app);
+void register_debug(CLI::App& app);
+
+}  // namespace gatedlm::cli

@@ -1,0 +1,31 @@
+// The `gatedlm` binary: parses the command line and hands over to one subcommand.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "gatedlm: train, analyse and run decoder LMs with the gated attention of Qiu et al. (NeurIPS 2025).\n"
+      "Run `gatedlm COMMAND --help` for the options of a command."};
+  app.set_version_flag("--version", GATEDLM_VERSION);
+  app.require_subcommand(1);
+  gatedlm::cli::register_params(app);
+  gatedlm::cli::register_init(app);
+  gatedlm::cli::register_score(app);
+  gatedlm::cli::register_debug(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const gatedlm::Error& e) {
+    std::fprintf(stderr, "gatedlm: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gatedlm: internal error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

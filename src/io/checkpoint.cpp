@@ -1,0 +1,59 @@
+#include "io/checkpoint.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "io/safetensors.h"
+
+namespace gatedlm::io {
+
+namespace fs = std::filesystem;
+
+void save_checkpoint(const std::string& dir, const model::ModelConfig& config, const std::vector<float>& params) {
+  const model::ParamLayout layout(config);
+  if (static_cast<int64_t>(params.size()) != layout.total())
+    fail("save_checkpoint: ", params.size(), " parameters given, the config needs ", layout.total());
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail(dir, ": cannot create the checkpoint directory (", ec.message(), ")");
+  std::vector<TensorRef> refs;
+  for (const model::ParamSpec& s : layout.specs()) refs.push_back({s.name, s.shape, params.data() + s.offset});
+  write_safetensors((fs::path(dir) / "model.safetensors").string(), refs, {{"format", "pt"}});
+  write_file_atomic((fs::path(dir) / "config.json").string(), model::config_to_json(config).dump(2) + "\n");
+}
+
+Checkpoint load_checkpoint(const std::string& dir) {
+  const fs::path config_path = fs::path(dir) / "config.json";
+  const fs::path weights_path = fs::path(dir) / "model.safetensors";
+  if (!fs::is_directory(dir)) fail(dir, ": not a checkpoint directory (it does not exist or is not a directory)");
+  if (!fs::exists(config_path)) fail(dir, ": no config.json in the checkpoint directory");
+  if (!fs::exists(weights_path)) fail(dir, ": no model.safetensors in the checkpoint directory");
+  Checkpoint ck;
+  ck.config = model::load_config(config_path.string());
+  const model::ParamLayout layout(ck.config);
+  SafetensorsReader reader(weights_path.string());
+  for (const auto& [name, entry] : reader.tensors())
+    if (!layout.find(name))
+      fail(weights_path.string(), ": unexpected tensor ", name, " (the config in ", config_path.string(),
+           " has no such parameter)");
+  ck.params.resize(layout.total());
+  for (const model::ParamSpec& s : layout.specs()) {
+    if (!reader.has(s.name)) fail(weights_path.string(), ": missing tensor ", s.name);
+    const TensorEntry& e = reader.entry(s.name);
+    if (e.shape != s.shape) {
+      auto show = [](const std::vector<int64_t>& v) {
+        std::string out = "[";
+        for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+        return out + "]";
+      };
+      fail(weights_path.string(), ": tensor ", s.name, " has shape ", show(e.shape), ", the config needs ",
+           show(s.shape));
+    }
+    reader.read_f32(s.name, ck.params.data() + s.offset, s.numel);
+  }
+  return ck;
+}
+
+}  // namespace gatedlm::io

@@ -1,0 +1,133 @@
+#include "io/safetensors.h"
+
+#include <bit>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+
+namespace gatedlm::io {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian host");
+
+int64_t dtype_size(const std::string& dtype) {
+  if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
+  if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
+  if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
+  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL") return 1;
+  return 0;
+}
+
+}  // namespace
+
+int64_t TensorEntry::numel() const {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) {
+  std::error_code ec;
+  const uint64_t file_size = std::filesystem::file_size(path_, ec);
+  if (ec) fail(path_, ": cannot open (", ec.message(), ")");
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) fail(path_, ": cannot open");
+  if (file_size < 8) fail(path_, ": truncated (", file_size, " bytes, no safetensors header)");
+  uint64_t header_len = 0;
+  in.read(reinterpret_cast<char*>(&header_len), 8);
+  if (header_len > file_size - 8)
+    fail(path_, ": truncated or not safetensors (header says ", header_len, " bytes, file has ", file_size, ")");
+  std::string header(header_len, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(header_len));
+  data_start_ = 8 + header_len;
+  const uint64_t data_size = file_size - data_start_;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(header);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail(path_, ": the safetensors header is not valid JSON (", e.what(), ")");
+  }
+  if (!j.is_object()) fail(path_, ": the safetensors header is not a JSON object");
+  for (auto& [name, v] : j.items()) {
+    if (name == "__metadata__") {
+      if (v.is_object())
+        for (auto& [key, value] : v.items())
+          if (value.is_string()) metadata_[key] = value.get<std::string>();
+      continue;
+    }
+    try {
+      TensorEntry e;
+      e.dtype = v.at("dtype").get<std::string>();
+      e.shape = v.at("shape").get<std::vector<int64_t>>();
+      auto offsets = v.at("data_offsets").get<std::vector<uint64_t>>();
+      if (offsets.size() != 2) fail("data_offsets must have two entries");
+      e.begin = offsets[0];
+      e.end = offsets[1];
+      const int64_t size = dtype_size(e.dtype);
+      if (size == 0) fail("unknown dtype ", e.dtype);
+      for (int64_t s : e.shape)
+        if (s < 0) fail("negative dimension");
+      if (e.end < e.begin || e.end - e.begin != static_cast<uint64_t>(e.numel() * size))
+        fail("data_offsets [", e.begin, ", ", e.end, "] do not match shape and dtype");
+      if (e.end > data_size)
+        fail("data ends at byte ", e.end, " but the file holds ", data_size, " data bytes (truncated?)");
+      tensors_[name] = e;
+    } catch (const nlohmann::json::exception& ex) {
+      fail(path_, ": tensor ", name, ": malformed header entry (", ex.what(), ")");
+    } catch (const Error& ex) {
+      fail(path_, ": tensor ", name, ": ", ex.what());
+    }
+  }
+}
+
+const TensorEntry& SafetensorsReader::entry(const std::string& name) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) fail(path_, ": no tensor named ", name);
+  return it->second;
+}
+
+void SafetensorsReader::read_f32(const std::string& name, std::vector<float>& out) const {
+  out.resize(entry(name).numel());
+  read_f32(name, out.data(), static_cast<int64_t>(out.size()));
+}
+
+void SafetensorsReader::read_f32(const std::string& name, float* out, int64_t numel) const {
+  const TensorEntry& e = entry(name);
+  if (e.dtype != "F32") fail(path_, ": tensor ", name, " has dtype ", e.dtype, ", expected F32");
+  if (e.numel() != numel) fail(path_, ": tensor ", name, " has ", e.numel(), " elements, expected ", numel);
+  std::ifstream in(path_, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(data_start_ + e.begin));
+  in.read(reinterpret_cast<char*>(out), static_cast<std::streamsize>(e.end - e.begin));
+  if (!in) fail(path_, ": tensor ", name, ": read failed (truncated?)");
+}
+
+void write_safetensors(const std::string& path, const std::vector<TensorRef>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header;
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const TensorRef& t : tensors) {
+    int64_t numel = 1;
+    for (int64_t s : t.shape) numel *= s;
+    const uint64_t bytes = static_cast<uint64_t>(numel) * 4;
+    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // keep the data 8-byte aligned
+  const uint64_t header_len = text.size();
+  AtomicFile file(path);
+  file.write(&header_len, 8);
+  file.write(text);
+  for (const TensorRef& t : tensors) {
+    int64_t numel = 1;
+    for (int64_t s : t.shape) numel *= s;
+    file.write(t.data, static_cast<size_t>(numel) * 4);
+  }
+  file.commit();
+}
+
+}  // namespace gatedlm::io

@@ -1,0 +1,49 @@
+#pragma once
+// The safetensors format: an 8-byte little-endian header length N, N bytes of JSON
+// {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}, then
+// the tensors' bytes; offsets count from the end of the header.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gatedlm::io {
+
+struct TensorEntry {
+  std::string dtype;  // "F32", "BF16", "I32", ...
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;  // byte offsets in the data section
+  int64_t numel() const;
+};
+
+class SafetensorsReader {
+ public:
+  // Parses and checks the header against the file size; throws naming the file.
+  explicit SafetensorsReader(std::string path);
+  const std::map<std::string, TensorEntry>& tensors() const { return tensors_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  bool has(const std::string& name) const { return tensors_.count(name) != 0; }
+  const TensorEntry& entry(const std::string& name) const;
+  // Reads an F32 tensor into out (resized). Throws if the dtype is not F32.
+  void read_f32(const std::string& name, std::vector<float>& out) const;
+  void read_f32(const std::string& name, float* out, int64_t numel) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  uint64_t data_start_ = 0;
+  std::map<std::string, TensorEntry> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
+struct TensorRef {
+  std::string name;
+  std::vector<int64_t> shape;
+  const float* data;
+};
+
+// Writes F32 tensors atomically, in the order given.
+void write_safetensors(const std::string& path, const std::vector<TensorRef>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace gatedlm::io

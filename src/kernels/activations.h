@@ -1,0 +1,51 @@
+#pragma once
+// Pointwise activations: the four gate activations and the SwiGLU of the FFN.
+#include <cmath>
+#include <cstdint>
+
+namespace gatedlm::kernels {
+
+enum class Activation { sigmoid, silu, ns_sigmoid, identity };
+
+template <typename T>
+inline T sigmoid(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
+
+// act(x) and d act / dx for the gate activations; ns_sigmoid = 0.5 + 0.5*sigmoid.
+template <typename T>
+inline T activate(Activation a, T x) {
+  switch (a) {
+    case Activation::sigmoid: return sigmoid(x);
+    case Activation::silu: return x * sigmoid(x);
+    case Activation::ns_sigmoid: return T(0.5) + T(0.5) * sigmoid(x);
+    case Activation::identity: return x;
+  }
+  return x;
+}
+template <typename T>
+inline T activate_grad(Activation a, T x) {
+  switch (a) {
+    case Activation::sigmoid: { T s = sigmoid(x); return s * (T(1) - s); }
+    case Activation::silu: { T s = sigmoid(x); return s * (T(1) + x * (T(1) - s)); }
+    case Activation::ns_sigmoid: { T s = sigmoid(x); return T(0.5) * s * (T(1) - s); }
+    case Activation::identity: return T(1);
+  }
+  return T(1);
+}
+
+// y = act(x), n elements.
+template <typename T>
+void activation_forward(T* y, const T* x, int64_t n, Activation a);
+// dx += dy * act'(x).
+template <typename T>
+void activation_backward(T* dx, const T* dy, const T* x, int64_t n, Activation a);
+
+// SwiGLU: out[n] = silu(g) * u.
+template <typename T>
+void swiglu_forward(T* out, const T* g, const T* u, int64_t n);
+// dg += dout * u * silu'(g); du += dout * silu(g).
+template <typename T>
+void swiglu_backward(T* dg, T* du, const T* dout, const T* g, const T* u, int64_t n);
+
+}  // namespace gatedlm::kernels

@@ -1,0 +1,122 @@
+#include "kernels/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace gatedlm::kernels {
+namespace {
+
+template <typename T>
+inline T dot(const T* a, const T* b, int64_t n) {
+  T acc = 0;
+#pragma omp simd reduction(+ : acc)
+  for (int64_t i = 0; i < n; ++i) acc += a[i] * b[i];
+  return acc;
+}
+
+}  // namespace
+
+template <typename T>
+void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s) {
+  const int64_t D = s.head_dim, group = s.n_q / s.n_kv;
+  const T scale = static_cast<T>(s.scale);
+#pragma omp parallel
+  {
+    std::vector<T> acc(D);
+#pragma omp for collapse(3) schedule(dynamic, 4)
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t h = 0; h < s.n_q; ++h)
+        for (int64_t t = 0; t < s.seq; ++t) {
+          const int64_t g = h / group;
+          const T* qt = q + ((b * s.seq + t) * s.n_q + h) * D;
+          T m = -std::numeric_limits<T>::infinity(), l = 0;
+          std::fill(acc.begin(), acc.end(), T(0));
+          for (int64_t j = 0; j <= t; ++j) {
+            const T* kj = k + ((b * s.seq + j) * s.n_kv + g) * D;
+            const T* vj = v + ((b * s.seq + j) * s.n_kv + g) * D;
+            T score = dot(qt, kj, D) * scale;
+            if (score > m) {  // rescale what was accumulated under the old maximum
+              T c = std::exp(m - score);
+              l *= c;
+              for (int64_t i = 0; i < D; ++i) acc[i] *= c;
+              m = score;
+            }
+            T p = std::exp(score - m);
+            l += p;
+            for (int64_t i = 0; i < D; ++i) acc[i] += p * vj[i];
+          }
+          T* ot = out + ((b * s.seq + t) * s.n_q + h) * D;
+          for (int64_t i = 0; i < D; ++i) ot[i] = acc[i] / l;
+          lse[(b * s.n_q + h) * s.seq + t] = m + std::log(l);
+        }
+  }
+}
+
+// Each (batch, kv head) is one task: it owns dk and dv of that kv head, so no two
+// threads write the same gradient row.
+template <typename T>
+void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v,
+                        const T* out, const T* lse, const AttentionShape& s) {
+  const int64_t D = s.head_dim, group = s.n_q / s.n_kv;
+  const T scale = static_cast<T>(s.scale);
+#pragma omp parallel for collapse(2) schedule(dynamic, 1)
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t g = 0; g < s.n_kv; ++g)
+      for (int64_t h = g * group; h < (g + 1) * group; ++h)
+        for (int64_t t = 0; t < s.seq; ++t) {
+          const int64_t row = (b * s.seq + t) * s.n_q + h;
+          const T* qt = q + row * D;
+          const T* dot_ = dout + row * D;
+          T* dqt = dq + row * D;
+          const T Dt = dot(dot_, out + row * D, D);  // sum_j p_j dp_j
+          const T l = lse[(b * s.n_q + h) * s.seq + t];
+          for (int64_t j = 0; j <= t; ++j) {
+            const int64_t kv_row = (b * s.seq + j) * s.n_kv + g;
+            const T* kj = k + kv_row * D;
+            const T* vj = v + kv_row * D;
+            T p = std::exp(dot(qt, kj, D) * scale - l);
+            T dp = dot(dot_, vj, D);
+            T ds = p * (dp - Dt) * scale;
+            T* dkj = dk + kv_row * D;
+            T* dvj = dv + kv_row * D;
+            for (int64_t i = 0; i < D; ++i) {
+              dqt[i] += ds * kj[i];
+              dkj[i] += ds * qt[i];
+              dvj[i] += p * dot_[i];
+            }
+          }
+        }
+}
+
+template <typename T>
+void attention_probs(T* probs, const T* q, const T* k, const AttentionShape& s, int64_t b) {
+  const int64_t D = s.head_dim, group = s.n_q / s.n_kv, S = s.seq;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t h = 0; h < s.n_q; ++h)
+    for (int64_t t = 0; t < S; ++t) {
+      T* row = probs + (h * S + t) * S;
+      const T* qt = q + ((b * S + t) * s.n_q + h) * D;
+      T m = -std::numeric_limits<T>::infinity();
+      for (int64_t j = 0; j <= t; ++j) {
+        row[j] = dot(qt, k + ((b * S + j) * s.n_kv + h / group) * D, D) * static_cast<T>(s.scale);
+        m = std::max(m, row[j]);
+      }
+      T sum = 0;
+      for (int64_t j = 0; j <= t; ++j) sum += (row[j] = std::exp(row[j] - m));
+      for (int64_t j = 0; j <= t; ++j) row[j] /= sum;
+      for (int64_t j = t + 1; j < S; ++j) row[j] = 0;
+    }
+}
+
+#define GATEDLM_INSTANTIATE(T)                                                                    \
+  template void attention_forward<T>(T*, T*, const T*, const T*, const T*, const AttentionShape&); \
+  template void attention_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, \
+                                      const T*, const AttentionShape&);                           \
+  template void attention_probs<T>(T*, const T*, const T*, const AttentionShape&, int64_t);
+GATEDLM_INSTANTIATE(float)
+GATEDLM_INSTANTIATE(double)
+#undef GATEDLM_INSTANTIATE
+
+}  // namespace gatedlm::kernels

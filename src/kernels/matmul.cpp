@@ -1,0 +1,125 @@
+#include "kernels/matmul.h"
+
+#include <dnnl.hpp>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "core/error.h"
+
+namespace gatedlm::kernels {
+namespace {
+
+void resolve_strides(MatmulShape& s) {
+  if (s.lda == 0) s.lda = s.trans_a ? s.M : s.K;
+  if (s.ldb == 0) s.ldb = s.trans_b ? s.K : s.N;
+  if (s.ldc == 0) s.ldc = s.N;
+}
+
+// oneDNN primitives cost far more to create than to run on our shapes, so each
+// distinct shape is created once and kept for the life of the process.
+struct OneDnn {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::mutex mutex;
+  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, bool>;
+  struct Entry {
+    dnnl::matmul::primitive_desc pd;
+    dnnl::matmul prim;
+  };
+  std::map<Key, Entry> cache;
+
+  static OneDnn& get() {
+    static OneDnn instance;
+    return instance;
+  }
+
+  const Entry& primitive(const MatmulShape& s) {
+    Key key{s.M, s.N, s.K, s.trans_a, s.trans_b, s.lda, s.ldb, s.ldc, s.accumulate};
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+    using dt = dnnl::memory::data_type;
+    // A transposed is stored K x M: logical [M,K] with strides {1, lda}.
+    dnnl::memory::desc a_md({s.M, s.K}, dt::f32,
+                            s.trans_a ? dnnl::memory::dims{1, s.lda} : dnnl::memory::dims{s.lda, 1});
+    dnnl::memory::desc b_md({s.K, s.N}, dt::f32,
+                            s.trans_b ? dnnl::memory::dims{1, s.ldb} : dnnl::memory::dims{s.ldb, 1});
+    dnnl::memory::desc c_md({s.M, s.N}, dt::f32, dnnl::memory::dims{s.ldc, 1});
+    dnnl::primitive_attr attr;
+    if (s.accumulate) {
+      dnnl::post_ops ops;
+      ops.append_sum(1.0f);
+      attr.set_post_ops(ops);
+    }
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, engine);
+    return cache.emplace(key, Entry{pd, dnnl::matmul(pd)}).first->second;
+  }
+};
+
+}  // namespace
+
+template <typename T>
+void matmul_reference(T* C, const T* A, const T* B, MatmulShape s) {
+  resolve_strides(s);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < s.M; ++i) {
+    for (int64_t j = 0; j < s.N; ++j) {
+      double acc = 0.0;
+      for (int64_t k = 0; k < s.K; ++k) {
+        double a = s.trans_a ? A[k * s.lda + i] : A[i * s.lda + k];
+        double b = s.trans_b ? B[j * s.ldb + k] : B[k * s.ldb + j];
+        acc += a * b;
+      }
+      T& c = C[i * s.ldc + j];
+      c = static_cast<T>(s.accumulate ? c + acc : acc);
+    }
+  }
+}
+
+template <>
+void matmul<double>(double* C, const double* A, const double* B, MatmulShape s) {
+  matmul_reference(C, A, B, s);
+}
+
+template <>
+void matmul<float>(float* C, const float* A, const float* B, MatmulShape s) {
+  resolve_strides(s);
+  if (s.M == 0 || s.N == 0) return;
+  if (s.K == 0) {
+    if (!s.accumulate)
+      for (int64_t i = 0; i < s.M; ++i)
+        for (int64_t j = 0; j < s.N; ++j) C[i * s.ldc + j] = 0.0f;
+    return;
+  }
+  OneDnn& dnn = OneDnn::get();
+  const OneDnn::Entry& e = dnn.primitive(s);
+  dnnl::memory a_mem(e.pd.src_desc(), dnn.engine, const_cast<float*>(A));
+  dnnl::memory b_mem(e.pd.weights_desc(), dnn.engine, const_cast<float*>(B));
+  dnnl::memory c_mem(e.pd.dst_desc(), dnn.engine, C);
+  e.prim.execute(dnn.stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+  dnn.stream.wait();
+}
+
+template <typename T>
+void linear_forward(T* y, const T* x, const T* W, int64_t n, int64_t in, int64_t out) {
+  matmul(y, x, W, MatmulShape{.M = n, .N = out, .K = in, .trans_b = true});
+}
+
+template <typename T>
+void linear_backward(T* dx, T* dW, const T* dy, const T* x, const T* W, int64_t n, int64_t in,
+                     int64_t out) {
+  if (dx) matmul(dx, dy, W, MatmulShape{.M = n, .N = in, .K = out, .accumulate = true});
+  matmul(dW, dy, x, MatmulShape{.M = out, .N = in, .K = n, .trans_a = true, .accumulate = true});
+}
+
+template void matmul_reference<float>(float*, const float*, const float*, MatmulShape);
+template void matmul_reference<double>(double*, const double*, const double*, MatmulShape);
+template void linear_forward<float>(float*, const float*, const float*, int64_t, int64_t, int64_t);
+template void linear_forward<double>(double*, const double*, const double*, int64_t, int64_t, int64_t);
+template void linear_backward<float>(float*, float*, const float*, const float*, const float*, int64_t,
+                                     int64_t, int64_t);
+template void linear_backward<double>(double*, double*, const double*, const double*, const double*,
+                                      int64_t, int64_t, int64_t);
+
+}  // namespace gatedlm::kernels

@@ -1,0 +1,61 @@
+#include "kernels/rmsnorm.h"
+
+#include <cmath>
+#include <omp.h>
+#include <vector>
+
+namespace gatedlm::kernels {
+
+template <typename T>
+void rmsnorm_forward(T* y, T* rstd, const T* x, const T* w, int64_t rows, int64_t dim, double eps) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * dim;
+    T* yr = y + r * dim;
+    T ss = 0;
+    for (int64_t i = 0; i < dim; ++i) ss += xr[i] * xr[i];
+    T s = static_cast<T>(1.0 / std::sqrt(static_cast<double>(ss) / dim + eps));
+    rstd[r] = s;
+    for (int64_t i = 0; i < dim; ++i) yr[i] = xr[i] * s * w[i];
+  }
+}
+
+// With n = x*s (s = rstd): dn = dy*w; dx = s*(dn - n*mean(dn*n)); dw = sum_rows dy*n.
+template <typename T>
+void rmsnorm_backward(T* dx, T* dw, const T* dy, const T* x, const T* w, const T* rstd,
+                      int64_t rows, int64_t dim) {
+  int nthreads = omp_get_max_threads();
+  // Per-thread partial dw, summed at the end: rows are split across threads.
+  std::vector<T> dw_partial(static_cast<size_t>(nthreads) * dim, T(0));
+#pragma omp parallel
+  {
+    T* dw_local = dw_partial.data() + static_cast<int64_t>(omp_get_thread_num()) * dim;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* xr = x + r * dim;
+      const T* dyr = dy + r * dim;
+      T* dxr = dx + r * dim;
+      T s = rstd[r];
+      T dot = 0;  // sum(dn * n)
+      for (int64_t i = 0; i < dim; ++i) {
+        T n = xr[i] * s;
+        dot += dyr[i] * w[i] * n;
+        dw_local[i] += dyr[i] * n;
+      }
+      T mean_dot = dot / static_cast<T>(dim);
+      for (int64_t i = 0; i < dim; ++i) dxr[i] += s * (dyr[i] * w[i] - xr[i] * s * mean_dot);
+    }
+  }
+  for (int t = 0; t < nthreads; ++t)
+    for (int64_t i = 0; i < dim; ++i) dw[i] += dw_partial[static_cast<int64_t>(t) * dim + i];
+}
+
+template void rmsnorm_forward<float>(float*, float*, const float*, const float*, int64_t, int64_t, double);
+template void rmsnorm_forward<double>(double*, double*, const double*, const double*, int64_t, int64_t,
+                                      double);
+template void rmsnorm_backward<float>(float*, float*, const float*, const float*, const float*,
+                                      const float*, int64_t, int64_t);
+template void rmsnorm_backward<double>(double*, double*, const double*, const double*, const double*,
+                                       const double*, int64_t, int64_t);
+
+}  // namespace gatedlm::kernels

@@ -1,0 +1,282 @@
+#include "model/config.h"
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
+
+#include "core/error.h"
+
+namespace gatedlm::model {
+namespace {
+
+using nlohmann::json;
+
+// Name <-> value tables for every enum key; the first name of each is printed back.
+template <typename E>
+struct EnumNames {
+  std::vector<std::pair<std::string, E>> names;
+  E parse(const json& v, const std::string& where) const {
+    if (!v.is_string()) fail(where, ": expected a string, got ", v.dump());
+    for (auto& [name, value] : names)
+      if (name == v.get<std::string>()) return value;
+    std::string options;
+    for (auto& [name, value] : names) options += (options.empty() ? "" : "|") + name;
+    fail(where, ": unknown value \"", v.get<std::string>(), "\" (expected ", options, ")");
+  }
+  std::string name(E e) const {
+    for (auto& [name, value] : names)
+      if (value == e) return name;
+    return "?";
+  }
+};
+
+const EnumNames<GatePosition> kPositions{{{"none", GatePosition::none},
+                                          {"sdpa", GatePosition::sdpa},
+                                          {"value", GatePosition::value},
+                                          {"key", GatePosition::key},
+                                          {"query", GatePosition::query},
+                                          {"dense", GatePosition::dense}}};
+const EnumNames<GateGranularity> kGranularities{
+    {{"elementwise", GateGranularity::elementwise}, {"headwise", GateGranularity::headwise}}};
+const EnumNames<GateCombine> kCombines{{{"multiply", GateCombine::multiply}, {"add", GateCombine::add}}};
+const EnumNames<kernels::Activation> kActivations{{{"sigmoid", kernels::Activation::sigmoid},
+                                                   {"silu", kernels::Activation::silu},
+                                                   {"ns_sigmoid", kernels::Activation::ns_sigmoid},
+                                                   {"identity", kernels::Activation::identity}}};
+const EnumNames<GateInput> kInputs{{{"hidden", GateInput::hidden}, {"constant", GateInput::constant}}};
+const EnumNames<GateInit> kInits{{{"normal", GateInit::normal}, {"zero", GateInit::zero}}};
+const EnumNames<SdpaTransform> kTransforms{{{"none", SdpaTransform::none},
+                                            {"rmsnorm", SdpaTransform::rmsnorm},
+                                            {"silu", SdpaTransform::silu}}};
+
+// Reads typed values out of one JSON object, remembering which keys were used so that
+// unknown keys can be reported by name.
+class Reader {
+ public:
+  Reader(const json& obj, std::string where) : obj_(obj), where_(std::move(where)) {
+    if (!obj.is_object()) fail(where_, ": expected a JSON object");
+  }
+  bool has(const std::string& key) const { return obj_.contains(key); }
+  const json& raw(const std::string& key) {
+    used_.insert(key);
+    return obj_.at(key);
+  }
+  std::string at(const std::string& key) const { return where_ + ": key \"" + key + "\""; }
+
+  int64_t integer(const std::string& key, std::optional<int64_t> fallback) {
+    if (!has(key)) {
+      if (!fallback) fail(where_, ": missing required key \"", key, "\"");
+      return *fallback;
+    }
+    const json& v = raw(key);
+    if (!v.is_number_integer()) fail(at(key), ": expected an integer, got ", v.dump());
+    return v.get<int64_t>();
+  }
+  double number(const std::string& key, double fallback) {
+    if (!has(key)) return fallback;
+    const json& v = raw(key);
+    if (!v.is_number()) fail(at(key), ": expected a number, got ", v.dump());
+    return v.get<double>();
+  }
+  bool boolean(const std::string& key, bool fallback) {
+    if (!has(key)) return fallback;
+    const json& v = raw(key);
+    if (!v.is_boolean()) fail(at(key), ": expected true or false, got ", v.dump());
+    return v.get<bool>();
+  }
+  template <typename E>
+  E choice(const std::string& key, const EnumNames<E>& names, E fallback) {
+    if (!has(key)) return fallback;
+    return names.parse(raw(key), at(key));
+  }
+  void reject_unknown() const {
+    for (auto& [key, value] : obj_.items())
+      if (!used_.count(key)) fail(where_, ": unknown key \"", key, "\"");
+  }
+
+ private:
+  const json& obj_;
+  std::string where_;
+  std::set<std::string> used_;
+};
+
+void require(bool ok, const std::string& key, const std::string& why) {
+  if (!ok) fail("model config: key \"", key, "\" ", why);
+}
+
+}  // namespace
+
+int64_t ModelConfig::gate_target_heads() const {
+  switch (gate.position) {
+    case GatePosition::sdpa:
+    case GatePosition::query: return n_heads;
+    case GatePosition::value:
+    case GatePosition::key: return n_kv_heads;
+    case GatePosition::dense: return 1;
+    case GatePosition::none: return 0;
+  }
+  return 0;
+}
+
+int64_t ModelConfig::gate_target_head_dim() const {
+  return gate.position == GatePosition::dense ? d_model : head_dim;
+}
+
+int64_t ModelConfig::gate_out() const {
+  if (!has_gate()) return 0;
+  if (gate.granularity == GateGranularity::headwise) return gate_target_heads();
+  return gate_target_heads() * gate_target_head_dim();
+}
+
+int64_t ModelConfig::gate_in() const {
+  if (gate.input == GateInput::constant) return 0;
+  return gate.input_dims == 0 ? d_model : gate.input_dims;
+}
+
+void ModelConfig::validate() const {
+  require(vocab_size >= 1 && vocab_size <= (int64_t{1} << 31) - 1, "vocab_size",
+          cat("must be in 1..2^31-1, got ", vocab_size));
+  require(d_model >= 1, "d_model", cat("must be positive, got ", d_model));
+  require(n_layers >= 1, "n_layers", cat("must be positive, got ", n_layers));
+  require(n_heads >= 1, "n_heads", cat("must be positive, got ", n_heads));
+  require(n_kv_heads >= 1, "n_kv_heads", cat("must be positive, got ", n_kv_heads));
+  require(n_heads % n_kv_heads == 0, "n_heads",
+          cat("(", n_heads, ") must be a multiple of n_kv_heads (", n_kv_heads, ")"));
+  require(head_dim >= 2 && head_dim % 2 == 0, "head_dim", cat("must be even and positive, got ", head_dim));
+  require(ffn_hidden >= 1, "ffn_hidden", cat("must be positive, got ", ffn_hidden));
+  require(rope_base > 1.0, "rope_base", cat("must be greater than 1, got ", rope_base));
+  require(rope_dims >= 0 && rope_dims <= head_dim, "rope_dims",
+          cat("(", rope_dims, ") must be between 0 and head_dim (", head_dim, ")"));
+  require(rope_dims % 2 == 0, "rope_dims", cat("must be even, got ", rope_dims));
+  require(norm_eps > 0.0, "norm_eps", cat("must be positive, got ", norm_eps));
+  require(max_seq_len >= 1, "max_seq_len", cat("must be positive, got ", max_seq_len));
+  require(init_std >= 0.0, "init_std", cat("must not be negative, got ", init_std));
+  require(residual_clip >= 0.0, "residual_clip", cat("must be 0 (off) or positive, got ", residual_clip));
+  if (!has_gate()) return;
+  const std::string pos = to_string(gate.position);
+  if (gate.granularity == GateGranularity::headwise) {
+    require(gate.position == GatePosition::sdpa || gate.position == GatePosition::value,
+            "gate.granularity", cat("\"headwise\" needs gate.position sdpa or value, not ", pos));
+    require(!gate.head_shared, "gate.head_shared",
+            "cannot be combined with headwise granularity (a head-shared gate is elementwise)");
+  }
+  require(!(gate.head_shared && gate.position == GatePosition::dense), "gate.head_shared",
+          "needs a per-head position (sdpa, value, key or query), not dense");
+  require(gate.input_dims >= 0 && gate.input_dims <= d_model, "gate.input_dims",
+          cat("(", gate.input_dims, ") must be between 0 (all) and d_model (", d_model, ")"));
+  require(!(gate.input == GateInput::constant && gate.input_dims != 0), "gate.input_dims",
+          "must be 0 for an input-independent (constant) gate");
+}
+
+ModelConfig config_from_json(const json& j, const std::string& source) {
+  Reader r(j, source);
+  ModelConfig c;
+  c.vocab_size = r.integer("vocab_size", std::nullopt);
+  c.d_model = r.integer("d_model", std::nullopt);
+  c.n_layers = r.integer("n_layers", std::nullopt);
+  c.n_heads = r.integer("n_heads", std::nullopt);
+  c.n_kv_heads = r.integer("n_kv_heads", std::nullopt);
+  c.head_dim = r.integer("head_dim", std::nullopt);
+  c.ffn_hidden = r.integer("ffn_hidden", std::nullopt);
+  c.rope_base = r.number("rope_base", c.rope_base);
+  c.rope_dims = r.integer("rope_dims", c.head_dim);
+  c.qk_norm = r.boolean("qk_norm", c.qk_norm);
+  c.tie_embeddings = r.boolean("tie_embeddings", c.tie_embeddings);
+  c.norm_eps = r.number("norm_eps", c.norm_eps);
+  c.max_seq_len = r.integer("max_seq_len", std::nullopt);
+  c.init_std = r.number("init_std", c.init_std);
+  if (r.has("gate")) {
+    Reader g(r.raw("gate"), source + ": gate");
+    GateConfig& gc = c.gate;
+    gc.position = g.choice("position", kPositions, gc.position);
+    gc.granularity = g.choice("granularity", kGranularities, gc.granularity);
+    gc.head_shared = g.boolean("head_shared", gc.head_shared);
+    gc.combine = g.choice("combine", kCombines, gc.combine);
+    gc.activation = g.choice("activation", kActivations, gc.activation);
+    gc.input = g.choice("input", kInputs, gc.input);
+    gc.input_dims = g.integer("input_dims", gc.input_dims);
+    GateInit default_init = gc.input == GateInput::constant ? GateInit::zero : GateInit::normal;
+    gc.init = g.choice("init", kInits, default_init);
+    g.reject_unknown();
+  }
+  c.sdpa_transform = r.choice("sdpa_transform", kTransforms, c.sdpa_transform);
+  c.sandwich_norm = r.boolean("sandwich_norm", c.sandwich_norm);
+  c.residual_clip = r.number("residual_clip", c.residual_clip);
+  r.reject_unknown();
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    fail(source, ": ", e.what());
+  }
+  return c;
+}
+
+json config_to_json(const ModelConfig& c) {
+  json gate = {{"position", kPositions.name(c.gate.position)},
+               {"granularity", kGranularities.name(c.gate.granularity)},
+               {"head_shared", c.gate.head_shared},
+               {"combine", kCombines.name(c.gate.combine)},
+               {"activation", kActivations.name(c.gate.activation)},
+               {"input", kInputs.name(c.gate.input)},
+               {"input_dims", c.gate.input_dims},
+               {"init", kInits.name(c.gate.init)}};
+  return json{{"vocab_size", c.vocab_size},
+              {"d_model", c.d_model},
+              {"n_layers", c.n_layers},
+              {"n_heads", c.n_heads},
+              {"n_kv_heads", c.n_kv_heads},
+              {"head_dim", c.head_dim},
+              {"ffn_hidden", c.ffn_hidden},
+              {"rope_base", c.rope_base},
+              {"rope_dims", c.rope_dims},
+              {"qk_norm", c.qk_norm},
+              {"tie_embeddings", c.tie_embeddings},
+              {"norm_eps", c.norm_eps},
+              {"max_seq_len", c.max_seq_len},
+              {"init_std", c.init_std},
+              {"gate", gate},
+              {"sdpa_transform", kTransforms.name(c.sdpa_transform)},
+              {"sandwich_norm", c.sandwich_norm},
+              {"residual_clip", c.residual_clip}};
+}
+
+ModelConfig load_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail(path, ": cannot open the model config");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::parse_error& e) {
+    fail(path, ": not valid JSON (", e.what(), ")");
+  }
+  return config_from_json(j, path);
+}
+
+void save_config(const ModelConfig& c, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) fail(path, ": cannot write");
+  out << config_to_json(c).dump(2) << "\n";
+  if (!out) fail(path, ": write failed");
+}
+
+std::string to_string(GatePosition p) { return kPositions.name(p); }
+
+std::string describe_gate(const ModelConfig& c) {
+  if (!c.has_gate()) return "none";
+  static const std::map<GatePosition, std::string> tag = {{GatePosition::sdpa, "G1"},
+                                                          {GatePosition::value, "G2"},
+                                                          {GatePosition::key, "G3"},
+                                                          {GatePosition::query, "G4"},
+                                                          {GatePosition::dense, "G5"}};
+  std::string s = tag.at(c.gate.position) + " " + kPositions.name(c.gate.position) + " " +
+                  kGranularities.name(c.gate.granularity);
+  if (c.gate.head_shared) s += " head-shared";
+  s += " " + kActivations.name(c.gate.activation) + " " + kCombines.name(c.gate.combine);
+  if (c.gate.input == GateInput::constant) s += " input-independent";
+  if (c.gate.input_dims) s += cat(" (reads ", c.gate.input_dims, " dims)");
+  return s;
+}
+
+}  // namespace gatedlm::model

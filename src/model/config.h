@@ -1,0 +1,69 @@
+#pragma once
+// The model configuration: the JSON keys of config.json, their defaults and the checks
+// that reject impossible shapes with a message naming the key.
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+
+#include "kernels/activations.h"
+
+namespace gatedlm::model {
+
+// Where the gate acts (paper Fig. 1): G1 sdpa, G2 value, G3 key, G4 query, G5 dense.
+enum class GatePosition { none, sdpa, value, key, query, dense };
+enum class GateGranularity { elementwise, headwise };
+enum class GateCombine { multiply, add };
+enum class GateInput { hidden, constant };
+enum class GateInit { normal, zero };
+enum class SdpaTransform { none, rmsnorm, silu };
+
+struct GateConfig {
+  GatePosition position = GatePosition::none;
+  GateGranularity granularity = GateGranularity::elementwise;
+  bool head_shared = false;
+  GateCombine combine = GateCombine::multiply;
+  kernels::Activation activation = kernels::Activation::sigmoid;
+  GateInput input = GateInput::hidden;
+  int64_t input_dims = 0;  // 0 = all of d_model
+  GateInit init = GateInit::normal;  // default zero for input=constant (the paper's choice)
+};
+
+struct ModelConfig {
+  int64_t vocab_size = 0, d_model = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0,
+          ffn_hidden = 0;
+  double rope_base = 10000.0;
+  int64_t rope_dims = 0;  // defaults to head_dim
+  bool qk_norm = true;
+  bool tie_embeddings = false;
+  double norm_eps = 1e-6;
+  int64_t max_seq_len = 0;
+  double init_std = 0.02;
+  GateConfig gate;
+  SdpaTransform sdpa_transform = SdpaTransform::none;
+  bool sandwich_norm = false;
+  double residual_clip = 0.0;  // 0 = off
+
+  bool has_gate() const { return gate.position != GatePosition::none; }
+  int64_t q_dim() const { return n_heads * head_dim; }
+  int64_t kv_dim() const { return n_kv_heads * head_dim; }
+  // Heads of the tensor the gate acts on (1 for the dense output) and their width.
+  int64_t gate_target_heads() const;
+  int64_t gate_target_head_dim() const;
+  // The gate projection's shape: [gate_out, gate_in] (input hidden) or [gate_out].
+  int64_t gate_out() const;
+  int64_t gate_in() const;
+
+  // Throws gatedlm::Error naming the offending key.
+  void validate() const;
+};
+
+// Parses and validates; `source` names the file in messages.
+ModelConfig config_from_json(const nlohmann::json& j, const std::string& source = "config");
+nlohmann::json config_to_json(const ModelConfig& c);
+ModelConfig load_config(const std::string& path);
+void save_config(const ModelConfig& c, const std::string& path);
+
+std::string to_string(GatePosition p);
+std::string describe_gate(const ModelConfig& c);  // e.g. "G1 sdpa elementwise sigmoid multiply"
+
+}  // namespace gatedlm::model

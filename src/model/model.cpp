@@ -1,0 +1,424 @@
+#include "model/model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "kernels/activations.h"
+#include "kernels/attention.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/matmul.h"
+#include "kernels/rmsnorm.h"
+#include "model/gate.h"
+
+namespace gatedlm::model {
+
+namespace k = kernels;
+
+// Saved tensors of one block for n = batch*seq tokens. Shapes in comments; a buffer
+// that the config does not need stays empty.
+template <typename T>
+struct LayerActivations {
+  std::vector<T> rstd_attn;        // [n]
+  std::vector<T> h;                // [n, d]  rmsnorm(x): q/k/v and gate input
+  std::vector<T> q0, k0, v0;       // [n, q_dim], [n, kv_dim] x2: projection outputs
+  std::vector<T> gate_pre;         // [n, gate_out]
+  std::vector<T> gate_score;       // [n, gate target size]
+  std::vector<T> gated;            // gate output at whichever position the gate sits
+  std::vector<T> qr, kr;           // [n, q_dim], [n, kv_dim]: after QK-norm and RoPE
+  std::vector<T> rstd_q, rstd_k;   // [n*n_q], [n*n_kv]
+  std::vector<T> y0;               // [n, q_dim] SDPA output
+  std::vector<T> lse;              // [batch, n_q, seq]
+  std::vector<T> y1, rstd_y;       // after sdpa_transform ([n, q_dim], [n*n_q])
+  std::vector<T> o0;               // [n, d] o_proj output
+  std::vector<T> o2, rstd_o;       // after the sandwich norm
+  std::vector<T> mid;              // [n, d] residual after the attention branch
+  std::vector<T> rstd_ffn, h2;     // [n], [n, d]
+  std::vector<T> fg, fu, fa;       // [n, ffn]
+  std::vector<T> f0, f1, rstd_f;   // [n, d] down_proj output, after sandwich norm
+};
+
+template <typename T>
+struct Model<T>::State {
+  int64_t batch = 0, seq = 0, n = 0;
+  std::vector<int32_t> tokens, targets;
+  std::vector<std::vector<T>> resid;  // [n_layers + 1][n, d]: input of block l, last = output
+  std::vector<LayerActivations<T>> layers;
+  std::vector<T> rstd_final, h_final, logits, losses, dlogits;
+  // Backward scratch, reused by every block.
+  std::vector<T> dres, dh, da, db, dc, dq0, dq1, dq2, dk0, dk1, dk2, dv0, dv1, dfa, dfg, dfu, dgate;
+};
+
+namespace {
+
+template <typename T>
+void resize(std::vector<T>& v, int64_t size, bool needed = true) {
+  v.assign(needed ? static_cast<size_t>(size) : 0, T(0));
+}
+template <typename T>
+void zero(std::vector<T>& v) {
+  std::fill(v.begin(), v.end(), T(0));
+}
+
+// Branch output post-processing: clip to (-c, c); backward passes the gradient where
+// the value was inside [-c, c] (torch.clamp's convention).
+template <typename T>
+void add_clipped(T* out, const T* resid, const T* branch, int64_t size, double clip) {
+  const T c = static_cast<T>(clip);
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < size; ++i)
+    out[i] = resid[i] + (clip > 0 ? std::clamp(branch[i], -c, c) : branch[i]);
+}
+template <typename T>
+void clip_backward(T* dbranch, const T* dout, const T* branch, int64_t size, double clip) {
+  const T c = static_cast<T>(clip);
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < size; ++i)
+    dbranch[i] = (clip <= 0 || (branch[i] >= -c && branch[i] <= c)) ? dout[i] : T(0);
+}
+
+}  // namespace
+
+template <typename T>
+Model<T>::Model(const ModelConfig& config)
+    : config_(config), layout_(config), params_(layout_.total()), grads_(layout_.total()),
+      s_(std::make_unique<State>()) {
+  config_.validate();
+  w_ = make_views(layout_, config_, params_.data());
+  g_ = make_views(layout_, config_, grads_.data());
+}
+
+template <typename T>
+Model<T>::~Model() = default;
+template <typename T>
+Model<T>::Model(Model&&) noexcept = default;
+
+template <typename T>
+void Model<T>::load_params(std::span<const T> values) {
+  if (static_cast<int64_t>(values.size()) != layout_.total())
+    fail("load_params: ", values.size(), " values for a model of ", layout_.total(), " parameters");
+  std::copy(values.begin(), values.end(), params_.begin());
+}
+
+template <typename T>
+void Model<T>::zero_grads() {
+  zero(grads_);
+}
+
+template <typename T>
+const T* Model<T>::logits() const {
+  return s_->logits.data();
+}
+template <typename T>
+const T* Model<T>::token_losses() const {
+  return s_->losses.data();
+}
+
+template <typename T>
+void Model<T>::ensure_buffers(int64_t batch, int64_t seq) {
+  State& s = *s_;
+  if (s.batch == batch && s.seq == seq) return;
+  const ModelConfig& c = config_;
+  const int64_t n = batch * seq, d = c.d_model, qd = c.q_dim(), kvd = c.kv_dim(), f = c.ffn_hidden;
+  const GateShape gs = GateShape::of(c);
+  s.batch = batch;
+  s.seq = seq;
+  s.n = n;
+  s.resid.assign(c.n_layers + 1, {});
+  for (auto& r : s.resid) resize(r, n * d);
+  s.layers.assign(c.n_layers, {});
+  for (auto& a : s.layers) {
+    resize(a.rstd_attn, n);
+    resize(a.h, n * d);
+    resize(a.q0, n * qd);
+    resize(a.k0, n * kvd);
+    resize(a.v0, n * kvd);
+    resize(a.gate_pre, n * gs.gate_out, c.has_gate());
+    resize(a.gate_score, n * gs.target_size(), c.has_gate());
+    resize(a.gated, n * gs.target_size(), c.has_gate());
+    resize(a.qr, n * qd);
+    resize(a.kr, n * kvd);
+    resize(a.rstd_q, n * c.n_heads, c.qk_norm);
+    resize(a.rstd_k, n * c.n_kv_heads, c.qk_norm);
+    resize(a.y0, n * qd);
+    resize(a.lse, n * c.n_heads);
+    resize(a.y1, n * qd, c.sdpa_transform != SdpaTransform::none);
+    resize(a.rstd_y, n * c.n_heads, c.sdpa_transform == SdpaTransform::rmsnorm);
+    resize(a.o0, n * d);
+    resize(a.o2, n * d, c.sandwich_norm);
+    resize(a.rstd_o, n, c.sandwich_norm);
+    resize(a.mid, n * d);
+    resize(a.rstd_ffn, n);
+    resize(a.h2, n * d);
+    resize(a.fg, n * f);
+    resize(a.fu, n * f);
+    resize(a.fa, n * f);
+    resize(a.f0, n * d);
+    resize(a.f1, n * d, c.sandwich_norm);
+    resize(a.rstd_f, n, c.sandwich_norm);
+  }
+  resize(s.rstd_final, n);
+  resize(s.h_final, n * d);
+  resize(s.logits, n * c.vocab_size);
+  resize(s.losses, n);
+  resize(s.dlogits, n * c.vocab_size);
+  for (auto* v : {&s.dres, &s.dh, &s.da, &s.db, &s.dc}) resize(*v, n * std::max({d, qd}));
+  for (auto* v : {&s.dq0, &s.dq1, &s.dq2}) resize(*v, n * qd);
+  for (auto* v : {&s.dk0, &s.dk1, &s.dk2, &s.dv0, &s.dv1}) resize(*v, n * kvd);
+  for (auto* v : {&s.dfa, &s.dfg, &s.dfu}) resize(*v, n * f);
+  resize(s.dgate, n * gs.gate_out, c.has_gate());
+}
+
+template <typename T>
+double Model<T>::forward(const int32_t* tokens, const int32_t* targets, int64_t batch, int64_t seq) {
+  const ModelConfig& c = config_;
+  if (batch < 1 || seq < 1) fail("forward: empty batch (", batch, " x ", seq, ")");
+  ensure_buffers(batch, seq);
+  State& s = *s_;
+  const int64_t n = s.n, d = c.d_model;
+  if (rope_.positions < seq && c.rope_dims > 0)
+    rope_ = k::rope_table(k::rope_inv_freq(c.rope_dims, c.rope_base), std::max(seq, c.max_seq_len));
+  s.tokens.assign(tokens, tokens + n);
+  s.targets.assign(n, -1);
+  if (targets) s.targets.assign(targets, targets + n);
+  for (int64_t r = 0; r < n; ++r) {
+    if (tokens[r] < 0 || tokens[r] >= c.vocab_size)
+      fail("token id ", tokens[r], " is outside the vocabulary (0..", c.vocab_size - 1, ")");
+    if (s.targets[r] >= c.vocab_size)
+      fail("target id ", s.targets[r], " is outside the vocabulary (0..", c.vocab_size - 1, ")");
+    std::copy_n(w_.embed + static_cast<int64_t>(tokens[r]) * d, d, s.resid[0].data() + r * d);
+  }
+  for (int64_t l = 0; l < c.n_layers; ++l) block_forward(l);
+  k::rmsnorm_forward(s.h_final.data(), s.rstd_final.data(), s.resid[c.n_layers].data(), w_.final_norm, n,
+                     d, c.norm_eps);
+  k::linear_forward(s.logits.data(), s.h_final.data(), w_.lm_head, n, d, c.vocab_size);
+  counted_ = 0;
+  for (int32_t t : s.targets) counted_ += t >= 0;
+  if (!targets || counted_ == 0) {
+    zero(s.dlogits);
+    return 0.0;
+  }
+  const T scale = static_cast<T>(1.0 / static_cast<double>(counted_));
+  double total = k::cross_entropy(s.losses.data(), s.dlogits.data(), s.logits.data(), s.targets.data(), n,
+                                  c.vocab_size, scale);
+  return total / static_cast<double>(counted_);
+}
+
+template <typename T>
+void Model<T>::block_forward(int64_t l) {
+  const ModelConfig& c = config_;
+  State& s = *s_;
+  LayerActivations<T>& a = s.layers[l];
+  const LayerViews<T>& w = w_.layers[l];
+  const int64_t n = s.n, d = c.d_model, qd = c.q_dim(), kvd = c.kv_dim(), f = c.ffn_hidden;
+  const GatePosition gp = c.gate.position;
+  const GateShape gs = GateShape::of(c);
+  const T* x = s.resid[l].data();
+
+  // Attention branch.
+  k::rmsnorm_forward(a.h.data(), a.rstd_attn.data(), x, w.input_norm, n, d, c.norm_eps);
+  k::linear_forward(a.q0.data(), a.h.data(), w.wq, n, d, qd);
+  k::linear_forward(a.k0.data(), a.h.data(), w.wk, n, d, kvd);
+  k::linear_forward(a.v0.data(), a.h.data(), w.wv, n, d, kvd);
+  auto gate = [&](const T* y_in) {
+    gate_forward(a.gated.data(), a.gate_pre.data(), a.gate_score.data(), y_in, a.h.data(), w.gate, n, gs);
+    return static_cast<const T*>(a.gated.data());
+  };
+  const T* q_in = gp == GatePosition::query ? gate(a.q0.data()) : a.q0.data();
+  const T* k_in = gp == GatePosition::key ? gate(a.k0.data()) : a.k0.data();
+  const T* v_in = gp == GatePosition::value ? gate(a.v0.data()) : a.v0.data();
+  if (c.qk_norm) {
+    k::rmsnorm_forward(a.qr.data(), a.rstd_q.data(), q_in, w.q_norm, n * c.n_heads, c.head_dim, c.norm_eps);
+    k::rmsnorm_forward(a.kr.data(), a.rstd_k.data(), k_in, w.k_norm, n * c.n_kv_heads, c.head_dim,
+                       c.norm_eps);
+  } else {
+    std::copy_n(q_in, n * qd, a.qr.data());
+    std::copy_n(k_in, n * kvd, a.kr.data());
+  }
+  if (c.rope_dims > 0) {
+    k::rope_apply(a.qr.data(), rope_, s.batch, s.seq, c.n_heads, c.head_dim, 0, false);
+    k::rope_apply(a.kr.data(), rope_, s.batch, s.seq, c.n_kv_heads, c.head_dim, 0, false);
+  }
+  const k::AttentionShape as{s.batch, s.seq, c.n_heads, c.n_kv_heads, c.head_dim,
+                             1.0 / std::sqrt(static_cast<double>(c.head_dim))};
+  k::attention_forward(a.y0.data(), a.lse.data(), a.qr.data(), a.kr.data(), v_in, as);
+  const T* y = a.y0.data();
+  if (c.sdpa_transform == SdpaTransform::rmsnorm) {
+    k::rmsnorm_forward(a.y1.data(), a.rstd_y.data(), y, w.sdpa_norm, n * c.n_heads, c.head_dim, c.norm_eps);
+    y = a.y1.data();
+  } else if (c.sdpa_transform == SdpaTransform::silu) {
+    k::activation_forward(a.y1.data(), y, n * qd, k::Activation::silu);
+    y = a.y1.data();
+  }
+  if (gp == GatePosition::sdpa) y = gate(y);
+  k::linear_forward(a.o0.data(), y, w.wo, n, qd, d);
+  const T* o = a.o0.data();
+  if (gp == GatePosition::dense) o = gate(o);
+  if (c.sandwich_norm) {
+    k::rmsnorm_forward(a.o2.data(), a.rstd_o.data(), o, w.attn_branch_norm, n, d, c.norm_eps);
+    o = a.o2.data();
+  }
+  add_clipped(a.mid.data(), x, o, n * d, c.residual_clip);
+
+  // FFN branch.
+  k::rmsnorm_forward(a.h2.data(), a.rstd_ffn.data(), a.mid.data(), w.ffn_norm, n, d, c.norm_eps);
+  k::linear_forward(a.fg.data(), a.h2.data(), w.w_gate, n, d, f);
+  k::linear_forward(a.fu.data(), a.h2.data(), w.w_up, n, d, f);
+  k::swiglu_forward(a.fa.data(), a.fg.data(), a.fu.data(), n * f);
+  k::linear_forward(a.f0.data(), a.fa.data(), w.w_down, n, f, d);
+  const T* fo = a.f0.data();
+  if (c.sandwich_norm) {
+    k::rmsnorm_forward(a.f1.data(), a.rstd_f.data(), fo, w.ffn_branch_norm, n, d, c.norm_eps);
+    fo = a.f1.data();
+  }
+  add_clipped(s.resid[l + 1].data(), a.mid.data(), fo, n * d, c.residual_clip);
+}
+
+template <typename T>
+void Model<T>::backward() {
+  const ModelConfig& c = config_;
+  State& s = *s_;
+  if (s.n == 0) fail("backward called before forward");
+  const int64_t n = s.n, d = c.d_model;
+  // Logits -> final norm -> residual stream.
+  std::vector<T>& dh = s.dh;
+  zero(dh);
+  k::linear_backward(dh.data(), g_.lm_head, s.dlogits.data(), s.h_final.data(), w_.lm_head, n, d,
+                     c.vocab_size);
+  zero(s.dres);
+  k::rmsnorm_backward(s.dres.data(), g_.final_norm, dh.data(), s.resid[c.n_layers].data(), w_.final_norm,
+                      s.rstd_final.data(), n, d);
+  for (int64_t l = c.n_layers - 1; l >= 0; --l) block_backward(l);
+  for (int64_t r = 0; r < n; ++r) {
+    T* row = g_.embed + static_cast<int64_t>(s.tokens[r]) * d;
+    const T* dr = s.dres.data() + r * d;
+    for (int64_t i = 0; i < d; ++i) row[i] += dr[i];
+  }
+}
+
+// On entry s.dres holds d loss / d resid[l + 1]; on exit d loss / d resid[l].
+template <typename T>
+void Model<T>::block_backward(int64_t l) {
+  const ModelConfig& c = config_;
+  State& s = *s_;
+  LayerActivations<T>& a = s.layers[l];
+  const LayerViews<T>& w = w_.layers[l];
+  const LayerViews<T>& g = g_.layers[l];
+  const int64_t n = s.n, d = c.d_model, qd = c.q_dim(), kvd = c.kv_dim(), f = c.ffn_hidden;
+  const GatePosition gp = c.gate.position;
+  const GateShape gs = GateShape::of(c);
+  T* dres = s.dres.data();
+
+  // FFN branch: resid[l+1] = mid + clip(sandwich(f0)).
+  T* df = s.da.data();
+  clip_backward(df, dres, c.sandwich_norm ? a.f1.data() : a.f0.data(), n * d, c.residual_clip);
+  if (c.sandwich_norm) {
+    std::fill_n(s.db.data(), n * d, T(0));
+    k::rmsnorm_backward(s.db.data(), g.ffn_branch_norm, df, a.f0.data(), w.ffn_branch_norm, a.rstd_f.data(),
+                        n, d);
+    df = s.db.data();
+  }
+  zero(s.dfa);
+  k::linear_backward(s.dfa.data(), g.w_down, df, a.fa.data(), w.w_down, n, f, d);
+  zero(s.dfg);
+  zero(s.dfu);
+  k::swiglu_backward(s.dfg.data(), s.dfu.data(), s.dfa.data(), a.fg.data(), a.fu.data(), n * f);
+  T* dh = s.dh.data();
+  std::fill_n(dh, n * d, T(0));
+  k::linear_backward(dh, g.w_gate, s.dfg.data(), a.h2.data(), w.w_gate, n, d, f);
+  k::linear_backward(dh, g.w_up, s.dfu.data(), a.h2.data(), w.w_up, n, d, f);
+  k::rmsnorm_backward(dres, g.ffn_norm, dh, a.mid.data(), w.ffn_norm, a.rstd_ffn.data(), n, d);
+
+  // Attention branch: mid = x + clip(sandwich(gate_dense(o0))).
+  const T* o1 = gp == GatePosition::dense ? a.gated.data() : a.o0.data();
+  T* d_o = s.da.data();
+  clip_backward(d_o, dres, c.sandwich_norm ? a.o2.data() : o1, n * d, c.residual_clip);
+  if (c.sandwich_norm) {
+    std::fill_n(s.db.data(), n * d, T(0));
+    k::rmsnorm_backward(s.db.data(), g.attn_branch_norm, d_o, o1, w.attn_branch_norm, a.rstd_o.data(), n, d);
+    d_o = s.db.data();
+  }
+  std::fill_n(dh, n * d, T(0));  // d loss / d h, gathered from q, k, v and the gate
+  if (gp == GatePosition::dense) {
+    std::fill_n(s.dc.data(), n * d, T(0));
+    gate_backward(s.dc.data(), dh, g.gate, s.dgate.data(), d_o, a.o0.data(), a.gate_pre.data(),
+                  a.gate_score.data(), a.h.data(), w.gate, n, gs);
+    d_o = s.dc.data();
+  }
+  // o0 = y_final W_o^T, y_final = gate_sdpa(transform(y0)).
+  const T* y1 = c.sdpa_transform != SdpaTransform::none ? a.y1.data() : a.y0.data();
+  const T* y2 = gp == GatePosition::sdpa ? a.gated.data() : y1;
+  T* dy = s.dq0.data();
+  zero(s.dq0);
+  k::linear_backward(dy, g.wo, d_o, y2, w.wo, n, qd, d);
+  if (gp == GatePosition::sdpa) {
+    zero(s.dq1);
+    gate_backward(s.dq1.data(), dh, g.gate, s.dgate.data(), dy, y1, a.gate_pre.data(), a.gate_score.data(),
+                  a.h.data(), w.gate, n, gs);
+    dy = s.dq1.data();
+  }
+  if (c.sdpa_transform != SdpaTransform::none) {
+    T* dy0 = dy == s.dq0.data() ? s.dq1.data() : s.dq0.data();
+    std::fill_n(dy0, n * qd, T(0));
+    if (c.sdpa_transform == SdpaTransform::rmsnorm)
+      k::rmsnorm_backward(dy0, g.sdpa_norm, dy, a.y0.data(), w.sdpa_norm, a.rstd_y.data(), n * c.n_heads,
+                          c.head_dim);
+    else
+      k::activation_backward(dy0, dy, a.y0.data(), n * qd, k::Activation::silu);
+    dy = dy0;
+  }
+  // SDPA: gradients w.r.t. the roped q, k and the (possibly gated) v.
+  const T* v_in = gp == GatePosition::value ? a.gated.data() : a.v0.data();
+  zero(s.dq2);
+  zero(s.dk0);
+  zero(s.dv0);
+  const k::AttentionShape as{s.batch, s.seq, c.n_heads, c.n_kv_heads, c.head_dim,
+                             1.0 / std::sqrt(static_cast<double>(c.head_dim))};
+  k::attention_backward(s.dq2.data(), s.dk0.data(), s.dv0.data(), dy, a.qr.data(), a.kr.data(), v_in,
+                        a.y0.data(), a.lse.data(), as);
+  if (c.rope_dims > 0) {
+    k::rope_apply(s.dq2.data(), rope_, s.batch, s.seq, c.n_heads, c.head_dim, 0, true);
+    k::rope_apply(s.dk0.data(), rope_, s.batch, s.seq, c.n_kv_heads, c.head_dim, 0, true);
+  }
+  const T* q_in = gp == GatePosition::query ? a.gated.data() : a.q0.data();
+  const T* k_in = gp == GatePosition::key ? a.gated.data() : a.k0.data();
+  T* dq = s.dq2.data();
+  T* dk = s.dk0.data();
+  if (c.qk_norm) {
+    zero(s.dq1);
+    k::rmsnorm_backward(s.dq1.data(), g.q_norm, dq, q_in, w.q_norm, a.rstd_q.data(), n * c.n_heads,
+                        c.head_dim);
+    dq = s.dq1.data();
+    zero(s.dk1);
+    k::rmsnorm_backward(s.dk1.data(), g.k_norm, dk, k_in, w.k_norm, a.rstd_k.data(), n * c.n_kv_heads,
+                        c.head_dim);
+    dk = s.dk1.data();
+  }
+  T* dv = s.dv0.data();
+  if (gp == GatePosition::query) {
+    T* out = dq == s.dq1.data() ? s.dq0.data() : s.dq1.data();
+    std::fill_n(out, n * qd, T(0));
+    gate_backward(out, dh, g.gate, s.dgate.data(), dq, a.q0.data(), a.gate_pre.data(), a.gate_score.data(),
+                  a.h.data(), w.gate, n, gs);
+    dq = out;
+  } else if (gp == GatePosition::key) {
+    zero(s.dk2);
+    gate_backward(s.dk2.data(), dh, g.gate, s.dgate.data(), dk, a.k0.data(), a.gate_pre.data(),
+                  a.gate_score.data(), a.h.data(), w.gate, n, gs);
+    dk = s.dk2.data();
+  } else if (gp == GatePosition::value) {
+    zero(s.dv1);
+    gate_backward(s.dv1.data(), dh, g.gate, s.dgate.data(), dv, a.v0.data(), a.gate_pre.data(),
+                  a.gate_score.data(), a.h.data(), w.gate, n, gs);
+    dv = s.dv1.data();
+  }
+  k::linear_backward(dh, g.wq, dq, a.h.data(), w.wq, n, d, qd);
+  k::linear_backward(dh, g.wk, dk, a.h.data(), w.wk, n, d, kvd);
+  k::linear_backward(dh, g.wv, dv, a.h.data(), w.wv, n, d, kvd);
+  k::rmsnorm_backward(dres, g.input_norm, dh, s.resid[l].data(), w.input_norm, a.rstd_attn.data(), n, d);
+}
+
+template class Model<float>;
+template class Model<double>;
+
+}  // namespace gatedlm::model

@@ -1,0 +1,64 @@
+#pragma once
+// The decoder: embedding, n_layers blocks of
+//   x += attn(rmsnorm(x));  x += swiglu_ffn(rmsnorm(x))
+// then a final RMSNorm and the LM head. Forward saves what backward needs; backward
+// accumulates parameter gradients into grads(). T is float for training and double for
+// the finite-difference gradient checks.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kernels/rope.h"
+#include "model/config.h"
+#include "model/param_layout.h"
+
+namespace gatedlm::model {
+
+template <typename T>
+struct LayerActivations;  // model.cpp: the saved tensors of one block
+
+template <typename T>
+class Model {
+ public:
+  explicit Model(const ModelConfig& config);
+  ~Model();
+  Model(Model&&) noexcept;
+
+  const ModelConfig& config() const { return config_; }
+  const ParamLayout& layout() const { return layout_; }
+  // Views of the flat buffers laid out by layout(); the buffers never move, so the
+  // per-tensor views stay valid for the model's life.
+  std::span<T> params() { return params_; }
+  std::span<const T> params() const { return params_; }
+  std::span<T> grads() { return grads_; }
+  // Copies weights in (size checked against the layout).
+  void load_params(std::span<const T> values);
+  void zero_grads();
+
+  // tokens, targets [batch, seq]; a negative target contributes no loss. Returns the mean
+  // loss over counted targets (0 when targets is null: logits only).
+  double forward(const int32_t* tokens, const int32_t* targets, int64_t batch, int64_t seq);
+  // Accumulates into grads() the gradient of the mean loss of the last forward.
+  void backward();
+
+  const T* logits() const;          // [batch * seq, vocab] of the last forward
+  const T* token_losses() const;    // [batch * seq]: -log p(target), 0 where ignored
+  int64_t counted_targets() const { return counted_; }
+
+ private:
+  void ensure_buffers(int64_t batch, int64_t seq);
+  void block_forward(int64_t l);
+  void block_backward(int64_t l);
+
+  ModelConfig config_;
+  ParamLayout layout_;
+  std::vector<T> params_, grads_;
+  ModelViews<T> w_, g_;
+  kernels::RopeTable rope_;
+  struct State;
+  std::unique_ptr<State> s_;
+  int64_t counted_ = 0;
+};
+
+}  // namespace gatedlm::model

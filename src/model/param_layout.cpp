@@ -1,0 +1,97 @@
+#include "model/param_layout.h"
+
+#include "core/error.h"
+
+namespace gatedlm::model {
+
+std::string layer_param(int64_t layer, const std::string& suffix) {
+  return cat("model.layers.", layer, ".", suffix);
+}
+
+ParamLayout::ParamLayout(const ModelConfig& c) {
+  const int64_t d = c.d_model;
+  add("model.embed_tokens.weight", {c.vocab_size, d}, ParamKind::embedding);
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    add(layer_param(i, "input_layernorm.weight"), {d}, ParamKind::norm);
+    add(layer_param(i, "self_attn.q_proj.weight"), {c.q_dim(), d}, ParamKind::matrix);
+    add(layer_param(i, "self_attn.k_proj.weight"), {c.kv_dim(), d}, ParamKind::matrix);
+    add(layer_param(i, "self_attn.v_proj.weight"), {c.kv_dim(), d}, ParamKind::matrix);
+    add(layer_param(i, "self_attn.o_proj.weight"), {d, c.q_dim()}, ParamKind::matrix);
+    if (c.qk_norm) {
+      add(layer_param(i, "self_attn.q_norm.weight"), {c.head_dim}, ParamKind::norm);
+      add(layer_param(i, "self_attn.k_norm.weight"), {c.head_dim}, ParamKind::norm);
+    }
+    if (c.has_gate()) {
+      if (c.gate.input == GateInput::hidden)
+        add(layer_param(i, "self_attn.gate.weight"), {c.gate_out(), c.gate_in()}, ParamKind::gate);
+      else
+        add(layer_param(i, "self_attn.gate.weight"), {c.gate_out()}, ParamKind::gate);
+    }
+    if (c.sdpa_transform == SdpaTransform::rmsnorm)
+      add(layer_param(i, "self_attn.sdpa_norm.weight"), {c.head_dim}, ParamKind::norm);
+    add(layer_param(i, "post_attention_layernorm.weight"), {d}, ParamKind::norm);
+    if (c.sandwich_norm) {
+      add(layer_param(i, "post_attn_branch_norm.weight"), {d}, ParamKind::norm);
+      add(layer_param(i, "post_ffn_branch_norm.weight"), {d}, ParamKind::norm);
+    }
+    add(layer_param(i, "mlp.gate_proj.weight"), {c.ffn_hidden, d}, ParamKind::matrix);
+    add(layer_param(i, "mlp.up_proj.weight"), {c.ffn_hidden, d}, ParamKind::matrix);
+    add(layer_param(i, "mlp.down_proj.weight"), {d, c.ffn_hidden}, ParamKind::matrix);
+  }
+  add("model.norm.weight", {d}, ParamKind::norm);
+  if (!c.tie_embeddings) add("lm_head.weight", {c.vocab_size, d}, ParamKind::lm_head);
+}
+
+void ParamLayout::add(std::string name, std::vector<int64_t> shape, ParamKind kind) {
+  int64_t numel = 1;
+  for (int64_t s : shape) numel *= s;
+  specs_.push_back(ParamSpec{std::move(name), std::move(shape), total_, numel, kind});
+  total_ += numel;
+}
+
+const ParamSpec* ParamLayout::find(const std::string& name) const {
+  for (const ParamSpec& s : specs_)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+const ParamSpec& ParamLayout::at(const std::string& name) const {
+  const ParamSpec* s = find(name);
+  if (!s) fail("no parameter named ", name);
+  return *s;
+}
+
+int64_t ParamLayout::count(ParamKind kind) const {
+  int64_t n = 0;
+  for (const ParamSpec& s : specs_)
+    if (s.kind == kind) n += s.numel;
+  return n;
+}
+
+template <typename T>
+ModelViews<T> make_views(const ParamLayout& layout, const ModelConfig& c, T* base) {
+  auto ptr = [&](const std::string& name) -> T* {
+    const ParamSpec* s = layout.find(name);
+    return s ? base + s->offset : nullptr;
+  };
+  ModelViews<T> v;
+  v.embed = ptr("model.embed_tokens.weight");
+  v.final_norm = ptr("model.norm.weight");
+  v.lm_head = c.tie_embeddings ? v.embed : ptr("lm_head.weight");
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    auto p = [&](const char* suffix) { return ptr(layer_param(i, suffix)); };
+    v.layers.push_back(LayerViews<T>{
+        p("input_layernorm.weight"), p("self_attn.q_proj.weight"), p("self_attn.k_proj.weight"),
+        p("self_attn.v_proj.weight"), p("self_attn.o_proj.weight"), p("self_attn.q_norm.weight"),
+        p("self_attn.k_norm.weight"), p("self_attn.gate.weight"), p("self_attn.sdpa_norm.weight"),
+        p("post_attention_layernorm.weight"), p("post_attn_branch_norm.weight"),
+        p("post_ffn_branch_norm.weight"), p("mlp.gate_proj.weight"), p("mlp.up_proj.weight"),
+        p("mlp.down_proj.weight")});
+  }
+  return v;
+}
+
+template ModelViews<float> make_views<float>(const ParamLayout&, const ModelConfig&, float*);
+template ModelViews<double> make_views<double>(const ParamLayout&, const ModelConfig&, double*);
+
+}  // namespace gatedlm::model

@@ -1,0 +1,63 @@
+#pragma once
+// Where every parameter lives: one flat buffer per kind (weights, grads, Adam moments),
+// carved into named views in a fixed order. The names are the checkpoint names (Hugging
+// Face Qwen3 conventions), so this table is also the checkpoint's tensor map.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+
+namespace gatedlm::model {
+
+enum class ParamKind { embedding, lm_head, matrix, norm, gate };
+
+struct ParamSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t offset = 0;  // into the flat buffer, in elements
+  int64_t numel = 0;
+  ParamKind kind;
+  // Weight decay applies to matrices (ndim >= 2), never to norms or constant gates.
+  bool decays() const { return shape.size() >= 2; }
+};
+
+class ParamLayout {
+ public:
+  explicit ParamLayout(const ModelConfig& config);
+  const std::vector<ParamSpec>& specs() const { return specs_; }
+  int64_t total() const { return total_; }
+  const ParamSpec* find(const std::string& name) const;  // null when absent
+  const ParamSpec& at(const std::string& name) const;    // throws when absent
+
+  // Counts for `gatedlm params`: embedding = embed_tokens plus an untied lm_head;
+  // non-embedding = total - embedding; gate = the attention gates' parameters.
+  int64_t count(ParamKind kind) const;
+  int64_t embedding_count() const { return count(ParamKind::embedding) + count(ParamKind::lm_head); }
+
+ private:
+  void add(std::string name, std::vector<int64_t> shape, ParamKind kind);
+  std::vector<ParamSpec> specs_;
+  int64_t total_ = 0;
+};
+
+std::string layer_param(int64_t layer, const std::string& suffix);  // "model.layers.{i}.{suffix}"
+
+// Typed pointers into one flat buffer (weights or grads) laid out by ParamLayout.
+// Pointers of absent tensors are null.
+template <typename T>
+struct LayerViews {
+  T *input_norm, *wq, *wk, *wv, *wo, *q_norm, *k_norm, *gate, *sdpa_norm, *ffn_norm,
+      *attn_branch_norm, *ffn_branch_norm, *w_gate, *w_up, *w_down;
+};
+template <typename T>
+struct ModelViews {
+  T* embed;
+  T* final_norm;
+  T* lm_head;  // == embed when tied
+  std::vector<LayerViews<T>> layers;
+};
+template <typename T>
+ModelViews<T> make_views(const ParamLayout& layout, const ModelConfig& config, T* base);
+
+}  // namespace gatedlm::model

@@ -1,0 +1,552 @@
+"""PyTorch reference of the gatedlm decoder (Qwen3-style, with the gated-attention variants).
+
+This is the ground truth the C++ engine is checked against (tests/reference/test_against_engine.py).
+It favours plainness over speed. Parameter names are exactly the checkpoint names, so
+`dict(model.named_parameters())` is the checkpoint layout.
+
+The model is dtype-agnostic: build it, then `.to(torch.float64)` to evaluate in float64.
+"""
+
+import copy
+import dataclasses
+import math
+from typing import Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+GATE_POSITIONS = ("none", "sdpa", "value", "key", "query", "dense")
+GATE_GRANULARITIES = ("elementwise", "headwise")
+GATE_COMBINES = ("multiply", "add")
+GATE_ACTIVATIONS = ("sigmoid", "silu", "ns_sigmoid", "identity")
+GATE_INPUTS = ("hidden", "constant")
+GATE_INITS = ("normal", "zero")
+SDPA_TRANSFORMS = ("none", "rmsnorm", "silu")
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _check_int(name, v, lo=None):
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise ConfigError(f"{name} must be an integer, got {v!r}")
+    if lo is not None and v < lo:
+        raise ConfigError(f"{name} must be >= {lo}, got {v}")
+    return v
+
+
+def _check_num(name, v):
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        raise ConfigError(f"{name} must be a number, got {v!r}")
+    return float(v)
+
+
+def _check_bool(name, v):
+    if not isinstance(v, bool):
+        raise ConfigError(f"{name} must be true/false, got {v!r}")
+    return v
+
+
+def _check_enum(name, v, allowed):
+    if v not in allowed:
+        raise ConfigError(f"{name} must be one of {'|'.join(allowed)}, got {v!r}")
+    return v
+
+
+@dataclasses.dataclass
+class GateConfig:
+    position: str = "none"
+    granularity: str = "elementwise"
+    head_shared: bool = False
+    combine: str = "multiply"
+    activation: str = "sigmoid"
+    input: str = "hidden"
+    input_dims: int = 0          # 0 = all of d_model
+    init: str = "normal"
+
+    @classmethod
+    def from_json(cls, d):
+        if not isinstance(d, dict):
+            raise ConfigError(f"gate must be an object, got {d!r}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ConfigError(f"unknown gate keys: {sorted(unknown)}")
+        g = cls()
+        if "position" in d:
+            g.position = _check_enum("gate.position", d["position"], GATE_POSITIONS)
+        if "granularity" in d:
+            g.granularity = _check_enum("gate.granularity", d["granularity"], GATE_GRANULARITIES)
+        if "head_shared" in d:
+            g.head_shared = _check_bool("gate.head_shared", d["head_shared"])
+        if "combine" in d:
+            g.combine = _check_enum("gate.combine", d["combine"], GATE_COMBINES)
+        if "activation" in d:
+            g.activation = _check_enum("gate.activation", d["activation"], GATE_ACTIVATIONS)
+        if "input" in d:
+            g.input = _check_enum("gate.input", d["input"], GATE_INPUTS)
+        if "input_dims" in d:
+            g.input_dims = _check_int("gate.input_dims", d["input_dims"], 0)
+        if "init" in d:
+            g.init = _check_enum("gate.init", d["init"], GATE_INITS)
+        return g
+
+    def to_json(self):
+        return dataclasses.asdict(self)
+
+
+_REQUIRED = ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim",
+             "ffn_hidden", "max_seq_len")
+
+
+@dataclasses.dataclass
+class ModelConfig:
+    vocab_size: int
+    d_model: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    ffn_hidden: int
+    max_seq_len: int
+    rope_base: float = 10000.0
+    rope_dims: Optional[int] = None     # None -> head_dim
+    qk_norm: bool = True
+    tie_embeddings: bool = False
+    norm_eps: float = 1e-6
+    init_std: float = 0.02
+    gate: GateConfig = dataclasses.field(default_factory=GateConfig)
+    sdpa_transform: str = "none"
+    sandwich_norm: bool = False
+    residual_clip: float = 0.0          # 0 = off
+
+    @classmethod
+    def from_json(cls, d):
+        if not isinstance(d, dict):
+            raise ConfigError("config must be a JSON object")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ConfigError(f"unknown config keys: {sorted(unknown)}")
+        missing = [k for k in _REQUIRED if k not in d]
+        if missing:
+            raise ConfigError(f"missing required config keys: {missing}")
+        kw = {k: _check_int(k, d[k], 1) for k in _REQUIRED}
+        cfg = cls(**kw)
+        if "rope_base" in d:
+            cfg.rope_base = _check_num("rope_base", d["rope_base"])
+        if "rope_dims" in d:
+            cfg.rope_dims = _check_int("rope_dims", d["rope_dims"], 0)
+        if "qk_norm" in d:
+            cfg.qk_norm = _check_bool("qk_norm", d["qk_norm"])
+        if "tie_embeddings" in d:
+            cfg.tie_embeddings = _check_bool("tie_embeddings", d["tie_embeddings"])
+        if "norm_eps" in d:
+            cfg.norm_eps = _check_num("norm_eps", d["norm_eps"])
+        if "init_std" in d:
+            cfg.init_std = _check_num("init_std", d["init_std"])
+        if "gate" in d:
+            cfg.gate = GateConfig.from_json(d["gate"])
+        if "sdpa_transform" in d:
+            cfg.sdpa_transform = _check_enum("sdpa_transform", d["sdpa_transform"], SDPA_TRANSFORMS)
+        if "sandwich_norm" in d:
+            cfg.sandwich_norm = _check_bool("sandwich_norm", d["sandwich_norm"])
+        if "residual_clip" in d:
+            cfg.residual_clip = _check_num("residual_clip", d["residual_clip"])
+        cfg.validate()
+        return cfg
+
+    def to_json(self):
+        d = dataclasses.asdict(self)
+        d["rope_dims"] = self.rotary_dims
+        d["gate"] = self.gate.to_json()
+        return d
+
+    @property
+    def rotary_dims(self):
+        return self.head_dim if self.rope_dims is None else self.rope_dims
+
+    def validate(self):
+        if self.n_heads % self.n_kv_heads != 0:
+            raise ConfigError(f"n_heads {self.n_heads} not a multiple of n_kv_heads {self.n_kv_heads}")
+        r = self.rotary_dims
+        if r % 2 != 0 or r > self.head_dim:
+            raise ConfigError(f"rope_dims {r} must be even and <= head_dim {self.head_dim}")
+        if self.rope_base <= 0:
+            raise ConfigError("rope_base must be > 0")
+        if self.norm_eps <= 0:
+            raise ConfigError("norm_eps must be > 0")
+        if self.residual_clip < 0:
+            raise ConfigError("residual_clip must be >= 0")
+        g = self.gate
+        if g.input_dims > self.d_model:
+            raise ConfigError(f"gate.input_dims {g.input_dims} > d_model {self.d_model}")
+        if g.position == "dense" and (g.granularity != "elementwise" or g.head_shared):
+            raise ConfigError("dense gate is elementwise over d_model only")
+        if g.head_shared and g.granularity != "elementwise":
+            raise ConfigError("head_shared gates have the elementwise shape")
+
+    # ---- derived gate shapes -------------------------------------------------------------
+    def gate_heads(self):
+        """Number of heads of the tensor the gate applies to (None for dense)."""
+        p = self.gate.position
+        if p in ("sdpa", "query"):
+            return self.n_heads
+        if p in ("value", "key"):
+            return self.n_kv_heads
+        return None
+
+    def gate_out(self):
+        g = self.gate
+        if g.position == "none":
+            return 0
+        if g.position == "dense":
+            return self.d_model
+        heads = self.gate_heads()
+        if g.granularity == "headwise":
+            return heads
+        return heads * self.head_dim
+
+    def gate_in(self):
+        return self.gate.input_dims if self.gate.input_dims > 0 else self.d_model
+
+
+def parameter_shapes(cfg):
+    """Ordered dict checkpoint name -> shape, computed from the config alone (no allocation)."""
+    d, dk = cfg.d_model, cfg.head_dim
+    nq, nk = cfg.n_heads, cfg.n_kv_heads
+    shapes = {"model.embed_tokens.weight": (cfg.vocab_size, d)}
+    for i in range(cfg.n_layers):
+        p = f"model.layers.{i}."
+        shapes[p + "input_layernorm.weight"] = (d,)
+        shapes[p + "self_attn.q_proj.weight"] = (nq * dk, d)
+        shapes[p + "self_attn.k_proj.weight"] = (nk * dk, d)
+        shapes[p + "self_attn.v_proj.weight"] = (nk * dk, d)
+        shapes[p + "self_attn.o_proj.weight"] = (d, nq * dk)
+        if cfg.qk_norm:
+            shapes[p + "self_attn.q_norm.weight"] = (dk,)
+            shapes[p + "self_attn.k_norm.weight"] = (dk,)
+        if cfg.gate.position != "none":
+            if cfg.gate.input == "hidden":
+                shapes[p + "self_attn.gate.weight"] = (cfg.gate_out(), cfg.gate_in())
+            else:
+                shapes[p + "self_attn.gate.weight"] = (cfg.gate_out(),)
+        if cfg.sdpa_transform == "rmsnorm":
+            shapes[p + "self_attn.sdpa_norm.weight"] = (dk,)
+        shapes[p + "post_attention_layernorm.weight"] = (d,)
+        if cfg.sandwich_norm:
+            shapes[p + "post_attn_branch_norm.weight"] = (d,)
+            shapes[p + "post_ffn_branch_norm.weight"] = (d,)
+        shapes[p + "mlp.gate_proj.weight"] = (cfg.ffn_hidden, d)
+        shapes[p + "mlp.up_proj.weight"] = (cfg.ffn_hidden, d)
+        shapes[p + "mlp.down_proj.weight"] = (d, cfg.ffn_hidden)
+    shapes["model.norm.weight"] = (d,)
+    if not cfg.tie_embeddings:
+        shapes["lm_head.weight"] = (cfg.vocab_size, d)
+    return shapes
+
+
+def gate_parameter_count(cfg):
+    """Parameters added by the gate (all layers), from shapes only."""
+    return sum(math.prod(s) for n, s in parameter_shapes(cfg).items() if ".self_attn.gate." in n)
+
+
+# ---- building blocks --------------------------------------------------------------------
+
+class Weight(nn.Module):
+    """Holds one parameter called `weight` (so names come out as `<module>.weight`)."""
+
+    def __init__(self, *shape, device=None):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(*shape, device=device))
+
+
+def rms_norm(x, w, eps):
+    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * w
+
+
+def rope_cos_sin(T, rot_dims, base, dtype, device=None):
+    """cos/sin [T, rot_dims/2], computed in float64 then cast."""
+    half = rot_dims // 2
+    i = torch.arange(half, dtype=torch.float64, device=device)
+    inv_freq = base ** (-(2.0 * i) / rot_dims)
+    pos = torch.arange(T, dtype=torch.float64, device=device)
+    ang = pos[:, None] * inv_freq[None, :]
+    return torch.cos(ang).to(dtype), torch.sin(ang).to(dtype)
+
+
+def apply_rope(x, cos, sin):
+    """x [B, T, H, dk]; rotate-half over the first 2*cos.shape[-1] dims."""
+    half = cos.shape[-1]
+    if half == 0:
+        return x
+    R = 2 * half
+    c = cos[None, :, None, :]
+    s = sin[None, :, None, :]
+    x1, x2, rest = x[..., :half], x[..., half:R], x[..., R:]
+    return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s, rest], dim=-1)
+
+
+def gate_activation(s, name):
+    if name == "sigmoid":
+        return torch.sigmoid(s)
+    if name == "silu":
+        return F.silu(s)
+    if name == "ns_sigmoid":
+        return 0.5 + 0.5 * torch.sigmoid(s)
+    if name == "identity":
+        return s
+    raise ValueError(name)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg, device=None):
+        super().__init__()
+        self.cfg = cfg
+        d, dk, nq, nk = cfg.d_model, cfg.head_dim, cfg.n_heads, cfg.n_kv_heads
+        self.q_proj = Weight(nq * dk, d, device=device)
+        self.k_proj = Weight(nk * dk, d, device=device)
+        self.v_proj = Weight(nk * dk, d, device=device)
+        self.o_proj = Weight(d, nq * dk, device=device)
+        if cfg.qk_norm:
+            self.q_norm = Weight(dk, device=device)
+            self.k_norm = Weight(dk, device=device)
+        if cfg.gate.position != "none":
+            if cfg.gate.input == "hidden":
+                self.gate = Weight(cfg.gate_out(), cfg.gate_in(), device=device)
+            else:
+                self.gate = Weight(cfg.gate_out(), device=device)
+        if cfg.sdpa_transform == "rmsnorm":
+            self.sdpa_norm = Weight(dk, device=device)
+
+    def gate_score(self, h):
+        """Activated gate score, shaped to broadcast against the gated tensor.
+
+        h: [B, T, d] (the attention block's normalised input X).
+        Returns [B, T, heads, dk] / [B, T, heads, 1] / [B, T, 1, dk] (head-shared) for
+        sdpa/value/key/query, and [B, T, d] for dense.
+        """
+        cfg, g = self.cfg, self.cfg.gate
+        B, T, _ = h.shape
+        if g.input == "hidden":
+            s = h[..., :cfg.gate_in()] @ self.gate.weight.t()
+        else:
+            s = self.gate.weight.expand(B, T, cfg.gate_out())
+        a = gate_activation(s, g.activation)
+        if g.position == "dense":
+            return a
+        heads = cfg.gate_heads()
+        if g.granularity == "headwise":
+            return a.reshape(B, T, heads, 1)
+        a = a.reshape(B, T, heads, cfg.head_dim)
+        if g.head_shared:
+            a = a.mean(dim=2, keepdim=True)
+        return a
+
+    def apply_gate(self, y, a):
+        if self.cfg.gate.combine == "multiply":
+            return y * a
+        return y + a
+
+    def forward(self, h, cos, sin, trace=None, prefix=""):
+        cfg, g = self.cfg, self.cfg.gate
+        B, T, _ = h.shape
+        dk, nq, nk = cfg.head_dim, cfg.n_heads, cfg.n_kv_heads
+        a = self.gate_score(h) if g.position != "none" else None
+        if trace is not None and a is not None:
+            trace[prefix + "gate_score"] = a.detach()
+
+        q = (h @ self.q_proj.weight.t()).reshape(B, T, nq, dk)
+        k = (h @ self.k_proj.weight.t()).reshape(B, T, nk, dk)
+        v = (h @ self.v_proj.weight.t()).reshape(B, T, nk, dk)
+        if g.position == "query":
+            q = self.apply_gate(q, a)
+        elif g.position == "key":
+            k = self.apply_gate(k, a)
+        elif g.position == "value":
+            v = self.apply_gate(v, a)
+        if cfg.qk_norm:
+            q = rms_norm(q, self.q_norm.weight, cfg.norm_eps)
+            k = rms_norm(k, self.k_norm.weight, cfg.norm_eps)
+        q = apply_rope(q, cos, sin)
+        k = apply_rope(k, cos, sin)
+
+        group = nq // nk
+        k = k.repeat_interleave(group, dim=2)   # query head h uses kv head h // group
+        v = v.repeat_interleave(group, dim=2)
+        qh, kh, vh = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [B, H, T, dk]
+        scores = (qh @ kh.transpose(-1, -2)) / math.sqrt(dk)
+        causal = torch.ones(T, T, dtype=torch.bool, device=h.device).tril()
+        scores = scores.masked_fill(~causal, float("-inf"))
+        probs = torch.softmax(scores, dim=-1)
+        if trace is not None:
+            trace[prefix + "attn_probs"] = probs.detach()
+        y = (probs @ vh).transpose(1, 2)             # [B, T, nq, dk]
+
+        if cfg.sdpa_transform == "rmsnorm":
+            y = rms_norm(y, self.sdpa_norm.weight, cfg.norm_eps)
+        elif cfg.sdpa_transform == "silu":
+            y = F.silu(y)
+        if g.position == "sdpa":
+            if trace is not None:
+                trace[prefix + "sdpa_out"] = y.detach()
+            y = self.apply_gate(y, a)
+        o = y.reshape(B, T, nq * dk) @ self.o_proj.weight.t()
+        if g.position == "dense":
+            o = self.apply_gate(o, a)
+        return o
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg, device=None):
+        super().__init__()
+        self.gate_proj = Weight(cfg.ffn_hidden, cfg.d_model, device=device)
+        self.up_proj = Weight(cfg.ffn_hidden, cfg.d_model, device=device)
+        self.down_proj = Weight(cfg.d_model, cfg.ffn_hidden, device=device)
+
+    def forward(self, h):
+        return (F.silu(h @ self.gate_proj.weight.t()) * (h @ self.up_proj.weight.t())) \
+            @ self.down_proj.weight.t()
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg, device=None):
+        super().__init__()
+        self.cfg = cfg
+        d = cfg.d_model
+        self.input_layernorm = Weight(d, device=device)
+        self.self_attn = Attention(cfg, device=device)
+        self.post_attention_layernorm = Weight(d, device=device)
+        if cfg.sandwich_norm:
+            self.post_attn_branch_norm = Weight(d, device=device)
+            self.post_ffn_branch_norm = Weight(d, device=device)
+        self.mlp = MLP(cfg, device=device)
+
+    def _branch_out(self, o, norm, trace, key):
+        cfg = self.cfg
+        if cfg.sandwich_norm:
+            o = rms_norm(o, norm.weight, cfg.norm_eps)
+        if cfg.residual_clip > 0:
+            if trace is not None:
+                trace[key] = o.detach()
+            o = torch.clamp(o, -cfg.residual_clip, cfg.residual_clip)
+        return o
+
+    def forward(self, x, cos, sin, trace=None, prefix=""):
+        cfg = self.cfg
+        h = rms_norm(x, self.input_layernorm.weight, cfg.norm_eps)
+        o = self.self_attn(h, cos, sin, trace, prefix)
+        o = self._branch_out(o, getattr(self, "post_attn_branch_norm", None), trace,
+                             prefix + "attn_branch_preclip")
+        x = x + o
+        h2 = rms_norm(x, self.post_attention_layernorm.weight, cfg.norm_eps)
+        f = self.mlp(h2)
+        f = self._branch_out(f, getattr(self, "post_ffn_branch_norm", None), trace,
+                             prefix + "ffn_branch_preclip")
+        x = x + f
+        if trace is not None:
+            trace[prefix + "residual"] = x.detach()
+        return x
+
+
+class Backbone(nn.Module):
+    def __init__(self, cfg, device=None):
+        super().__init__()
+        self.embed_tokens = Weight(cfg.vocab_size, cfg.d_model, device=device)
+        self.layers = nn.ModuleList([DecoderLayer(cfg, device=device) for _ in range(cfg.n_layers)])
+        self.norm = Weight(cfg.d_model, device=device)
+
+
+class GatedLM(nn.Module):
+    def __init__(self, cfg, device=None):
+        super().__init__()
+        if isinstance(cfg, dict):
+            cfg = ModelConfig.from_json(cfg)
+        cfg.validate()
+        self.cfg = copy.deepcopy(cfg)
+        self.model = Backbone(self.cfg, device=device)
+        if not self.cfg.tie_embeddings:
+            self.lm_head = Weight(self.cfg.vocab_size, self.cfg.d_model, device=device)
+        if device is None or torch.device(device).type != "meta":
+            self.init_weights()
+
+    # ---- weights --------------------------------------------------------------------------
+    def init_weights(self, generator=None):
+        """Default init: matrices N(0, init_std), norms 1, gates per gate.init."""
+        cfg = self.cfg
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                if ".self_attn.gate." in name:
+                    if cfg.gate.init == "zero":
+                        p.zero_()
+                    else:
+                        p.normal_(0.0, cfg.init_std, generator=generator)
+                elif p.ndim >= 2:
+                    p.normal_(0.0, cfg.init_std, generator=generator)
+                else:
+                    p.fill_(1.0)
+
+    def state_dict_flat(self):
+        """name -> tensor (detached), in checkpoint order."""
+        return {n: p.detach() for n, p in self.named_parameters()}
+
+    def load_flat(self, tensors, strict=True):
+        params = dict(self.named_parameters())
+        if strict:
+            missing = sorted(set(params) - set(tensors))
+            extra = sorted(set(tensors) - set(params))
+            if missing or extra:
+                raise KeyError(f"checkpoint mismatch: missing {missing}, unexpected {extra}")
+        with torch.no_grad():
+            for n, t in tensors.items():
+                if n not in params:
+                    continue
+                p = params[n]
+                if tuple(t.shape) != tuple(p.shape):
+                    raise ValueError(f"{n}: checkpoint shape {tuple(t.shape)} != {tuple(p.shape)}")
+                p.copy_(t.to(p.dtype))
+
+    # ---- compute --------------------------------------------------------------------------
+    def forward(self, tokens, trace=None):
+        """tokens [B, T] int64 -> logits [B, T, V] in the parameters' dtype.
+
+        If `trace` is a dict, intermediate tensors are stored in it (detached).
+        """
+        cfg = self.cfg
+        B, T = tokens.shape
+        if T > cfg.max_seq_len:
+            raise ValueError(f"sequence length {T} > max_seq_len {cfg.max_seq_len}")
+        emb = self.model.embed_tokens.weight
+        x = emb[tokens]
+        cos, sin = rope_cos_sin(T, cfg.rotary_dims, cfg.rope_base, emb.dtype, emb.device)
+        for i, layer in enumerate(self.model.layers):
+            x = layer(x, cos, sin, trace, f"layers.{i}.")
+        x = rms_norm(x, self.model.norm.weight, cfg.norm_eps)
+        w_out = emb if cfg.tie_embeddings else self.lm_head.weight
+        return x @ w_out.t()
+
+    def loss_from_logits(self, logits, tokens):
+        V = logits.shape[-1]
+        return F.cross_entropy(logits[:, :-1].reshape(-1, V), tokens[:, 1:].reshape(-1),
+                               reduction="mean")
+
+    def loss(self, tokens):
+        return self.loss_from_logits(self(tokens), tokens)
+
+
+def config_from_file(path):
+    import json
+    with open(path) as f:
+        return ModelConfig.from_json(json.load(f))
+
+
+def load_checkpoint(directory, dtype=torch.float32):
+    """Load `<dir>/config.json` + `<dir>/model.safetensors` into a GatedLM of `dtype`."""
+    import os
+    from safetensors_io import load
+    cfg = config_from_file(os.path.join(directory, "config.json"))
+    model = GatedLM(cfg).to(dtype)
+    model.load_flat(load(os.path.join(directory, "model.safetensors")))
+    return model

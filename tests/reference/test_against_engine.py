@@ -1,0 +1,389 @@
+#!/usr/bin/python3
+"""Whole-model check of the C++ engine against the PyTorch reference.
+
+For each named configuration: random float32 weights (fixed seed) are written as a
+checkpoint directory, random token ids as tokens.txt, then
+
+    gatedlm debug grads --checkpoint DIR --token-ids DIR/tokens.txt --out DIR/engine.safetensors
+                        --adamw-steps 3 --lr 0.001 --beta1 0.9 --beta2 0.95 --eps 1e-8
+                        --weight-decay 0.1
+
+and its logits, loss, gradients and AdamW losses are compared with the reference
+computed in float64 from the same float32 weights.
+
+Usage:
+    /usr/bin/python3 tests/reference/test_against_engine.py --gatedlm build/gatedlm
+        [--workdir DIR] [--only NAME[,NAME...]]
+    ... --emit-only DIR     write checkpoints, tokens and reference outputs; run nothing
+    ... --self-test         check the reference itself (no engine needed)
+    ... --list              print the configuration names
+"""
+
+import argparse
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+sys.dont_write_bytecode = True  # keep the source tree clean
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import torch  # noqa: E402
+
+import safetensors_io  # noqa: E402
+from reference_model import GatedLM, ModelConfig  # noqa: E402
+
+# ---- test parameters --------------------------------------------------------------------
+
+BATCH, SEQ = 2, 12
+TOL = 1e-4
+# AdamW settings as passed on the command line (strings) and as numbers for the reference.
+ADAMW_ARGS = {"steps": "3", "lr": "0.001", "beta1": "0.9", "beta2": "0.95", "eps": "1e-8",
+              "weight_decay": "0.1"}
+ADAMW = {k: (int(v) if k == "steps" else float(v)) for k, v in ADAMW_ARGS.items()}
+MATRIX_STD = 0.2          # so attention is far from uniform
+NORM_JITTER = 0.1         # norm weights 1 + 0.1 * randn
+CONST_GATE_STD = 1.0      # input-independent gate values
+CLIP_MARGIN = 1e-5        # no pre-clip value this close to +-clip (gradients well defined)
+CLIP_FRACTION = (0.05, 0.95)
+ENGINE_TIMEOUT_S = 300
+
+BASE = dict(vocab_size=61, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=8,
+            ffn_hidden=48, max_seq_len=32, init_std=MATRIX_STD)
+
+
+def _gate(**kw):
+    return {"gate": kw}
+
+
+# name -> overrides of BASE. Keys left out of the written config.json use their defaults,
+# which exercises the engine's defaults; "explicit_defaults" writes every key.
+CASES = {
+    "baseline": {},
+    "explicit_defaults": {"__explicit__": True},
+    "mha": dict(n_kv_heads=4, rope_base=500.0),
+    "mqa": dict(n_kv_heads=1, rope_base=100.0),
+    "no_qknorm": dict(qk_norm=False, rope_base=1000.0),
+    "tied": dict(tie_embeddings=True),
+    "partial_rope": dict(rope_dims=4, rope_base=100.0),
+    "sdpa_elem_sigmoid": _gate(position="sdpa"),
+    "sdpa_headwise": dict(rope_base=1e6, **_gate(position="sdpa", granularity="headwise")),
+    "sdpa_head_shared": _gate(position="sdpa", head_shared=True),
+    "value_elem": _gate(position="value"),
+    "value_headwise": _gate(position="value", granularity="headwise"),
+    "value_head_shared": _gate(position="value", head_shared=True),
+    "key_elem": dict(rope_base=300.0, **_gate(position="key")),
+    "key_head_shared": _gate(position="key", head_shared=True),
+    "query_elem": _gate(position="query"),
+    "query_head_shared": dict(qk_norm=False, **_gate(position="query", head_shared=True)),
+    "dense_elem": _gate(position="dense"),
+    "sdpa_additive_silu": _gate(position="sdpa", combine="add", activation="silu"),
+    "sdpa_elem_silu": _gate(position="sdpa", activation="silu"),
+    "sdpa_ns_sigmoid": _gate(position="sdpa", activation="ns_sigmoid"),
+    "sdpa_constant": _gate(position="sdpa", input="constant", init="zero"),
+    "sdpa_constant_headwise": _gate(position="sdpa", input="constant", granularity="headwise"),
+    "sdpa_input_dims": _gate(position="sdpa", input_dims=16),
+    "sdpa_rmsnorm": dict(sdpa_transform="rmsnorm", norm_eps=1e-5),
+    "sdpa_silu_transform": dict(sdpa_transform="silu"),
+    "additive_identity": _gate(position="sdpa", combine="add", activation="identity"),
+    "sandwich": dict(sandwich_norm=True),
+    "clip": dict(residual_clip=0.5),
+    "combo": dict(n_kv_heads=1, tie_embeddings=True, rope_dims=6, rope_base=50.0, qk_norm=False,
+                  sdpa_transform="rmsnorm", sandwich_norm=True, residual_clip=1.5,
+                  **_gate(position="value", granularity="headwise", activation="ns_sigmoid",
+                          input_dims=20)),
+}
+
+
+def case_config_json(name):
+    """The dict written as config.json for a case."""
+    over = copy.deepcopy(CASES[name])
+    explicit = over.pop("__explicit__", False)
+    d = {**BASE, **over}
+    if explicit:
+        d = ModelConfig.from_json(d).to_json()
+    return d
+
+
+def _seed(name, attempt):
+    return 1000 + zlib.crc32(name.encode()) % 100000 + 7919 * attempt
+
+
+def random_weights(model, gen):
+    """Randomise every parameter (matrices N(0, 0.2), norms 1 + 0.1 N, gates random)."""
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if ".self_attn.gate." in n and p.ndim == 1:
+                p.copy_(torch.randn(p.shape, generator=gen) * CONST_GATE_STD)
+            elif p.ndim >= 2:
+                p.copy_(torch.randn(p.shape, generator=gen) * MATRIX_STD)
+            else:
+                p.copy_(1.0 + NORM_JITTER * torch.randn(p.shape, generator=gen))
+
+
+def build_case(name, attempt=0):
+    """(config dict, float32 model, tokens [B, T] int64) for a case."""
+    cfg_json = case_config_json(name)
+    cfg = ModelConfig.from_json(cfg_json)
+    gen = torch.Generator().manual_seed(_seed(name, attempt))
+    model = GatedLM(cfg).to(torch.float32)
+    random_weights(model, gen)
+    tokens = torch.randint(0, cfg.vocab_size, (BATCH, SEQ), generator=gen, dtype=torch.int64)
+    return cfg_json, model, tokens
+
+
+# ---- reference computation --------------------------------------------------------------
+
+def _clip_stats(cfg, trace, stats):
+    c = cfg.residual_clip
+    if c <= 0:
+        return
+    for k, v in trace.items():
+        if k.endswith("_preclip"):
+            a = v.abs()
+            stats["min_margin"] = min(stats["min_margin"], float((a - c).abs().min()))
+            stats["clipped"] += int((a > c).sum())
+            stats["total"] += a.numel()
+
+
+def adamw_param_groups(model, weight_decay):
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    no_decay = [p for p in model.parameters() if p.ndim < 2]
+    return [{"params": decay, "weight_decay": weight_decay},
+            {"params": no_decay, "weight_decay": 0.0}]
+
+
+def reference_outputs(model32, tokens, dtype=torch.float64, adamw=ADAMW):
+    """Reference logits, loss, grads and AdamW losses, computed in `dtype`.
+
+    Returns (outputs dict with engine-file keys, clip statistics).
+    """
+    cfg = model32.cfg
+    stats = {"min_margin": float("inf"), "clipped": 0, "total": 0}
+
+    model = copy.deepcopy(model32).to(dtype)
+    trace = {}
+    logits = model(tokens, trace=trace)
+    _clip_stats(cfg, trace, stats)
+    loss = model.loss_from_logits(logits, tokens)
+    model.zero_grad(set_to_none=True)
+    loss.backward()
+    out = {"logits": logits.detach(), "loss": loss.detach().reshape(1)}
+    for n, p in model.named_parameters():
+        out["grad." + n] = p.grad.detach().clone()
+
+    opt_model = copy.deepcopy(model32).to(dtype)
+    opt = torch.optim.AdamW(adamw_param_groups(opt_model, adamw["weight_decay"]), lr=adamw["lr"],
+                            betas=(adamw["beta1"], adamw["beta2"]), eps=adamw["eps"])
+    losses = []
+    for step in range(adamw["steps"] + 1):
+        opt.zero_grad(set_to_none=True)
+        trace = {}
+        l_ = opt_model.loss_from_logits(opt_model(tokens, trace=trace), tokens)
+        _clip_stats(cfg, trace, stats)
+        losses.append(l_.detach())
+        if step < adamw["steps"]:
+            l_.backward()
+            opt.step()
+    out["adamw_losses"] = torch.stack(losses)
+    return out, stats
+
+
+def prepare_case(name):
+    """Build a case whose reference is well conditioned; returns (cfg_json, model, tokens, ref)."""
+    for attempt in range(20):
+        cfg_json, model, tokens = build_case(name, attempt)
+        ref, stats = reference_outputs(model, tokens)
+        if model.cfg.residual_clip > 0:
+            frac = stats["clipped"] / max(stats["total"], 1)
+            if stats["min_margin"] < CLIP_MARGIN or not (CLIP_FRACTION[0] <= frac <= CLIP_FRACTION[1]):
+                continue
+        return cfg_json, model, tokens, ref, stats
+    raise RuntimeError(f"{name}: could not find a seed with values away from the clip boundary")
+
+
+def write_case(directory, cfg_json, model, tokens, ref):
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(cfg_json, f, indent=2)
+        f.write("\n")
+    safetensors_io.save(os.path.join(directory, "model.safetensors"), model.state_dict_flat(),
+                        metadata={"format": "pt"})
+    with open(os.path.join(directory, "tokens.txt"), "w") as f:
+        for row in tokens.tolist():
+            f.write(" ".join(str(t) for t in row) + "\n")
+    # The reference outputs (float32) with the engine file's names, for debugging.
+    safetensors_io.save(os.path.join(directory, "reference.safetensors"), ref)
+
+
+# ---- comparison -------------------------------------------------------------------------
+
+def rel_err(engine, ref):
+    e = engine.to(torch.float64).reshape(-1)
+    r = ref.to(torch.float64).reshape(-1)
+    if not torch.isfinite(e).all():
+        return float("inf")
+    return float((e - r).norm() / max(float(r.norm()), 1e-12))
+
+
+def compare(engine, ref):
+    """Returns (errors dict, list of problems)."""
+    problems = []
+    errs = {}
+    grad_keys = [k for k in ref if k.startswith("grad.")]
+    for k in ref:
+        if k not in engine:
+            problems.append(f"missing {k}")
+            continue
+        if tuple(engine[k].shape) != tuple(ref[k].shape):
+            problems.append(f"{k}: shape {tuple(engine[k].shape)} != {tuple(ref[k].shape)}")
+            continue
+        errs[k] = rel_err(engine[k], ref[k])
+    for k in engine:
+        if k.startswith("grad.") and k not in ref:
+            problems.append(f"unexpected {k} (no such parameter)")
+    # adamw_losses: each loss checked on its own
+    if "adamw_losses" in errs:
+        e = engine["adamw_losses"].to(torch.float64)
+        r = ref["adamw_losses"]
+        errs["adamw_losses"] = max(float((e[i] - r[i]).abs() / max(float(r[i].abs()), 1e-12))
+                                   if torch.isfinite(e[i]) else float("inf") for i in range(len(r)))
+    summary = {
+        "logits": errs.get("logits", float("nan")),
+        "loss": errs.get("loss", float("nan")),
+        "grads": max((errs[k] for k in grad_keys if k in errs), default=float("nan")),
+        "adamw": errs.get("adamw_losses", float("nan")),
+    }
+    worst = max((k for k in grad_keys if k in errs), key=lambda k: errs[k], default=None)
+    for k, v in errs.items():
+        if not v <= TOL:
+            problems.append(f"{k}: rel err {v:.3e} > {TOL:g}")
+    return summary, worst, problems
+
+
+def run_engine(binary, case_dir):
+    out = os.path.join(case_dir, "engine.safetensors")
+    if os.path.exists(out):
+        os.remove(out)
+    cmd = [binary, "debug", "grads", "--checkpoint", case_dir,
+           "--token-ids", os.path.join(case_dir, "tokens.txt"), "--out", out,
+           "--adamw-steps", ADAMW_ARGS["steps"], "--lr", ADAMW_ARGS["lr"],
+           "--beta1", ADAMW_ARGS["beta1"], "--beta2", ADAMW_ARGS["beta2"],
+           "--eps", ADAMW_ARGS["eps"], "--weight-decay", ADAMW_ARGS["weight_decay"]]
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=ENGINE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {ENGINE_TIMEOUT_S} s: {' '.join(cmd)}"
+    except OSError as e:
+        return None, f"could not run {binary}: {e}"
+    if p.returncode != 0:
+        err = p.stderr.decode(errors="replace")[-4000:]
+        return None, f"exit code {p.returncode}: {' '.join(cmd)}\n{err}"
+    try:
+        return safetensors_io.load(out), None
+    except (OSError, ValueError) as e:
+        return None, f"cannot read {out}: {e}"
+
+
+# ---- main -------------------------------------------------------------------------------
+
+def select_cases(only):
+    if not only:
+        return list(CASES)
+    names = [n for part in only for n in part.split(",") if n]
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        raise SystemExit(f"unknown configuration(s) {unknown}; known: {', '.join(CASES)}")
+    return names
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gatedlm", help="path to the gatedlm binary")
+    ap.add_argument("--workdir", help="keep checkpoints and outputs here (default: a temp dir)")
+    ap.add_argument("--only", action="append", help="run only these configurations (comma list)")
+    ap.add_argument("--emit-only", metavar="DIR", help="write the cases to DIR, run no engine")
+    ap.add_argument("--self-test", action="store_true", help="check the reference itself")
+    ap.add_argument("--list", action="store_true", help="list the configuration names")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+
+    if args.list:
+        print("\n".join(CASES))
+        return 0
+    if args.self_test:
+        import self_test
+        return self_test.main(select_cases(args.only))
+    if not args.emit_only and not args.gatedlm:
+        ap.error("--gatedlm is required (or --emit-only / --self-test)")
+    names = select_cases(args.only)
+
+    if args.emit_only:
+        for name in names:
+            cfg_json, model, tokens, ref, stats = prepare_case(name)
+            write_case(os.path.join(args.emit_only, name), cfg_json, model, tokens, ref)
+            print(f"{name}: wrote {os.path.join(args.emit_only, name)}")
+        return 0
+
+    binary = os.path.abspath(args.gatedlm)
+    if not os.access(binary, os.X_OK):
+        print(f"error: {binary} is not an executable file")
+        print(f"0 passed, {len(names)} failed")
+        return 1
+    tmp = None
+    if args.workdir:
+        work = os.path.abspath(args.workdir)
+        os.makedirs(work, exist_ok=True)
+    else:
+        tmp = tempfile.mkdtemp(prefix="gatedlm_ref_")
+        work = tmp
+    t0 = time.time()
+    passed = failed = 0
+    try:
+        for name in names:
+            case_dir = os.path.join(work, name)
+            try:
+                cfg_json, model, tokens, ref, stats = prepare_case(name)
+                write_case(case_dir, cfg_json, model, tokens, ref)
+            except Exception as e:  # a reference bug must not hide the other cases
+                print(f"{name:<24} FAIL (reference error: {type(e).__name__}: {e})")
+                failed += 1
+                continue
+            engine, err = run_engine(binary, case_dir)
+            if engine is None:
+                print(f"{name:<24} FAIL (engine error)\n  " + err.replace("\n", "\n  ").rstrip())
+                failed += 1
+                continue
+            s, worst, problems = compare(engine, ref)
+            ok = not problems
+            line = (f"{name:<24} logits {s['logits']:.2e}  loss {s['loss']:.2e}  "
+                    f"grads {s['grads']:.2e}  adamw {s['adamw']:.2e}  {'PASS' if ok else 'FAIL'}")
+            print(line)
+            if not ok:
+                if worst:
+                    print(f"  worst gradient: {worst}")
+                for pr in problems[:20]:
+                    print("  " + pr)
+                if len(problems) > 20:
+                    print(f"  ... and {len(problems) - 20} more")
+                failed += 1
+            else:
+                passed += 1
+            sys.stdout.flush()
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"({time.time() - t0:.1f} s; tolerance {TOL:g} relative L2; reference in float64)")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
