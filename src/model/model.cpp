@@ -115,6 +115,36 @@ const T* Model<T>::token_losses() const {
 }
 
 template <typename T>
+int64_t Model<T>::batch() const {
+  return s_->batch;
+}
+template <typename T>
+int64_t Model<T>::seq() const {
+  return s_->seq;
+}
+
+template <typename T>
+BlockProbe<T> Model<T>::probe(int64_t layer) const {
+  const ModelConfig& c = config_;
+  if (layer < 0 || layer >= c.n_layers || s_->n == 0) fail("probe: no layer ", layer, " in the last forward");
+  const LayerActivations<T>& a = s_->layers[layer];
+  const GatePosition gp = c.gate.position;
+  const T* sdpa = c.sdpa_transform != SdpaTransform::none ? a.y1.data() : a.y0.data();
+  const T* gate_y = nullptr;
+  switch (gp) {
+    case GatePosition::sdpa: gate_y = sdpa; break;
+    case GatePosition::query: gate_y = a.q0.data(); break;
+    case GatePosition::key: gate_y = a.k0.data(); break;
+    case GatePosition::value: gate_y = a.v0.data(); break;
+    case GatePosition::dense: gate_y = a.o0.data(); break;
+    case GatePosition::none: break;
+  }
+  const bool gated = c.has_gate();
+  return BlockProbe<T>{s_->resid[layer + 1].data(), a.qr.data(), a.kr.data(), sdpa, gate_y,
+                       gated ? a.gated.data() : nullptr, gated ? a.gate_score.data() : nullptr};
+}
+
+template <typename T>
 void Model<T>::ensure_buffers(int64_t batch, int64_t seq) {
   State& s = *s_;
   if (s.batch == batch && s.seq == seq) return;

@@ -18,6 +18,19 @@ namespace gatedlm::model {
 template <typename T>
 struct LayerActivations;  // model.cpp: the saved tensors of one block
 
+// Read-only views of one block's tensors from the last forward, for the probes of
+// analysis/ (n = batch*seq tokens; null where the config has no such tensor).
+template <typename T>
+struct BlockProbe {
+  const T* resid_out;       // [n, d_model] residual stream after the block (both adds)
+  const T* q_roped;         // [n, n_heads * head_dim] queries after QK-norm and RoPE
+  const T* k_roped;         // [n, n_kv_heads * head_dim] keys after QK-norm and RoPE
+  const T* sdpa_out;        // [n, n_heads * head_dim] SDPA output after sdpa_transform (Y of G1)
+  const T* gate_y;          // [n, gate target size] Y at the gate's position, before the gate
+  const T* gate_y_out;      // [n, gate target size] Y' after the gate
+  const T* gate_score;      // [n, gate target size] effective score applied to each element
+};
+
 template <typename T>
 class Model {
  public:
@@ -45,6 +58,10 @@ class Model {
   const T* logits() const;          // [batch * seq, vocab] of the last forward
   const T* token_losses() const;    // [batch * seq]: -log p(target), 0 where ignored
   int64_t counted_targets() const { return counted_; }
+  int64_t batch() const;
+  int64_t seq() const;
+  BlockProbe<T> probe(int64_t layer) const;
+  const kernels::RopeTable& rope() const { return rope_; }
 
  private:
   void ensure_buffers(int64_t batch, int64_t seq);
