@@ -1,0 +1,54 @@
+#pragma once
+// A prepared dataset directory (written by `gatedlm data prepare`):
+//   manifest.json       tokenizer, vocab_size, bos/eos ids, sources with sha256, split sizes
+//   tokenizer.model     a copy of the SentencePiece model (absent for "byte")
+//   train.bin, val.bin  token shards: fixed header (magic, version, token dtype, count) + ids
+// Each document is stored as BOS, its tokens, EOS.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/tokenizer.h"
+
+namespace gatedlm::io {
+
+struct SplitInfo {
+  int64_t tokens = 0;  // ids in the shard, BOS/EOS included
+  int64_t bytes = 0;   // UTF-8 bytes of source text behind them (for bits per byte)
+  int64_t documents = 0;
+};
+
+struct DatasetManifest {
+  std::string tokenizer;  // "byte" or the tokenizer model's file name
+  int64_t vocab_size = 0;
+  int32_t bos_id = -1, eos_id = -1;
+  SplitInfo train, val;
+};
+
+class TokenDataset {
+ public:
+  // Validates the manifest and both shard headers against their file sizes; every
+  // error names the file and what is wrong.
+  static TokenDataset open(const std::string& dir);
+  const DatasetManifest& manifest() const { return manifest_; }
+  const std::string& dir() const { return dir_; }
+  // All ids of a split ("train" or "val"), in file order.
+  std::vector<int32_t> load_split(const std::string& split) const;
+  // The tokenizer the data was made with (the copy inside dir, or byte).
+  std::unique_ptr<Tokenizer> tokenizer() const;
+
+ private:
+  std::string dir_;
+  DatasetManifest manifest_;
+};
+
+struct PrepareOptions {
+  std::string tokenizer;            // "byte" or a .model path
+  std::vector<std::string> inputs;  // files or directories
+  std::string out;                  // dataset directory
+  double val_fraction = 0.1;
+};
+void prepare_dataset(const PrepareOptions& options);
+
+}  // namespace gatedlm::io

@@ -1,0 +1,36 @@
+#pragma once
+// Tokenizers: the built-in byte tokenizer ("byte": ids 0..255 are bytes, 256 = BOS,
+// 257 = EOS, vocabulary 258) and SentencePiece BPE models (.model files).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gatedlm::io {
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  // Text to ids, without BOS/EOS (callers add them where a sequence starts or ends).
+  virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
+  virtual int64_t vocab_size() const = 0;
+  virtual int32_t bos_id() const = 0;
+  virtual int32_t eos_id() const = 0;
+  // "byte", or the model file's name as given.
+  virtual std::string name() const = 0;
+
+  // spec is "byte" or a path to a SentencePiece .model; throws naming the path.
+  static std::unique_ptr<Tokenizer> load(const std::string& spec);
+};
+
+struct TokenizerTrainOptions {
+  std::vector<std::string> inputs;  // files or directories (read recursively, sorted)
+  int64_t vocab_size = 8192;
+  std::string out;  // the .model file to write (atomically)
+};
+// Trains a SentencePiece BPE model with byte fallback and BOS/EOS ids.
+void train_tokenizer(const TokenizerTrainOptions& options);
+
+}  // namespace gatedlm::io
