@@ -1,0 +1,251 @@
+// Every kernel against a naive reference; gradients against fp64 finite differences.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "kernels/activations.h"
+#include "kernels/adamw.h"
+#include "kernels/attention.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/matmul.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "test_util.h"
+
+namespace gatedlm::kernels {
+namespace {
+
+using testing::numeric_grad;
+using testing::random_vector;
+using testing::rel_error;
+
+// A weighted sum with fixed random weights turns any tensor into a scalar loss.
+double weighted_sum(const std::vector<double>& y, const std::vector<double>& w) {
+  return std::inner_product(y.begin(), y.end(), w.begin(), 0.0);
+}
+
+TEST(MatmulTest, OneDnnMatchesReferenceForEveryLayout) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (bool acc : {false, true}) {
+        const int64_t M = 37, N = 29, K = 41, pad = 3;
+        MatmulShape s{.M = M, .N = N, .K = K, .trans_a = ta, .trans_b = tb,
+                      .lda = (ta ? M : K) + pad, .ldb = (tb ? K : N) + pad, .ldc = N + pad, .accumulate = acc};
+        auto A = random_vector<float>((ta ? K : M) * s.lda, 1);
+        auto B = random_vector<float>((tb ? N : K) * s.ldb, 2);
+        auto C = random_vector<float>(M * s.ldc, 3);
+        auto R = C;
+        matmul(C.data(), A.data(), B.data(), s);
+        matmul_reference(R.data(), A.data(), B.data(), s);
+        EXPECT_LT(rel_error(C, R), 1e-6) << "trans_a=" << ta << " trans_b=" << tb << " acc=" << acc;
+        // The padding columns of C must be untouched.
+        auto C0 = random_vector<float>(M * s.ldc, 3);
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = N; j < s.ldc; ++j) EXPECT_EQ(C[i * s.ldc + j], C0[i * s.ldc + j]);
+      }
+}
+
+TEST(MatmulTest, ReferenceIsTheTripleLoop) {
+  std::vector<double> A{1, 2, 3, 4, 5, 6}, B{1, 0, -1, 2, 0.5, 1}, C(4);
+  matmul_reference(C.data(), A.data(), B.data(), MatmulShape{.M = 2, .N = 2, .K = 3});
+  EXPECT_DOUBLE_EQ(C[0], 1 * 1 + 2 * -1 + 3 * 0.5);
+  EXPECT_DOUBLE_EQ(C[3], 4 * 0 + 5 * 2 + 6 * 1);
+}
+
+TEST(RmsNormTest, ForwardMatchesFormulaAndBackwardMatchesFiniteDifferences) {
+  const int64_t rows = 5, dim = 12;
+  auto x = random_vector(rows * dim, 4), w = random_vector(dim, 5), probe = random_vector(rows * dim, 6);
+  std::vector<double> y(rows * dim), rstd(rows);
+  rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), rows, dim, 1e-6);
+  for (int64_t r = 0; r < rows; ++r) {
+    double ms = 0;
+    for (int64_t i = 0; i < dim; ++i) ms += x[r * dim + i] * x[r * dim + i] / dim;
+    for (int64_t i = 0; i < dim; ++i)
+      EXPECT_NEAR(y[r * dim + i], x[r * dim + i] / std::sqrt(ms + 1e-6) * w[i], 1e-12);
+  }
+  auto loss = [&] {
+    rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), rows, dim, 1e-6);
+    return weighted_sum(y, probe);
+  };
+  auto gx_num = numeric_grad(x, loss), gw_num = numeric_grad(w, loss);
+  loss();
+  std::vector<double> gx(rows * dim, 0.0), gw(dim, 0.0);
+  rmsnorm_backward(gx.data(), gw.data(), probe.data(), x.data(), w.data(), rstd.data(), rows, dim);
+  EXPECT_LT(rel_error(gx, gx_num), 1e-8);
+  EXPECT_LT(rel_error(gw, gw_num), 1e-8);
+}
+
+TEST(RopeTest, RotatesPairsByPositionAngleAndInverts) {
+  const int64_t seq = 7, heads = 2, head_dim = 10, rot = 6;
+  auto table = rope_table(rope_inv_freq(rot, 500.0), seq);
+  auto x = random_vector(seq * heads * head_dim, 7);
+  auto y = x;
+  rope_apply(y.data(), table, 1, seq, heads, head_dim, 0, false);
+  for (int64_t t = 0; t < seq; ++t)
+    for (int64_t h = 0; h < heads; ++h) {
+      const double* a = x.data() + (t * heads + h) * head_dim;
+      const double* b = y.data() + (t * heads + h) * head_dim;
+      for (int64_t i = 0; i < rot / 2; ++i) {
+        double angle = t * std::pow(500.0, -2.0 * i / rot);
+        EXPECT_NEAR(b[i], a[i] * std::cos(angle) - a[i + rot / 2] * std::sin(angle), 1e-12);
+        EXPECT_NEAR(b[i + rot / 2], a[i + rot / 2] * std::cos(angle) + a[i] * std::sin(angle), 1e-12);
+      }
+      for (int64_t i = rot; i < head_dim; ++i) EXPECT_EQ(b[i], a[i]);  // unrotated tail
+    }
+  rope_apply(y.data(), table, 1, seq, heads, head_dim, 0, true);
+  EXPECT_LT(rel_error(y, x), 1e-14);
+}
+
+TEST(RopeTest, DotProductDependsOnlyOnRelativePosition) {
+  const int64_t head_dim = 8;
+  auto table = rope_table(rope_inv_freq(head_dim, 10000.0), 64);
+  auto q = random_vector(head_dim, 8), k = random_vector(head_dim, 9);
+  auto score = [&](int64_t pq, int64_t pk) {
+    auto a = q, b = k;
+    rope_apply(a.data(), table, 1, 1, 1, head_dim, pq, false);
+    rope_apply(b.data(), table, 1, 1, 1, head_dim, pk, false);
+    return std::inner_product(a.begin(), a.end(), b.begin(), 0.0);
+  };
+  EXPECT_NEAR(score(10, 3), score(40, 33), 1e-10);
+  EXPECT_GT(std::abs(score(10, 3) - score(10, 4)), 1e-6);
+}
+
+// Naive attention: materialise the scores, softmax, weighted sum.
+std::vector<double> naive_attention(const std::vector<double>& q, const std::vector<double>& k,
+                                    const std::vector<double>& v, const AttentionShape& s) {
+  const int64_t D = s.head_dim;
+  std::vector<double> out(s.batch * s.seq * s.n_q * D, 0.0);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.n_q; ++h) {
+      const int64_t g = h / (s.n_q / s.n_kv);
+      for (int64_t t = 0; t < s.seq; ++t) {
+        std::vector<double> p(t + 1);
+        double m = -1e300, sum = 0;
+        for (int64_t j = 0; j <= t; ++j) {
+          double dot = 0;
+          for (int64_t i = 0; i < D; ++i)
+            dot += q[((b * s.seq + t) * s.n_q + h) * D + i] * k[((b * s.seq + j) * s.n_kv + g) * D + i];
+          p[j] = dot * s.scale;
+          m = std::max(m, p[j]);
+        }
+        for (auto& x : p) sum += (x = std::exp(x - m));
+        for (int64_t j = 0; j <= t; ++j)
+          for (int64_t i = 0; i < D; ++i)
+            out[((b * s.seq + t) * s.n_q + h) * D + i] += p[j] / sum * v[((b * s.seq + j) * s.n_kv + g) * D + i];
+      }
+    }
+  return out;
+}
+
+TEST(AttentionTest, FusedForwardMatchesNaiveAndBackwardMatchesFiniteDifferences) {
+  const AttentionShape s{2, 9, 4, 2, 6, 1.0 / std::sqrt(6.0)};
+  const int64_t nq = s.batch * s.seq * s.n_q * s.head_dim, nkv = s.batch * s.seq * s.n_kv * s.head_dim;
+  auto q = random_vector(nq, 10, 1.5), k = random_vector(nkv, 11, 1.5), v = random_vector(nkv, 12);
+  auto probe = random_vector(nq, 13);
+  std::vector<double> out(nq), lse(s.batch * s.n_q * s.seq);
+  attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s);
+  EXPECT_LT(rel_error(out, naive_attention(q, k, v, s)), 1e-13);
+  // Causality: the first query row sees only the first value row.
+  for (int64_t i = 0; i < s.head_dim; ++i) EXPECT_NEAR(out[i], v[i], 1e-14);
+
+  auto loss = [&] {
+    attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s);
+    return weighted_sum(out, probe);
+  };
+  auto gq_num = numeric_grad(q, loss), gk_num = numeric_grad(k, loss), gv_num = numeric_grad(v, loss);
+  loss();
+  std::vector<double> gq(nq, 0.0), gk(nkv, 0.0), gv(nkv, 0.0);
+  attention_backward(gq.data(), gk.data(), gv.data(), probe.data(), q.data(), k.data(), v.data(), out.data(),
+                     lse.data(), s);
+  EXPECT_LT(rel_error(gq, gq_num), 1e-8);
+  EXPECT_LT(rel_error(gk, gk_num), 1e-8);
+  EXPECT_LT(rel_error(gv, gv_num), 1e-8);
+}
+
+TEST(AttentionTest, FloatKernelMatchesDoubleAndProbsRowsSumToOne) {
+  const AttentionShape s{1, 33, 4, 1, 16, 0.25};
+  const int64_t nq = s.seq * s.n_q * s.head_dim, nkv = s.seq * s.n_kv * s.head_dim;
+  auto q = random_vector(nq, 14), k = random_vector(nkv, 15), v = random_vector(nkv, 16);
+  std::vector<float> qf(q.begin(), q.end()), kf(k.begin(), k.end()), vf(v.begin(), v.end()), out(nq),
+      lse(s.n_q * s.seq);
+  attention_forward(out.data(), lse.data(), qf.data(), kf.data(), vf.data(), s);
+  EXPECT_LT(rel_error(out, naive_attention(q, k, v, s)), 1e-6);
+  std::vector<double> probs(s.n_q * s.seq * s.seq);
+  attention_probs(probs.data(), q.data(), k.data(), s, 0);
+  for (int64_t r = 0; r < s.n_q * s.seq; ++r) {
+    double sum = 0;
+    for (int64_t j = 0; j < s.seq; ++j) sum += probs[r * s.seq + j];
+    EXPECT_NEAR(sum, 1.0, 1e-12);
+    EXPECT_EQ(probs[r * s.seq + s.seq - 1] != 0.0, r % s.seq == s.seq - 1);  // causal mask
+  }
+}
+
+TEST(CrossEntropyTest, LossIsNegLogSoftmaxAndGradientMatches) {
+  const int64_t rows = 4, vocab = 7;
+  auto z = random_vector(rows * vocab, 17, 2.0);
+  std::vector<int32_t> targets{3, 0, -1, 6};
+  std::vector<double> losses(rows), dz(rows * vocab);
+  double total = cross_entropy(losses.data(), dz.data(), z.data(), targets.data(), rows, vocab, 1.0);
+  double expect = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (targets[r] < 0) {
+      EXPECT_EQ(losses[r], 0.0);
+      continue;
+    }
+    double sum = 0;
+    for (int64_t i = 0; i < vocab; ++i) sum += std::exp(z[r * vocab + i]);
+    double l = std::log(sum) - z[r * vocab + targets[r]];
+    EXPECT_NEAR(losses[r], l, 1e-12);
+    expect += l;
+  }
+  EXPECT_NEAR(total, expect, 1e-12);
+  std::vector<double> scratch(rows), unused(rows * vocab);
+  auto g_num = numeric_grad(z, [&] {
+    return cross_entropy(scratch.data(), unused.data(), z.data(), targets.data(), rows, vocab, 1.0);
+  });
+  EXPECT_LT(rel_error(dz, g_num), 1e-8);
+}
+
+TEST(ActivationTest, GateActivationsAndSwiGluGradients) {
+  for (Activation a : {Activation::sigmoid, Activation::silu, Activation::ns_sigmoid, Activation::identity}) {
+    auto x = random_vector(20, 18, 3.0), probe = random_vector(20, 19);
+    std::vector<double> y(20), gx(20, 0.0);
+    auto loss = [&] {
+      activation_forward(y.data(), x.data(), 20, a);
+      return weighted_sum(y, probe);
+    };
+    auto g_num = numeric_grad(x, loss);
+    activation_backward(gx.data(), probe.data(), x.data(), 20, a);
+    EXPECT_LT(rel_error(gx, g_num), 1e-8) << static_cast<int>(a);
+  }
+  EXPECT_DOUBLE_EQ(activate(Activation::ns_sigmoid, 0.0), 0.75);
+  EXPECT_DOUBLE_EQ(activate(Activation::silu, 0.0), 0.0);
+  auto g = random_vector(15, 20, 2.0), u = random_vector(15, 21), probe = random_vector(15, 22);
+  std::vector<double> out(15), dg(15, 0.0), du(15, 0.0);
+  auto loss = [&] {
+    swiglu_forward(out.data(), g.data(), u.data(), 15);
+    return weighted_sum(out, probe);
+  };
+  auto dg_num = numeric_grad(g, loss), du_num = numeric_grad(u, loss);
+  swiglu_backward(dg.data(), du.data(), probe.data(), g.data(), u.data(), 15);
+  EXPECT_LT(rel_error(dg, dg_num), 1e-8);
+  EXPECT_LT(rel_error(du, du_num), 1e-8);
+}
+
+TEST(AdamWTest, MatchesTheClosedFormOfTheFirstSteps) {
+  std::vector<double> p{1.0, -2.0}, m(2, 0.0), v(2, 0.0), g{0.5, -0.1};
+  const double lr = 0.1, b1 = 0.9, b2 = 0.99, eps = 1e-8, wd = 0.01;
+  adamw_update(p.data(), m.data(), v.data(), g.data(), 2, AdamWParams{lr, b1, b2, eps, wd, 1});
+  // Step 1: m_hat = g, v_hat = g^2, so the update is lr * sign(g) (up to eps).
+  EXPECT_NEAR(p[0], 1.0 * (1 - lr * wd) - lr * 0.5 / (0.5 + eps), 1e-12);
+  EXPECT_NEAR(p[1], -2.0 * (1 - lr * wd) + lr * 0.1 / (0.1 + eps), 1e-12);
+  const double p0 = p[0];
+  adamw_update(p.data(), m.data(), v.data(), g.data(), 2, AdamWParams{lr, b1, b2, eps, wd, 2});
+  const double m2 = b1 * (1 - b1) * 0.5 + (1 - b1) * 0.5, v2 = b2 * (1 - b2) * 0.25 + (1 - b2) * 0.25;
+  const double expect = p0 * (1 - lr * wd) - lr * (m2 / (1 - b1 * b1)) / (std::sqrt(v2 / (1 - b2 * b2)) + eps);
+  EXPECT_NEAR(p[0], expect, 1e-12);
+}
+
+}  // namespace
+}  // namespace gatedlm::kernels
