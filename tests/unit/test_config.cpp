@@ -1,0 +1,96 @@
+// Model config parsing: defaults, round trip, and rejections that name the key.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "model/config.h"
+
+namespace gatedlm::model {
+namespace {
+
+nlohmann::json base() {
+  return {{"vocab_size", 100}, {"d_model", 16}, {"n_layers", 2},   {"n_heads", 4},
+          {"n_kv_heads", 2},   {"head_dim", 8}, {"ffn_hidden", 32}, {"max_seq_len", 64}};
+}
+
+// Expects config_from_json(base + patch) to throw a message containing `needle`.
+void expect_rejected(const nlohmann::json& patch, const std::string& needle) {
+  nlohmann::json j = base();
+  j.merge_patch(patch);
+  try {
+    config_from_json(j, "cfg.json");
+    ADD_FAILURE() << "accepted " << patch.dump();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cfg.json"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ConfigTest, DefaultsAreTheDocumentedOnes) {
+  const ModelConfig c = config_from_json(base());
+  EXPECT_EQ(c.rope_base, 10000.0);
+  EXPECT_EQ(c.rope_dims, 8);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_FALSE(c.tie_embeddings);
+  EXPECT_EQ(c.norm_eps, 1e-6);
+  EXPECT_EQ(c.init_std, 0.02);
+  EXPECT_EQ(c.gate.position, GatePosition::none);
+  EXPECT_EQ(c.gate.granularity, GateGranularity::elementwise);
+  EXPECT_FALSE(c.gate.head_shared);
+  EXPECT_EQ(c.gate.combine, GateCombine::multiply);
+  EXPECT_EQ(c.gate.activation, kernels::Activation::sigmoid);
+  EXPECT_EQ(c.gate.input, GateInput::hidden);
+  EXPECT_EQ(c.gate.input_dims, 0);
+  EXPECT_EQ(c.gate.init, GateInit::normal);
+  EXPECT_EQ(c.sdpa_transform, SdpaTransform::none);
+  EXPECT_FALSE(c.sandwich_norm);
+  EXPECT_EQ(c.residual_clip, 0.0);
+}
+
+TEST(ConfigTest, InputIndependentGateDefaultsToZeroInit) {
+  nlohmann::json j = base();
+  j["gate"] = {{"position", "sdpa"}, {"input", "constant"}};
+  EXPECT_EQ(config_from_json(j).gate.init, GateInit::zero);
+  j["gate"]["init"] = "normal";
+  EXPECT_EQ(config_from_json(j).gate.init, GateInit::normal);
+}
+
+TEST(ConfigTest, RoundTripsThroughJson) {
+  nlohmann::json j = base();
+  j["gate"] = {{"position", "value"}, {"granularity", "headwise"}, {"activation", "ns_sigmoid"}};
+  j["sandwich_norm"] = true;
+  j["residual_clip"] = 50.0;
+  const ModelConfig a = config_from_json(j);
+  const ModelConfig b = config_from_json(config_to_json(a));
+  EXPECT_EQ(config_to_json(a), config_to_json(b));
+  EXPECT_EQ(b.gate.granularity, GateGranularity::headwise);
+  EXPECT_EQ(b.residual_clip, 50.0);
+}
+
+TEST(ConfigTest, RejectsBadInputNamingTheKey) {
+  expect_rejected({{"colour", "red"}}, "\"colour\"");
+  expect_rejected({{"gate", {{"positon", "sdpa"}}}}, "\"positon\"");
+  expect_rejected({{"vocab_size", nullptr}}, "\"vocab_size\"");  // merge_patch null deletes: missing key
+  expect_rejected({{"n_heads", 3}}, "\"n_heads\"");
+  expect_rejected({{"head_dim", 7}}, "\"head_dim\"");
+  expect_rejected({{"rope_dims", 10}}, "\"rope_dims\"");
+  expect_rejected({{"rope_dims", 3}}, "\"rope_dims\"");
+  expect_rejected({{"d_model", "16"}}, "\"d_model\"");
+  expect_rejected({{"qk_norm", 1}}, "\"qk_norm\"");
+  expect_rejected({{"gate", {{"position", "middle"}}}}, "middle");
+  expect_rejected({{"gate", {{"position", "key"}, {"granularity", "headwise"}}}}, "gate.granularity");
+  expect_rejected({{"gate", {{"position", "query"}, {"granularity", "headwise"}}}}, "gate.granularity");
+  expect_rejected({{"gate", {{"position", "dense"}, {"head_shared", true}}}}, "gate.head_shared");
+  expect_rejected({{"gate", {{"position", "sdpa"}, {"head_shared", true}, {"granularity", "headwise"}}}},
+                  "gate.head_shared");
+  expect_rejected({{"gate", {{"position", "sdpa"}, {"input_dims", 17}}}}, "gate.input_dims");
+  expect_rejected({{"gate", {{"position", "sdpa"}, {"input", "constant"}, {"input_dims", 4}}}},
+                  "gate.input_dims");
+  expect_rejected({{"sdpa_transform", "layernorm"}}, "sdpa_transform");
+  expect_rejected({{"residual_clip", -1.0}}, "\"residual_clip\"");
+  expect_rejected({{"norm_eps", 0.0}}, "\"norm_eps\"");
+}
+
+}  // namespace
+}  // namespace gatedlm::model
