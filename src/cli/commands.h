@@ -11,5 +11,6 @@ void register_params(CLI::App& app);
 void register_init(CLI::App& app);
 void register_score(CLI::App& app);
 void register_debug(CLI::App& app);
+void register_analyze(CLI::App& app);
 
 }  // namespace gatedlm::cli

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   gatedlm::cli::register_init(app);
   gatedlm::cli::register_score(app);
   gatedlm::cli::register_debug(app);
+  gatedlm::cli::register_analyze(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

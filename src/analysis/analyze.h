@@ -1,0 +1,35 @@
+#pragma once
+// Runs every probe of analysis/ over a set of sequences and assembles the analysis JSON
+// (schema: docs/analysis.md; metric definitions: the project's metrics.md).
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "analysis/sequences.h"
+#include "model/model.h"
+
+namespace gatedlm::analysis {
+
+struct AnalyzeOptions {
+  std::vector<int64_t> map_layers;  // empty: the first and the last layer
+  int64_t map_size = 64;
+  double sink_eps = 0.3;
+  bool include_token_ids = true;
+  // Copied into the JSON as given.
+  std::string checkpoint;
+  nlohmann::json source = nullptr;  // where the sequences came from
+  uint64_t seed = 0;
+};
+
+// phase is "probes" (pass 1) or "gate control" (pass 2, gated models only).
+using Progress = std::function<void(const char* phase, int64_t done, int64_t total)>;
+
+nlohmann::json analyze(model::Model<float>& m, const SequenceSet& sequences, const AnalyzeOptions& options,
+                       const Progress& progress = {});
+
+// Parses "0,3,5" into layer indices (each checked against n_layers).
+std::vector<int64_t> parse_layer_list(const std::string& text, int64_t n_layers);
+
+}  // namespace gatedlm::analysis

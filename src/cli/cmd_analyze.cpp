@@ -1,0 +1,126 @@
+// gatedlm analyze: attention-sink, massive-activation and gate probes of a checkpoint over
+// deterministic token windows, written as one JSON file (schema: docs/analysis.md).
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "analysis/analyze.h"
+#include "analysis/sequences.h"
+#include "cli/commands.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "io/checkpoint.h"
+#include "io/token_dataset.h"
+#include "io/tokenizer.h"
+#include "model/model.h"
+
+namespace gatedlm::cli {
+
+namespace {
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, ": cannot open text file");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+void register_analyze(CLI::App& app) {
+  struct Options {
+    std::string checkpoint, data, split = "val", text, tokenizer, out, map_layers;
+    int64_t sequences = 16, seq_len = 0, map_size = 64;
+    uint64_t seed = 0;
+    bool no_token_ids = false, quiet = false;
+  };
+  auto opt = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "analyze",
+      "Probe a checkpoint for attention sinks (F-Attn, sink rate, attention maps), massive activations "
+      "(top-3 |h|, M-Act) and gate statistics (score mean/histogram, sparsity, mean |Y|) over N windows of "
+      "length L, each BOS + L-1 consecutive tokens from a seeded offset; writes JSON (docs/analysis.md).");
+  sub->add_option("--checkpoint", opt->checkpoint, "checkpoint directory")->required()->check(CLI::ExistingDirectory);
+  auto* data = sub->add_option("--data", opt->data, "prepared dataset directory (its --split is used)")
+                   ->check(CLI::ExistingDirectory);
+  sub->add_option("--split", opt->split, "dataset split for --data")->capture_default_str()->needs(data);
+  auto* text = sub->add_option("--text", opt->text, "UTF-8 text file to take windows from")->check(CLI::ExistingFile);
+  auto* tok = sub->add_option("--tokenizer", opt->tokenizer, "tokenizer for --text: \"byte\" or a SentencePiece .model");
+  text->needs(tok);
+  tok->needs(text);
+  data->excludes(text);
+  sub->add_option("--sequences", opt->sequences, "number of windows N")->capture_default_str()->check(CLI::PositiveNumber);
+  sub->add_option("--seq-len", opt->seq_len, "window length L incl. BOS (default min(256, max_seq_len))")
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+  sub->add_option("--seed", opt->seed, "window sampling seed")->capture_default_str();
+  sub->add_option("--map-layers", opt->map_layers, "layers whose head-averaged attention map is kept, e.g. 0,3 "
+                                                    "(default: first and last)");
+  sub->add_option("--map-size", opt->map_size, "attention maps cover the first min(L, this) positions")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{64}));
+  sub->add_flag("--no-token-ids", opt->no_token_ids, "leave the windows' token ids out of the JSON");
+  sub->add_flag("--quiet", opt->quiet, "no progress on stderr");
+  sub->add_option("--out", opt->out, "JSON file to write (atomically)")->required();
+  sub->callback([opt] {
+    if (opt->data.empty() && opt->text.empty()) fail("analyze: give --data DIR or --text FILE --tokenizer T");
+    io::Checkpoint ck = io::load_checkpoint(opt->checkpoint);
+    const model::ModelConfig& c = ck.config;
+    model::Model<float> m(c);
+    m.load_params(ck.params);
+
+    std::vector<int32_t> stream;
+    int32_t bos = -1;
+    int64_t vocab = 0;
+    nlohmann::json source;
+    if (!opt->data.empty()) {
+      const io::TokenDataset ds = io::TokenDataset::open(opt->data);
+      stream = ds.load_split(opt->split);
+      bos = ds.manifest().bos_id;
+      vocab = ds.manifest().vocab_size;
+      source = {{"kind", "data"}, {"dir", opt->data}, {"split", opt->split}, {"tokenizer", ds.manifest().tokenizer}};
+    } else {
+      const auto tokenizer = io::Tokenizer::load(opt->tokenizer);
+      stream = tokenizer->encode(read_text_file(opt->text));
+      bos = tokenizer->bos_id();
+      vocab = tokenizer->vocab_size();
+      source = {{"kind", "text"}, {"file", opt->text}, {"tokenizer", tokenizer->name()}};
+    }
+    if (vocab > c.vocab_size)
+      fail("the tokenizer's vocabulary (", vocab, ") is larger than the model's vocab_size (", c.vocab_size, ")");
+    source["stream_tokens"] = stream.size();
+
+    const int64_t len = opt->seq_len > 0 ? opt->seq_len : std::min<int64_t>(256, c.max_seq_len);
+    if (len > c.max_seq_len) fail("--seq-len ", len, " exceeds the model's max_seq_len ", c.max_seq_len);
+    const analysis::SequenceSet seqs = analysis::sample_windows(stream, bos, opt->sequences, len, opt->seed);
+
+    analysis::AnalyzeOptions ao;
+    ao.map_layers = analysis::parse_layer_list(opt->map_layers, c.n_layers);
+    ao.map_size = opt->map_size;
+    ao.include_token_ids = !opt->no_token_ids;
+    ao.checkpoint = opt->checkpoint;
+    ao.source = source;
+    ao.seed = opt->seed;
+    const bool quiet = opt->quiet;
+    if (!quiet)
+      std::fprintf(stderr, "analyze: %s (%s), %lld windows of %lld tokens\n", opt->checkpoint.c_str(),
+                   model::describe_gate(c).c_str(), static_cast<long long>(seqs.count),
+                   static_cast<long long>(seqs.length));
+    const nlohmann::json j = analysis::analyze(m, seqs, ao, [quiet](const char* phase, int64_t done, int64_t total) {
+      if (!quiet) std::fprintf(stderr, "analyze: %s %lld/%lld\n", phase, static_cast<long long>(done),
+                               static_cast<long long>(total));
+    });
+    write_file_atomic(opt->out, j.dump(1) + "\n");
+    if (!quiet)
+      std::fprintf(stderr, "analyze: F-Attn %.4f (t>=1), sink rate %.1f%%, M-Act %.3g%s -> %s\n",
+                   j["f_attn"]["mean"].get<double>(), j["sink_rate"]["percent"].get<double>(),
+                   j["massive_activations"]["m_act"].get<double>(),
+                   j["gates"].is_null()
+                       ? ""
+                       : cat(", gate score ", j["gates"]["mean_score"].get<double>()).c_str(),
+                   opt->out.c_str());
+  });
+}
+
+}  // namespace gatedlm::cli
