@@ -11,6 +11,10 @@ void register_params(CLI::App& app);
 void register_init(CLI::App& app);
 void register_score(CLI::App& app);
 void register_debug(CLI::App& app);
+void register_train(CLI::App& app);
+void register_eval(CLI::App& app);
+void register_tokenizer(CLI::App& app);
+void register_data(CLI::App& app);
 void register_analyze(CLI::App& app);
 
 }  // namespace gatedlm::cli

@@ -15,7 +15,11 @@ int main(int argc, char** argv) {
   gatedlm::cli::register_params(app);
   gatedlm::cli::register_init(app);
   gatedlm::cli::register_score(app);
+  gatedlm::cli::register_train(app);
+  gatedlm::cli::register_eval(app);
   gatedlm::cli::register_debug(app);
+  gatedlm::cli::register_tokenizer(app);
+  gatedlm::cli::register_data(app);
   gatedlm::cli::register_analyze(app);
   try {
     app.parse(argc, argv);

@@ -1,6 +1,7 @@
 #include "io/checkpoint.h"
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
@@ -24,7 +25,24 @@ void save_checkpoint(const std::string& dir, const model::ModelConfig& config, c
   write_file_atomic((fs::path(dir) / "config.json").string(), model::config_to_json(config).dump(2) + "\n");
 }
 
-Checkpoint load_checkpoint(const std::string& dir) {
+std::string resolve_checkpoint_dir(const std::string& path) {
+  const fs::path p(path);
+  if (fs::exists(p / "model.safetensors") || fs::exists(p / "config.json")) return path;
+  if (fs::exists(p / "latest")) {
+    std::ifstream in(p / "latest");
+    std::string name;
+    std::getline(in, name);
+    const fs::path ck = p / "checkpoints" / name;
+    if (name.empty() || !fs::is_directory(ck))
+      fail(path, ": the run's latest file names checkpoint \"", name, "\", which does not exist");
+    return ck.string();
+  }
+  if (!fs::exists(p)) fail(path, ": no such checkpoint or run directory");
+  fail(path, ": neither a checkpoint (config.json + model.safetensors) nor a run directory (latest)");
+}
+
+Checkpoint load_checkpoint(const std::string& path) {
+  const std::string dir = resolve_checkpoint_dir(path);
   const fs::path config_path = fs::path(dir) / "config.json";
   const fs::path weights_path = fs::path(dir) / "model.safetensors";
   if (!fs::is_directory(dir)) fail(dir, ": not a checkpoint directory (it does not exist or is not a directory)");

@@ -17,6 +17,11 @@ struct Checkpoint {
 // Creates dir if needed; each file is written atomically.
 void save_checkpoint(const std::string& dir, const model::ModelConfig& config, const std::vector<float>& params);
 // Checks names, shapes, dtype and file size; refuses missing, extra or truncated tensors.
+// `dir` may also be a training run directory: its latest checkpoint is loaded.
 Checkpoint load_checkpoint(const std::string& dir);
+
+// A checkpoint directory as given, or a run directory's latest checkpoint
+// (RUN/latest names it, under RUN/checkpoints/). Throws when it is neither.
+std::string resolve_checkpoint_dir(const std::string& path);
 
 }  // namespace gatedlm::io

@@ -8,8 +8,7 @@ namespace gatedlm::kernels {
 template <typename T>
 double cross_entropy(T* losses, T* dlogits, const T* logits, const int32_t* targets, int64_t rows,
                      int64_t vocab, T grad_scale) {
-  double total = 0.0;
-#pragma omp parallel for reduction(+ : total) schedule(static)
+#pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     const T* z = logits + r * vocab;
     const int32_t target = targets[r];
@@ -24,7 +23,6 @@ double cross_entropy(T* losses, T* dlogits, const T* logits, const int32_t* targ
     const double lse = static_cast<double>(m) + std::log(sum);
     const double loss = lse - static_cast<double>(z[target]);
     losses[r] = static_cast<T>(loss);
-    total += loss;
     if (dlogits) {
       T* d = dlogits + r * vocab;
       for (int64_t i = 0; i < vocab; ++i)
@@ -32,6 +30,9 @@ double cross_entropy(T* losses, T* dlogits, const T* logits, const int32_t* targ
       d[target] -= grad_scale;
     }
   }
+  // Summed in row order so the result does not depend on the thread count or timing.
+  double total = 0.0;
+  for (int64_t r = 0; r < rows; ++r) total += static_cast<double>(losses[r]);
   return total;
 }
 

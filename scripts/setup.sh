@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs gatedlm's build dependencies from Debian (sudo when not root) and builds it in
+# Release mode into build/. Safe to run again: it skips what is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(cmake ninja-build g++ pkg-config libdnnl-dev nlohmann-json3-dev libcli11-dev libgtest-dev
+          libgmock-dev libsentencepiece-dev gnuplot-nox)
+# The PyTorch reference is needed by the tests only.
+if [[ "${GATEDLM_WITH_TEST_DEPS:-0}" == 1 ]]; then
+  PACKAGES+=(python3-torch python3-numpy)
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || { echo "setup: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+    SUDO=sudo
+  fi
+  if ! $SUDO apt-get update -qq || ! DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null; then
+    echo "setup: could not install ${missing[*]} with apt-get (is the package mirror reachable?)" >&2
+    exit 1
+  fi
+fi
+
+BUILD_DIR=${GATEDLM_BUILD_DIR:-build}
+if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
+cmake --build "$BUILD_DIR" -j "$(nproc)"

@@ -1,0 +1,28 @@
+#pragma once
+// A progress line on stderr: redrawn in place on a terminal, printed every few seconds
+// otherwise (logs, CI), so long work always shows where it is and how long is left.
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace gatedlm {
+
+class Progress {
+ public:
+  Progress(std::string label, int64_t total, double log_interval_s = 10.0);
+  // done: units finished so far; extra: text shown after the bar (loss, tokens/s...).
+  void update(int64_t done, const std::string& extra = "");
+  void finish(const std::string& extra = "");
+  static std::string format_duration(double seconds);
+
+ private:
+  void draw(int64_t done, const std::string& extra, bool final);
+  std::string label_;
+  int64_t total_;
+  double log_interval_s_;
+  bool tty_;
+  std::chrono::steady_clock::time_point start_, last_draw_;
+  bool drawn_ = false;
+};
+
+}  // namespace gatedlm

@@ -1,0 +1,29 @@
+#pragma once
+// The training loop: batches, forward/backward with gradient accumulation, global-norm
+// clipping, AdamW with warmup + cosine, evaluation, loss-spike accounting, metrics,
+// atomic checkpoints, interrupt handling and exact resume.
+#include <optional>
+#include <string>
+
+#include "train/train_config.h"
+
+namespace gatedlm::train {
+
+struct TrainRequest {
+  std::string out;             // the run directory
+  std::string model_config;    // model config JSON (new runs)
+  std::string data;            // dataset directory (new runs; optional on resume)
+  std::string init_from;       // optional: start from this checkpoint's weights
+  bool resume = false;
+  TrainConfig config;          // hyper-parameters after file + flags
+  // On resume: the flags the user gave explicitly (only budget flags may change).
+  std::vector<std::string> explicit_flags;
+};
+
+enum class TrainOutcome { completed, interrupted };
+
+// Throws gatedlm::Error on bad input and on a NaN/Inf loss or gradient (after which the
+// last good checkpoint stays the latest).
+TrainOutcome run_training(const TrainRequest& request);
+
+}  // namespace gatedlm::train
