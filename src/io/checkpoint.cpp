@@ -27,8 +27,7 @@ void save_checkpoint(const std::string& dir, const model::ModelConfig& config, c
 
 std::string resolve_checkpoint_dir(const std::string& path) {
   const fs::path p(path);
-  if (fs::exists(p / "model.safetensors") || fs::exists(p / "config.json")) return path;
-  if (fs::exists(p / "latest")) {
+  if (fs::exists(p / "latest")) {  // a run directory (it also holds a config.json)
     std::ifstream in(p / "latest");
     std::string name;
     std::getline(in, name);
@@ -37,6 +36,7 @@ std::string resolve_checkpoint_dir(const std::string& path) {
       fail(path, ": the run's latest file names checkpoint \"", name, "\", which does not exist");
     return ck.string();
   }
+  if (fs::exists(p / "model.safetensors") || fs::exists(p / "config.json")) return path;
   if (!fs::exists(p)) fail(path, ": no such checkpoint or run directory");
   fail(path, ": neither a checkpoint (config.json + model.safetensors) nor a run directory (latest)");
 }

@@ -1,0 +1,63 @@
+#include "cli_runner.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <stdexcept>
+
+namespace gatedlm::testing {
+
+namespace {
+
+[[noreturn]] void exec_gatedlm(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  std::string binary = GATEDLM_BINARY;
+  argv.push_back(binary.data());
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ::execv(binary.c_str(), argv.data());
+  std::perror("execv");
+  ::_exit(127);
+}
+
+}  // namespace
+
+pid_t spawn_gatedlm(const std::vector<std::string>& args, const std::string& log_path) {
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    exec_gatedlm(args);
+  }
+  return pid;
+}
+
+int wait_exit_code(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+CliResult run_gatedlm(const std::vector<std::string>& args) {
+  char log_template[] = "/tmp/gatedlm_cli_XXXXXX";
+  int fd = ::mkstemp(log_template);
+  ::close(fd);
+  const int code = wait_exit_code(spawn_gatedlm(args, log_template));
+  std::string output;
+  if (FILE* f = std::fopen(log_template, "r")) {
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) output.append(buf.data(), n);
+    std::fclose(f);
+  }
+  ::unlink(log_template);
+  return {code, output};
+}
+
+}  // namespace gatedlm::testing
