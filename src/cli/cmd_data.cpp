@@ -6,7 +6,6 @@
 
 #include "cli/commands.h"
 #include "io/token_dataset.h"
-#include "io/token_options.h"
 
 namespace gatedlm::cli {
 namespace {
@@ -50,7 +49,8 @@ void register_data(CLI::App& app) {
   prepare->add_flag("--force", opt->force, "replace a dataset already in --out");
   prepare->callback([opt] {
     const auto start = std::chrono::steady_clock::now();
-    io::prepare_dataset(opt->prepare, opt->force);
+    opt->prepare.force = opt->force;
+    io::prepare_dataset(opt->prepare);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     print_summary(io::TokenDataset::open(opt->prepare.out));
     std::printf("prepared in %.1f s\n", seconds);

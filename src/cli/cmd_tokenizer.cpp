@@ -8,7 +8,6 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
-#include "io/token_options.h"
 #include "io/tokenizer.h"
 
 namespace gatedlm::cli {
@@ -33,7 +32,8 @@ void register_tokenizer_train(CLI::App& parent) {
   sub->add_option("--threads", opt->threads, "training threads (default: all cores)");
   sub->callback([opt] {
     const auto start = std::chrono::steady_clock::now();
-    io::train_tokenizer(opt->train, opt->threads);
+    opt->train.threads = opt->threads;
+    io::train_tokenizer(opt->train);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const auto tokenizer = io::Tokenizer::load(opt->train.out);
     std::printf("wrote %s: vocabulary %lld (BOS %d, EOS %d) in %.1f s\n", opt->train.out.c_str(),

@@ -27,7 +27,6 @@
 #include "core/error.h"
 #include "core/sha256.h"
 #include "io/text_corpus.h"
-#include "io/token_options.h"
 
 namespace gatedlm::io {
 namespace fs = std::filesystem;
@@ -315,9 +314,9 @@ std::unique_ptr<Tokenizer> TokenDataset::tokenizer() const {
   return t;
 }
 
-void prepare_dataset(const PrepareOptions& options) { prepare_dataset(options, false); }
 
-void prepare_dataset(const PrepareOptions& options, bool force) {
+void prepare_dataset(const PrepareOptions& options) {
+  const bool force = options.force;
   const double vf = options.val_fraction;
   if (!(vf >= 0 && vf < 1)) fail("val fraction ", vf, " is not in [0, 1)");
   if (options.out.empty()) fail("no output directory given");

@@ -48,6 +48,7 @@ struct PrepareOptions {
   std::vector<std::string> inputs;  // files or directories
   std::string out;                  // dataset directory
   double val_fraction = 0.1;
+  bool force = false;  // replace a dataset already in `out` (otherwise an error)
 };
 void prepare_dataset(const PrepareOptions& options);
 

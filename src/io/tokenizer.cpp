@@ -13,7 +13,6 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "io/text_corpus.h"
-#include "io/token_options.h"
 
 namespace gatedlm::io {
 namespace fs = std::filesystem;
@@ -149,9 +148,9 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& spec) {
   return std::make_unique<SentencePieceTokenizer>(spec);
 }
 
-void train_tokenizer(const TokenizerTrainOptions& options) { train_tokenizer(options, 0); }
 
-void train_tokenizer(const TokenizerTrainOptions& options, int threads) {
+void train_tokenizer(const TokenizerTrainOptions& options) {
+  int threads = options.threads;
   if (options.out.empty()) fail("tokenizer training: no output file given");
   if (options.inputs.empty()) fail("tokenizer training: no input given");
   if (options.vocab_size < kMinTrainedVocab) {

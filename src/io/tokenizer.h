@@ -29,7 +29,12 @@ struct TokenizerTrainOptions {
   std::vector<std::string> inputs;  // files or directories (read recursively, sorted)
   int64_t vocab_size = 8192;
   std::string out;  // the .model file to write (atomically)
+  int threads = 0;  // <= 0: every core
 };
+
+// Smallest vocabulary train_tokenizer accepts: unk, BOS, EOS, the 256 byte-fallback
+// pieces and at least one more (the text's characters need more still).
+inline constexpr int64_t kMinTrainedVocab = 260;
 // Trains a SentencePiece BPE model with byte fallback and BOS/EOS ids.
 void train_tokenizer(const TokenizerTrainOptions& options);
 

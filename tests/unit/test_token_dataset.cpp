@@ -13,10 +13,18 @@
 #include "core/error.h"
 #include "core/sha256.h"
 #include "io/token_dataset.h"
-#include "io/token_options.h"
 
 namespace gatedlm::io {
 namespace {
+
+TokenizerTrainOptions with_threads(TokenizerTrainOptions o, int threads) {
+  o.threads = threads;
+  return o;
+}
+PrepareOptions forced(PrepareOptions o) {
+  o.force = true;
+  return o;
+}
 namespace fs = std::filesystem;
 
 void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
@@ -182,7 +190,7 @@ TEST_F(TokenDatasetTest, SentencePieceDatasetCopiesTheModel) {
   t.inputs = {(dir_ / "corpus.txt").string()};
   t.vocab_size = 320;
   t.out = (dir_ / "my.model").string();
-  train_tokenizer(t, 2);
+  train_tokenizer(with_threads(t, 2));
   PrepareOptions o;
   o.tokenizer = t.out;
   o.inputs = t.inputs;
@@ -247,10 +255,10 @@ TEST_F(TokenDatasetTest, PrepareErrors) {
   EXPECT_TRUE(contains(error_of([&] { prepare_dataset(o); }), "--force"));
   bad = o;
   bad.inputs = {(dir_ / "missing.txt").string()};
-  EXPECT_THROW(prepare_dataset(bad, true), Error);  // fails before touching it
+  EXPECT_THROW(prepare_dataset(forced(bad)), Error);  // fails before touching it
   EXPECT_EQ(slurp(fs::path(o.out) / "manifest.json"), before);
   o.val_fraction = 0.5;
-  prepare_dataset(o, true);
+  prepare_dataset(forced(o));
   EXPECT_EQ(TokenDataset::open(o.out).manifest().val.documents, 1);
   EXPECT_NE(slurp(fs::path(o.out) / "manifest.json"), before);
   // No temporaries left behind.

@@ -10,11 +10,15 @@
 
 #include "core/error.h"
 #include "io/text_corpus.h"
-#include "io/token_options.h"
 #include "io/tokenizer.h"
 
 namespace gatedlm::io {
 namespace {
+
+TokenizerTrainOptions with_threads(TokenizerTrainOptions o, int threads) {
+  o.threads = threads;
+  return o;
+}
 namespace fs = std::filesystem;
 
 fs::path fresh_dir(const std::string& tag) {
@@ -99,7 +103,7 @@ class SentencePieceTest : public ::testing::Test {
     o.inputs = {(*dir_ / "corpus.txt").string()};
     o.vocab_size = 400;
     o.out = (*dir_ / "sub" / "t.model").string();
-    train_tokenizer(o, 2);
+    train_tokenizer(with_threads(o, 2));
     tokenizer_ = Tokenizer::load(o.out).release();
   }
   static void TearDownTestSuite() {
@@ -183,21 +187,21 @@ TEST_F(SentencePieceTest, TrainingErrors) {
   o.inputs = {(*dir_ / "corpus.txt").string()};
   o.out = (*dir_ / "bad.model").string();
   o.vocab_size = 100;
-  EXPECT_TRUE(contains(error_of([&] { train_tokenizer(o, 1); }), "too small"));
+  EXPECT_TRUE(contains(error_of([&] { train_tokenizer(with_threads(o, 1)); }), "too small"));
   o.vocab_size = 265;  // above the fixed minimum, below 259 + the text's characters
-  const std::string message = error_of([&] { train_tokenizer(o, 1); });
+  const std::string message = error_of([&] { train_tokenizer(with_threads(o, 1)); });
   EXPECT_TRUE(contains(message, "too small for this text")) << message;
   EXPECT_FALSE(fs::exists(o.out));
   o.vocab_size = 400;
   o.inputs = {(*dir_ / "missing.txt").string()};
-  EXPECT_TRUE(contains(error_of([&] { train_tokenizer(o, 1); }), "missing.txt"));
+  EXPECT_TRUE(contains(error_of([&] { train_tokenizer(with_threads(o, 1)); }), "missing.txt"));
   write(*dir_ / "empty.txt", "");
   o.inputs = {(*dir_ / "empty.txt").string()};
-  EXPECT_TRUE(contains(error_of([&] { train_tokenizer(o, 1); }), "no text"));
+  EXPECT_TRUE(contains(error_of([&] { train_tokenizer(with_threads(o, 1)); }), "no text"));
   write(*dir_ / "tiny.txt", "hello world hello\n");
   o.inputs = {(*dir_ / "tiny.txt").string()};
   o.vocab_size = 8000;
-  EXPECT_TRUE(contains(error_of([&] { train_tokenizer(o, 1); }), "too large for this text"));
+  EXPECT_TRUE(contains(error_of([&] { train_tokenizer(with_threads(o, 1)); }), "too large for this text"));
 }
 
 TEST_F(SentencePieceTest, TrainsOnDirectoriesAndLongLines) {
@@ -217,7 +221,7 @@ TEST_F(SentencePieceTest, TrainsOnDirectoriesAndLongLines) {
   o.inputs = {tree.string()};
   o.vocab_size = 300;
   o.out = (*dir_ / "tree.model").string();
-  train_tokenizer(o, 1);
+  train_tokenizer(with_threads(o, 1));
   const auto t = Tokenizer::load(o.out);
   EXPECT_EQ(t->vocab_size(), 300);
   EXPECT_LE(t->encode("lorem ipsum dolor sit amet").size(), 8u);  // words of the long line were learnt
