@@ -16,5 +16,6 @@ void register_eval(CLI::App& app);
 void register_tokenizer(CLI::App& app);
 void register_data(CLI::App& app);
 void register_analyze(CLI::App& app);
+void register_report(CLI::App& app);
 
 }  // namespace gatedlm::cli

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   gatedlm::cli::register_tokenizer(app);
   gatedlm::cli::register_data(app);
   gatedlm::cli::register_analyze(app);
+  gatedlm::cli::register_report(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,185 @@
+// gatedlm report: two small synthetic runs (fake metrics.jsonl / summary.json, real
+// analysis JSONs from tiny models) plus a bare analysis file render to an HTML page whose
+// every figure is a valid PNG / SVG and whose every src/href names an existing file.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "analysis/analyze.h"
+#include "analysis/report.h"
+#include "analysis/sequences.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "model/config.h"
+#include "model/init.h"
+#include "model/model.h"
+
+namespace gatedlm::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class ReportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / ("gatedlm_report_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  static void write(const fs::path& p, const std::string& s) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << s;
+  }
+  static std::string read(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  static json tiny_analysis(const json& gate, uint64_t seed) {
+    json j{{"vocab_size", 20}, {"d_model", 16}, {"n_layers", 2},    {"n_heads", 2},    {"n_kv_heads", 1},
+           {"head_dim", 8},    {"ffn_hidden", 24}, {"max_seq_len", 32}, {"init_std", 0.2}, {"gate", gate}};
+    const model::ModelConfig c = model::config_from_json(j, "test");
+    std::vector<float> params;
+    model::init_params(params, model::ParamLayout(c), c, seed);
+    model::Model<float> m(c);
+    m.load_params(params);
+    std::vector<int32_t> stream(300);
+    Rng rng(seed);
+    for (auto& t : stream) t = static_cast<int32_t>(rng.below(19));
+    AnalyzeOptions opt;
+    opt.checkpoint = "tiny";
+    opt.map_layers = {0, 1};
+    return analyze(m, sample_windows(stream, 19, 3, 12, seed), opt);
+  }
+  static void write_metrics(const fs::path& run, double base, const std::vector<int64_t>& spikes) {
+    std::ostringstream m;
+    for (int64_t s = 1; s <= 60; ++s) {
+      const bool spike = std::find(spikes.begin(), spikes.end(), s) != spikes.end();
+      json rec{{"step", s},       {"lr", 1e-3},           {"loss", base * std::exp(-s / 30.0) + 2 + (spike ? 1.0 : 0.0)},
+               {"grad_norm", 1}, {"tokens_per_s", 900.0}, {"elapsed_s", 0.1 * s}};
+      if (spike) rec["spike"] = true;
+      m << rec.dump() << "\n";
+      if (s % 20 == 0)
+        m << json{{"step", s}, {"val_loss", 2.5}, {"val_ppl", std::exp(2.5)}, {"val_bpb", 3.6}}.dump() << "\n";
+    }
+    write(run / "metrics.jsonl", m.str());
+  }
+  fs::path dir_;
+};
+
+TEST_F(ReportTest, TwoRunsAndAnAnalysisFile) {
+  if (find_gnuplot().empty()) GTEST_SKIP() << "gnuplot is not installed (Debian: gnuplot-nox)";
+  // Run 1: gated; its analysis named by summary.json (relative path), one spike.
+  const fs::path run1 = dir_ / "gated_run", run2 = dir_ / "baseline_run";
+  write_metrics(run1, 5.0, {25});
+  write(run1 / "probe" / "gated.json", tiny_analysis({{"position", "sdpa"}}, 3).dump());
+  write(run1 / "summary.json", json{{"spikes", {{"count", 1}, {"steps", {25}}}},
+                                    {"tokens_per_s", 950.0},
+                                    {"val_loss", 2.5},
+                                    {"val_ppl", std::exp(2.5)},
+                                    {"val_bpb", 3.6},
+                                    {"analysis", "probe/gated.json"}}
+                                   .dump());
+  // Run 2: baseline; analysis.json inside the run, no spikes; a truncated last line.
+  write_metrics(run2, 5.5, {});
+  { std::ofstream(run2 / "metrics.jsonl", std::ios::app) << "{\"step\": 61, \"lo"; }
+  write(run2 / "analysis.json", tiny_analysis({{"position", "none"}}, 4).dump());
+  write(run2 / "summary.json", json{{"spikes", {{"count", 0}, {"steps", json::array()}}}, {"tokens_per_s", 1000.0}}.dump());
+  // A bare analysis file (headwise gate).
+  write(dir_ / "headwise.json", tiny_analysis({{"position", "sdpa"}, {"granularity", "headwise"}}, 5).dump());
+
+  ReportOptions opt;
+  opt.inputs = {run1.string(), run2.string(), (dir_ / "headwise.json").string()};
+  opt.out_dir = (dir_ / "report").string();
+  const ReportResult r = render_report(opt);
+  EXPECT_EQ(r.warnings.size(), 1u);  // the truncated metrics line
+
+  std::set<std::string> names;
+  for (const std::string& f : r.figures) {
+    const fs::path p(f);
+    names.insert(p.stem().string());
+    ASSERT_TRUE(fs::exists(p)) << f;
+    const std::string content = read(p);
+    ASSERT_GT(content.size(), 100u) << f;
+    if (p.extension() == ".png") {
+      EXPECT_EQ(content.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8)) << f;
+    } else {
+      ASSERT_EQ(p.extension(), ".svg") << f;
+      EXPECT_NE(content.find("<svg"), std::string::npos) << f;
+    }
+  }
+  for (const char* want : {"train_loss", "val_loss", "f_attn_per_layer", "top_activation", "mean_abs_y",
+                           "sparsity_1e-2", "sparsity_1e-3", "gate_mean_per_layer", "gate_histogram",
+                           "attention_map_0_layer0", "attention_map_1_layer1", "attention_map_2_layer0"})
+    EXPECT_TRUE(names.count(want)) << "missing figure " << want;
+  EXPECT_EQ(r.figures.size(), 2 * names.size());  // a PNG and an SVG each
+
+  const std::string html = read(r.html_path);
+  const std::regex ref_re("(src|href)=\"([^\"]*)\"");
+  int refs = 0;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), ref_re); it != std::sregex_iterator(); ++it) {
+    const std::string target = (*it)[2];
+    ++refs;
+    EXPECT_TRUE(fs::exists(fs::path(opt.out_dir) / target)) << "dangling reference " << target;
+  }
+  EXPECT_GE(refs, static_cast<int>(names.size()) * 2);
+  EXPECT_NE(html.find("gated_run"), std::string::npos);
+  EXPECT_NE(html.find("baseline_run"), std::string::npos);
+  EXPECT_NE(html.find("headwise"), std::string::npos);
+  EXPECT_NE(html.find("none (baseline)"), std::string::npos);
+  EXPECT_NE(html.find("—"), std::string::npos);  // baseline gate score, bare analysis has no metrics
+  EXPECT_EQ(html.find("http"), std::string::npos);  // offline: nothing fetched from elsewhere
+}
+
+TEST_F(ReportTest, MetricsOnlyRunHasNoProbeFigures) {
+  if (find_gnuplot().empty()) GTEST_SKIP() << "gnuplot is not installed (Debian: gnuplot-nox)";
+  write_metrics(dir_ / "run", 5.0, {});
+  ReportOptions opt;
+  opt.inputs = {(dir_ / "run").string()};
+  opt.out_dir = (dir_ / "report").string();
+  const ReportResult r = render_report(opt);
+  std::set<std::string> names;
+  for (const std::string& f : r.figures) names.insert(fs::path(f).stem().string());
+  EXPECT_EQ(names, (std::set<std::string>{"train_loss", "val_loss"}));
+  const std::string html = read(r.html_path);
+  EXPECT_NE(html.find("no analysis JSON"), std::string::npos);
+}
+
+TEST_F(ReportTest, ClearErrors) {
+  ReportOptions opt;
+  opt.out_dir = (dir_ / "report").string();
+  opt.inputs = {(dir_ / "x.json").string()};
+  opt.gnuplot = "/nonexistent/gnuplot";
+  try {
+    render_report(opt);
+    FAIL() << "no error without gnuplot";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gnuplot"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("gnuplot-nox"), std::string::npos) << e.what();
+  }
+  if (find_gnuplot().empty()) return;
+  opt.gnuplot.clear();
+  write(dir_ / "x.json", "{\"not\": \"an analysis\"}");
+  EXPECT_THROW(render_report(opt), Error);
+  opt.inputs = {(dir_ / "missing").string()};
+  EXPECT_THROW(render_report(opt), Error);
+  fs::create_directories(dir_ / "empty_run");
+  opt.inputs = {(dir_ / "empty_run").string()};
+  EXPECT_THROW(render_report(opt), Error);
+}
+
+}  // namespace
+}  // namespace gatedlm::analysis
