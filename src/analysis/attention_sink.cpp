@@ -26,7 +26,11 @@ void AttentionSinkProbe::observe(const model::Model<float>& m, int64_t b) {
   const int64_t S = m.seq();
   const kernels::AttentionShape shape{m.batch(), S, c.n_heads, c.n_kv_heads, c.head_dim,
                                       1.0 / std::sqrt(static_cast<double>(c.head_dim))};
-  probs_.resize(static_cast<size_t>(c.n_heads * S * S));
+  const int64_t elements = c.n_heads * S * S;
+  if (elements > (int64_t{1} << 30))
+    fail("attention sink probe: ", c.n_heads, " heads x ", S, "^2 probabilities need ", elements * 4 / (1 << 20),
+         " MiB per layer; use a shorter --seq-len");
+  probs_.resize(static_cast<size_t>(elements));
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const model::BlockProbe<float> p = m.probe(l);
     kernels::attention_probs(probs_.data(), p.q_roped, p.k_roped, shape, b);
