@@ -1,5 +1,6 @@
 #include "model/config.h"
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -50,6 +51,10 @@ const EnumNames<GateInit> kInits{{{"normal", GateInit::normal}, {"zero", GateIni
 const EnumNames<SdpaTransform> kTransforms{{{"none", SdpaTransform::none},
                                             {"rmsnorm", SdpaTransform::rmsnorm},
                                             {"silu", SdpaTransform::silu}}};
+const EnumNames<RopeScalingType> kRopeScalings{{{"none", RopeScalingType::none},
+                                                {"linear", RopeScalingType::linear},
+                                                {"ntk", RopeScalingType::ntk},
+                                                {"yarn", RopeScalingType::yarn}}};
 
 // Reads typed values out of one JSON object, remembering which keys were used so that
 // unknown keys can be reported by name.
@@ -150,6 +155,19 @@ void ModelConfig::validate() const {
   require(rope_dims >= 0 && rope_dims <= head_dim, "rope_dims",
           cat("(", rope_dims, ") must be between 0 and head_dim (", head_dim, ")"));
   require(rope_dims % 2 == 0, "rope_dims", cat("must be even, got ", rope_dims));
+  if (rope_scaling.type == RopeScalingType::none) {
+    require(rope_scaling.factor == 1.0, "rope_scaling.factor",
+            cat("must be 1 with rope_scaling.type none, got ", rope_scaling.factor));
+  } else {
+    require(std::isfinite(rope_scaling.factor) && rope_scaling.factor >= 1.0, "rope_scaling.factor",
+            cat("must be at least 1, got ", rope_scaling.factor));
+    require(rope_dims > 0, "rope_scaling.type",
+            cat("\"", to_string(rope_scaling.type), "\" needs rotary dims (rope_dims is 0)"));
+    require(!(rope_scaling.type == RopeScalingType::ntk && rope_dims <= 2), "rope_scaling.type",
+            cat("\"ntk\" needs rope_dims > 2 (the base exponent is D/(D-2)), got ", rope_dims));
+  }
+  require(rope_scaling.original_max_seq_len >= 0, "rope_scaling.original_max_seq_len",
+          cat("must be positive, got ", rope_scaling.original_max_seq_len));
   require(norm_eps > 0.0, "norm_eps", cat("must be positive, got ", norm_eps));
   require(max_seq_len >= 1, "max_seq_len", cat("must be positive, got ", max_seq_len));
   require(init_std >= 0.0, "init_std", cat("must not be negative, got ", init_std));
@@ -182,10 +200,20 @@ ModelConfig config_from_json(const json& j, const std::string& source) {
   c.ffn_hidden = r.integer("ffn_hidden", std::nullopt);
   c.rope_base = r.number("rope_base", c.rope_base);
   c.rope_dims = r.integer("rope_dims", c.head_dim);
+  if (r.has("rope_scaling")) {
+    Reader rs(r.raw("rope_scaling"), source + ": rope_scaling");
+    c.rope_scaling.type = rs.choice("type", kRopeScalings, c.rope_scaling.type);
+    c.rope_scaling.factor = rs.number("factor", c.rope_scaling.factor);
+    c.rope_scaling.original_max_seq_len = rs.integer("original_max_seq_len", int64_t{0});
+    if (rs.has("original_max_seq_len") && c.rope_scaling.original_max_seq_len < 1)
+      fail(rs.at("original_max_seq_len"), ": must be positive, got ", c.rope_scaling.original_max_seq_len);
+    rs.reject_unknown();
+  }
   c.qk_norm = r.boolean("qk_norm", c.qk_norm);
   c.tie_embeddings = r.boolean("tie_embeddings", c.tie_embeddings);
   c.norm_eps = r.number("norm_eps", c.norm_eps);
   c.max_seq_len = r.integer("max_seq_len", std::nullopt);
+  if (c.rope_scaling.original_max_seq_len == 0) c.rope_scaling.original_max_seq_len = c.max_seq_len;
   c.init_std = r.number("init_std", c.init_std);
   if (r.has("gate")) {
     Reader g(r.raw("gate"), source + ": gate");
@@ -213,7 +241,7 @@ ModelConfig config_from_json(const json& j, const std::string& source) {
   return c;
 }
 
-json config_to_json(const ModelConfig& c) {
+static json config_to_json_unscaled(const ModelConfig& c) {
   json gate = {{"position", kPositions.name(c.gate.position)},
                {"granularity", kGranularities.name(c.gate.granularity)},
                {"head_shared", c.gate.head_shared},
@@ -240,6 +268,18 @@ json config_to_json(const ModelConfig& c) {
               {"sdpa_transform", kTransforms.name(c.sdpa_transform)},
               {"sandwich_norm", c.sandwich_norm},
               {"residual_clip", c.residual_clip}};
+}
+
+// rope_scaling is written only when it scales, so unscaled configs stay as they were.
+json config_to_json(const ModelConfig& c) {
+  json j = config_to_json_unscaled(c);
+  if (c.rope_scaling.type != RopeScalingType::none)
+    j["rope_scaling"] = json{{"type", kRopeScalings.name(c.rope_scaling.type)},
+                             {"factor", c.rope_scaling.factor},
+                             {"original_max_seq_len", c.rope_scaling.original_max_seq_len > 0
+                                                          ? c.rope_scaling.original_max_seq_len
+                                                          : c.max_seq_len}};
+  return j;
 }
 
 ModelConfig load_config(const std::string& path) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/activations.h"
+#include "model/rope_scaling.h"
 
 namespace gatedlm::model {
 
@@ -33,6 +34,7 @@ struct ModelConfig {
           ffn_hidden = 0;
   double rope_base = 10000.0;
   int64_t rope_dims = 0;  // defaults to head_dim
+  RopeScaling rope_scaling;  // rope_scaling: {type, factor, original_max_seq_len}
   bool qk_norm = true;
   bool tie_embeddings = false;
   double norm_eps = 1e-6;

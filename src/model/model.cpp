@@ -207,7 +207,7 @@ double Model<T>::forward(const int32_t* tokens, const int32_t* targets, int64_t 
   State& s = *s_;
   const int64_t n = s.n, d = c.d_model;
   if (rope_.positions < seq && c.rope_dims > 0)
-    rope_ = k::rope_table(k::rope_inv_freq(c.rope_dims, c.rope_base), std::max(seq, c.max_seq_len));
+    rope_ = model_rope_table(c, std::max(seq, c.max_seq_len));
   s.tokens.assign(tokens, tokens + n);
   s.targets.assign(n, -1);
   if (targets) s.targets.assign(targets, targets + n);

@@ -23,6 +23,7 @@ GATE_ACTIVATIONS = ("sigmoid", "silu", "ns_sigmoid", "identity")
 GATE_INPUTS = ("hidden", "constant")
 GATE_INITS = ("normal", "zero")
 SDPA_TRANSFORMS = ("none", "rmsnorm", "silu")
+ROPE_SCALINGS = ("none", "linear", "ntk", "yarn")
 
 
 class ConfigError(ValueError):
@@ -97,6 +98,31 @@ class GateConfig:
         return dataclasses.asdict(self)
 
 
+@dataclasses.dataclass
+class RopeScaling:
+    type: str = "none"
+    factor: float = 1.0
+    original_max_seq_len: Optional[int] = None   # None -> max_seq_len
+
+    @classmethod
+    def from_json(cls, d):
+        if not isinstance(d, dict):
+            raise ConfigError(f"rope_scaling must be an object, got {d!r}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ConfigError(f"unknown rope_scaling keys: {sorted(unknown)}")
+        r = cls()
+        if "type" in d:
+            r.type = _check_enum("rope_scaling.type", d["type"], ROPE_SCALINGS)
+        if "factor" in d:
+            r.factor = _check_num("rope_scaling.factor", d["factor"])
+        if "original_max_seq_len" in d:
+            r.original_max_seq_len = _check_int("rope_scaling.original_max_seq_len",
+                                                d["original_max_seq_len"], 1)
+        return r
+
+
 _REQUIRED = ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim",
              "ffn_hidden", "max_seq_len")
 
@@ -113,6 +139,7 @@ class ModelConfig:
     max_seq_len: int
     rope_base: float = 10000.0
     rope_dims: Optional[int] = None     # None -> head_dim
+    rope_scaling: RopeScaling = dataclasses.field(default_factory=RopeScaling)
     qk_norm: bool = True
     tie_embeddings: bool = False
     norm_eps: float = 1e-6
@@ -139,6 +166,8 @@ class ModelConfig:
             cfg.rope_base = _check_num("rope_base", d["rope_base"])
         if "rope_dims" in d:
             cfg.rope_dims = _check_int("rope_dims", d["rope_dims"], 0)
+        if "rope_scaling" in d:
+            cfg.rope_scaling = RopeScaling.from_json(d["rope_scaling"])
         if "qk_norm" in d:
             cfg.qk_norm = _check_bool("qk_norm", d["qk_norm"])
         if "tie_embeddings" in d:
@@ -162,7 +191,17 @@ class ModelConfig:
         d = dataclasses.asdict(self)
         d["rope_dims"] = self.rotary_dims
         d["gate"] = self.gate.to_json()
+        if self.rope_scaling.type == "none":
+            del d["rope_scaling"]     # written only when it scales, as the engine does
+        else:
+            d["rope_scaling"] = {"type": self.rope_scaling.type, "factor": self.rope_scaling.factor,
+                                 "original_max_seq_len": self.original_len}
         return d
+
+    @property
+    def original_len(self):
+        o = self.rope_scaling.original_max_seq_len
+        return self.max_seq_len if o is None else o
 
     @property
     def rotary_dims(self):
@@ -176,6 +215,13 @@ class ModelConfig:
             raise ConfigError(f"rope_dims {r} must be even and <= head_dim {self.head_dim}")
         if self.rope_base <= 0:
             raise ConfigError("rope_base must be > 0")
+        rs = self.rope_scaling
+        if rs.type == "none" and rs.factor != 1.0:
+            raise ConfigError("rope_scaling.factor must be 1 with type none")
+        if rs.type != "none" and not rs.factor >= 1.0:
+            raise ConfigError("rope_scaling.factor must be >= 1")
+        if rs.type == "ntk" and r <= 2:
+            raise ConfigError("rope_scaling ntk needs rope_dims > 2")
         if self.norm_eps <= 0:
             raise ConfigError("norm_eps must be > 0")
         if self.residual_clip < 0:
@@ -267,14 +313,40 @@ def rms_norm(x, w, eps):
     return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * w
 
 
-def rope_cos_sin(T, rot_dims, base, dtype, device=None):
-    """cos/sin [T, rot_dims/2], computed in float64 then cast."""
-    half = rot_dims // 2
-    i = torch.arange(half, dtype=torch.float64, device=device)
-    inv_freq = base ** (-(2.0 * i) / rot_dims)
+def rope_scaled_inv_freq(rot_dims, base, scaling="none", factor=1.0, original_len=None, device=None):
+    """(inv_freq [rot_dims/2] float64, magnitude) of RoPE with a context-extension scaling.
+
+    linear: inv_freq / s. ntk: base * s^(D/(D-2)). yarn: Hugging Face transformers'
+    _compute_yarn_parameters (beta_fast 32, beta_slow 1, floor/ceil, mscale 0.1 ln s + 1).
+    """
+    D = rot_dims
+    i = torch.arange(D // 2, dtype=torch.float64, device=device)
+    if scaling == "ntk":
+        base = base * factor ** (D / (D - 2))
+    inv_freq = base ** (-(2.0 * i) / D)
+    if scaling == "linear":
+        return inv_freq / factor, 1.0
+    if scaling == "yarn":
+        def correction_dim(rotations):
+            return (D * math.log(original_len / (rotations * 2 * math.pi))) / (2 * math.log(base))
+        low = max(math.floor(correction_dim(32.0)), 0)
+        high = min(math.ceil(correction_dim(1.0)), D - 1)
+        if low == high:
+            high += 0.001
+        ramp = torch.clamp((i - low) / (high - low), 0, 1)
+        extrapolation_factor = 1 - ramp
+        inv_freq = (inv_freq / factor) * (1 - extrapolation_factor) + inv_freq * extrapolation_factor
+        mscale = 1.0 if factor <= 1 else 0.1 * math.log(factor) + 1.0
+        return inv_freq, mscale
+    return inv_freq, 1.0
+
+
+def rope_cos_sin(T, rot_dims, base, dtype, device=None, scaling="none", factor=1.0, original_len=None):
+    """cos/sin [T, rot_dims/2], computed in float64 then cast (times YaRN's magnitude)."""
+    inv_freq, mag = rope_scaled_inv_freq(rot_dims, base, scaling, factor, original_len, device)
     pos = torch.arange(T, dtype=torch.float64, device=device)
     ang = pos[:, None] * inv_freq[None, :]
-    return torch.cos(ang).to(dtype), torch.sin(ang).to(dtype)
+    return (torch.cos(ang) * mag).to(dtype), (torch.sin(ang) * mag).to(dtype)
 
 
 def apply_rope(x, cos, sin):
@@ -520,7 +592,9 @@ class GatedLM(nn.Module):
             raise ValueError(f"sequence length {T} > max_seq_len {cfg.max_seq_len}")
         emb = self.model.embed_tokens.weight
         x = emb[tokens]
-        cos, sin = rope_cos_sin(T, cfg.rotary_dims, cfg.rope_base, emb.dtype, emb.device)
+        rs = cfg.rope_scaling
+        cos, sin = rope_cos_sin(T, cfg.rotary_dims, cfg.rope_base, emb.dtype, emb.device,
+                                rs.type, rs.factor, cfg.original_len)
         for i, layer in enumerate(self.model.layers):
             x = layer(x, cos, sin, trace, f"layers.{i}.")
         x = rms_norm(x, self.model.norm.weight, cfg.norm_eps)

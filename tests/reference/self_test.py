@@ -195,6 +195,30 @@ def _np_act(s, name):
     return {"sigmoid": sig, "silu": s * sig, "ns_sigmoid": 0.5 + 0.5 * sig, "identity": s}[name]
 
 
+def _np_rope_freq(cfg):
+    """RoPE frequencies and cos/sin magnitude per docs/metrics.md (rope_scaling), in plain Python."""
+    R, b = cfg.rotary_dims, cfg.rope_base
+    rs = cfg.rope_scaling
+    s = rs.factor
+    if rs.type == "ntk":
+        b = b * s ** (R / (R - 2))
+    freq = [b ** (-2.0 * i / R) for i in range(R // 2)]
+    if rs.type == "linear":
+        return [f / s for f in freq], 1.0
+    if rs.type == "yarn":
+        L = cfg.original_len
+        d = lambda r: R * math.log(L / (2 * math.pi * r)) / (2 * math.log(b))  # noqa: E731
+        low, high = max(math.floor(d(32)), 0), min(math.ceil(d(1)), R - 1)
+        if low == high:
+            high += 0.001
+        out = []
+        for i, f in enumerate(freq):
+            w_ext = 1 - min(max((i - low) / (high - low), 0.0), 1.0)
+            out.append(f / s * (1 - w_ext) + f * w_ext)
+        return out, (0.1 * math.log(s) + 1 if s > 1 else 1.0)
+    return freq, 1.0
+
+
 def naive_forward(cfg, P, tokens):
     """Token-by-token, head-by-head float64 forward written without the torch code."""
     P = {k: v.detach().numpy().astype(np.float64) for k, v in P.items()}
@@ -247,13 +271,14 @@ def naive_forward(cfg, P, tokens):
             if cfg.qk_norm:
                 q = _np_rmsnorm(q, P[p + "self_attn.q_norm.weight"], eps)
                 k = _np_rmsnorm(k, P[p + "self_attn.k_norm.weight"], eps)
+            freq, mag = _np_rope_freq(cfg)
             for arr in (q, k):
                 for t in range(T):
                     for i in range(R // 2):
-                        th = t * cfg.rope_base ** (-2.0 * i / R)
+                        th = t * freq[i]
                         a1 = arr[t, :, i].copy(); a2 = arr[t, :, i + R // 2].copy()
-                        arr[t, :, i] = a1 * math.cos(th) - a2 * math.sin(th)
-                        arr[t, :, i + R // 2] = a2 * math.cos(th) + a1 * math.sin(th)
+                        arr[t, :, i] = mag * (a1 * math.cos(th) - a2 * math.sin(th))
+                        arr[t, :, i + R // 2] = mag * (a2 * math.cos(th) + a1 * math.sin(th))
             o = np.zeros((T, d))
             for t in range(T):
                 ycat = np.zeros(nq * dk)
