@@ -427,4 +427,52 @@ void prepare_dataset(const PrepareOptions& options) {
   write_file_atomic(manifest_path, manifest.dump(2) + "\n");
 }
 
+void write_token_dataset(const std::string& dir, const std::string& tokenizer_spec, const std::vector<uint32_t>& train,
+                         const std::vector<uint32_t>& val, const SplitInfo& train_info, const SplitInfo& val_info,
+                         const std::string& sources_json, double val_fraction, const std::string& extra_json,
+                         bool force) {
+  const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::load(tokenizer_spec);
+  const bool byte = tokenizer_spec == "byte";
+  const uint32_t dtype = tokenizer->vocab_size() <= 65536 ? 2 : 4;
+  for (const auto* ids : {&train, &val})
+    for (uint32_t id : *ids)
+      if (id >= static_cast<uint64_t>(tokenizer->vocab_size()))
+        fail(dir, ": token id ", id, " is outside the vocabulary of ", tokenizer->name());
+  const std::string manifest_path = join(dir, "manifest.json");
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) fail(dir, ": exists and is not a directory");
+  if (fs::exists(manifest_path, ec) && !force)
+    fail(dir, ": already holds a prepared dataset (manifest.json); pass --force to replace it");
+  fs::create_directories(dir, ec);
+  if (ec) fail(dir, ": cannot create the output directory (", ec.message(), ")");
+  if (fs::exists(manifest_path, ec)) {
+    if (!fs::remove(manifest_path, ec) || ec) fail(manifest_path, ": cannot remove (", ec.message(), ")");
+    fsync_directory(dir);
+  }
+  const std::string model_copy = join(dir, "tokenizer.model");
+  std::string tokenizer_name = "byte";
+  if (!byte) {
+    write_file_atomic(model_copy, read_text_file(tokenizer_spec));
+    tokenizer_name = fs::path(tokenizer_spec).filename().string();
+  } else if (fs::exists(model_copy, ec)) {
+    fs::remove(model_copy, ec);
+  }
+  write_shard(join(dir, "train.bin"), train, dtype);
+  write_shard(join(dir, "val.bin"), val, dtype);
+  json manifest = {
+      {"format_version", kManifestVersion},
+      {"tokenizer", tokenizer_name},
+      {"vocab_size", tokenizer->vocab_size()},
+      {"bos_id", tokenizer->bos_id()},
+      {"eos_id", tokenizer->eos_id()},
+      {"token_dtype", dtype == 2 ? "uint16" : "uint32"},
+      {"sources", json::parse(sources_json)},
+      {"val_fraction", val_fraction},
+      {"splits", {{"train", split_json(train_info)}, {"val", split_json(val_info)}}},
+  };
+  const json extra = json::parse(extra_json);
+  for (const auto& [key, value] : extra.items()) manifest[key] = value;
+  write_file_atomic(manifest_path, manifest.dump(2) + "\n");
+}
+
 }  // namespace gatedlm::io

@@ -52,4 +52,14 @@ struct PrepareOptions {
 };
 void prepare_dataset(const PrepareOptions& options);
 
+// Writes a dataset directory from ids already laid out as BOS..EOS documents (used by
+// `gatedlm data synth`): train.bin, val.bin, the tokenizer copy (tokenizer_spec "byte" or
+// a .model path) and manifest.json with `sources_json` (a JSON list) and the keys of
+// `extra_json` (a JSON object) added, in prepare_dataset's order (manifest removed first,
+// written last; an existing one is replaced only with force).
+void write_token_dataset(const std::string& dir, const std::string& tokenizer_spec, const std::vector<uint32_t>& train,
+                         const std::vector<uint32_t>& val, const SplitInfo& train_info, const SplitInfo& val_info,
+                         const std::string& sources_json, double val_fraction, const std::string& extra_json,
+                         bool force);
+
 }  // namespace gatedlm::io

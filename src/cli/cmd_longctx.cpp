@@ -1,0 +1,206 @@
+// gatedlm longctx: long-context evaluation of a checkpoint at several lengths, with the
+// checkpoint's RoPE or overridden (docs/longctx.md).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "eval/longctx.h"
+#include "io/checkpoint.h"
+#include "io/token_dataset.h"
+#include "io/tokenizer.h"
+
+namespace gatedlm::cli {
+namespace {
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, ": cannot read");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+std::string fmt(const nlohmann::json& v, const char* spec) {
+  if (!v.is_number()) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, spec, v.get<double>());
+  return b;
+}
+
+void print_table(const nlohmann::json& doc) {
+  std::printf("%7s  %-6s %7s  %9s %9s %9s", "length", "rope", "factor", "ppl", "ppl<=train", "ppl>train");
+  for (const auto& t : doc["tasks"]) std::printf("  %15s", t.get<std::string>().c_str());
+  std::printf("\n");
+  for (const auto& L : doc["lengths"]) {
+    const auto& p = L.contains("perplexity") ? L["perplexity"] : nlohmann::json::object();
+    auto exp_of = [](const nlohmann::json& v) { return v.is_number() ? nlohmann::json(std::exp(v.get<double>())) : v; };
+    std::printf("%7lld  %-6s %7s  %9s %9s %9s", static_cast<long long>(L["length"].get<int64_t>()),
+                L["rope"]["scaling"].get<std::string>().c_str(), fmt(L["rope"]["factor"], "%.3g").c_str(),
+                fmt(p.value("ppl", nlohmann::json()), "%.3f").c_str(),
+                fmt(exp_of(p.value("loss_within_train_len", nlohmann::json())), "%.3f").c_str(),
+                fmt(exp_of(p.value("loss_beyond_train_len", nlohmann::json())), "%.3f").c_str());
+    for (const auto& t : doc["tasks"]) {
+      const auto& r = L["tasks"][t.get<std::string>()];
+      if (r.contains("skipped")) {
+        std::printf("  %15s", "(too short)");
+      } else {
+        std::string cell = fmt(r["score"], "%.2f") + " / " + fmt(r["digit_accuracy"], "%.2f");
+        std::printf("  %15s", cell.c_str());
+      }
+    }
+    std::printf("\n");
+  }
+  std::printf("(tasks: share of values recovered / digit accuracy, teacher-forced)\n");
+}
+
+}  // namespace
+
+void register_longctx(CLI::App& app) {
+  struct Options {
+    std::string checkpoint, data, text, tokenizer, split = "val", lengths, out;
+    std::string rope_scaling, factor, tasks, filler = "neutral";
+    int64_t original_len = 0, samples = 20, depths = 5, ppl_windows = 16, buckets = 8, batch_tokens = 4096;
+    int64_t train_len = 0, distractors = 3, values = 4;
+    double rope_base = 0;
+    uint64_t seed = 1;
+    bool no_ppl = false;
+  };
+  auto opt = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "longctx",
+      "Long-context evaluation at several lengths: perplexity by position on held-out text, passkey retrieval and "
+      "RULER-style needle-in-a-haystack (single, multi-key, multi-value), scored teacher-forced. RoPE flags "
+      "override the checkpoint's settings. Writes JSON (docs/longctx.md) and prints a table.");
+  sub->add_option("--checkpoint", opt->checkpoint, "checkpoint directory, or a run directory (its latest)")
+      ->required();
+  auto* data = sub->add_option("--data", opt->data, "dataset directory: held-out text from its --split");
+  auto* text = sub->add_option("--text", opt->text, "a held-out text file")->check(CLI::ExistingFile);
+  sub->add_option("--tokenizer", opt->tokenizer, "with --text: tokenizer model file or `byte`");
+  sub->add_option("--split", opt->split, "with --data: val or train")->capture_default_str();
+  sub->add_option("--lengths", opt->lengths, "evaluation lengths in tokens, e.g. 256,512,1024")->required();
+  sub->add_option("--rope-scaling", opt->rope_scaling, "none|linear|ntk|yarn (default: the checkpoint's)");
+  sub->add_option("--factor", opt->factor,
+                  "scaling factor, or `auto` = max(1, length / original length) per length (the default when "
+                  "--rope-scaling is given)");
+  sub->add_option("--original-len", opt->original_len,
+                  "the original (training) context of the scaling (default: the checkpoint's, i.e. its max_seq_len)");
+  sub->add_option("--rope-base", opt->rope_base, "RoPE base (default: the checkpoint's)");
+  sub->add_option("--samples", opt->samples, "examples per task and length (0 = perplexity only)")
+      ->capture_default_str();
+  sub->add_option("--depths", opt->depths, "needle depths swept from 0 to 1 (samples cycle through them)")
+      ->capture_default_str();
+  sub->add_option("--tasks", opt->tasks, "comma list of passkey,niah_single,niah_multikey,niah_multivalue (default all)");
+  sub->add_option("--filler", opt->filler, "neutral (the repeated passkey block) or heldout (held-out text)")
+      ->capture_default_str();
+  sub->add_option("--distractors", opt->distractors, "niah_multikey: needles with other keys")->capture_default_str();
+  sub->add_option("--values", opt->values, "niah_multivalue: values of the queried key")->capture_default_str();
+  sub->add_option("--seed", opt->seed, "seed of the examples")->capture_default_str();
+  sub->add_option("--ppl-windows", opt->ppl_windows, "held-out windows per length for perplexity")
+      ->capture_default_str();
+  sub->add_option("--buckets", opt->buckets, "position buckets of the perplexity curve")->capture_default_str();
+  sub->add_flag("--no-ppl", opt->no_ppl, "skip perplexity");
+  sub->add_option("--train-len", opt->train_len, "training length for the within/beyond split (default max_seq_len)");
+  sub->add_option("--batch-tokens", opt->batch_tokens, "tokens per forward pass")->capture_default_str();
+  sub->add_option("--out", opt->out, "the JSON file to write")->required();
+  data->excludes(text);
+  sub->callback([opt] {
+    if (opt->data.empty() == opt->text.empty()) fail("longctx: give --data DIR or --text FILE --tokenizer T");
+    eval::LongctxOptions o;
+    o.lengths = eval::parse_lengths(opt->lengths, "--lengths");
+    if (!opt->rope_scaling.empty())
+      o.rope.type = model::parse_rope_scaling_type(opt->rope_scaling, "--rope-scaling");
+    if (!opt->factor.empty() && opt->factor != "auto") {
+      size_t used = 0;
+      double f = 0;
+      try {
+        f = std::stod(opt->factor, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != opt->factor.size() || !(f >= 1.0))
+        fail("--factor: \"", opt->factor, "\" is not a factor (a number >= 1, or auto)");
+      o.rope.factor = f;
+    } else if (opt->factor == "auto" && !o.rope.type) {
+      fail("--factor auto needs --rope-scaling linear|ntk|yarn");
+    }
+    if (opt->original_len != 0) {
+      if (opt->original_len < 1) fail("--original-len must be positive, got ", opt->original_len);
+      o.rope.original_len = opt->original_len;
+    }
+    if (opt->rope_base != 0) o.rope.rope_base = opt->rope_base;
+    if (opt->samples < 0) fail("--samples must not be negative, got ", opt->samples);
+    if (opt->depths < 1) fail("--depths must be at least 1, got ", opt->depths);
+    if (opt->distractors < 0) fail("--distractors must not be negative, got ", opt->distractors);
+    if (opt->values < 1) fail("--values must be at least 1, got ", opt->values);
+    if (opt->batch_tokens < 1) fail("--batch-tokens must be positive, got ", opt->batch_tokens);
+    if (opt->filler != "neutral" && opt->filler != "heldout")
+      fail("--filler: unknown value \"", opt->filler, "\" (neutral or heldout)");
+    o.samples = opt->samples;
+    o.depths = opt->depths;
+    o.seed = opt->seed;
+    o.ppl_windows = opt->ppl_windows;
+    o.buckets = opt->buckets;
+    o.batch_tokens = opt->batch_tokens;
+    o.train_len = opt->train_len;
+    o.perplexity = !opt->no_ppl;
+    o.heldout_filler = opt->filler == "heldout";
+    o.shape.multikey_distractors = opt->distractors;
+    o.shape.multivalue_values = opt->values;
+    if (!opt->tasks.empty()) {
+      o.tasks.clear();
+      std::stringstream in(opt->tasks);
+      std::string item;
+      while (std::getline(in, item, ',')) {
+        try {
+          o.tasks.push_back(eval::parse_task(item));
+        } catch (const Error& e) {
+          fail("--tasks: ", e.what());
+        }
+      }
+    }
+
+    io::Checkpoint ck = io::load_checkpoint(opt->checkpoint);
+    for (int64_t L : o.lengths) eval::config_for_length(ck.config, o.rope, L);  // bad mixes fail before work
+    eval::LongctxInput in;
+    in.config = ck.config;
+    in.params = &ck.params;
+    std::unique_ptr<io::Tokenizer> tok;
+    std::string source;
+    if (!opt->data.empty()) {
+      const io::TokenDataset ds = io::TokenDataset::open(opt->data);
+      tok = ds.tokenizer();
+      in.heldout = ds.load_split(opt->split);
+      source = opt->data;
+    } else {
+      if (opt->tokenizer.empty()) fail("longctx: --text needs --tokenizer FILE|byte");
+      tok = io::Tokenizer::load(opt->tokenizer);
+      in.heldout = tok->encode(read_all(opt->text));
+      source = opt->text;
+    }
+    in.tokenizer = tok.get();
+    in.bos = tok->bos_id();
+    in.eos = tok->eos_id();
+    nlohmann::json doc = eval::run_longctx(in, o, [](const std::string& line) {
+      std::fprintf(stderr, "longctx: %s\n", line.c_str());
+    });
+    doc["checkpoint"] = io::resolve_checkpoint_dir(opt->checkpoint);
+    doc["data"] = source;
+    doc["tokenizer"] = tok->name();
+    doc["model"] = model::config_to_json(ck.config);
+    doc["rope_override"] = {
+        {"rope_scaling", o.rope.type ? nlohmann::json(model::to_string(*o.rope.type)) : nlohmann::json(nullptr)},
+        {"factor", o.rope.factor ? nlohmann::json(*o.rope.factor)
+                                 : (o.rope.type ? nlohmann::json("auto") : nlohmann::json(nullptr))},
+        {"original_len", o.rope.original_len ? nlohmann::json(*o.rope.original_len) : nlohmann::json(nullptr)},
+        {"rope_base", o.rope.rope_base ? nlohmann::json(*o.rope.rope_base) : nlohmann::json(nullptr)}};
+    write_file_atomic(opt->out, doc.dump(2) + "\n");
+    print_table(doc);
+  });
+}
+
+}  // namespace gatedlm::cli

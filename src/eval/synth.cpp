@@ -1,0 +1,201 @@
+#include "eval/synth.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "core/sha256.h"
+#include "io/text_corpus.h"
+#include "io/token_dataset.h"
+#include "io/tokenizer.h"
+
+namespace gatedlm::eval {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kTextPiece = 2048;  // bytes per encoded text piece (cut after a newline)
+
+struct Doc {
+  std::vector<int32_t> ids;  // without BOS/EOS
+  int64_t bytes = 0;
+};
+
+void append_doc(std::vector<uint32_t>& out, const std::vector<int32_t>& ids, const io::Tokenizer& tok,
+                bool has_bos) {
+  if (!has_bos) out.push_back(static_cast<uint32_t>(tok.bos_id()));
+  for (int32_t id : ids) out.push_back(static_cast<uint32_t>(id));
+  out.push_back(static_cast<uint32_t>(tok.eos_id()));
+}
+
+}  // namespace
+
+SynthSummary synthesize_dataset(const SynthOptions& o) {
+  if (o.task != "passkey" && o.task != "niah") fail("--task: unknown task \"", o.task, "\" (passkey or niah)");
+  if (o.out.empty()) fail("--out DIR is required");
+  if (o.tokenizer.empty()) fail("--tokenizer FILE|byte is required");
+  if (o.seq_len < 2) fail("--seq-len must be at least 2, got ", o.seq_len);
+  if (o.count < 0) fail("--count must not be negative, got ", o.count);
+  const int64_t min_len = o.min_len > 0 ? o.min_len : std::max<int64_t>(2, o.seq_len / 4);
+  if (o.min_len < 0 || min_len > o.seq_len)
+    fail("--min-len (", o.min_len, ") must be between 1 and --seq-len (", o.seq_len, ")");
+  if (!(o.val_fraction >= 0 && o.val_fraction < 1)) fail("--val-fraction ", o.val_fraction, " is not in [0, 1)");
+  if (o.mix_text.empty()) {
+    if (o.ratio != 0) fail("--ratio needs --mix-text PATH (the text to mix the examples with)");
+  } else {
+    if (o.ratio != 0 && o.count > 0) fail("give --ratio or --count with --mix-text, not both");
+    if (o.ratio == 0 && o.count == 0) fail("--mix-text needs --ratio R (the synthetic share of training tokens)");
+    if (o.ratio != 0 && !(o.ratio > 0 && o.ratio < 1)) fail("--ratio ", o.ratio, " is not in (0, 1)");
+  }
+  const std::unique_ptr<io::Tokenizer> tok = io::Tokenizer::load(o.tokenizer);
+
+  // Filler: the neutral block, or the tokens of --filler (never the evaluation's held-out split).
+  Filler filler = Filler::neutral(*tok);
+  if (!o.filler.empty()) {
+    const std::string text = io::read_text_file(o.filler);
+    filler = Filler::from_stream(tok->encode(text), tok->bos_id(), tok->eos_id());
+  }
+
+  const std::vector<TaskKind> kinds = o.task == "passkey"
+                                          ? std::vector<TaskKind>{TaskKind::passkey}
+                                          : std::vector<TaskKind>{TaskKind::niah_single, TaskKind::niah_multikey,
+                                                                  TaskKind::niah_multivalue};
+  std::vector<int64_t> need;
+  for (TaskKind k : kinds) {
+    need.push_back(task_min_length(k, *tok, o.shape));
+    if (need.back() > o.seq_len)
+      fail("--seq-len ", o.seq_len, " is too short for ", to_string(k), " with this tokenizer (it needs at least ",
+           need.back(), " tokens)");
+  }
+  auto make = [&](const std::string& stream, int64_t i) {
+    Rng rng(Rng::derive(o.seed, cat("synth/", stream, "/", i)));
+    const size_t k = static_cast<size_t>(i) % kinds.size();
+    const int64_t lo = std::max(min_len, need[k]);
+    const int64_t length = lo + static_cast<int64_t>(rng.below(static_cast<uint64_t>(o.seq_len - lo + 1)));
+    const TaskExample ex = make_task_example(kinds[k], *tok, filler, length, rng.uniform(), rng, o.shape);
+    Doc d;
+    d.ids = ex.tokens;  // BOS first
+    d.bytes = static_cast<int64_t>(tok->decode(std::vector<int32_t>(ex.tokens.begin() + 1, ex.tokens.end())).size());
+    return d;
+  };
+
+  // Text: each file's training part in newline-cut pieces, its tail the validation split.
+  std::vector<Doc> pieces;
+  std::vector<uint32_t> train_ids, val_ids;
+  io::SplitInfo train, val;
+  json sources = json::array();
+  int64_t text_tokens = 0;
+  if (!o.mix_text.empty()) {
+    for (const std::string& file : io::collect_text_files({o.mix_text})) {
+      const std::string text = io::read_text_file(file);
+      if (o.tokenizer != "byte" && io::find_invalid_utf8(text) >= 0)
+        fail(file, ": not valid UTF-8 (use --tokenizer byte)");
+      const size_t cut = io::validation_cut(text, o.val_fraction);
+      const std::string_view all(text), head = all.substr(0, cut), tail = all.substr(cut);
+      for (std::string_view p : io::split_text(head, kTextPiece)) {
+        pieces.push_back(Doc{tok->encode(p), static_cast<int64_t>(p.size())});
+        text_tokens += static_cast<int64_t>(pieces.back().ids.size());
+      }
+      if (!tail.empty()) {
+        append_doc(val_ids, tok->encode(tail), *tok, false);
+        val.bytes += static_cast<int64_t>(tail.size());
+        ++val.documents;
+      }
+      sources.push_back(json{{"path", file},
+                             {"bytes", static_cast<int64_t>(text.size())},
+                             {"sha256", sha256_hex(text)},
+                             {"train_bytes", static_cast<int64_t>(head.size())},
+                             {"val_bytes", static_cast<int64_t>(tail.size())}});
+    }
+    if (text_tokens == 0) fail(o.mix_text, ": no training text to mix with");
+  }
+
+  // The examples: --count, or until they are --ratio of the training tokens.
+  std::vector<Doc> examples;
+  int64_t synthetic_tokens = 0;
+  const double want = o.ratio > 0 ? o.ratio / (1.0 - o.ratio) * static_cast<double>(text_tokens) : 0.0;
+  const int64_t count = o.count > 0 ? o.count : (o.mix_text.empty() ? 1000 : 0);
+  for (int64_t i = 0; count > 0 ? i < count : static_cast<double>(synthetic_tokens) < want; ++i) {
+    examples.push_back(make("train", i));
+    synthetic_tokens += static_cast<int64_t>(examples.back().ids.size()) + 1;  // + EOS
+  }
+
+  // Interleave: text documents of about equal size with the examples spread evenly between.
+  const int64_t n = static_cast<int64_t>(examples.size());
+  std::vector<Doc> text_docs;
+  if (!pieces.empty()) {
+    const int64_t groups = std::min<int64_t>(n + 1, static_cast<int64_t>(pieces.size()));
+    size_t next = 0;
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t target = (g + 1) * text_tokens / groups;
+      Doc d;
+      int64_t so_far = 0;
+      for (const Doc& t : text_docs) so_far += static_cast<int64_t>(t.ids.size());
+      while (next < pieces.size() && (so_far + static_cast<int64_t>(d.ids.size()) < target || d.ids.empty())) {
+        d.ids.insert(d.ids.end(), pieces[next].ids.begin(), pieces[next].ids.end());
+        d.bytes += pieces[next].bytes;
+        ++next;
+      }
+      if (g == groups - 1)
+        for (; next < pieces.size(); ++next) {
+          d.ids.insert(d.ids.end(), pieces[next].ids.begin(), pieces[next].ids.end());
+          d.bytes += pieces[next].bytes;
+        }
+      if (!d.ids.empty()) text_docs.push_back(std::move(d));
+    }
+  }
+  const int64_t p = static_cast<int64_t>(text_docs.size());
+  auto add_example = [&](const Doc& e) {
+    append_doc(train_ids, e.ids, *tok, true);
+    train.bytes += e.bytes;
+    ++train.documents;
+  };
+  if (p == 0) {
+    for (const Doc& e : examples) add_example(e);
+  } else {
+    for (int64_t j = 0; j < p; ++j) {
+      append_doc(train_ids, text_docs[j].ids, *tok, false);
+      train.bytes += text_docs[j].bytes;
+      ++train.documents;
+      for (int64_t e = j * n / p; e < (j + 1) * n / p; ++e) add_example(examples[e]);
+    }
+  }
+
+  // Validation: the text's tail, or (no text) examples from their own stream.
+  int64_t val_examples = 0;
+  if (o.mix_text.empty()) {
+    val_examples = std::max<int64_t>(1, std::llround(static_cast<double>(n) * o.val_fraction));
+    for (int64_t i = 0; i < val_examples; ++i) {
+      const Doc d = make("val", i);
+      append_doc(val_ids, d.ids, *tok, true);
+      val.bytes += d.bytes;
+      ++val.documents;
+    }
+  }
+  train.tokens = static_cast<int64_t>(train_ids.size());
+  val.tokens = static_cast<int64_t>(val_ids.size());
+  sources.push_back(json{{"path", "synthetic:" + o.task}, {"examples", n}, {"tokens", synthetic_tokens}});
+  const json extra = {{"synthetic",
+                       {{"task", o.task},
+                        {"examples", n},
+                        {"val_examples", val_examples},
+                        {"synthetic_tokens", synthetic_tokens},
+                        {"text_tokens", text_tokens},
+                        {"ratio", text_tokens + synthetic_tokens > 0
+                                      ? static_cast<double>(synthetic_tokens) /
+                                            static_cast<double>(text_tokens + synthetic_tokens)
+                                      : 1.0},
+                        {"seq_len", o.seq_len},
+                        {"min_len", min_len},
+                        {"seed", o.seed},
+                        {"filler", o.filler.empty() ? "neutral" : o.filler},
+                        {"multikey_distractors", o.shape.multikey_distractors},
+                        {"multivalue_values", o.shape.multivalue_values}}}};
+  io::write_token_dataset(o.out, o.tokenizer, train_ids, val_ids, train, val, sources.dump(),
+                          o.mix_text.empty() ? 0.0 : o.val_fraction, extra.dump(), o.force);
+  return SynthSummary{n, val_examples, synthetic_tokens, text_tokens};
+}
+
+}  // namespace gatedlm::eval
