@@ -19,7 +19,7 @@ inline T dot(const T* a, const T* b, int64_t n) {
 }  // namespace
 
 template <typename T>
-void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s) {
+void attention_forward_reference(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s) {
   const int64_t D = s.head_dim, group = s.n_q / s.n_kv;
   const T scale = static_cast<T>(s.scale);
 #pragma omp parallel
@@ -57,8 +57,8 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const
 // Each (batch, kv head) is one task: it owns dk and dv of that kv head, so no two
 // threads write the same gradient row.
 template <typename T>
-void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v,
-                        const T* out, const T* lse, const AttentionShape& s) {
+void attention_backward_reference(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v,
+                                  const T* out, const T* lse, const AttentionShape& s) {
   const int64_t D = s.head_dim, group = s.n_q / s.n_kv;
   const T scale = static_cast<T>(s.scale);
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
@@ -110,10 +110,22 @@ void attention_probs(T* probs, const T* q, const T* k, const AttentionShape& s, 
     }
 }
 
-#define GATEDLM_INSTANTIATE(T)                                                                    \
-  template void attention_forward<T>(T*, T*, const T*, const T*, const T*, const AttentionShape&); \
-  template void attention_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, \
-                                      const T*, const AttentionShape&);                           \
+template <>
+void attention_forward<double>(double* out, double* lse, const double* q, const double* k, const double* v,
+                               const AttentionShape& s) {
+  attention_forward_reference(out, lse, q, k, v, s);
+}
+template <>
+void attention_backward<double>(double* dq, double* dk, double* dv, const double* dout, const double* q,
+                                const double* k, const double* v, const double* out, const double* lse,
+                                const AttentionShape& s) {
+  attention_backward_reference(dq, dk, dv, dout, q, k, v, out, lse, s);
+}
+
+#define GATEDLM_INSTANTIATE(T)                                                                              \
+  template void attention_forward_reference<T>(T*, T*, const T*, const T*, const T*, const AttentionShape&); \
+  template void attention_backward_reference<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, \
+                                                const T*, const AttentionShape&);                           \
   template void attention_probs<T>(T*, const T*, const T*, const AttentionShape&, int64_t);
 GATEDLM_INSTANTIATE(float)
 GATEDLM_INSTANTIATE(double)

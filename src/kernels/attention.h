@@ -14,6 +14,7 @@ struct AttentionShape {
   double scale;  // usually 1/sqrt(head_dim)
 };
 
+// float: the blocked kernels of attention_fast.cpp; double: the reference below.
 template <typename T>
 void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s);
 
@@ -21,6 +22,24 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const
 template <typename T>
 void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v,
                         const T* out, const T* lse, const AttentionShape& s);
+
+template <>
+void attention_forward<float>(float*, float*, const float*, const float*, const float*, const AttentionShape&);
+template <>
+void attention_backward<float>(float*, float*, float*, const float*, const float*, const float*, const float*,
+                               const float*, const float*, const AttentionShape&);
+template <>
+void attention_forward<double>(double*, double*, const double*, const double*, const double*, const AttentionShape&);
+template <>
+void attention_backward<double>(double*, double*, double*, const double*, const double*, const double*,
+                                const double*, const double*, const double*, const AttentionShape&);
+
+// The simple kernels, one query row at a time: the oracle for tests and the fp64 path.
+template <typename T>
+void attention_forward_reference(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s);
+template <typename T>
+void attention_backward_reference(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v,
+                                  const T* out, const T* lse, const AttentionShape& s);
 
 // Materialises probabilities for one batch row: probs [n_q, seq, seq] (zero above the
 // diagonal). For analysis and tests only; training never calls it.

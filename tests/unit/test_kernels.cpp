@@ -8,6 +8,7 @@
 #include "kernels/adamw.h"
 #include "kernels/attention.h"
 #include "kernels/cross_entropy.h"
+#include "kernels/fast_math.h"
 #include "kernels/matmul.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
@@ -179,6 +180,37 @@ TEST(AttentionTest, FloatKernelMatchesDoubleAndProbsRowsSumToOne) {
     EXPECT_NEAR(sum, 1.0, 1e-12);
     EXPECT_EQ(probs[r * s.seq + s.seq - 1] != 0.0, r % s.seq == s.seq - 1);  // causal mask
   }
+}
+
+TEST(AttentionTest, BlockedFloatKernelsMatchTheReferenceKernels) {
+  // Sequence lengths that are not multiples of the block sizes, GQA, several batches.
+  for (int64_t seq : {1, 31, 64, 100, 161}) {
+    const AttentionShape s{2, seq, 6, 2, 16, 1.0 / 4.0};
+    const int64_t nq = s.batch * seq * s.n_q * s.head_dim, nkv = s.batch * seq * s.n_kv * s.head_dim;
+    auto q = random_vector<float>(nq, 30, 2.0), k = random_vector<float>(nkv, 31, 2.0);
+    auto v = random_vector<float>(nkv, 32), dout = random_vector<float>(nq, 33);
+    std::vector<float> out(nq), lse(s.batch * s.n_q * seq), out_ref(nq), lse_ref(s.batch * s.n_q * seq);
+    attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s);
+    attention_forward_reference(out_ref.data(), lse_ref.data(), q.data(), k.data(), v.data(), s);
+    EXPECT_LT(rel_error(out, out_ref), 2e-6) << "seq " << seq;
+    EXPECT_LT(rel_error(lse, lse_ref), 2e-6) << "seq " << seq;
+    std::vector<float> dq(nq, 0.5f), dk(nkv, 0.5f), dv(nkv, 0.5f), dq_ref = dq, dk_ref = dk, dv_ref = dv;
+    attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), v.data(), out.data(),
+                       lse.data(), s);
+    attention_backward_reference(dq_ref.data(), dk_ref.data(), dv_ref.data(), dout.data(), q.data(), k.data(),
+                                 v.data(), out_ref.data(), lse_ref.data(), s);
+    EXPECT_LT(rel_error(dq, dq_ref), 1e-5) << "seq " << seq;  // both accumulate onto 0.5
+    EXPECT_LT(rel_error(dk, dk_ref), 1e-5) << "seq " << seq;
+    EXPECT_LT(rel_error(dv, dv_ref), 1e-5) << "seq " << seq;
+  }
+}
+
+TEST(FastMathTest, ExpApproxIsAccurateOverTheSoftmaxRange) {
+  double worst = 0;
+  for (float x = -87.0f; x <= 88.0f; x += 0.01f)
+    worst = std::max(worst, std::abs(exp_approx(x) / std::exp(static_cast<double>(x)) - 1.0));
+  EXPECT_LT(worst, 2e-7);
+  EXPECT_EQ(exp_approx(0.0f), 1.0f);
 }
 
 TEST(CrossEntropyTest, LossIsNegLogSoftmaxAndGradientMatches) {

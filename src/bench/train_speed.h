@@ -1,0 +1,39 @@
+#pragma once
+// Training-speed measurement on a fixed random batch, in this process: the engine side of
+// bench/compare_pytorch.py. FLOPs are counted with the formula
+//   6 * matmul_params * tokens + 12 * n_layers * seq_len * d_attn * tokens
+// (d_attn = n_heads * head_dim); forward-only counts one third of it.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+
+namespace gatedlm::bench {
+
+struct SpeedOptions {
+  int64_t batch = 16, seq = 256, steps = 10, warmup_steps = 2;
+  bool forward_only = false;
+  bool optimizer = true;  // include the AdamW update in a training step
+  uint64_t seed = 1;
+};
+
+struct SpeedResult {
+  std::vector<double> step_ms;
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+  double tokens_per_s = 0;   // at the median step time
+  double flops_per_step = 0;
+  double gflops = 0;         // at the median step time
+  int64_t peak_rss_bytes = 0;
+};
+
+int64_t matmul_params(const model::ModelConfig& c);  // every weight that enters a matrix product
+double step_flops(const model::ModelConfig& c, int64_t batch, int64_t seq, bool forward_only);
+SpeedResult measure_training_speed(const model::ModelConfig& c, const SpeedOptions& o);
+
+// GFLOP/s of a large oneDNN sgemm (the machine's practical fp32 peak), best of `reps`.
+double measure_sgemm_gflops(int64_t n, int reps);
+
+int64_t peak_rss_bytes();
+
+}  // namespace gatedlm::bench

@@ -1,0 +1,51 @@
+// gatedlm bench: engine-side speed measurements (bench/compare_pytorch.py drives them).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "bench/train_speed.h"
+#include "cli/commands.h"
+#include "model/config.h"
+
+namespace gatedlm::cli {
+
+void register_bench(CLI::App& app) {
+  struct Options {
+    std::string config;
+    bench::SpeedOptions speed;
+    int64_t sgemm_n = 2048;
+    int reps = 5;
+  };
+  auto opt = std::make_shared<Options>();
+  CLI::App* bench = app.add_subcommand("bench", "Speed measurements: training steps and the sgemm peak.");
+  bench->require_subcommand(1);
+  CLI::App* train = bench->add_subcommand(
+      "train", "Time training (or forward-only) steps on a fixed random batch; prints JSON: step_ms, median_ms, "
+               "min_ms, max_ms, tokens_per_s, flops_per_step, gflops, peak_rss_bytes.");
+  train->add_option("--config", opt->config, "model config JSON")->required()->check(CLI::ExistingFile);
+  train->add_option("--batch-size", opt->speed.batch, "sequences per step")->capture_default_str();
+  train->add_option("--seq-len", opt->speed.seq, "tokens per sequence")->capture_default_str();
+  train->add_option("--steps", opt->speed.steps, "timed steps")->capture_default_str();
+  train->add_option("--warmup-steps", opt->speed.warmup_steps, "untimed steps first")->capture_default_str();
+  train->add_flag("--forward-only", opt->speed.forward_only, "time the forward pass only (evaluation, prefill)");
+  train->callback([opt] {
+    const model::ModelConfig c = model::load_config(opt->config);
+    const bench::SpeedResult r = bench::measure_training_speed(c, opt->speed);
+    nlohmann::json j{{"step_ms", r.step_ms},         {"median_ms", r.median_ms},
+                     {"min_ms", r.min_ms},           {"max_ms", r.max_ms},
+                     {"tokens_per_s", r.tokens_per_s}, {"flops_per_step", r.flops_per_step},
+                     {"gflops", r.gflops},           {"peak_rss_bytes", r.peak_rss_bytes},
+                     {"matmul_params", bench::matmul_params(c)}};
+    std::printf("%s\n", j.dump().c_str());
+  });
+  CLI::App* sgemm = bench->add_subcommand("sgemm", "GFLOP/s of a large oneDNN fp32 matrix product (prints JSON).");
+  sgemm->add_option("--n", opt->sgemm_n, "matrix size")->capture_default_str();
+  sgemm->add_option("--reps", opt->reps, "repetitions (best is reported)")->capture_default_str();
+  sgemm->callback([opt] {
+    std::printf("%s\n", nlohmann::json{{"n", opt->sgemm_n}, {"gflops", bench::measure_sgemm_gflops(opt->sgemm_n, opt->reps)}}
+                            .dump()
+                            .c_str());
+  });
+}
+
+}  // namespace gatedlm::cli
