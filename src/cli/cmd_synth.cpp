@@ -17,7 +17,8 @@ void register_data_synth(CLI::App& app) {
       "Write a dataset directory (as `data prepare` does) of synthetic retrieval examples: passkey, or RULER-style "
       "needles (single, multi-key, multi-value in turn), optionally mixed with text at a set ratio. Examples end "
       "with their answer; filler is the neutral passkey block or --filler text.");
-  sub->add_option("--task", opt->task, "passkey or niah")->required();
+  sub->add_option("--task", opt->task, "passkey, niah (single, multi-key, multi-value in turn) or all (the four)")
+      ->required();
   sub->add_option("--tokenizer", opt->tokenizer, "a SentencePiece .model file, or \"byte\"")->required();
   sub->add_option("--out", opt->out, "the dataset directory to write")->required();
   sub->add_option("--count", opt->count, "examples (default 1000 without --mix-text)");

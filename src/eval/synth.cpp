@@ -33,7 +33,8 @@ void append_doc(std::vector<uint32_t>& out, const std::vector<int32_t>& ids, con
 }  // namespace
 
 SynthSummary synthesize_dataset(const SynthOptions& o) {
-  if (o.task != "passkey" && o.task != "niah") fail("--task: unknown task \"", o.task, "\" (passkey or niah)");
+  if (o.task != "passkey" && o.task != "niah" && o.task != "all")
+    fail("--task: unknown task \"", o.task, "\" (passkey, niah or all)");
   if (o.out.empty()) fail("--out DIR is required");
   if (o.tokenizer.empty()) fail("--tokenizer FILE|byte is required");
   if (o.seq_len < 2) fail("--seq-len must be at least 2, got ", o.seq_len);
@@ -58,10 +59,9 @@ SynthSummary synthesize_dataset(const SynthOptions& o) {
     filler = Filler::from_stream(tok->encode(text), tok->bos_id(), tok->eos_id());
   }
 
-  const std::vector<TaskKind> kinds = o.task == "passkey"
-                                          ? std::vector<TaskKind>{TaskKind::passkey}
-                                          : std::vector<TaskKind>{TaskKind::niah_single, TaskKind::niah_multikey,
-                                                                  TaskKind::niah_multivalue};
+  std::vector<TaskKind> kinds = all_tasks();  // all: passkey and the three needle tasks in turn
+  if (o.task == "passkey") kinds = {TaskKind::passkey};
+  if (o.task == "niah") kinds = {TaskKind::niah_single, TaskKind::niah_multikey, TaskKind::niah_multivalue};
   std::vector<int64_t> need;
   for (TaskKind k : kinds) {
     need.push_back(task_min_length(k, *tok, o.shape));

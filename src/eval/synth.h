@@ -10,7 +10,7 @@
 namespace gatedlm::eval {
 
 struct SynthOptions {
-  std::string task = "passkey";  // passkey | niah (single, multikey and multivalue in turn)
+  std::string task = "passkey";  // passkey | niah (single, multikey, multivalue in turn) | all (the four)
   std::string tokenizer;         // "byte" or a SentencePiece .model
   std::string out;
   int64_t count = 0;             // examples; 0 = 1000, or as --ratio needs with --mix-text

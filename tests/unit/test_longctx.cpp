@@ -300,6 +300,14 @@ TEST_F(LongctxCliTest, SynthWritesADatasetOfExamplesMixedWithText) {
   const std::vector<int32_t> val = mix.load_split("val");
   EXPECT_EQ(tok->decode(val).find("magic"), std::string::npos);
 
+  r = run_gatedlm({"data", "synth", "--task", "all", "--tokenizer", "byte", "--out", path("all"), "--count", "8",
+                   "--seq-len", "700"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::vector<int32_t> every = io::TokenDataset::open(path("all")).load_split("train");
+  const std::string every_text = tok->decode(std::vector<int32_t>(every.begin() + 1, every.end()));
+  EXPECT_NE(every_text.find("What is the pass key?"), std::string::npos);
+  EXPECT_NE(every_text.find("What are all the special magic numbers for"), std::string::npos);
+
   auto bad = [&](std::vector<std::string> args, const std::string& needle) {
     auto res = run_gatedlm(args);
     EXPECT_NE(res.exit_code, 0) << res.output;
