@@ -70,11 +70,24 @@ SynthSummary synthesize_dataset(const SynthOptions& o) {
            need.back(), " tokens)");
   }
   auto make = [&](const std::string& stream, int64_t i) {
-    Rng rng(Rng::derive(o.seed, cat("synth/", stream, "/", i)));
+    const uint64_t seed = Rng::derive(o.seed, cat("synth/", stream, "/", i));
+    Rng rng(seed);
     const size_t k = static_cast<size_t>(i) % kinds.size();
     const int64_t lo = std::max(min_len, need[k]);
-    const int64_t length = lo + static_cast<int64_t>(rng.below(static_cast<uint64_t>(o.seq_len - lo + 1)));
-    const TaskExample ex = make_task_example(kinds[k], *tok, filler, length, rng.uniform(), rng, o.shape);
+    int64_t length = lo + static_cast<int64_t>(rng.below(static_cast<uint64_t>(o.seq_len - lo + 1)));
+    const double depth = rng.uniform();
+    const Rng start = rng;
+    TaskExample ex;
+    for (;;) {  // a draw with longer keys than task_min_length saw: the same example, a little longer
+      try {
+        Rng r = start;
+        ex = make_task_example(kinds[k], *tok, filler, length, depth, r, o.shape);
+        break;
+      } catch (const Error&) {
+        if (length >= o.seq_len) throw;
+        length = std::min(o.seq_len, length + 4);
+      }
+    }
     Doc d;
     d.ids = ex.tokens;  // BOS first
     d.bytes = static_cast<int64_t>(tok->decode(std::vector<int32_t>(ex.tokens.begin() + 1, ex.tokens.end())).size());

@@ -263,10 +263,10 @@ TaskExample make_task_example(TaskKind kind, const io::Tokenizer& tok, const Fil
 int64_t task_min_length(TaskKind kind, const io::Tokenizer& tok, const TaskShape& shape) {
   // Keys and values differ in tokens from example to example: the most over a few draws.
   const Filler filler = Filler::neutral(tok);
-  const int64_t big = 1 << 14;
+  const int64_t big = 1 << 12;
   int64_t worst = 0;
   Rng rng(Rng::derive(0, "task_min_length"));
-  for (int i = 0; i < 32; ++i)
+  for (int i = 0; i < 256; ++i)
     worst = std::max(worst, big - make_task_example(kind, tok, filler, big, 0.5, rng, shape).filler_tokens);
   return worst;
 }

@@ -78,8 +78,9 @@ struct TaskShape {
 TaskExample make_task_example(TaskKind kind, const io::Tokenizer& tokenizer, const Filler& filler, int64_t length,
                               double depth, Rng& rng, const TaskShape& shape = {});
 
-// Tokens the example needs besides filler (BOS, instruction, needles, question, answers),
-// for the longest values; a length below this is too short for the task.
+// Tokens an example needs besides filler (BOS, instruction, needles, question, answers):
+// the most over 256 random draws (keys and values differ in tokens), so a length below this
+// is too short for the task and one at it almost always long enough.
 int64_t task_min_length(TaskKind kind, const io::Tokenizer& tokenizer, const TaskShape& shape = {});
 
 // Teacher-forced score of one answer from the logits of a forward pass over the example
