@@ -48,6 +48,7 @@ SpeedResult measure_training_speed(const model::ModelConfig& c, const SpeedOptio
   std::vector<float> w;
   model::init_params(w, m.layout(), c, o.seed);
   m.load_params(w);
+  m.set_bf16_matmuls(o.bf16);
   train::AdamW<float> opt(m.layout(), train::AdamWConfig{});
   Rng rng(o.seed);
   std::vector<int32_t> tokens(o.batch * o.seq), targets(o.batch * o.seq);

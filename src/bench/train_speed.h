@@ -15,6 +15,7 @@ struct SpeedOptions {
   int64_t batch = 16, seq = 256, steps = 10, warmup_steps = 2;
   bool forward_only = false;
   bool optimizer = true;  // include the AdamW update in a training step
+  bool bf16 = false;      // bf16 matrix products (mixed precision)
   uint64_t seed = 1;
 };
 

@@ -27,6 +27,7 @@ void register_bench(CLI::App& app) {
   train->add_option("--seq-len", opt->speed.seq, "tokens per sequence")->capture_default_str();
   train->add_option("--steps", opt->speed.steps, "timed steps")->capture_default_str();
   train->add_option("--warmup-steps", opt->speed.warmup_steps, "untimed steps first")->capture_default_str();
+  train->add_flag("--bf16", opt->speed.bf16, "bf16 matrix products (mixed precision, fp32 master weights)");
   train->add_flag("--forward-only", opt->speed.forward_only, "time the forward pass only (evaluation, prefill)");
   train->callback([opt] {
     const model::ModelConfig c = model::load_config(opt->config);

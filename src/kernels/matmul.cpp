@@ -1,6 +1,8 @@
 #include "kernels/matmul.h"
 
+#include <bit>
 #include <dnnl.hpp>
+#include <vector>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -9,6 +11,8 @@
 
 namespace gatedlm::kernels {
 namespace {
+
+thread_local bool t_bf16 = false;
 
 void resolve_strides(MatmulShape& s) {
   if (s.lda == 0) s.lda = s.trans_a ? s.M : s.K;
@@ -22,7 +26,7 @@ struct OneDnn {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::mutex mutex;
-  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, bool>;
+  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, bool, bool>;
   struct Entry {
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul prim;
@@ -34,16 +38,17 @@ struct OneDnn {
     return instance;
   }
 
-  const Entry& primitive(const MatmulShape& s) {
-    Key key{s.M, s.N, s.K, s.trans_a, s.trans_b, s.lda, s.ldb, s.ldc, s.accumulate};
+  const Entry& primitive(const MatmulShape& s, bool bf16) {
+    Key key{s.M, s.N, s.K, s.trans_a, s.trans_b, s.lda, s.ldb, s.ldc, s.accumulate, bf16};
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
     using dt = dnnl::memory::data_type;
     // A transposed is stored K x M: logical [M,K] with strides {1, lda}.
-    dnnl::memory::desc a_md({s.M, s.K}, dt::f32,
+    const dt in_type = bf16 ? dt::bf16 : dt::f32;
+    dnnl::memory::desc a_md({s.M, s.K}, in_type,
                             s.trans_a ? dnnl::memory::dims{1, s.lda} : dnnl::memory::dims{s.lda, 1});
-    dnnl::memory::desc b_md({s.K, s.N}, dt::f32,
+    dnnl::memory::desc b_md({s.K, s.N}, in_type,
                             s.trans_b ? dnnl::memory::dims{1, s.ldb} : dnnl::memory::dims{s.ldb, 1});
     dnnl::memory::desc c_md({s.M, s.N}, dt::f32, dnnl::memory::dims{s.ldc, 1});
     dnnl::primitive_attr attr;
@@ -93,12 +98,47 @@ void matmul<float>(float* C, const float* A, const float* B, MatmulShape s) {
     return;
   }
   OneDnn& dnn = OneDnn::get();
-  const OneDnn::Entry& e = dnn.primitive(s);
-  dnnl::memory a_mem(e.pd.src_desc(), dnn.engine, const_cast<float*>(A));
-  dnnl::memory b_mem(e.pd.weights_desc(), dnn.engine, const_cast<float*>(B));
+  const bool bf16 = t_bf16;
+  const OneDnn::Entry& e = dnn.primitive(s, bf16);
+  void* a_ptr = const_cast<float*>(A);
+  void* b_ptr = const_cast<float*>(B);
+  thread_local std::vector<uint16_t> a16, b16;
+  if (bf16) {
+    // Convert the stored rows (same strides as the fp32 matrix).
+    const int64_t a_rows = s.trans_a ? s.K : s.M, a_cols = s.trans_a ? s.M : s.K;
+    const int64_t b_rows = s.trans_b ? s.N : s.K, b_cols = s.trans_b ? s.K : s.N;
+    a16.resize(a_rows * s.lda);
+    b16.resize(b_rows * s.ldb);
+    // Plain pointers: inside the parallel region a thread_local name would mean each
+    // worker's own (empty) buffer.
+    uint16_t* a_out = a16.data();
+    uint16_t* b_out = b16.data();
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < a_rows; ++r) to_bf16(a_out + r * s.lda, A + r * s.lda, a_cols);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < b_rows; ++r) to_bf16(b_out + r * s.ldb, B + r * s.ldb, b_cols);
+    a_ptr = a_out;
+    b_ptr = b_out;
+  }
+  dnnl::memory a_mem(e.pd.src_desc(), dnn.engine, a_ptr);
+  dnnl::memory b_mem(e.pd.weights_desc(), dnn.engine, b_ptr);
   dnnl::memory c_mem(e.pd.dst_desc(), dnn.engine, C);
   e.prim.execute(dnn.stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
   dnn.stream.wait();
+}
+
+MatmulPrecisionScope::MatmulPrecisionScope(bool bf16) : previous_(t_bf16) { t_bf16 = bf16; }
+MatmulPrecisionScope::~MatmulPrecisionScope() { t_bf16 = previous_; }
+bool MatmulPrecisionScope::bf16_active() { return t_bf16; }
+
+void to_bf16(uint16_t* out, const float* in, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t bits = std::bit_cast<uint32_t>(in[i]);
+    const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+    const uint32_t rounded = bits + 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even
+    out[i] = nan ? static_cast<uint16_t>((bits >> 16) | 0x40u) : static_cast<uint16_t>(rounded >> 16);
+  }
 }
 
 template <typename T>

@@ -19,6 +19,26 @@ struct MatmulShape {
 template <typename T>
 void matmul(T* C, const T* A, const T* B, MatmulShape shape);
 
+// Autocast for float products, like torch.autocast(dtype=bfloat16): while a scope with
+// bf16=true is alive on the calling thread, matmul<float> rounds A and B to bf16 (round
+// to nearest even) and multiplies them on the bf16 units (AVX512-BF16 through oneDNN),
+// accumulating and writing C in fp32. Master weights, gradients and optimizer state stay
+// fp32. Scopes nest; the double path ignores them.
+class MatmulPrecisionScope {
+ public:
+  explicit MatmulPrecisionScope(bool bf16);
+  ~MatmulPrecisionScope();
+  MatmulPrecisionScope(const MatmulPrecisionScope&) = delete;
+  MatmulPrecisionScope& operator=(const MatmulPrecisionScope&) = delete;
+  static bool bf16_active();
+
+ private:
+  bool previous_;
+};
+
+// fp32 -> bf16 with round-to-nearest-even (NaN kept quiet); the bits of a bf16 value.
+void to_bf16(uint16_t* out, const float* in, int64_t n);
+
 // The naive triple loop with a double accumulator: the oracle for tests.
 template <typename T>
 void matmul_reference(T* C, const T* A, const T* B, MatmulShape shape);

@@ -203,6 +203,7 @@ template <typename T>
 double Model<T>::forward(const int32_t* tokens, const int32_t* targets, int64_t batch, int64_t seq) {
   const ModelConfig& c = config_;
   if (batch < 1 || seq < 1) fail("forward: empty batch (", batch, " x ", seq, ")");
+  k::MatmulPrecisionScope precision(bf16_matmuls_);
   ensure_buffers(batch, seq);
   State& s = *s_;
   const int64_t n = s.n, d = c.d_model;
@@ -309,6 +310,7 @@ void Model<T>::backward() {
   const ModelConfig& c = config_;
   State& s = *s_;
   if (s.n == 0) fail("backward called before forward");
+  k::MatmulPrecisionScope precision(bf16_matmuls_);
   const int64_t n = s.n, d = c.d_model;
   // Logits -> final norm -> residual stream.
   std::vector<T>& dh = s.dh;

@@ -48,6 +48,9 @@ class Model {
   // Copies weights in (size checked against the layout).
   void load_params(std::span<const T> values);
   void zero_grads();
+  // Mixed precision: bf16 matrix products (fp32 accumulation, weights and grads stay fp32).
+  void set_bf16_matmuls(bool on) { bf16_matmuls_ = on; }
+  bool bf16_matmuls() const { return bf16_matmuls_; }
 
   // tokens, targets [batch, seq]; a negative target contributes no loss. Returns the mean
   // loss over counted targets (0 when targets is null: logits only).
@@ -76,6 +79,7 @@ class Model {
   struct State;
   std::unique_ptr<State> s_;
   int64_t counted_ = 0;
+  bool bf16_matmuls_ = false;
 };
 
 }  // namespace gatedlm::model

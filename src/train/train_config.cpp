@@ -43,6 +43,7 @@ void TrainConfig::validate() const {
   require(keep_checkpoints >= 1, "keep_checkpoints", "must be at least 1");
   require(spike_margin > 0, "spike_margin", "must be positive");
   require(spike_window >= 1, "spike_window", "must be at least 1");
+  require(precision == "fp32" || precision == "bf16", "precision", cat("must be fp32 or bf16, got ", precision));
 }
 
 TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& source) {
@@ -54,7 +55,9 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& s
     ++used;
     const auto& v = j.at(key);
     using F = std::decay_t<decltype(field)>;
-    if constexpr (std::is_floating_point_v<F>) {
+    if constexpr (std::is_same_v<F, std::string>) {
+      if (!v.is_string()) fail(source, ": key \"", key, "\": expected a string, got ", v.dump());
+    } else if constexpr (std::is_floating_point_v<F>) {
       if (!v.is_number()) fail(source, ": key \"", key, "\": expected a number, got ", v.dump());
     } else {
       if (!v.is_number_integer()) fail(source, ": key \"", key, "\": expected an integer, got ", v.dump());

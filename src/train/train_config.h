@@ -31,6 +31,7 @@ struct TrainConfig {
   int64_t keep_checkpoints = 2;  // older step checkpoints are pruned
   double spike_margin = 0.2;     // a spike: loss > (1 + margin) * median of the previous 100
   int64_t spike_window = 100;
+  std::string precision = "fp32";  // fp32 | bf16 (bf16 matrix products, fp32 master weights)
 
   int64_t tokens_per_step() const { return batch_size * seq_len * grad_accum; }
   // Total steps the budget allows, ignoring minutes (which is checked as the run goes).
@@ -63,6 +64,7 @@ void for_each_train_field(TrainConfig& c, F&& f) {
   f("keep_checkpoints", c.keep_checkpoints, "step checkpoints to keep");
   f("spike_margin", c.spike_margin, "loss spike: loss above (1 + margin) x median of the window");
   f("spike_window", c.spike_window, "loss spike: steps in the median window");
+  f("precision", c.precision, "fp32, or bf16: bf16 matrix products with fp32 weights, optimizer and accumulation");
 }
 
 TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& source);

@@ -177,6 +177,7 @@ TrainOutcome run_training(const TrainRequest& req) {
 
   model::Model<float> model(s.model);
   model.load_params(s.params);
+  model.set_bf16_matmuls(tc.precision == "bf16");
   AdamW<float> optimizer(model.layout(), AdamWConfig{tc.beta1, tc.beta2, tc.eps, tc.weight_decay});
   optimizer.m() = s.adam_m;
   optimizer.v() = s.adam_v;

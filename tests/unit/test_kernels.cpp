@@ -1,6 +1,7 @@
 // Every kernel against a naive reference; gradients against fp64 finite differences.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <numeric>
 
@@ -45,6 +46,41 @@ TEST(MatmulTest, OneDnnMatchesReferenceForEveryLayout) {
         for (int64_t i = 0; i < M; ++i)
           for (int64_t j = N; j < s.ldc; ++j) EXPECT_EQ(C[i * s.ldc + j], C0[i * s.ldc + j]);
       }
+}
+
+TEST(MatmulTest, Bf16ScopeMultipliesBf16RoundedInputsInFp32) {
+  uint16_t h[5];
+  const float in[5] = {1.0f, -2.5f, 1.00390625f, 1.01171875f, 3.0e38f};
+  to_bf16(h, in, 5);
+  EXPECT_EQ(h[0], 0x3f80);
+  EXPECT_EQ(h[1], 0xc020);
+  EXPECT_EQ(h[2], 0x3f80);  // 1 + 2^-8 is a tie: rounds to even (1.0)
+  EXPECT_EQ(h[3], 0x3f82);  // 1 + 3*2^-8 is a tie: rounds to even (1 + 2^-6)
+  EXPECT_EQ(h[4], 0x7f62);
+  const int64_t M = 19, N = 23, K = 130;
+  for (bool tb : {false, true}) {
+    MatmulShape s{.M = M, .N = N, .K = K, .trans_b = tb};
+    auto A = random_vector<float>(M * K, 40), B = random_vector<float>(K * N, 41);
+    std::vector<float> C(M * N), R(M * N), exact(M * N);
+    auto round = [](std::vector<float> v) {
+      std::vector<uint16_t> b(v.size());
+      to_bf16(b.data(), v.data(), static_cast<int64_t>(v.size()));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = std::bit_cast<float>(static_cast<uint32_t>(b[i]) << 16);
+      return v;
+    };
+    {
+      MatmulPrecisionScope bf16(true);
+      EXPECT_TRUE(MatmulPrecisionScope::bf16_active());
+      matmul(C.data(), A.data(), B.data(), s);
+    }
+    EXPECT_FALSE(MatmulPrecisionScope::bf16_active());
+    auto Ar = round(A), Br = round(B);
+    matmul_reference(R.data(), Ar.data(), Br.data(), s);
+    matmul_reference(exact.data(), A.data(), B.data(), s);
+    EXPECT_LT(rel_error(C, R), 1e-6);      // same inputs after rounding: fp32-accurate
+    EXPECT_GT(rel_error(C, exact), 1e-5);  // and it really did round them
+    EXPECT_LT(rel_error(C, exact), 1e-2);
+  }
 }
 
 TEST(MatmulTest, ReferenceIsTheTripleLoop) {
