@@ -182,24 +182,16 @@ TaskExample make_task_example(TaskKind kind, const io::Tokenizer& tok, const Fil
   const std::vector<int32_t> question = encode(tok, plan.question);
   const std::vector<int32_t> separator = encode(tok, ", ");
 
-  // Needles in order of position: by depth, the target first among equals.
-  std::vector<size_t> order(plan.needles.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return plan.needles[a].depth < plan.needles[b].depth; });
-  // Answer values: the target's, or every value in order of appearance (multivalue).
-  std::vector<std::string> answers;
+  // Answer values: the target's, or (multivalue) every value, put in order of appearance below.
+  std::vector<size_t> answer_needles{0};
   if (kind == TaskKind::niah_multivalue) {
-    for (size_t i : order) answers.push_back(plan.needles[i].value);
-  } else {
-    answers.push_back(plan.needles[0].value);
+    answer_needles.resize(plan.needles.size());
+    std::iota(answer_needles.begin(), answer_needles.end(), size_t{0});
   }
-  std::vector<std::vector<int32_t>> answer_ids;
   int64_t fixed = 1 + static_cast<int64_t>(instruction.size() + question.size());
-  for (size_t a = 0; a < answers.size(); ++a) {
-    answer_ids.push_back(encode(tok, answers[a]));
-    fixed += static_cast<int64_t>(answer_ids.back().size()) + (a > 0 ? static_cast<int64_t>(separator.size()) : 0);
-  }
+  for (size_t a = 0; a < answer_needles.size(); ++a)
+    fixed += static_cast<int64_t>(encode(tok, plan.needles[answer_needles[a]].value).size()) +
+             (a > 0 ? static_cast<int64_t>(separator.size()) : 0);
   for (const Needle& n : plan.needles) fixed += static_cast<int64_t>(n.ids.size());
   const int64_t fill = length - fixed;
   if (fill < 0)
@@ -213,16 +205,18 @@ TaskExample make_task_example(TaskKind kind, const io::Tokenizer& tok, const Fil
     int64_t o = std::clamp<int64_t>(std::llround(plan.needles[i].depth * static_cast<double>(fill)), 0, fill);
     offsets[i] = filler.snap(o);
   }
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+  // Needles in order of position, the target first among equals.
+  std::vector<size_t> order(plan.needles.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return offsets[a] < offsets[b] || (offsets[a] == offsets[b] && a < b);
   });
-  if (kind == TaskKind::niah_multivalue) {  // answers follow the final order of appearance
-    answers.clear();
-    answer_ids.clear();
-    for (size_t i : order) {
-      answers.push_back(plan.needles[i].value);
-      answer_ids.push_back(encode(tok, plan.needles[i].value));
-    }
+  if (kind == TaskKind::niah_multivalue) answer_needles = order;
+  std::vector<std::string> answers;
+  std::vector<std::vector<int32_t>> answer_ids;
+  for (size_t i : answer_needles) {
+    answers.push_back(plan.needles[i].value);
+    answer_ids.push_back(encode(tok, plan.needles[i].value));
   }
 
   TaskExample ex;
