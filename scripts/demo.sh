@@ -6,8 +6,10 @@
 # you run it in; the results go to runs/demo there unless --out says otherwise.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-GATEDLM_WITH_DEMO_DEPS=1 "$ROOT/scripts/setup.sh"
-# Sleep rather than spin while waiting for work: on a laptop that is also doing other
-# things this is much faster, and on an idle one it costs little.
+# Build output goes to stderr with the demo's progress; stdout is left for the table.
+GATEDLM_WITH_DEMO_DEPS=1 "$ROOT/scripts/setup.sh" >&2
+# OpenMP threads sleep rather than spin while they wait: with other programs on the same
+# cores, spinning threads slow everything down (training ran twice as fast this way on a
+# shared, loaded 2-core machine). Set OMP_WAIT_POLICY to override.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 exec "$ROOT/${GATEDLM_BUILD_DIR:-build}/gatedlm" demo "$@"

@@ -331,7 +331,8 @@ DemoOutcome run_demo(const DemoOptions& opt) {
   if (opt.heldout == "none") {
     heldout_note = "held-out evaluation skipped (--heldout none)";
   } else if (!opt.heldout.empty()) {
-    if (!fs::is_regular_file(opt.heldout)) fail("demo: --heldout ", opt.heldout, " is not a file");
+    if (!fs::is_regular_file(opt.heldout) || fs::file_size(opt.heldout) == 0)
+      fail("demo: --heldout ", opt.heldout, " is not a text file (or is empty)");
     heldout_path = opt.heldout;
     heldout_name = fs::path(opt.heldout).filename().string();
     heldout_info = {{"source", "user"}, {"path", fs::absolute(opt.heldout).string()}};
@@ -452,11 +453,11 @@ DemoOutcome run_demo(const DemoOptions& opt) {
       // the probes (batch 1, a second pass for the gated model), checkpoints; then the report.
       const double val_tokens = static_cast<double>(
           std::min<int64_t>(tc.eval_tokens > 0 ? tc.eval_tokens : mf.val.tokens, mf.val.tokens));
-      const double eval_s = (preset.evals + 1) * val_tokens / fwd_tps;
+      const double eval_s = static_cast<double>(preset.evals) * val_tokens / fwd_tps;  // the last is the final one
       const double heldout_s = heldout_path.empty() ? 0.0 : static_cast<double>(preset.heldout_tokens) / fwd_tps;
       const double probe_s = 3.0 * static_cast<double>(preset.analyze_sequences * preset.analyze_seq_len) / fwd_tps;
-      const double save_s = 1.5 * static_cast<double>(preset.saves + 1);
-      const double reserve_s = 2 * (eval_s + heldout_s + save_s + 3.0) + probe_s + 20.0;
+      const double save_s = 1.0 * static_cast<double>(preset.saves + 1);
+      const double reserve_s = 2 * (eval_s + heldout_s + save_s + 2.0) + probe_s + 10.0;
       const double left_s = minutes * 60.0 - since_start() - reserve_s;
       const int64_t min_steps = 10;
       steps = std::max<int64_t>(min_steps, static_cast<int64_t>(left_s / (sb.step_s + sg.step_s)));
@@ -535,6 +536,7 @@ DemoOutcome run_demo(const DemoOptions& opt) {
   const std::vector<int32_t> val_ids = dataset.load_split("val");
   std::string heldout_text;
   if (!heldout_path.empty()) heldout_text = io::read_text_file(heldout_path);
+  std::vector<int32_t> heldout_ids;  // encoded once, when first needed
   for (auto& r : runs) {
     if (r.diverged) continue;
     const fs::path dir(r.dir);
@@ -556,7 +558,8 @@ DemoOutcome run_demo(const DemoOptions& opt) {
     m.load_params(ck.params);
     if (need_ho) {
       const auto tok = dataset.tokenizer();
-      const std::vector<int32_t> ids = tok->encode(heldout_text);
+      if (heldout_ids.empty()) heldout_ids = tok->encode(heldout_text);
+      const std::vector<int32_t>& ids = heldout_ids;
       const double bpt = static_cast<double>(heldout_text.size()) / static_cast<double>(std::max<size_t>(ids.size(), 1));
       say("evaluate", cat(r.name, " on ", heldout_name, ": ", thousands(std::min<int64_t>(preset.heldout_tokens, ids.size())),
                           " of its ", thousands(static_cast<int64_t>(ids.size())), " tokens ..."));
