@@ -158,6 +158,37 @@ TEST_F(ReportTest, MetricsOnlyRunHasNoProbeFigures) {
   EXPECT_NE(html.find("no analysis JSON"), std::string::npos);
 }
 
+TEST_F(ReportTest, LongContextResultsGiveCurvesByLength) {
+  if (find_gnuplot().empty()) GTEST_SKIP() << "gnuplot is not installed (Debian: gnuplot-nox)";
+  // Two `gatedlm longctx` results (docs/longctx.md), trimmed to the fields the report reads.
+  auto longctx = [](const char* scaling, double score) {
+    json lengths = json::array();
+    for (int len : {256, 512, 1024})
+      lengths.push_back({{"length", len},
+                         {"rope", {{"scaling", scaling}}},
+                         {"perplexity", {{"ppl", 30.0 + len / 100.0}}},
+                         {"tasks", {{"passkey", {{"score", score}}}, {"niah_single", {{"skipped", "too long"}}}}}});
+    return json{{"lengths", lengths}, {"rope_override", json::object()}};
+  };
+  write(dir_ / "plain.json", longctx("none", 0.5).dump());
+  fs::create_directories(dir_ / "run");
+  write(dir_ / "run" / "longctx.json", longctx("yarn", 0.75).dump());
+  write_metrics(dir_ / "run", 5.0, {});
+  ReportOptions opt;
+  opt.inputs = {(dir_ / "plain.json").string(), (dir_ / "run").string()};
+  opt.out_dir = (dir_ / "report").string();
+  const ReportResult r = render_report(opt);
+  std::set<std::string> names;
+  for (const std::string& f : r.figures) names.insert(fs::path(f).stem().string());
+  EXPECT_TRUE(names.count("longctx_ppl"));
+  EXPECT_TRUE(names.count("longctx_accuracy"));
+  const std::string data = read(dir_ / "report" / "data" / "longctx_0.dat");
+  EXPECT_NE(data.find("512 35.12 0.5 NaN"), std::string::npos) << data;  // skipped task: no point
+  const std::string html = read(r.html_path);
+  EXPECT_NE(html.find("longctx_accuracy.png"), std::string::npos);
+  EXPECT_EQ(html.find("no long-context evaluation"), std::string::npos);
+}
+
 TEST_F(ReportTest, ClearErrors) {
   ReportOptions opt;
   opt.out_dir = (dir_ / "report").string();
