@@ -13,6 +13,7 @@ void register_score(CLI::App& app);
 void register_debug(CLI::App& app);
 void register_train(CLI::App& app);
 void register_eval(CLI::App& app);
+void register_bench(CLI::App& app);
 void register_tokenizer(CLI::App& app);
 void register_data(CLI::App& app);
 void register_analyze(CLI::App& app);

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   gatedlm::cli::register_score(app);
   gatedlm::cli::register_train(app);
   gatedlm::cli::register_eval(app);
+  gatedlm::cli::register_bench(app);
   gatedlm::cli::register_debug(app);
   gatedlm::cli::register_tokenizer(app);
   gatedlm::cli::register_data(app);
