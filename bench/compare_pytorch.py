@@ -12,7 +12,12 @@ The machine's fp32 peak is measured in the same run by a large oneDNN sgemm.
 
 Usage: /usr/bin/python3 bench/compare_pytorch.py [--gatedlm build/gatedlm] [--shapes A,B,C]
        [--steps 5] [--warmup 2] [--quick]
-Prints a markdown report (paste it into bench/RESULTS.md with the command)."""
+Prints a markdown report (paste it into bench/RESULTS.md with the command).
+
+PyTorch's matrix products go through the system BLAS: install OpenBLAS
+(`apt-get install libopenblas0-pthread`) first. With Debian's reference BLAS alone
+(libblas3), PyTorch runs about 10x slower, which would make it a strawman; the script
+refuses to run then."""
 import argparse
 import json
 import os
@@ -70,6 +75,12 @@ def main():
     ap.add_argument("--quick", action="store_true", help="skip the gate and forward-only variants")
     ap.add_argument("--skip-torch-bf16", action="store_true")
     a = ap.parse_args()
+    blas = subprocess.run(["/usr/bin/python3", "-c", "import torch,time;torch.set_num_threads(2);a=torch.randn(1024,1024);"
+                           "a@a;t=time.perf_counter();a@a;print(2*1024**3/(time.perf_counter()-t)/1e9)"],
+                          capture_output=True, text=True)
+    if blas.returncode == 0 and float(blas.stdout) < 20:
+        sys.exit(f"PyTorch multiplies at {float(blas.stdout):.1f} GFLOP/s: the reference BLAS is in use. "
+                 "Install OpenBLAS (apt-get install libopenblas0-pthread) for a fair peer.")
     env_engine = {"OMP_NUM_THREADS": "2"}
     peak = run_json([a.gatedlm, "bench", "sgemm", "--n", "2048", "--reps", "5"], env_engine)["gflops"]
     print(f"# Training speed: gatedlm vs PyTorch {subprocess.run(['/usr/bin/python3', '-c', 'import torch;print(torch.__version__)'], capture_output=True, text=True).stdout.strip()}\n")
