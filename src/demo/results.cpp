@@ -288,8 +288,14 @@ Results collect_results(const ResultsInput& in) {
       "on hundreds of billions of tokens.";
 
   std::string md = "# gatedlm demo: baseline vs SDPA-output gated attention\n\n";
-  md += cat("Measured by `", in.command, "` (preset `", in.preset, "`, wall time ",
-            Progress::format_duration(in.wall_s), " for this invocation).\n\n");
+  std::string train_times;
+  for (const json& r : runs)
+    if (r["train_elapsed_s"].is_number())
+      train_times += cat(train_times.empty() ? "" : ", ", r["name"].get<std::string>(), " ",
+                         Progress::format_duration(r["train_elapsed_s"].get<double>()));
+  md += cat("Measured by `", in.command, "` (preset `", in.preset, "`). This invocation took ",
+            Progress::format_duration(in.wall_s), train_times.empty() ? "" : "; training took " + train_times,
+            " (stages already done are reused, so a repeated invocation is quick).\n\n");
   md += tab + "\n";
   if (!delta.empty()) md += "Gated vs baseline: " + delta + ".\n\n";
   md += setup + "\n" + columns + "\n\n" + caveat + "\n\n";
