@@ -52,15 +52,7 @@ void say(const char* stage, const std::string& message) {
   std::fflush(stderr);
 }
 
-json read_json_file(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return nullptr;
-  try {
-    return json::parse(in);
-  } catch (const json::parse_error&) {
-    return nullptr;
-  }
-}
+json read_json_file(const fs::path& path) { return read_json_or_null(path.string()); }
 
 std::string read_stamp(const fs::path& path) {
   std::ifstream in(path);

@@ -21,15 +21,6 @@ namespace {
 
 constexpr const char* kDash = "—";
 
-json read_json_or_null(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return nullptr;
-  try {
-    return json::parse(in);
-  } catch (const json::parse_error&) {
-    return nullptr;
-  }
-}
 
 // j[k1][k2]... as a number, else null.
 json number_at(const json& j, std::initializer_list<const char*> keys) {
@@ -131,8 +122,8 @@ std::string table(const std::vector<std::vector<std::string>>& rows, const std::
 
 json run_record(const ResultsRun& r) {
   const fs::path dir(r.dir);
-  const json summary = read_json_or_null(dir / "summary.json");
-  const json heldout = read_json_or_null(dir / "heldout.json");
+  const json summary = read_json_or_null((dir / "summary.json").string());
+  const json heldout = read_json_or_null((dir / "heldout.json").string());
   const json analysis = read_json_or_null(dir / "analysis.json");
   const json config = read_json_or_null(dir / "config.json");
   json rec = {{"name", r.name}, {"label", r.label}, {"run_dir", r.dir}};
@@ -311,6 +302,16 @@ Results collect_results(const ResultsInput& in) {
   t += cat("Table and notes: ", (fs::path(in.out_dir) / "results.md").string(), " and results.json\n");
   res.terminal = t;
   return res;
+}
+
+json read_json_or_null(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return nullptr;
+  try {
+    return json::parse(in);
+  } catch (const json::parse_error&) {
+    return nullptr;
+  }
 }
 
 }  // namespace gatedlm::demo

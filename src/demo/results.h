@@ -9,6 +9,10 @@
 
 namespace gatedlm::demo {
 
+// The JSON in a file, or null when the file is missing or not valid JSON (an unfinished
+// stage of an earlier demo run).
+nlohmann::json read_json_or_null(const std::string& path);
+
 struct ResultsRun {
   std::string name, label, dir;
   bool diverged = false;

@@ -6,7 +6,6 @@
 
 #include "core/error.h"
 #include "core/rng.h"
-#include "core/sha256.h"
 #include "io/text_corpus.h"
 #include "io/token_dataset.h"
 #include "io/tokenizer.h"
@@ -116,11 +115,8 @@ SynthSummary synthesize_dataset(const SynthOptions& o) {
         val.bytes += static_cast<int64_t>(tail.size());
         ++val.documents;
       }
-      sources.push_back(json{{"path", file},
-                             {"bytes", static_cast<int64_t>(text.size())},
-                             {"sha256", sha256_hex(text)},
-                             {"train_bytes", static_cast<int64_t>(head.size())},
-                             {"val_bytes", static_cast<int64_t>(tail.size())}});
+      sources.push_back(
+          io::source_record(file, text, static_cast<int64_t>(head.size()), static_cast<int64_t>(tail.size())));
     }
     if (text_tokens == 0) fail(o.mix_text, ": no training text to mix with");
   }

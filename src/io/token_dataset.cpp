@@ -388,11 +388,7 @@ void prepare_dataset(const PrepareOptions& options) {
       val.bytes += static_cast<int64_t>(tail.size());
       ++val.documents;
     }
-    sources.push_back(json{{"path", file},
-                           {"bytes", static_cast<int64_t>(text.size())},
-                           {"sha256", sha256_hex(text)},
-                           {"train_bytes", static_cast<int64_t>(head.size())},
-                           {"val_bytes", static_cast<int64_t>(tail.size())}});
+    sources.push_back(source_record(file, text, static_cast<int64_t>(head.size()), static_cast<int64_t>(tail.size())));
   }
   train.tokens = static_cast<int64_t>(train_ids.size());
   val.tokens = static_cast<int64_t>(val_ids.size());
@@ -425,6 +421,14 @@ void prepare_dataset(const PrepareOptions& options) {
       {"splits", {{"train", split_json(train)}, {"val", split_json(val)}}},
   };
   write_file_atomic(manifest_path, manifest.dump(2) + "\n");
+}
+
+nlohmann::json source_record(const std::string& path, std::string_view text, int64_t train_bytes, int64_t val_bytes) {
+  return nlohmann::json{{"path", path},
+                        {"bytes", static_cast<int64_t>(text.size())},
+                        {"sha256", sha256_hex(text)},
+                        {"train_bytes", train_bytes},
+                        {"val_bytes", val_bytes}};
 }
 
 void write_token_dataset(const std::string& dir, const std::string& tokenizer_spec, const std::vector<uint32_t>& train,

@@ -6,6 +6,8 @@
 // Each document is stored as BOS, its tokens, EOS.
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -57,6 +59,10 @@ void prepare_dataset(const PrepareOptions& options);
 // a .model path) and manifest.json with `sources_json` (a JSON list) and the keys of
 // `extra_json` (a JSON object) added, in prepare_dataset's order (manifest removed first,
 // written last; an existing one is replaced only with force).
+// The manifest record of one input file split by position: {path, bytes, sha256,
+// train_bytes, val_bytes}.
+nlohmann::json source_record(const std::string& path, std::string_view text, int64_t train_bytes, int64_t val_bytes);
+
 void write_token_dataset(const std::string& dir, const std::string& tokenizer_spec, const std::vector<uint32_t>& train,
                          const std::vector<uint32_t>& val, const SplitInfo& train_info, const SplitInfo& val_info,
                          const std::string& sources_json, double val_fraction, const std::string& extra_json,

@@ -225,13 +225,10 @@ double Model<T>::forward(const int32_t* tokens, const int32_t* targets, int64_t 
   k::linear_forward(s.logits.data(), s.h_final.data(), w_.lm_head, n, d, c.vocab_size);
   counted_ = 0;
   for (int32_t t : s.targets) counted_ += t >= 0;
-  if (!targets || counted_ == 0) {
-    zero(s.dlogits);
-    return 0.0;
-  }
-  const T scale = static_cast<T>(1.0 / static_cast<double>(counted_));
-  double total = k::cross_entropy(s.losses.data(), s.dlogits.data(), s.logits.data(), s.targets.data(), n,
-                                  c.vocab_size, scale);
+  if (!targets || counted_ == 0) return 0.0;
+  // The gradient of the logits is left to backward(): evaluation never pays for it.
+  const double total = k::cross_entropy(s.losses.data(), static_cast<T*>(nullptr), s.logits.data(),
+                                        s.targets.data(), n, c.vocab_size, T(0));
   return total / static_cast<double>(counted_);
 }
 
@@ -312,6 +309,9 @@ void Model<T>::backward() {
   if (s.n == 0) fail("backward called before forward");
   k::MatmulPrecisionScope precision(bf16_matmuls_);
   const int64_t n = s.n, d = c.d_model;
+  // d loss / d logits = (softmax - onehot) / counted targets; zero when nothing is counted.
+  const T scale = counted_ ? static_cast<T>(1.0 / static_cast<double>(counted_)) : T(0);
+  k::cross_entropy(s.losses.data(), s.dlogits.data(), s.logits.data(), s.targets.data(), n, c.vocab_size, scale);
   // Logits -> final norm -> residual stream.
   std::vector<T>& dh = s.dh;
   zero(dh);
