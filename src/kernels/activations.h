@@ -41,11 +41,12 @@ void activation_forward(T* y, const T* x, int64_t n, Activation a);
 template <typename T>
 void activation_backward(T* dx, const T* dy, const T* x, int64_t n, Activation a);
 
-// SwiGLU: out[n] = silu(g) * u.
+// SwiGLU over the fused gate|up projection: gu [rows, 2f] holds per row the gate_proj
+// output g (first f columns) and the up_proj output u (last f). out [rows, f] = silu(g) * u.
 template <typename T>
-void swiglu_forward(T* out, const T* g, const T* u, int64_t n);
-// dg += dout * u * silu'(g); du += dout * silu(g).
+void swiglu_forward(T* out, const T* gu, int64_t rows, int64_t f);
+// dgu [rows, 2f] = [dout * u * silu'(g) | dout * silu(g)] (overwritten).
 template <typename T>
-void swiglu_backward(T* dg, T* du, const T* dout, const T* g, const T* u, int64_t n);
+void swiglu_backward(T* dgu, const T* dout, const T* gu, int64_t rows, int64_t f);
 
 }  // namespace gatedlm::kernels

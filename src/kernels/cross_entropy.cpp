@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "kernels/fast_math.h"
 
@@ -9,10 +10,65 @@ namespace gatedlm::kernels {
 
 namespace {
 
-// exp in the precision of the kernel: the vectorisable approximation for float (the
-// vocabulary loop dominates the loss's cost), libm for the double reference path.
-inline float exp_t(float x) { return exp_approx(x); }
-inline double exp_t(double x) { return std::exp(x); }
+// The three passes over one row of the vocabulary. The vocabulary loop dominates the
+// loss's cost, so float runs on AVX-512 (exp_approx16, masked tails) where the build
+// targets it; double (the reference path) uses libm.
+template <typename T>
+struct RowOps {
+  static T max(const T* z, int64_t v) { return *std::max_element(z, z + v); }
+  static T sum_exp(const T* z, int64_t v, T shift) {
+    T sum = 0;
+    for (int64_t i = 0; i < v; ++i) sum += std::exp(z[i] - shift);
+    return sum;
+  }
+  // d[i] = exp(z[i] - shift) * scale
+  static void scaled_exp(T* d, const T* z, int64_t v, T shift, T scale) {
+    for (int64_t i = 0; i < v; ++i) d[i] = std::exp(z[i] - shift) * scale;
+  }
+};
+
+#if defined(__AVX512F__)
+template <>
+struct RowOps<float> {
+  static __mmask16 tail(int64_t left) { return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1); }
+  static float max(const float* z, int64_t v) {
+    __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    for (int64_t i = 0; i < v; i += 16) m = _mm512_mask_max_ps(m, tail(v - i), m, _mm512_maskz_loadu_ps(tail(v - i), z + i));
+    return max16(m);
+  }
+  static float sum_exp(const float* z, int64_t v, float shift) {
+    const __m512 s = _mm512_set1_ps(shift);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < v; i += 16) {
+      const __mmask16 k = tail(v - i);
+      acc = _mm512_mask_add_ps(acc, k, acc, exp_approx16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, z + i), s)));
+    }
+    return sum16(acc);
+  }
+  static void scaled_exp(float* d, const float* z, int64_t v, float shift, float scale) {
+    const __m512 s = _mm512_set1_ps(shift), c = _mm512_set1_ps(scale);
+    for (int64_t i = 0; i < v; i += 16) {
+      const __mmask16 k = tail(v - i);
+      _mm512_mask_storeu_ps(d + i, k, _mm512_mul_ps(exp_approx16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, z + i), s)), c));
+    }
+  }
+};
+#else
+template <>
+struct RowOps<float> {
+  static float max(const float* z, int64_t v) { return *std::max_element(z, z + v); }
+  static float sum_exp(const float* z, int64_t v, float shift) {
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < v; ++i) sum += exp_approx(z[i] - shift);
+    return sum;
+  }
+  static void scaled_exp(float* d, const float* z, int64_t v, float shift, float scale) {
+#pragma omp simd
+    for (int64_t i = 0; i < v; ++i) d[i] = exp_approx(z[i] - shift) * scale;
+  }
+};
+#endif
 
 }  // namespace
 
@@ -28,17 +84,14 @@ double cross_entropy(T* losses, T* dlogits, const T* logits, const int32_t* targ
       if (dlogits) std::fill(dlogits + r * vocab, dlogits + (r + 1) * vocab, T(0));
       continue;
     }
-    const T m = *std::max_element(z, z + vocab);
-    T sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t i = 0; i < vocab; ++i) sum += exp_t(z[i] - m);
+    const T m = RowOps<T>::max(z, vocab);
+    const T sum = RowOps<T>::sum_exp(z, vocab, m);
     const T log_sum = static_cast<T>(std::log(static_cast<double>(sum)));
-    losses[r] = log_sum - (z[target] - m);
+    const T z_target = z[target];  // read before dlogits (which may alias z) is written
+    losses[r] = log_sum - (z_target - m);
     if (dlogits) {
       T* d = dlogits + r * vocab;
-      const T inv = grad_scale / sum;
-#pragma omp simd
-      for (int64_t i = 0; i < vocab; ++i) d[i] = exp_t(z[i] - m) * inv;
+      RowOps<T>::scaled_exp(d, z, vocab, m, grad_scale / sum);
       d[target] -= grad_scale;
     }
   }
@@ -48,8 +101,30 @@ double cross_entropy(T* losses, T* dlogits, const T* logits, const int32_t* targ
   return total;
 }
 
+template <typename T>
+void cross_entropy_backward(T* dlogits, const T* logits, const T* losses, const int32_t* targets, int64_t rows,
+                            int64_t vocab, T grad_scale) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* z = logits + r * vocab;
+    T* d = dlogits + r * vocab;
+    const int32_t target = targets[r];
+    if (target < 0) {
+      std::fill(d, d + vocab, T(0));
+      continue;
+    }
+    const T lse = losses[r] + z[target];
+    RowOps<T>::scaled_exp(d, z, vocab, lse, grad_scale);
+    d[target] -= grad_scale;
+  }
+}
+
 template double cross_entropy<float>(float*, float*, const float*, const int32_t*, int64_t, int64_t, float);
 template double cross_entropy<double>(double*, double*, const double*, const int32_t*, int64_t, int64_t,
                                       double);
+template void cross_entropy_backward<float>(float*, const float*, const float*, const int32_t*, int64_t, int64_t,
+                                            float);
+template void cross_entropy_backward<double>(double*, const double*, const double*, const int32_t*, int64_t,
+                                             int64_t, double);
 
 }  // namespace gatedlm::kernels

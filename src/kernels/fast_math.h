@@ -36,9 +36,14 @@ inline float exp_approx(float x) {
 // float -> int conversion of the exponent defeats it in some nests), so the hot loops
 // call this one directly when the build targets AVX-512.
 inline __m512 exp_approx16(__m512 x) {
-  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(88.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
-                                        _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  // The masked forms with an explicit pass-through: GCC 12 warns (wrongly) that the plain
+  // ones read an uninitialised register.
+  const __mmask16 all = 0xffff;
+  x = _mm512_mask_max_ps(x, all, x, _mm512_set1_ps(-87.0f));
+  x = _mm512_mask_min_ps(x, all, x, _mm512_set1_ps(88.0f));
+  const __m512 n = _mm512_mask_roundscale_ps(x, all,
+                                             _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
+                                             _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693145751953125f), x);
   r = _mm512_fmadd_ps(n, _mm512_set1_ps(-1.428606765330187e-06f), r);
   __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
@@ -49,8 +54,25 @@ inline __m512 exp_approx16(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
+  const __m512i biased = _mm512_add_epi32(_mm512_mask_cvttps_epi32(_mm512_setzero_si512(), all, n), _mm512_set1_epi32(127));
+  const __m512i bits = _mm512_mask_slli_epi32(biased, all, biased, 23);
   return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+}
+
+// Horizontal sum and max of 16 lanes (GCC 12's _mm512_reduce_* trip the same warning).
+inline float sum16(__m512 v) {
+  alignas(64) float t[16];
+  _mm512_store_ps(t, v);
+  float s = 0.0f;
+  for (float x : t) s += x;
+  return s;
+}
+inline float max16(__m512 v) {
+  alignas(64) float t[16];
+  _mm512_store_ps(t, v);
+  float m = t[0];
+  for (float x : t) m = std::max(m, x);
+  return m;
 }
 #endif
 

@@ -148,8 +148,8 @@ void linear_forward(T* y, const T* x, const T* W, int64_t n, int64_t in, int64_t
 
 template <typename T>
 void linear_backward(T* dx, T* dW, const T* dy, const T* x, const T* W, int64_t n, int64_t in,
-                     int64_t out) {
-  if (dx) matmul(dx, dy, W, MatmulShape{.M = n, .N = in, .K = out, .accumulate = true});
+                     int64_t out, bool accumulate_dx) {
+  if (dx) matmul(dx, dy, W, MatmulShape{.M = n, .N = in, .K = out, .accumulate = accumulate_dx});
   matmul(dW, dy, x, MatmulShape{.M = out, .N = in, .K = n, .trans_a = true, .accumulate = true});
 }
 
@@ -158,8 +158,8 @@ template void matmul_reference<double>(double*, const double*, const double*, Ma
 template void linear_forward<float>(float*, const float*, const float*, int64_t, int64_t, int64_t);
 template void linear_forward<double>(double*, const double*, const double*, int64_t, int64_t, int64_t);
 template void linear_backward<float>(float*, float*, const float*, const float*, const float*, int64_t,
-                                     int64_t, int64_t);
+                                     int64_t, int64_t, bool);
 template void linear_backward<double>(double*, double*, const double*, const double*, const double*,
-                                      int64_t, int64_t, int64_t);
+                                      int64_t, int64_t, int64_t, bool);
 
 }  // namespace gatedlm::kernels

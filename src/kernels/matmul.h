@@ -47,9 +47,10 @@ void matmul_reference(T* C, const T* A, const T* B, MatmulShape shape);
 // y[n,out] = x[n,in] W^T
 template <typename T>
 void linear_forward(T* y, const T* x, const T* W, int64_t n, int64_t in, int64_t out);
-// dx[n,in] += dy[n,out] W ; dW[out,in] += dy^T x. dx may be null (input needs no grad).
+// dx[n,in] += dy[n,out] W (or = when accumulate_dx is false); dW[out,in] += dy^T x.
+// dx may be null (input needs no grad).
 template <typename T>
 void linear_backward(T* dx, T* dW, const T* dy, const T* x, const T* W, int64_t n, int64_t in,
-                     int64_t out);
+                     int64_t out, bool accumulate_dx = true);
 
 }  // namespace gatedlm::kernels

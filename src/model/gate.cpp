@@ -1,7 +1,5 @@
 #include "model/gate.h"
 
-#include <vector>
-
 #include "kernels/activations.h"
 #include "kernels/matmul.h"
 
@@ -15,19 +13,36 @@ GateShape GateShape::of(const ModelConfig& c) {
 }
 
 template <typename T>
-void gate_forward(T* y_out, T* pre, T* score, const T* y_in, const T* x, const T* w, int64_t n,
-                  const GateShape& g) {
-  const GateConfig& gc = *g.gate;
-  if (gc.input == GateInput::hidden) {
+void gate_project(T* pre, const T* x, const T* w, int64_t n, const GateShape& g) {
+  if (g.gate->input == GateInput::hidden) {
     kernels::matmul(pre, x, w,
                     MatmulShape{.M = n, .N = g.gate_out, .K = g.gate_in, .trans_b = true, .lda = g.d_model});
-  } else {
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < n; ++r)
-      for (int64_t o = 0; o < g.gate_out; ++o) pre[r * g.gate_out + o] = w[o];
+    return;
   }
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t o = 0; o < g.gate_out; ++o) pre[r * g.gate_out + o] = w[o];
+}
+
+template <typename T>
+void gate_project_backward(T* dx, T* dw, const T* dpre, const T* x, const T* w, int64_t n, const GateShape& g) {
+  if (g.gate->input == GateInput::hidden) {
+    // dW[out, in] += dpre^T x[:, :in];  dx[:, :in] += dpre W
+    kernels::matmul(dw, dpre, x,
+                    MatmulShape{.M = g.gate_out, .N = g.gate_in, .K = n, .trans_a = true, .ldb = g.d_model,
+                                .accumulate = true});
+    kernels::matmul(dx, dpre, w,
+                    MatmulShape{.M = n, .N = g.gate_in, .K = g.gate_out, .ldc = g.d_model, .accumulate = true});
+    return;
+  }
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t o = 0; o < g.gate_out; ++o) dw[o] += dpre[r * g.gate_out + o];
+}
+
+template <typename T>
+void gate_scores(T* score, const T* pre, int64_t n, const GateShape& g) {
+  const GateConfig& gc = *g.gate;
   const int64_t H = g.heads, W = g.head_width, size = g.target_size();
-  const bool headwise = gc.granularity == GateGranularity::headwise;
   const T inv_heads = T(1) / static_cast<T>(H);
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < n; ++r) {
@@ -40,86 +55,88 @@ void gate_forward(T* y_out, T* pre, T* score, const T* y_in, const T* x, const T
         mean *= inv_heads;
         for (int64_t h = 0; h < H; ++h) s[h * W + j] = mean;
       }
-    } else if (headwise) {
+    } else if (gc.granularity == GateGranularity::headwise) {
       for (int64_t h = 0; h < H; ++h) {
-        T a = kernels::activate(gc.activation, p[h]);
+        const T a = kernels::activate(gc.activation, p[h]);
         for (int64_t j = 0; j < W; ++j) s[h * W + j] = a;
       }
     } else {
       for (int64_t e = 0; e < size; ++e) s[e] = kernels::activate(gc.activation, p[e]);
     }
-    const T* yi = y_in + r * size;
-    T* yo = y_out + r * size;
-    if (gc.combine == GateCombine::multiply)
-      for (int64_t e = 0; e < size; ++e) yo[e] = yi[e] * s[e];
-    else
-      for (int64_t e = 0; e < size; ++e) yo[e] = yi[e] + s[e];
   }
 }
 
 template <typename T>
-void gate_backward(T* dy_in, T* dx, T* dw, T* scratch, const T* dy_out, const T* y_in, const T* pre,
-                   const T* score, const T* x, const T* w, int64_t n, const GateShape& g) {
-  const GateConfig& gc = *g.gate;
-  const int64_t H = g.heads, W = g.head_width, size = g.target_size();
-  const bool multiply = gc.combine == GateCombine::multiply;
-  const bool headwise = gc.granularity == GateGranularity::headwise;
-  const T inv_heads = T(1) / static_cast<T>(H);
-  // scratch[r, o] = d loss / d pre[r, o]
-#pragma omp parallel
-  {
-    std::vector<T> dscore(size);
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < n; ++r) {
-      const T* dyo = dy_out + r * size;
-      const T* yi = y_in + r * size;
-      const T* s = score + r * size;
-      T* dyi = dy_in + r * size;
-      for (int64_t e = 0; e < size; ++e) {
-        dscore[e] = multiply ? dyo[e] * yi[e] : dyo[e];
-        dyi[e] += multiply ? dyo[e] * s[e] : dyo[e];
-      }
-      const T* p = pre + r * g.gate_out;
-      T* dp = scratch + r * g.gate_out;
-      if (gc.head_shared) {
-        for (int64_t j = 0; j < W; ++j) {
-          T sum = 0;
-          for (int64_t h = 0; h < H; ++h) sum += dscore[h * W + j];
-          for (int64_t h = 0; h < H; ++h)
-            dp[h * W + j] = sum * inv_heads * kernels::activate_grad(gc.activation, p[h * W + j]);
-        }
-      } else if (headwise) {
-        for (int64_t h = 0; h < H; ++h) {
-          T sum = 0;
-          for (int64_t j = 0; j < W; ++j) sum += dscore[h * W + j];
-          dp[h] = sum * kernels::activate_grad(gc.activation, p[h]);
-        }
-      } else {
-        for (int64_t e = 0; e < size; ++e) dp[e] = dscore[e] * kernels::activate_grad(gc.activation, p[e]);
-      }
-    }
-  }
-  if (gc.input == GateInput::hidden) {
-    // dW[out, in] += dpre^T x[:, :in];  dx[:, :in] += dpre W
-    kernels::matmul(dw, scratch, x,
-                    MatmulShape{.M = g.gate_out, .N = g.gate_in, .K = n, .trans_a = true, .ldb = g.d_model,
-                                .accumulate = true});
-    kernels::matmul(dx, scratch, w,
-                    MatmulShape{.M = n, .N = g.gate_in, .K = g.gate_out, .ldc = g.d_model, .accumulate = true});
+void gate_forward(T* y_out, T* score, const T* y_in, const T* pre, int64_t n, const GateShape& g) {
+  gate_scores(score, pre, n, g);
+  const int64_t total = n * g.target_size();
+  if (g.gate->combine == GateCombine::multiply) {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t e = 0; e < total; ++e) y_out[e] = y_in[e] * score[e];
   } else {
-    for (int64_t r = 0; r < n; ++r)
-      for (int64_t o = 0; o < g.gate_out; ++o) dw[o] += scratch[r * g.gate_out + o];
+#pragma omp parallel for simd schedule(static)
+    for (int64_t e = 0; e < total; ++e) y_out[e] = y_in[e] + score[e];
   }
 }
 
-template void gate_forward<float>(float*, float*, float*, const float*, const float*, const float*, int64_t,
-                                  const GateShape&);
-template void gate_forward<double>(double*, double*, double*, const double*, const double*, const double*,
-                                   int64_t, const GateShape&);
-template void gate_backward<float>(float*, float*, float*, float*, const float*, const float*, const float*,
-                                   const float*, const float*, const float*, int64_t, const GateShape&);
-template void gate_backward<double>(double*, double*, double*, double*, const double*, const double*,
-                                    const double*, const double*, const double*, const double*, int64_t,
-                                    const GateShape&);
+template <typename T>
+void gate_scores_backward(T* dpre, const T* dscore, const T* pre, int64_t n, const GateShape& g) {
+  const GateConfig& gc = *g.gate;
+  const int64_t H = g.heads, W = g.head_width, size = g.target_size();
+  const T inv_heads = T(1) / static_cast<T>(H);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < n; ++r) {
+    const T* ds = dscore + r * size;
+    const T* p = pre + r * g.gate_out;
+    T* dp = dpre + r * g.gate_out;
+    if (gc.head_shared) {
+      for (int64_t j = 0; j < W; ++j) {
+        T sum = 0;
+        for (int64_t h = 0; h < H; ++h) sum += ds[h * W + j];
+        for (int64_t h = 0; h < H; ++h)
+          dp[h * W + j] = sum * inv_heads * kernels::activate_grad(gc.activation, p[h * W + j]);
+      }
+    } else if (gc.granularity == GateGranularity::headwise) {
+      for (int64_t h = 0; h < H; ++h) {
+        T sum = 0;
+        for (int64_t j = 0; j < W; ++j) sum += ds[h * W + j];
+        dp[h] = sum * kernels::activate_grad(gc.activation, p[h]);
+      }
+    } else {
+      for (int64_t e = 0; e < size; ++e) dp[e] = ds[e] * kernels::activate_grad(gc.activation, p[e]);
+    }
+  }
+}
+
+template <typename T>
+void gate_backward(T* dy_in, T* dpre, T* scratch, const T* dy_out, const T* y_in, const T* pre, const T* score,
+                   int64_t n, const GateShape& g) {
+  const int64_t total = n * g.target_size();
+  if (g.gate->combine == GateCombine::multiply) {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t e = 0; e < total; ++e) {
+      scratch[e] = dy_out[e] * y_in[e];
+      dy_in[e] += dy_out[e] * score[e];
+    }
+  } else {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t e = 0; e < total; ++e) {
+      scratch[e] = dy_out[e];
+      dy_in[e] += dy_out[e];
+    }
+  }
+  gate_scores_backward(dpre, scratch, pre, n, g);
+}
+
+#define GATEDLM_INSTANTIATE(T)                                                                             \
+  template void gate_project<T>(T*, const T*, const T*, int64_t, const GateShape&);                        \
+  template void gate_project_backward<T>(T*, T*, const T*, const T*, const T*, int64_t, const GateShape&); \
+  template void gate_scores<T>(T*, const T*, int64_t, const GateShape&);                                   \
+  template void gate_forward<T>(T*, T*, const T*, const T*, int64_t, const GateShape&);                    \
+  template void gate_scores_backward<T>(T*, const T*, const T*, int64_t, const GateShape&);                \
+  template void gate_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, int64_t, const GateShape&);
+GATEDLM_INSTANTIATE(float)
+GATEDLM_INSTANTIATE(double)
+#undef GATEDLM_INSTANTIATE
 
 }  // namespace gatedlm::model

@@ -20,16 +20,30 @@ struct GateShape {
   int64_t target_size() const { return heads * head_width; }  // elements of Y per token
 };
 
-// pre [n, gate_out]: the projection before the activation (saved for backward).
-// score [n, target_size]: the effective score applied to each element of Y.
-// y_out [n, target_size] = combine(y_in, score). x [n, d_model] is the gate input.
+// The gate's pre-activations pre [n, gate_out] = x[:, :gate_in] W^T (input hidden; x is
+// [n, d_model]) or w broadcast to every row (input constant). When gate_in == d_model the
+// model computes this inside its fused q|k|v|gate product instead (model.cpp).
 template <typename T>
-void gate_forward(T* y_out, T* pre, T* score, const T* y_in, const T* x, const T* w, int64_t n,
-                  const GateShape& g);
+void gate_project(T* pre, const T* x, const T* w, int64_t n, const GateShape& g);
+// The projection's backward: dw += dpre^T x[:, :gate_in] (or the column sums, input
+// constant); dx[:, :gate_in] += dpre W (input hidden).
+template <typename T>
+void gate_project_backward(T* dx, T* dw, const T* dpre, const T* x, const T* w, int64_t n, const GateShape& g);
 
-// Accumulates dy_in, dx (only the first gate_in columns) and dw. scratch [n, gate_out].
+// score [n, target_size] = the effective score of each element of Y, from pre.
 template <typename T>
-void gate_backward(T* dy_in, T* dx, T* dw, T* scratch, const T* dy_out, const T* y_in, const T* pre,
-                   const T* score, const T* x, const T* w, int64_t n, const GateShape& g);
+void gate_scores(T* score, const T* pre, int64_t n, const GateShape& g);
+// gate_scores, then y_out [n, target_size] = combine(y_in, score).
+template <typename T>
+void gate_forward(T* y_out, T* score, const T* y_in, const T* pre, int64_t n, const GateShape& g);
+
+// dpre [n, gate_out] (overwritten) from dscore [n, target_size] = d loss / d score.
+template <typename T>
+void gate_scores_backward(T* dpre, const T* dscore, const T* pre, int64_t n, const GateShape& g);
+// The whole elementwise backward: dy_in += d loss / d y_in; dpre (overwritten) as above.
+// scratch [n, target_size] holds dscore.
+template <typename T>
+void gate_backward(T* dy_in, T* dpre, T* scratch, const T* dy_out, const T* y_in, const T* pre, const T* score,
+                   int64_t n, const GateShape& g);
 
 }  // namespace gatedlm::model

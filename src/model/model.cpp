@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 
 #include "core/error.h"
 #include "kernels/activations.h"
@@ -22,7 +23,7 @@ struct LayerActivations {
   std::vector<T> rstd_attn;        // [n]
   std::vector<T> h;                // [n, d]  rmsnorm(x): q/k/v and gate input
   std::vector<T> q0, k0, v0;       // [n, q_dim], [n, kv_dim] x2: projection outputs
-  std::vector<T> gate_pre;         // [n, gate_out]
+  std::vector<T> gate_pre;         // [n, gate_out] gate projection (before the activation)
   std::vector<T> gate_score;       // [n, gate target size]
   std::vector<T> gated;            // gate output at whichever position the gate sits
   std::vector<T> qr, kr;           // [n, q_dim], [n, kv_dim]: after QK-norm and RoPE
@@ -34,7 +35,8 @@ struct LayerActivations {
   std::vector<T> o2, rstd_o;       // after the sandwich norm
   std::vector<T> mid;              // [n, d] residual after the attention branch
   std::vector<T> rstd_ffn, h2;     // [n], [n, d]
-  std::vector<T> fg, fu, fa;       // [n, ffn]
+  std::vector<T> fgu;              // [n, 2 * ffn]: gate_proj | up_proj outputs, one product
+  std::vector<T> fa;               // [n, ffn] SwiGLU output
   std::vector<T> f0, f1, rstd_f;   // [n, d] down_proj output, after sandwich norm
 };
 
@@ -45,8 +47,9 @@ struct Model<T>::State {
   std::vector<std::vector<T>> resid;  // [n_layers + 1][n, d]: input of block l, last = output
   std::vector<LayerActivations<T>> layers;
   std::vector<T> rstd_final, h_final, logits, losses, dlogits;
+  std::vector<T> qkvg;  // [n, qkv_width]: the fused q|k|v(|gate) product, split into the layer's q0, k0, ...
   // Backward scratch, reused by every block.
-  std::vector<T> dres, dh, da, db, dc, dq0, dq1, dq2, dk0, dk1, dk2, dv0, dv1, dfa, dfg, dfu, dgate;
+  std::vector<T> dres, dh, da, db, dc, dq0, dq1, dq2, dk0, dk1, dk2, dv0, dv1, dfa, dfgu, dgate, dscore, dqkvg;
 };
 
 namespace {
@@ -77,6 +80,46 @@ void clip_backward(T* dbranch, const T* dout, const T* branch, int64_t size, dou
     dbranch[i] = (clip <= 0 || (branch[i] >= -c && branch[i] <= c)) ? dout[i] : T(0);
 }
 
+// The attention's input projections are one product h [n, d] x [Wq; Wk; Wv; Wgate]^T
+// (the layout keeps those rows adjacent). The gate joins it when it reads all of h.
+bool gate_in_qkv_product(const ModelConfig& c) {
+  return c.has_gate() && c.gate.input == GateInput::hidden && c.gate_in() == c.d_model;
+}
+int64_t qkv_width(const ModelConfig& c) {
+  return c.q_dim() + 2 * c.kv_dim() + (gate_in_qkv_product(c) ? c.gate_out() : 0);
+}
+
+// A block of columns of a row-major [n, ld] matrix and its packed [n, width] copy.
+template <typename T>
+struct ColumnBlock {
+  T* packed;  // null: skip the block's columns
+  int64_t width;
+};
+// Copies the column blocks of src [n, ld], left to right, out to packed buffers.
+template <typename T>
+void split_columns(const T* src, int64_t n, int64_t ld, std::initializer_list<ColumnBlock<T>> blocks) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t col = 0;
+    for (const ColumnBlock<T>& b : blocks) {
+      if (b.packed) std::copy_n(src + r * ld + col, b.width, b.packed + r * b.width);
+      col += b.width;
+    }
+  }
+}
+// The reverse: packed buffers side by side into dst [n, ld].
+template <typename T>
+void gather_columns(T* dst, int64_t n, int64_t ld, std::initializer_list<ColumnBlock<const T>> blocks) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t col = 0;
+    for (const ColumnBlock<const T>& b : blocks) {
+      if (b.packed) std::copy_n(b.packed + r * b.width, b.width, dst + r * ld + col);
+      col += b.width;
+    }
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -86,6 +129,14 @@ Model<T>::Model(const ModelConfig& config)
   config_.validate();
   w_ = make_views(layout_, config_, params_.data());
   g_ = make_views(layout_, config_, grads_.data());
+  // The fused products rely on the layout's adjacency of their weights.
+  const int64_t d = config_.d_model, qd = config_.q_dim(), kvd = config_.kv_dim();
+  for (const LayerViews<T>& w : w_.layers) {
+    const bool adjacent = w.wk == w.wq + qd * d && w.wv == w.wk + kvd * d &&
+                          (!gate_in_qkv_product(config_) || w.gate == w.wv + kvd * d) &&
+                          w.w_up == w.w_gate + config_.ffn_hidden * d;
+    if (!adjacent) fail("internal error: the parameter layout does not keep the fused projections adjacent");
+  }
 }
 
 template <typename T>
@@ -180,8 +231,7 @@ void Model<T>::ensure_buffers(int64_t batch, int64_t seq) {
     resize(a.mid, n * d);
     resize(a.rstd_ffn, n);
     resize(a.h2, n * d);
-    resize(a.fg, n * f);
-    resize(a.fu, n * f);
+    resize(a.fgu, n * 2 * f);
     resize(a.fa, n * f);
     resize(a.f0, n * d);
     resize(a.f1, n * d, c.sandwich_norm);
@@ -192,11 +242,15 @@ void Model<T>::ensure_buffers(int64_t batch, int64_t seq) {
   resize(s.logits, n * c.vocab_size);
   resize(s.losses, n);
   resize(s.dlogits, n * c.vocab_size);
+  resize(s.qkvg, n * qkv_width(c));
+  resize(s.dqkvg, n * qkv_width(c));
   for (auto* v : {&s.dres, &s.dh, &s.da, &s.db, &s.dc}) resize(*v, n * std::max({d, qd}));
   for (auto* v : {&s.dq0, &s.dq1, &s.dq2}) resize(*v, n * qd);
   for (auto* v : {&s.dk0, &s.dk1, &s.dk2, &s.dv0, &s.dv1}) resize(*v, n * kvd);
-  for (auto* v : {&s.dfa, &s.dfg, &s.dfu}) resize(*v, n * f);
+  resize(s.dfa, n * f);
+  resize(s.dfgu, n * 2 * f);
   resize(s.dgate, n * gs.gate_out, c.has_gate());
+  resize(s.dscore, n * gs.target_size(), c.has_gate());
 }
 
 template <typename T>
@@ -245,11 +299,14 @@ void Model<T>::block_forward(int64_t l) {
 
   // Attention branch.
   k::rmsnorm_forward(a.h.data(), a.rstd_attn.data(), x, w.input_norm, n, d, c.norm_eps);
-  k::linear_forward(a.q0.data(), a.h.data(), w.wq, n, d, qd);
-  k::linear_forward(a.k0.data(), a.h.data(), w.wk, n, d, kvd);
-  k::linear_forward(a.v0.data(), a.h.data(), w.wv, n, d, kvd);
+  const bool fused_gate = gate_in_qkv_product(c);
+  const int64_t qkv_w = qkv_width(c);
+  k::linear_forward(s.qkvg.data(), a.h.data(), w.wq, n, d, qkv_w);
+  split_columns<T>(s.qkvg.data(), n, qkv_w,
+                   {{a.q0.data(), qd}, {a.k0.data(), kvd}, {a.v0.data(), kvd}, {a.gate_pre.data(), fused_gate ? gs.gate_out : 0}});
   auto gate = [&](const T* y_in) {
-    gate_forward(a.gated.data(), a.gate_pre.data(), a.gate_score.data(), y_in, a.h.data(), w.gate, n, gs);
+    if (!fused_gate) gate_project(a.gate_pre.data(), a.h.data(), w.gate, n, gs);
+    gate_forward(a.gated.data(), a.gate_score.data(), y_in, a.gate_pre.data(), n, gs);
     return static_cast<const T*>(a.gated.data());
   };
   const T* q_in = gp == GatePosition::query ? gate(a.q0.data()) : a.q0.data();
@@ -290,9 +347,8 @@ void Model<T>::block_forward(int64_t l) {
 
   // FFN branch.
   k::rmsnorm_forward(a.h2.data(), a.rstd_ffn.data(), a.mid.data(), w.ffn_norm, n, d, c.norm_eps);
-  k::linear_forward(a.fg.data(), a.h2.data(), w.w_gate, n, d, f);
-  k::linear_forward(a.fu.data(), a.h2.data(), w.w_up, n, d, f);
-  k::swiglu_forward(a.fa.data(), a.fg.data(), a.fu.data(), n * f);
+  k::linear_forward(a.fgu.data(), a.h2.data(), w.w_gate, n, d, 2 * f);  // gate_proj | up_proj
+  k::swiglu_forward(a.fa.data(), a.fgu.data(), n, f);
   k::linear_forward(a.f0.data(), a.fa.data(), w.w_down, n, f, d);
   const T* fo = a.f0.data();
   if (c.sandwich_norm) {
@@ -311,7 +367,8 @@ void Model<T>::backward() {
   const int64_t n = s.n, d = c.d_model;
   // d loss / d logits = (softmax - onehot) / counted targets; zero when nothing is counted.
   const T scale = counted_ ? static_cast<T>(1.0 / static_cast<double>(counted_)) : T(0);
-  k::cross_entropy(s.losses.data(), s.dlogits.data(), s.logits.data(), s.targets.data(), n, c.vocab_size, scale);
+  k::cross_entropy_backward(s.dlogits.data(), s.logits.data(), s.losses.data(), s.targets.data(), n, c.vocab_size,
+                            scale);
   // Logits -> final norm -> residual stream.
   std::vector<T>& dh = s.dh;
   zero(dh);
@@ -350,15 +407,10 @@ void Model<T>::block_backward(int64_t l) {
                         n, d);
     df = s.db.data();
   }
-  zero(s.dfa);
-  k::linear_backward(s.dfa.data(), g.w_down, df, a.fa.data(), w.w_down, n, f, d);
-  zero(s.dfg);
-  zero(s.dfu);
-  k::swiglu_backward(s.dfg.data(), s.dfu.data(), s.dfa.data(), a.fg.data(), a.fu.data(), n * f);
+  k::linear_backward(s.dfa.data(), g.w_down, df, a.fa.data(), w.w_down, n, f, d, /*accumulate_dx=*/false);
+  k::swiglu_backward(s.dfgu.data(), s.dfa.data(), a.fgu.data(), n, f);
   T* dh = s.dh.data();
-  std::fill_n(dh, n * d, T(0));
-  k::linear_backward(dh, g.w_gate, s.dfg.data(), a.h2.data(), w.w_gate, n, d, f);
-  k::linear_backward(dh, g.w_up, s.dfu.data(), a.h2.data(), w.w_up, n, d, f);
+  k::linear_backward(dh, g.w_gate, s.dfgu.data(), a.h2.data(), w.w_gate, n, d, 2 * f, /*accumulate_dx=*/false);
   k::rmsnorm_backward(dres, g.ffn_norm, dh, a.mid.data(), w.ffn_norm, a.rstd_ffn.data(), n, d);
 
   // Attention branch: mid = x + clip(sandwich(gate_dense(o0))).
@@ -370,11 +422,12 @@ void Model<T>::block_backward(int64_t l) {
     k::rmsnorm_backward(s.db.data(), g.attn_branch_norm, d_o, o1, w.attn_branch_norm, a.rstd_o.data(), n, d);
     d_o = s.db.data();
   }
-  std::fill_n(dh, n * d, T(0));  // d loss / d h, gathered from q, k, v and the gate
+  // The gate's backward leaves d loss / d pre in s.dgate; its projection's backward comes
+  // last, with q, k and v's.
   if (gp == GatePosition::dense) {
     std::fill_n(s.dc.data(), n * d, T(0));
-    gate_backward(s.dc.data(), dh, g.gate, s.dgate.data(), d_o, a.o0.data(), a.gate_pre.data(),
-                  a.gate_score.data(), a.h.data(), w.gate, n, gs);
+    gate_backward(s.dc.data(), s.dgate.data(), s.dscore.data(), d_o, a.o0.data(), a.gate_pre.data(),
+                  a.gate_score.data(), n, gs);
     d_o = s.dc.data();
   }
   // o0 = y_final W_o^T, y_final = gate_sdpa(transform(y0)).
@@ -385,8 +438,8 @@ void Model<T>::block_backward(int64_t l) {
   k::linear_backward(dy, g.wo, d_o, y2, w.wo, n, qd, d);
   if (gp == GatePosition::sdpa) {
     zero(s.dq1);
-    gate_backward(s.dq1.data(), dh, g.gate, s.dgate.data(), dy, y1, a.gate_pre.data(), a.gate_score.data(),
-                  a.h.data(), w.gate, n, gs);
+    gate_backward(s.dq1.data(), s.dgate.data(), s.dscore.data(), dy, y1, a.gate_pre.data(), a.gate_score.data(),
+                  n, gs);
     dy = s.dq1.data();
   }
   if (c.sdpa_transform != SdpaTransform::none) {
@@ -430,23 +483,28 @@ void Model<T>::block_backward(int64_t l) {
   if (gp == GatePosition::query) {
     T* out = dq == s.dq1.data() ? s.dq0.data() : s.dq1.data();
     std::fill_n(out, n * qd, T(0));
-    gate_backward(out, dh, g.gate, s.dgate.data(), dq, a.q0.data(), a.gate_pre.data(), a.gate_score.data(),
-                  a.h.data(), w.gate, n, gs);
+    gate_backward(out, s.dgate.data(), s.dscore.data(), dq, a.q0.data(), a.gate_pre.data(), a.gate_score.data(),
+                  n, gs);
     dq = out;
   } else if (gp == GatePosition::key) {
     zero(s.dk2);
-    gate_backward(s.dk2.data(), dh, g.gate, s.dgate.data(), dk, a.k0.data(), a.gate_pre.data(),
-                  a.gate_score.data(), a.h.data(), w.gate, n, gs);
+    gate_backward(s.dk2.data(), s.dgate.data(), s.dscore.data(), dk, a.k0.data(), a.gate_pre.data(),
+                  a.gate_score.data(), n, gs);
     dk = s.dk2.data();
   } else if (gp == GatePosition::value) {
     zero(s.dv1);
-    gate_backward(s.dv1.data(), dh, g.gate, s.dgate.data(), dv, a.v0.data(), a.gate_pre.data(),
-                  a.gate_score.data(), a.h.data(), w.gate, n, gs);
+    gate_backward(s.dv1.data(), s.dgate.data(), s.dscore.data(), dv, a.v0.data(), a.gate_pre.data(),
+                  a.gate_score.data(), n, gs);
     dv = s.dv1.data();
   }
-  k::linear_backward(dh, g.wq, dq, a.h.data(), w.wq, n, d, qd);
-  k::linear_backward(dh, g.wk, dk, a.h.data(), w.wk, n, d, kvd);
-  k::linear_backward(dh, g.wv, dv, a.h.data(), w.wv, n, d, kvd);
+  // d loss / d h and the weight gradients of q|k|v(|gate), one product each.
+  const bool fused_gate = gate_in_qkv_product(c);
+  const int64_t qkv_w = qkv_width(c);
+  gather_columns<T>(s.dqkvg.data(), n, qkv_w,
+                    {{dq, qd}, {dk, kvd}, {dv, kvd}, {s.dgate.data(), fused_gate ? gs.gate_out : 0}});
+  k::linear_backward(dh, g.wq, s.dqkvg.data(), a.h.data(), w.wq, n, d, qkv_w, /*accumulate_dx=*/false);
+  if (c.has_gate() && !fused_gate)
+    gate_project_backward(dh, g.gate, s.dgate.data(), a.h.data(), w.gate, n, gs);
   k::rmsnorm_backward(dres, g.input_norm, dh, s.resid[l].data(), w.input_norm, a.rstd_attn.data(), n, d);
 }
 

@@ -16,16 +16,18 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
     add(layer_param(i, "self_attn.q_proj.weight"), {c.q_dim(), d}, ParamKind::matrix);
     add(layer_param(i, "self_attn.k_proj.weight"), {c.kv_dim(), d}, ParamKind::matrix);
     add(layer_param(i, "self_attn.v_proj.weight"), {c.kv_dim(), d}, ParamKind::matrix);
-    add(layer_param(i, "self_attn.o_proj.weight"), {d, c.q_dim()}, ParamKind::matrix);
-    if (c.qk_norm) {
-      add(layer_param(i, "self_attn.q_norm.weight"), {c.head_dim}, ParamKind::norm);
-      add(layer_param(i, "self_attn.k_norm.weight"), {c.head_dim}, ParamKind::norm);
-    }
+    // The gate's rows follow v_proj's so that q|k|v|gate is one [rows, d] matrix: the
+    // model multiplies them in one product (model.cpp). gate_proj|up_proj below likewise.
     if (c.has_gate()) {
       if (c.gate.input == GateInput::hidden)
         add(layer_param(i, "self_attn.gate.weight"), {c.gate_out(), c.gate_in()}, ParamKind::gate);
       else
         add(layer_param(i, "self_attn.gate.weight"), {c.gate_out()}, ParamKind::gate);
+    }
+    add(layer_param(i, "self_attn.o_proj.weight"), {d, c.q_dim()}, ParamKind::matrix);
+    if (c.qk_norm) {
+      add(layer_param(i, "self_attn.q_norm.weight"), {c.head_dim}, ParamKind::norm);
+      add(layer_param(i, "self_attn.k_norm.weight"), {c.head_dim}, ParamKind::norm);
     }
     if (c.sdpa_transform == SdpaTransform::rmsnorm)
       add(layer_param(i, "self_attn.sdpa_norm.weight"), {c.head_dim}, ParamKind::norm);
