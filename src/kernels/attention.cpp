@@ -110,16 +110,30 @@ void attention_probs(T* probs, const T* q, const T* k, const AttentionShape& s, 
     }
 }
 
+// The fp64 path: the reference kernels, with the gate epilogue as plain elementwise loops.
 template <>
 void attention_forward<double>(double* out, double* lse, const double* q, const double* k, const double* v,
-                               const AttentionShape& s) {
+                               const AttentionShape& s, const double* gate_score, double* gated_out) {
   attention_forward_reference(out, lse, q, k, v, s);
+  if (!gate_score) return;
+  const int64_t n = s.batch * s.seq * s.n_q * s.head_dim;
+  for (int64_t i = 0; i < n; ++i) gated_out[i] = out[i] * gate_score[i];
 }
 template <>
 void attention_backward<double>(double* dq, double* dk, double* dv, const double* dout, const double* q,
                                 const double* k, const double* v, const double* out, const double* lse,
-                                const AttentionShape& s) {
-  attention_backward_reference(dq, dk, dv, dout, q, k, v, out, lse, s);
+                                const AttentionShape& s, const double* gate_score, double* dgate_score) {
+  if (!gate_score) {
+    attention_backward_reference(dq, dk, dv, dout, q, k, v, out, lse, s);
+    return;
+  }
+  const int64_t n = s.batch * s.seq * s.n_q * s.head_dim;
+  std::vector<double> dy(n);  // gradient with respect to the un-gated output
+  for (int64_t i = 0; i < n; ++i) {
+    dy[i] = dout[i] * gate_score[i];
+    dgate_score[i] = dout[i] * out[i];
+  }
+  attention_backward_reference(dq, dk, dv, dy.data(), q, k, v, out, lse, s);
 }
 
 #define GATEDLM_INSTANTIATE(T)                                                                              \

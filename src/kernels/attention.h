@@ -14,25 +14,41 @@ struct AttentionShape {
   double scale;  // usually 1/sqrt(head_dim)
 };
 
-// float: the blocked kernels of attention_fast.cpp; double: the reference below.
+// float: the blocked kernels of attention_fast.cpp; double: the reference below (with the
+// gate epilogue applied around it), for fp64 gradient checks.
+//
+// Gate epilogue (the G1 gate, Y' = Y * score, with score the sigmoid gate score computed by
+// the caller): when gate_score [batch, seq, n_q, head_dim] is given, the forward also writes
+// gated_out = out * gate_score [batch, seq, n_q, head_dim]; out (the un-gated Y) is still
+// written, since the backward needs it. gated_out may not alias out.
 template <typename T>
-void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s);
+void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s,
+                       const T* gate_score = nullptr, T* gated_out = nullptr);
 
 // dq, dk, dv are accumulated (+=).
+// With gate_score [batch, seq, n_q, head_dim] given, dout is the gradient with respect to
+// the GATED output Y' = out * gate_score: the kernel uses dO = dout * gate_score wherever it
+// reads dO (including D_i = rowsum(dO * O)), and writes (overwrites, not accumulates)
+// dgate_score = dout * out [batch, seq, n_q, head_dim], the gradient with respect to the
+// gate score.
 template <typename T>
 void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v,
-                        const T* out, const T* lse, const AttentionShape& s);
+                        const T* out, const T* lse, const AttentionShape& s, const T* gate_score = nullptr,
+                        T* dgate_score = nullptr);
 
 template <>
-void attention_forward<float>(float*, float*, const float*, const float*, const float*, const AttentionShape&);
+void attention_forward<float>(float*, float*, const float*, const float*, const float*, const AttentionShape&,
+                              const float*, float*);
 template <>
 void attention_backward<float>(float*, float*, float*, const float*, const float*, const float*, const float*,
-                               const float*, const float*, const AttentionShape&);
+                               const float*, const float*, const AttentionShape&, const float*, float*);
 template <>
-void attention_forward<double>(double*, double*, const double*, const double*, const double*, const AttentionShape&);
+void attention_forward<double>(double*, double*, const double*, const double*, const double*, const AttentionShape&,
+                               const double*, double*);
 template <>
 void attention_backward<double>(double*, double*, double*, const double*, const double*, const double*,
-                                const double*, const double*, const double*, const AttentionShape&);
+                                const double*, const double*, const double*, const AttentionShape&, const double*,
+                                double*);
 
 // The simple kernels, one query row at a time: the oracle for tests and the fp64 path.
 template <typename T>
