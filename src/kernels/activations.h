@@ -41,6 +41,13 @@ void activation_forward(T* y, const T* x, int64_t n, Activation a);
 template <typename T>
 void activation_backward(T* dx, const T* dy, const T* x, int64_t n, Activation a);
 
+// The same on one row, on the calling thread, for kernels that run their own parallel
+// loop (the gate). activate_row: y = act(x); activate_grad_row: dx = dy * act'(x).
+template <typename T>
+void activate_row(T* y, const T* x, int64_t n, Activation a);
+template <typename T>
+void activate_grad_row(T* dx, const T* dy, const T* x, int64_t n, Activation a);
+
 // SwiGLU over the fused gate|up projection: gu [rows, 2f] holds per row the gate_proj
 // output g (first f columns) and the up_proj output u (last f). out [rows, f] = silu(g) * u.
 template <typename T>

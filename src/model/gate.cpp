@@ -61,7 +61,7 @@ void gate_scores(T* score, const T* pre, int64_t n, const GateShape& g) {
         for (int64_t j = 0; j < W; ++j) s[h * W + j] = a;
       }
     } else {
-      for (int64_t e = 0; e < size; ++e) s[e] = kernels::activate(gc.activation, p[e]);
+      kernels::activate_row(s, p, size, gc.activation);
     }
   }
 }
@@ -103,7 +103,7 @@ void gate_scores_backward(T* dpre, const T* dscore, const T* pre, int64_t n, con
         dp[h] = sum * kernels::activate_grad(gc.activation, p[h]);
       }
     } else {
-      for (int64_t e = 0; e < size; ++e) dp[e] = ds[e] * kernels::activate_grad(gc.activation, p[e]);
+      kernels::activate_grad_row(dp, ds, p, size, gc.activation);
     }
   }
 }

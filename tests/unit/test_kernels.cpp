@@ -329,6 +329,27 @@ TEST(ActivationTest, FloatSwiGluMatchesDouble) {
   EXPECT_LT(rel_error(dgu_f, dgu), 1e-6);
 }
 
+TEST(ActivationTest, FloatRowActivationsMatchDouble) {
+  const int64_t n = 37;
+  auto x = random_vector(n, 26, 4.0), dy = random_vector(n, 27);
+  std::vector<float> x_f(x.begin(), x.end()), dy_f(dy.begin(), dy.end()), y_f(n), dx_f(n), y_all(n);
+  std::vector<double> y(n), dx(n);
+  for (Activation a : {Activation::sigmoid, Activation::silu, Activation::ns_sigmoid, Activation::identity}) {
+    activate_row(y.data(), x.data(), n, a);
+    activate_grad_row(dx.data(), dy.data(), x.data(), n, a);
+    activate_row(y_f.data(), x_f.data(), n, a);
+    activate_grad_row(dx_f.data(), dy_f.data(), x_f.data(), n, a);
+    activation_forward(y_all.data(), x_f.data(), n, a);
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(y[i], activate(a, x[i]), 1e-15);
+      EXPECT_NEAR(dx[i], dy[i] * activate_grad(a, x[i]), 1e-15);
+    }
+    EXPECT_LT(rel_error(y_f, y), 1e-6) << static_cast<int>(a);
+    EXPECT_LT(rel_error(dx_f, dx), 1e-6) << static_cast<int>(a);
+    EXPECT_EQ(y_all, y_f);
+  }
+}
+
 TEST(CrossEntropyTest, FloatMatchesDoubleAndBackwardMatchesTheFusedGradient) {
   for (int64_t vocab : {7, 16, 1000}) {
     const int64_t rows = 5;

@@ -72,8 +72,12 @@ TEST(RopeScalingTest, YarnBlendsExtrapolationAndInterpolationAndScalesMagnitude)
     const double plain = std::pow(b, -2.0 * i / D);
     const double ramp = std::clamp((i - 20.0) / (46.0 - 20.0), 0.0, 1.0);
     EXPECT_NEAR(y.inv_freq[i], plain / s * ramp + plain * (1.0 - ramp), 1e-14 * plain) << i;
-    if (i <= 20) EXPECT_NEAR(y.inv_freq[i], plain, 1e-15 * plain) << i;      // extrapolated
-    if (i >= 46) EXPECT_NEAR(y.inv_freq[i], plain / s, 1e-15 * plain) << i;  // interpolated
+    if (i <= 20) {
+      EXPECT_NEAR(y.inv_freq[i], plain, 1e-15 * plain) << i;  // extrapolated
+    }
+    if (i >= 46) {
+      EXPECT_NEAR(y.inv_freq[i], plain / s, 1e-15 * plain) << i;  // interpolated
+    }
   }
   EXPECT_NEAR(y.magnitude, 0.1 * std::log(4.0) + 1.0, 1e-15);
   // Factor 1 changes nothing.
