@@ -85,6 +85,12 @@ void clip_backward(T* dbranch, const T* dout, const T* branch, int64_t size, dou
 bool gate_in_qkv_product(const ModelConfig& c) {
   return c.has_gate() && c.gate.input == GateInput::hidden && c.gate_in() == c.d_model;
 }
+// The multiply gate right after SDPA (G1) runs inside the attention kernels: the forward's
+// epilogue writes Y' = Y * score, the backward reads dO = dY' * score and writes dscore.
+bool gate_in_attention_epilogue(const ModelConfig& c) {
+  return c.gate.position == GatePosition::sdpa && c.gate.combine == GateCombine::multiply &&
+         c.sdpa_transform == SdpaTransform::none;
+}
 int64_t qkv_width(const ModelConfig& c) {
   return c.q_dim() + 2 * c.kv_dim() + (gate_in_qkv_product(c) ? c.gate_out() : 0);
 }
@@ -326,8 +332,16 @@ void Model<T>::block_forward(int64_t l) {
   }
   const k::AttentionShape as{s.batch, s.seq, c.n_heads, c.n_kv_heads, c.head_dim,
                              1.0 / std::sqrt(static_cast<double>(c.head_dim))};
-  k::attention_forward(a.y0.data(), a.lse.data(), a.qr.data(), a.kr.data(), v_in, as);
-  const T* y = a.y0.data();
+  const bool epilogue_gate = gate_in_attention_epilogue(c);
+  if (epilogue_gate) {
+    if (!fused_gate) gate_project(a.gate_pre.data(), a.h.data(), w.gate, n, gs);
+    gate_scores(a.gate_score.data(), a.gate_pre.data(), n, gs);
+    k::attention_forward(a.y0.data(), a.lse.data(), a.qr.data(), a.kr.data(), v_in, as, a.gate_score.data(),
+                         a.gated.data());
+  } else {
+    k::attention_forward(a.y0.data(), a.lse.data(), a.qr.data(), a.kr.data(), v_in, as);
+  }
+  const T* y = epilogue_gate ? a.gated.data() : a.y0.data();
   if (c.sdpa_transform == SdpaTransform::rmsnorm) {
     k::rmsnorm_forward(a.y1.data(), a.rstd_y.data(), y, w.sdpa_norm, n * c.n_heads, c.head_dim, c.norm_eps);
     y = a.y1.data();
@@ -335,7 +349,7 @@ void Model<T>::block_forward(int64_t l) {
     k::activation_forward(a.y1.data(), y, n * qd, k::Activation::silu);
     y = a.y1.data();
   }
-  if (gp == GatePosition::sdpa) y = gate(y);
+  if (gp == GatePosition::sdpa && !epilogue_gate) y = gate(y);
   k::linear_forward(a.o0.data(), y, w.wo, n, qd, d);
   const T* o = a.o0.data();
   if (gp == GatePosition::dense) o = gate(o);
@@ -436,7 +450,8 @@ void Model<T>::block_backward(int64_t l) {
   T* dy = s.dq0.data();
   zero(s.dq0);
   k::linear_backward(dy, g.wo, d_o, y2, w.wo, n, qd, d);
-  if (gp == GatePosition::sdpa) {
+  const bool epilogue_gate = gate_in_attention_epilogue(c);  // then dy stays d loss / d Y' for the kernel
+  if (gp == GatePosition::sdpa && !epilogue_gate) {
     zero(s.dq1);
     gate_backward(s.dq1.data(), s.dgate.data(), s.dscore.data(), dy, y1, a.gate_pre.data(), a.gate_score.data(),
                   n, gs);
@@ -460,7 +475,9 @@ void Model<T>::block_backward(int64_t l) {
   const k::AttentionShape as{s.batch, s.seq, c.n_heads, c.n_kv_heads, c.head_dim,
                              1.0 / std::sqrt(static_cast<double>(c.head_dim))};
   k::attention_backward(s.dq2.data(), s.dk0.data(), s.dv0.data(), dy, a.qr.data(), a.kr.data(), v_in,
-                        a.y0.data(), a.lse.data(), as);
+                        a.y0.data(), a.lse.data(), as, epilogue_gate ? a.gate_score.data() : nullptr,
+                        epilogue_gate ? s.dscore.data() : nullptr);
+  if (epilogue_gate) gate_scores_backward(s.dgate.data(), s.dscore.data(), a.gate_pre.data(), n, gs);
   if (c.rope_dims > 0) {
     k::rope_apply(s.dq2.data(), rope_, s.batch, s.seq, c.n_heads, c.head_dim, 0, true);
     k::rope_apply(s.dk0.data(), rope_, s.batch, s.seq, c.n_kv_heads, c.head_dim, 0, true);
