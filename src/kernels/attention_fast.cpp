@@ -1,25 +1,30 @@
 // The float attention kernels: blocked like FlashAttention-2, with every tile product a
-// register-blocked micro-kernel (attention_gemm.h) and the online softmax vectorised
-// across queries. attention.cpp holds the simple reference versions, used for double
-// precision and as the test oracle.
+// register-blocked micro-kernel (attention_gemm.h). attention.cpp holds the simple
+// reference versions, used for double precision and as the test oracle. Every tile is
+// kB x kB = 64 x 64 (a score tile is 16 KiB: the tiles of a step stay in L1/L2).
 //
-// Layout trick: score tiles are kept transposed, S^T [key j][query i], with queries along
-// the vector lanes. The softmax statistics of a query (max, sum, log-sum-exp, D_i) are then
-// lane-wise, so the online softmax needs no horizontal reductions, K and V are read in
-// their natural row-major layout (one broadcast per element), and only the query block is
-// transposed (once per task, not once per tile). Every tile is kB x kB = 64 x 64.
-//
-// Forward, one task per (batch, query head, query block): Q^T [D, kB] (pre-scaled) and the
-// output accumulator O^T [D, kB] stay in L1/L2 across the key blocks;
+// Forward, one task per (batch, query head, query block). Score tiles are transposed,
+// S^T [key j][query i], with queries along the vector lanes: the online-softmax statistics
+// (running max, sum, rescale factor) are then lane-wise, with no horizontal reductions, and
+// K and V are read in place (one broadcast per element). Only the query block is
+// transposed, once per task: Q^T [D, kB] (pre-scaled) and the accumulator O^T [D, kB]:
 //   S^T = K Q^T,  P^T = exp(S^T - m),  O^T = O^T * correction + V^T P^T.
+//
 // Backward, one task per (batch, kv head): it owns dK and dV of that kv head and dQ of the
-// query heads that read it, so no two threads write the same row. A pre-pass copies Q^T,
-// dO^T, dO and D_i = rowsum(dO * O) of the group's heads into contiguous buffers; then for
-// each key block (dK, dV accumulated in a contiguous kB x D buffer, added to the strided
-// global arrays once) and each query block at or below the diagonal:
-//   S^T = K Q^T, dP^T = V dO^T, P^T = exp(S^T - lse), dS^T = P^T (dP^T - D) scale,
-//   dV += P^T dO, dK += dS^T Q, dQ += dS K (straight into the global dq rows).
-// On diagonal tiles the products skip the entries the causal mask zeroes (TileTrim).
+// query heads that read it, so no two threads write the same row (all tasks cost the same,
+// so dynamic scheduling keeps both threads busy). Here the softmax statistics are fixed
+// (lse, D_i = rowsum(dO * O)), so tiles keep queries in rows; a pre-pass computes D_i (and
+// dO * gate when gated). Per key block, K^T and V^T [D, kB] are transposed once and dK, dV
+// accumulate in contiguous kB x D buffers that are added to the strided arrays once; per
+// query block at or below the diagonal (for every head of the group):
+//   S = Q K^T, dP = dO V^T, P = exp(scale S - lse), dS = P (dP - D) scale,
+//   dV += P^T dO, dK += dS^T Q, dQ += dS K (straight into the task's own dq rows).
+// On diagonal tiles the products skip the blocks the causal mask zeroes (TileTrim).
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+// GCC 12 flags the deliberately undefined vectors inside its own AVX-512 intrinsics
+// (_mm512_undefined_ps, GCC bug 105593) once they are inlined here.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -105,41 +110,46 @@ void softmax_tile(float* St, int64_t cols, int64_t off, float* m, float* l, floa
 #endif
 }
 
-// Backward tile: St [cols, kB] scores -> P^T, dPt -> dS^T = P^T (dP^T - D) scale, zero
-// where masked. lse and di are the tile's kB query statistics.
-void grad_tile(float* St, float* dPt, int64_t cols, int64_t off, const float* lse, const float* di, float scale) {
-  const bool diag = off + cols - 1 > 0;
+// Backward tile, queries in rows: St [rows, cols] raw scores Q K^T -> P = exp(scale S - lse),
+// dPt [rows, cols] -> dS = P (dP - D) scale, both zero where masked (off = j0 - t0). lse and
+// di are the tile's per-query statistics.
+void grad_tile(float* St, float* dPt, int64_t rows, int64_t cols, int64_t off, const float* lse, const float* di,
+               float scale) {
 #if defined(__AVX512F__)
   const __m512 sc = _mm512_set1_ps(scale);
-  for (int64_t c = 0; c < kB / 16; ++c) {
-    const __m512 lv = _mm512_loadu_ps(lse + 16 * c), dv = _mm512_loadu_ps(di + 16 * c);
-    for (int64_t j = 0; j < cols; ++j) {
-      const __mmask16 vis = diag ? visible_mask(j, c, off) : __mmask16(0xFFFF);
-      float* sp = St + j * kB + 16 * c;
-      float* dp = dPt + j * kB + 16 * c;
+  for (int64_t i = 0; i < rows; ++i) {
+    const __m512 lv = _mm512_set1_ps(lse[i]), dv = _mm512_set1_ps(di[i]);
+    const int64_t visible = std::min(cols, i - off + 1);  // keys j < visible
+    float* sr = St + i * kB;
+    float* dr = dPt + i * kB;
+    for (int64_t j = 0; j < cols; j += 16) {
+      const __mmask16 vis = attn::tail_mask(std::max<int64_t>(visible - j, 0));
+      const __mmask16 keep = attn::tail_mask(cols - j);
       if (!vis) {
-        _mm512_storeu_ps(sp, _mm512_setzero_ps());
-        _mm512_storeu_ps(dp, _mm512_setzero_ps());
+        _mm512_mask_storeu_ps(sr + j, keep, _mm512_setzero_ps());
+        _mm512_mask_storeu_ps(dr + j, keep, _mm512_setzero_ps());
         continue;
       }
-      const __m512 p = _mm512_maskz_mov_ps(vis, exp_approx16(_mm512_sub_ps(_mm512_loadu_ps(sp), lv)));
-      const __m512 ds = _mm512_mul_ps(_mm512_mul_ps(p, sc), _mm512_sub_ps(_mm512_loadu_ps(dp), dv));
-      _mm512_storeu_ps(sp, p);
-      _mm512_storeu_ps(dp, _mm512_maskz_mov_ps(vis, ds));
+      const __m512 p =
+          _mm512_maskz_mov_ps(vis, exp_approx16(_mm512_fmsub_ps(_mm512_loadu_ps(sr + j), sc, lv)));
+      const __m512 ds = _mm512_mul_ps(_mm512_mul_ps(p, sc), _mm512_sub_ps(_mm512_loadu_ps(dr + j), dv));
+      _mm512_mask_storeu_ps(sr + j, keep, p);
+      _mm512_mask_storeu_ps(dr + j, keep, _mm512_maskz_mov_ps(vis, ds));
     }
   }
 #else
-  for (int64_t j = 0; j < cols; ++j) {
-    float* sr = St + j * kB;
-    float* dr = dPt + j * kB;
-    const int64_t first = diag ? std::clamp<int64_t>(j + off, 0, kB) : 0;
-    for (int64_t i = 0; i < first; ++i) sr[i] = dr[i] = 0.0f;
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t visible = std::clamp<int64_t>(i - off + 1, 0, cols);
+    float* sr = St + i * kB;
+    float* dr = dPt + i * kB;
+    const float l = lse[i], d = di[i];
 #pragma omp simd
-    for (int64_t i = first; i < kB; ++i) {
-      const float p = exp_approx(sr[i] - lse[i]);
-      sr[i] = p;
-      dr[i] = p * (dr[i] - di[i]) * scale;
+    for (int64_t j = 0; j < visible; ++j) {
+      const float p = exp_approx(sr[j] * scale - l);
+      sr[j] = p;
+      dr[j] = p * (dr[j] - d) * scale;
     }
+    for (int64_t j = visible; j < cols; ++j) sr[j] = dr[j] = 0.0f;
   }
 #endif
 }
@@ -160,12 +170,8 @@ void attention_forward<float>(float* out, float* lse, const float* q, const floa
       for (int64_t h = 0; h < s.n_q; ++h)
         for (int64_t blk = q_blocks - 1; blk >= 0; --blk) {  // longest rows first
           const int64_t g = h / group, t0 = blk * kB, rows = std::min(kB, S - t0);
-          const float* qb = q + (b * S + t0) * ldq + h * D;
-          for (int64_t d = 0; d < D; ++d) {
-            float* dst = qt.data() + d * kB;
-            for (int64_t i = 0; i < rows; ++i) dst[i] = qb[i * ldq + d] * scale;
-            for (int64_t i = rows; i < kB; ++i) dst[i] = 0.0f;
-          }
+          if (rows < kB) std::fill(qt.begin(), qt.end(), 0.0f);  // padding queries
+          attn::transpose(qt.data(), kB, q + (b * S + t0) * ldq + h * D, ldq, rows, D, scale);
           std::fill(m.begin(), m.end(), kMinusBig);
           std::fill(l.begin(), l.end(), 0.0f);
           for (int64_t j0 = 0; j0 < t0 + rows; j0 += kB) {
@@ -190,11 +196,16 @@ void attention_forward<float>(float* out, float* lse, const float* q, const floa
               }
             }
           }
+          for (int64_t i = 0; i < kB; ++i) corr[i] = 1.0f / l[i];
+          for (int64_t d = 0; d < D; ++d) {
+            float* o = ot.data() + d * kB;
+#pragma omp simd
+            for (int64_t i = 0; i < kB; ++i) o[i] *= corr[i];
+          }
+          attn::transpose(out + (b * S + t0) * ldq + h * D, ldq, ot.data(), kB, D, rows);
           for (int64_t i = 0; i < rows; ++i) {
             const int64_t row = (b * S + t0 + i) * ldq + h * D;
-            float* dst = out + row;
-            const float inv = 1.0f / l[i];
-            for (int64_t d = 0; d < D; ++d) dst[d] = ot[d * kB + i] * inv;
+            const float* dst = out + row;
             if (gate_score) {
               const float* gs = gate_score + row;
               float* go = gated_out + row;
@@ -211,83 +222,70 @@ template <>
 void attention_backward<float>(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
                                const float* v, const float* out, const float* lse, const AttentionShape& s,
                                const float* gate_score, float* dgate_score) {
-  const int64_t D = s.head_dim, group = s.n_q / s.n_kv, S = s.seq;
-  const int64_t Sp = (S + kB - 1) / kB * kB, ldq = s.n_q * D, ldk = s.n_kv * D;
+  const int64_t D = s.head_dim, group = s.n_q / s.n_kv, S = s.seq, ldq = s.n_q * D, ldk = s.n_kv * D;
   const float scale = static_cast<float>(s.scale);
 #pragma omp parallel
   {
-    // Per head of the group: Q^T and dO^T [D, Sp] (zero-padded), dO [S, D], D_i and lse [Sp].
-    std::vector<float> qt(group * D * Sp), dot(group * D * Sp), dor(group * S * D), di(group * Sp),
-        ls(group * Sp), st(kB * kB), dpt(kB * kB), dkb(kB * D), dvb(kB * D);
+    // Per head of the group: dO * gate [S, D] (gated only), D_i and lse [S]. Per key block:
+    // K^T, V^T [D, kB]; score tiles [kB, kB]; dK, dV accumulators [kB, D].
+    std::vector<float> dor(gate_score ? group * S * D : 0), di(group * S), ls(group * S), kt(D * kB), vt(D * kB),
+        st(kB * kB), dpt(kB * kB), dkb(kB * D), dvb(kB * D);
 #pragma omp for collapse(2) schedule(dynamic, 1)
     for (int64_t b = 0; b < s.batch; ++b)
       for (int64_t g = 0; g < s.n_kv; ++g) {
         for (int64_t hh = 0; hh < group; ++hh) {
           const int64_t h = g * group + hh;
-          float* qth = qt.data() + hh * D * Sp;
-          float* doth = dot.data() + hh * D * Sp;
-          float* dorh = dor.data() + hh * S * D;
-          float* dih = di.data() + hh * Sp;
-          float* lsh = ls.data() + hh * Sp;
           for (int64_t t = 0; t < S; ++t) {
             const int64_t row = (b * S + t) * ldq + h * D;
             const float* go = dout + row;
             const float* ot = out + row;
-            float* dr = dorh + t * D;
+            const float* dr = go;
             if (gate_score) {
               const float* gs = gate_score + row;
               float* dg = dgate_score + row;
+              float* dd = dor.data() + (hh * S + t) * D;
 #pragma omp simd
               for (int64_t d = 0; d < D; ++d) {
-                dr[d] = go[d] * gs[d];
+                dd[d] = go[d] * gs[d];
                 dg[d] = go[d] * ot[d];
               }
-            } else {
-              std::memcpy(dr, go, sizeof(float) * D);
+              dr = dd;
             }
             float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
             for (int64_t d = 0; d < D; ++d) sum += dr[d] * ot[d];
-            dih[t] = sum;
-            lsh[t] = lse[(b * s.n_q + h) * S + t];
-            const float* qr = q + row;
-            for (int64_t d = 0; d < D; ++d) {
-              qth[d * Sp + t] = qr[d] * scale;
-              doth[d * Sp + t] = dr[d];
-            }
-          }
-          for (int64_t t = S; t < Sp; ++t) {
-            dih[t] = lsh[t] = 0.0f;
-            for (int64_t d = 0; d < D; ++d) qth[d * Sp + t] = doth[d * Sp + t] = 0.0f;
+            di[hh * S + t] = sum;
+            ls[hh * S + t] = lse[(b * s.n_q + h) * S + t];
           }
         }
         for (int64_t j0 = 0; j0 < S; j0 += kB) {
           const int64_t cols = std::min(kB, S - j0);
           const float* kb = k + (b * S + j0) * ldk + g * D;
           const float* vb = v + (b * S + j0) * ldk + g * D;
+          attn::transpose(kt.data(), kB, kb, ldk, cols, D);
+          attn::transpose(vt.data(), kB, vb, ldk, cols, D);
           std::fill(dkb.begin(), dkb.end(), 0.0f);
           std::fill(dvb.begin(), dvb.end(), 0.0f);
           for (int64_t hh = 0; hh < group; ++hh) {
             const int64_t h = g * group + hh;
             for (int64_t t0 = j0; t0 < S; t0 += kB) {
               const int64_t rows = std::min(kB, S - t0), off = j0 - t0;
-              const bool diag = t0 == j0;
               TileTrim s_trim, kv_trim, q_trim;  // causal zeros of the diagonal tile
-              if (diag) {
-                s_trim.n_lo_off = 0;   // S^T row j: queries i >= j
-                kv_trim.k_lo_off = 0;  // dK/dV row j: sum over queries i >= j
-                q_trim.k_hi_off = 0;   // dQ row i: sum over keys j <= i
+              if (t0 == j0) {
+                s_trim.n_hi_off = 0;   // S, dP row i: keys j <= i
+                kv_trim.k_lo_off = 0;  // dK, dV row j: queries i >= j
+                q_trim.k_hi_off = 0;   // dQ row i: keys j <= i
               }
-              const float* qth = qt.data() + hh * D * Sp + t0;
-              const float* doth = dot.data() + hh * D * Sp + t0;
-              tile_gemm(cols, kB, D, kb, ldk, 1, qth, Sp, st.data(), kB, false, nullptr, s_trim);
-              tile_gemm(cols, kB, D, vb, ldk, 1, doth, Sp, dpt.data(), kB, false, nullptr, s_trim);
-              grad_tile(st.data(), dpt.data(), cols, off, ls.data() + hh * Sp + t0, di.data() + hh * Sp + t0, scale);
-              const float* dorh = dor.data() + (hh * S + t0) * D;
               const float* qb = q + (b * S + t0) * ldq + h * D;
-              tile_gemm(cols, D, rows, st.data(), kB, 1, dorh, D, dvb.data(), D, true, nullptr, kv_trim);
-              tile_gemm(cols, D, rows, dpt.data(), kB, 1, qb, ldq, dkb.data(), D, true, nullptr, kv_trim);
-              tile_gemm(rows, D, cols, dpt.data(), 1, kB, kb, ldk, dq + (b * S + t0) * ldq + h * D, ldq, true,
+              const float* dob = gate_score ? dor.data() + (hh * S + t0) * D : dout + (b * S + t0) * ldq + h * D;
+              const int64_t ldo = gate_score ? D : ldq;
+              tile_gemm(rows, cols, D, qb, ldq, 1, kt.data(), kB, st.data(), kB, false, nullptr, s_trim);
+              tile_gemm(rows, cols, D, dob, ldo, 1, vt.data(), kB, dpt.data(), kB, false, nullptr, s_trim);
+              grad_tile(st.data(), dpt.data(), rows, cols, off, ls.data() + hh * S + t0, di.data() + hh * S + t0,
+                        scale);
+              tile_gemm(cols, D, rows, st.data(), 1, kB, dob, ldo, dvb.data(), D, true, nullptr, kv_trim);
+              tile_gemm(cols, D, rows, dpt.data(), 1, kB, qb, ldq, dkb.data(), D, true, nullptr, kv_trim);
+              tile_gemm(rows, D, cols, dpt.data(), kB, 1, kb, ldk, dq + (b * S + t0) * ldq + h * D, ldq, true,
                         nullptr, q_trim);
             }
           }

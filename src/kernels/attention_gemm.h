@@ -17,13 +17,14 @@
 
 namespace gatedlm::kernels::attn {
 
-// Per block of rows [m0, m0 + r): the n range starts at n_lo = m0 + n_lo_off rounded down
-// to a multiple of 16 (columns before it are left unwritten), and the k range is
+// Per block of rows [m0, m0 + r): the n range is [n_lo, n_hi) with n_lo = m0 + n_lo_off
+// rounded down and n_hi = m0 + r + n_hi_off rounded up to a multiple of 16 (columns
+// outside it are left unwritten), and the k range is
 // [m0 + k_lo_off, m0 + r + k_hi_off). kNone leaves that bound alone. Used on the diagonal
 // tiles of causal attention, where these entries are known to be zero.
 constexpr int64_t kNone = INT64_MIN / 4;
 struct TileTrim {
-  int64_t n_lo_off = kNone, k_lo_off = kNone, k_hi_off = kNone;
+  int64_t n_lo_off = kNone, n_hi_off = kNone, k_lo_off = kNone, k_hi_off = kNone;
 };
 
 #if defined(__AVX512F__)
@@ -108,18 +109,21 @@ inline MicroKernel pick_kernel(int r, int nv) {
 inline void tile_gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t ars, int64_t aks, const float* B,
                       int64_t ldb, float* C, int64_t ldc, bool acc, const float* cs = nullptr,
                       const TileTrim& trim = {}) {
-  constexpr int64_t kRows = 6, kCols = 64;
+  constexpr int64_t kRows = 6;
   for (int64_t m0 = 0; m0 < M; m0 += kRows) {
     const int64_t r = std::min(kRows, M - m0);
     const int64_t k_lo = trim.k_lo_off == kNone ? 0 : std::clamp<int64_t>(m0 + trim.k_lo_off, 0, K);
     const int64_t k_hi = trim.k_hi_off == kNone ? K : std::clamp<int64_t>(m0 + r + trim.k_hi_off, k_lo, K);
     const int64_t n_lo =
         trim.n_lo_off == kNone ? 0 : std::clamp<int64_t>((m0 + trim.n_lo_off) / 16 * 16, 0, N);
+    const int64_t n_hi =
+        trim.n_hi_off == kNone ? N : std::clamp<int64_t>((m0 + r + trim.n_hi_off + 15) / 16 * 16, n_lo, N);
     const float* Am = A + m0 * ars;
     float* Cm = C + m0 * ldc;
 #if defined(__AVX512F__)
-    for (int64_t n0 = n_lo; n0 < N; n0 += kCols) {
-      const int64_t width = std::min(kCols, N - n0);
+    constexpr int64_t kCols = 64;
+    for (int64_t n0 = n_lo; n0 < n_hi; n0 += kCols) {
+      const int64_t width = std::min(kCols, n_hi - n0);
       const int nv = static_cast<int>((width + 15) / 16);
       pick_kernel(static_cast<int>(r), nv)(k_lo, k_hi, Am, ars, aks, B + n0, ldb, Cm + n0, ldc, acc,
                                            cs ? cs + n0 : nullptr, tail_mask(width - 16 * (nv - 1)));
@@ -128,20 +132,71 @@ inline void tile_gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t a
     for (int64_t i = 0; i < r; ++i) {
       float* c = Cm + i * ldc;
       if (!acc) {
-        for (int64_t n = n_lo; n < N; ++n) c[n] = 0.0f;
+        for (int64_t n = n_lo; n < n_hi; ++n) c[n] = 0.0f;
       } else if (cs) {
-        for (int64_t n = n_lo; n < N; ++n) c[n] *= cs[n];
+        for (int64_t n = n_lo; n < n_hi; ++n) c[n] *= cs[n];
       }
       const float* a = Am + i * ars;
       for (int64_t k = k_lo; k < k_hi; ++k) {
         const float w = a[k * aks];
         const float* b = B + k * ldb;
 #pragma omp simd
-        for (int64_t n = n_lo; n < N; ++n) c[n] += w * b[n];
+        for (int64_t n = n_lo; n < n_hi; ++n) c[n] += w * b[n];
       }
     }
 #endif
   }
+}
+
+// dst[c * ldd + r] = src[r * lds + c] * scale for r < rows, c < cols (other entries of dst
+// untouched). With AVX-512: 16 x 16 blocks transposed in registers, edges masked.
+inline void transpose(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t rows, int64_t cols,
+                      float scale = 1.0f) {
+#if defined(__AVX512F__)
+  const __m512 sc = _mm512_set1_ps(scale);
+  for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+    const int64_t nr = std::min<int64_t>(16, rows - r0);
+    for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+      const int64_t nc = std::min<int64_t>(16, cols - c0);
+      const __mmask16 cm = tail_mask(nc), rm = tail_mask(nr);
+      __m512 a[16], t[16];
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i)
+        a[i] = i < nr ? _mm512_maskz_loadu_ps(cm, src + (r0 + i) * lds + c0) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]);
+      }
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {  // rows 4i .. 4i + 3: columns 4L + 0..3 of each 128-bit lane L
+        a[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        a[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        a[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        a[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+      }
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h)  // rows 8h .. 8h + 7
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) {
+          t[8 * h + i] = _mm512_shuffle_f32x4(a[8 * h + i], a[8 * h + 4 + i], 0x88);
+          t[8 * h + 4 + i] = _mm512_shuffle_f32x4(a[8 * h + i], a[8 * h + 4 + i], 0xDD);
+        }
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) {  // column i and column i + 8
+        a[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
+        a[i + 8] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
+      }
+      // a[i] now holds column c0 + i of rows r0 .. r0 + 15.
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i)
+        if (i < nc) _mm512_mask_storeu_ps(dst + (c0 + i) * ldd + r0, rm, _mm512_mul_ps(a[i], sc));
+    }
+  }
+#else
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c] * scale;
+#endif
 }
 
 }  // namespace gatedlm::kernels::attn
