@@ -3,8 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "analysis/analyze.h"
@@ -13,21 +11,10 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "io/checkpoint.h"
-#include "io/token_dataset.h"
-#include "io/tokenizer.h"
+#include "io/eval_stream.h"
 #include "model/model.h"
 
 namespace gatedlm::cli {
-
-namespace {
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot open text file");
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-}  // namespace
 
 void register_analyze(CLI::App& app) {
   struct Options {
@@ -64,43 +51,24 @@ void register_analyze(CLI::App& app) {
   sub->add_flag("--quiet", opt->quiet, "no progress on stderr");
   sub->add_option("--out", opt->out, "JSON file to write (atomically)")->required();
   sub->callback([opt] {
-    if (opt->data.empty() && opt->text.empty()) fail("analyze: give --data DIR or --text FILE --tokenizer T");
+    const io::EvalSource src{"analyze", opt->data, opt->split, opt->text, opt->tokenizer};
+    io::check_eval_source(src);
     io::Checkpoint ck = io::load_checkpoint(opt->checkpoint);
     const model::ModelConfig& c = ck.config;
     model::Model<float> m(c);
     m.load_params(ck.params);
-
-    std::vector<int32_t> stream;
-    int32_t bos = -1;
-    int64_t vocab = 0;
-    nlohmann::json source;
-    if (!opt->data.empty()) {
-      const io::TokenDataset ds = io::TokenDataset::open(opt->data);
-      stream = ds.load_split(opt->split);
-      bos = ds.manifest().bos_id;
-      vocab = ds.manifest().vocab_size;
-      source = {{"kind", "data"}, {"dir", opt->data}, {"split", opt->split}, {"tokenizer", ds.manifest().tokenizer}};
-    } else {
-      const auto tokenizer = io::Tokenizer::load(opt->tokenizer);
-      stream = tokenizer->encode(read_text_file(opt->text));
-      bos = tokenizer->bos_id();
-      vocab = tokenizer->vocab_size();
-      source = {{"kind", "text"}, {"file", opt->text}, {"tokenizer", tokenizer->name()}};
-    }
-    if (vocab > c.vocab_size)
-      fail("the tokenizer's vocabulary (", vocab, ") is larger than the model's vocab_size (", c.vocab_size, ")");
-    source["stream_tokens"] = stream.size();
+    const io::EvalStream es = io::load_eval_stream(src, c.vocab_size);
 
     const int64_t len = opt->seq_len > 0 ? opt->seq_len : std::min<int64_t>(256, c.max_seq_len);
     if (len > c.max_seq_len) fail("--seq-len ", len, " exceeds the model's max_seq_len ", c.max_seq_len);
-    const analysis::SequenceSet seqs = analysis::sample_windows(stream, bos, opt->sequences, len, opt->seed);
+    const analysis::SequenceSet seqs = analysis::sample_windows(es.tokens, es.bos, opt->sequences, len, opt->seed);
 
     analysis::AnalyzeOptions ao;
     ao.map_layers = analysis::parse_layer_list(opt->map_layers, c.n_layers);
     ao.map_size = opt->map_size;
     ao.include_token_ids = !opt->no_token_ids;
     ao.checkpoint = opt->checkpoint;
-    ao.source = source;
+    ao.source = es.record;
     ao.seed = opt->seed;
     const bool quiet = opt->quiet;
     if (!quiet)

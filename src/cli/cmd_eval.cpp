@@ -1,16 +1,12 @@
 // gatedlm eval: loss, perplexity and bits per byte of a checkpoint on held-out text.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli/commands.h"
-#include "core/error.h"
 #include "eval/evaluate.h"
 #include "io/checkpoint.h"
-#include "io/token_dataset.h"
-#include "io/tokenizer.h"
+#include "io/eval_stream.h"
 
 namespace gatedlm::cli {
 
@@ -36,38 +32,15 @@ void register_eval(CLI::App& app) {
   sub->add_flag("--json", opt->json, "print JSON {loss, ppl, bpb, tokens}");
   data->excludes(text);
   sub->callback([opt] {
-    if (opt->data.empty() == opt->text.empty()) fail("eval: give --data DIR or --text FILE --tokenizer T");
+    const io::EvalSource src{"eval", opt->data, opt->split, opt->text, opt->tokenizer};
+    io::check_eval_source(src);
     io::Checkpoint ck = io::load_checkpoint(opt->checkpoint);
     model::Model<float> m(ck.config);
     m.load_params(ck.params);
-    std::vector<int32_t> stream;
-    int32_t bos = 0;
-    double bytes_per_token = 1.0;
-    if (!opt->data.empty()) {
-      const io::TokenDataset ds = io::TokenDataset::open(opt->data);
-      if (ds.manifest().vocab_size > ck.config.vocab_size)
-        fail(opt->data, ": its tokenizer has ", ds.manifest().vocab_size, " ids, the model only ",
-             ck.config.vocab_size);
-      stream = ds.load_split(opt->split);
-      const io::SplitInfo& info = opt->split == "train" ? ds.manifest().train : ds.manifest().val;
-      bos = ds.manifest().bos_id;
-      bytes_per_token = static_cast<double>(info.bytes) / static_cast<double>(std::max<int64_t>(info.tokens, 1));
-    } else {
-      if (opt->tokenizer.empty()) fail("eval: --text needs --tokenizer FILE|byte");
-      auto tok = io::Tokenizer::load(opt->tokenizer);
-      if (tok->vocab_size() > ck.config.vocab_size)
-        fail(opt->tokenizer, ": ", tok->vocab_size(), " ids, more than the model's vocab_size ",
-             ck.config.vocab_size);
-      std::ifstream in(opt->text, std::ios::binary);
-      std::stringstream buf;
-      buf << in.rdbuf();
-      const std::string text = buf.str();
-      stream = tok->encode(text);
-      bos = tok->bos_id();
-      bytes_per_token = static_cast<double>(text.size()) / static_cast<double>(std::max<size_t>(stream.size(), 1));
-    }
+    const io::EvalStream es = io::load_eval_stream(src, ck.config.vocab_size);
     const int64_t seq = opt->seq_len > 0 ? opt->seq_len : ck.config.max_seq_len;
-    const eval::EvalResult r = eval::evaluate(m, stream, bos, seq, opt->max_tokens, opt->batch_size, bytes_per_token);
+    const eval::EvalResult r =
+        eval::evaluate(m, es.tokens, es.bos, seq, opt->max_tokens, opt->batch_size, es.bytes_per_token);
     if (opt->json) {
       std::printf("%s\n",
                   nlohmann::json{{"loss", r.loss}, {"ppl", r.ppl}, {"bpb", r.bpb}, {"tokens", r.tokens}}.dump().c_str());

@@ -2,28 +2,19 @@
 // checkpoint's RoPE or overridden (docs/longctx.md).
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 #include "cli/commands.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "eval/longctx.h"
 #include "io/checkpoint.h"
-#include "io/token_dataset.h"
-#include "io/tokenizer.h"
+#include "io/eval_stream.h"
 
 namespace gatedlm::cli {
 namespace {
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot read");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
 
 std::string fmt(const nlohmann::json& v, const char* spec) {
   if (!v.is_number()) return "-";
@@ -109,7 +100,8 @@ void register_longctx(CLI::App& app) {
   sub->add_option("--out", opt->out, "the JSON file to write")->required();
   data->excludes(text);
   sub->callback([opt] {
-    if (opt->data.empty() == opt->text.empty()) fail("longctx: give --data DIR or --text FILE --tokenizer T");
+    const io::EvalSource src{"longctx", opt->data, opt->split, opt->text, opt->tokenizer};
+    io::check_eval_source(src);
     eval::LongctxOptions o;
     o.lengths = eval::parse_lengths(opt->lengths, "--lengths");
     if (!opt->rope_scaling.empty())
@@ -169,28 +161,17 @@ void register_longctx(CLI::App& app) {
     eval::LongctxInput in;
     in.config = ck.config;
     in.params = &ck.params;
-    std::unique_ptr<io::Tokenizer> tok;
-    std::string source;
-    if (!opt->data.empty()) {
-      const io::TokenDataset ds = io::TokenDataset::open(opt->data);
-      tok = ds.tokenizer();
-      in.heldout = ds.load_split(opt->split);
-      source = opt->data;
-    } else {
-      if (opt->tokenizer.empty()) fail("longctx: --text needs --tokenizer FILE|byte");
-      tok = io::Tokenizer::load(opt->tokenizer);
-      in.heldout = tok->encode(read_all(opt->text));
-      source = opt->text;
-    }
-    in.tokenizer = tok.get();
-    in.bos = tok->bos_id();
-    in.eos = tok->eos_id();
+    io::EvalStream es = io::load_eval_stream(src, ck.config.vocab_size);
+    in.heldout = std::move(es.tokens);
+    in.tokenizer = es.tokenizer.get();
+    in.bos = es.bos;
+    in.eos = es.tokenizer->eos_id();
     nlohmann::json doc = eval::run_longctx(in, o, [](const std::string& line) {
       std::fprintf(stderr, "longctx: %s\n", line.c_str());
     });
     doc["checkpoint"] = io::resolve_checkpoint_dir(opt->checkpoint);
-    doc["data"] = source;
-    doc["tokenizer"] = tok->name();
+    doc["data"] = es.origin;
+    doc["tokenizer"] = es.tokenizer->name();
     doc["model"] = model::config_to_json(ck.config);
     doc["rope_override"] = {
         {"rope_scaling", o.rope.type ? nlohmann::json(model::to_string(*o.rope.type)) : nlohmann::json(nullptr)},
