@@ -30,6 +30,8 @@
 #include <cstring>
 #include <vector>
 
+#include <omp.h>
+
 #include "kernels/attention.h"
 #include "kernels/attention_gemm.h"
 #include "kernels/fast_math.h"
@@ -218,90 +220,154 @@ void attention_forward<float>(float* out, float* lse, const float* q, const floa
   }
 }
 
+namespace {
+
+struct BackwardArgs {
+  float *dq, *dk, *dv;
+  const float *dout, *q, *k, *v, *out, *lse, *gate_score;
+  float* dgate_score;
+  int64_t batch, S, n_q, D, group, ldq, ldk;
+  float scale;
+};
+
+// Pre-pass for (batch b, kv head g): per head hh of the group, D_i -> di [hh * S + t], lse
+// -> ls [hh * S + t], and when gated dO * gate -> dor [(hh * S + t) * D] and
+// dgate_score = dout * out.
+void backward_prepass(const BackwardArgs& a, int64_t b, int64_t g, float* di, float* ls, float* dor) {
+  const int64_t D = a.D, S = a.S;
+  for (int64_t hh = 0; hh < a.group; ++hh) {
+    const int64_t h = g * a.group + hh;
+    for (int64_t t = 0; t < S; ++t) {
+      const int64_t row = (b * S + t) * a.ldq + h * D;
+      const float* go = a.dout + row;
+      const float* ot = a.out + row;
+      const float* dr = go;
+      if (a.gate_score) {
+        const float* gs = a.gate_score + row;
+        float* dg = a.dgate_score + row;
+        float* dd = dor + (hh * S + t) * D;
+#pragma omp simd
+        for (int64_t d = 0; d < D; ++d) {
+          dd[d] = go[d] * gs[d];
+          dg[d] = go[d] * ot[d];
+        }
+        dr = dd;
+      }
+      float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t d = 0; d < D; ++d) sum += dr[d] * ot[d];
+      di[hh * S + t] = sum;
+      ls[hh * S + t] = a.lse[(b * a.n_q + h) * S + t];
+    }
+  }
+}
+
+// Per-thread scratch: K^T, V^T [D, kB]; score tiles [kB, kB]; dK, dV accumulators [kB, D].
+struct BackwardScratch {
+  std::vector<float> kt, vt, st, dpt, dkb, dvb;
+  explicit BackwardScratch(int64_t D)
+      : kt(D * kB), vt(D * kB), st(kB * kB), dpt(kB * kB), dkb(kB * D), dvb(kB * D) {}
+};
+
+// Key block j0 of (b, g) against every query block at or below the diagonal, for every
+// head of the group: dK, dV of the block are added to the global arrays, dQ to dq_base
+// (laid out like dq).
+void backward_key_block(const BackwardArgs& a, int64_t b, int64_t g, int64_t j0, const float* di, const float* ls,
+                        const float* dor, float* dq_base, BackwardScratch& w) {
+  const int64_t D = a.D, S = a.S, ldq = a.ldq, ldk = a.ldk, cols = std::min(kB, S - j0);
+  const float* kb = a.k + (b * S + j0) * ldk + g * D;
+  const float* vb = a.v + (b * S + j0) * ldk + g * D;
+  attn::transpose(w.kt.data(), kB, kb, ldk, cols, D);
+  attn::transpose(w.vt.data(), kB, vb, ldk, cols, D);
+  std::fill(w.dkb.begin(), w.dkb.end(), 0.0f);
+  std::fill(w.dvb.begin(), w.dvb.end(), 0.0f);
+  for (int64_t hh = 0; hh < a.group; ++hh) {
+    const int64_t h = g * a.group + hh;
+    for (int64_t t0 = j0; t0 < S; t0 += kB) {
+      const int64_t rows = std::min(kB, S - t0), off = j0 - t0;
+      TileTrim s_trim, kv_trim, q_trim;  // causal zeros of the diagonal tile
+      if (t0 == j0) {
+        s_trim.n_hi_off = 0;   // S, dP row i: keys j <= i
+        kv_trim.k_lo_off = 0;  // dK, dV row j: queries i >= j
+        q_trim.k_hi_off = 0;   // dQ row i: keys j <= i
+      }
+      const float* qb = a.q + (b * S + t0) * ldq + h * D;
+      const float* dob = a.gate_score ? dor + (hh * S + t0) * D : a.dout + (b * S + t0) * ldq + h * D;
+      const int64_t ldo = a.gate_score ? D : ldq;
+      tile_gemm(rows, cols, D, qb, ldq, 1, w.kt.data(), kB, w.st.data(), kB, false, nullptr, s_trim);
+      tile_gemm(rows, cols, D, dob, ldo, 1, w.vt.data(), kB, w.dpt.data(), kB, false, nullptr, s_trim);
+      grad_tile(w.st.data(), w.dpt.data(), rows, cols, off, ls + hh * S + t0, di + hh * S + t0, a.scale);
+      tile_gemm(cols, D, rows, w.st.data(), 1, kB, dob, ldo, w.dvb.data(), D, true, nullptr, kv_trim);
+      tile_gemm(cols, D, rows, w.dpt.data(), 1, kB, qb, ldq, w.dkb.data(), D, true, nullptr, kv_trim);
+      tile_gemm(rows, D, cols, w.dpt.data(), kB, 1, kb, ldk, dq_base + (b * S + t0) * ldq + h * D, ldq, true,
+                nullptr, q_trim);
+    }
+  }
+  for (int64_t j = 0; j < cols; ++j) {
+    float* dkr = a.dk + (b * S + j0 + j) * ldk + g * D;
+    float* dvr = a.dv + (b * S + j0 + j) * ldk + g * D;
+    const float* sk = w.dkb.data() + j * D;
+    const float* sv = w.dvb.data() + j * D;
+#pragma omp simd
+    for (int64_t d = 0; d < D; ++d) {
+      dkr[d] += sk[d];
+      dvr[d] += sv[d];
+    }
+  }
+}
+
+}  // namespace
+
+// Scheduling. Normally one task per (batch, kv head), all of the same cost: the task owns
+// dQ of its query heads, so dQ goes straight into dq. When there are too few of them to
+// share evenly among the threads (batch * n_kv not a multiple of the thread count and
+// below 4 per thread), the tasks are (batch, kv head, key block) instead, longest first;
+// each thread then accumulates dQ in a private zeroed copy of dq, summed into dq at the end.
 template <>
 void attention_backward<float>(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
                                const float* v, const float* out, const float* lse, const AttentionShape& s,
                                const float* gate_score, float* dgate_score) {
-  const int64_t D = s.head_dim, group = s.n_q / s.n_kv, S = s.seq, ldq = s.n_q * D, ldk = s.n_kv * D;
-  const float scale = static_cast<float>(s.scale);
+  const int64_t D = s.head_dim, group = s.n_q / s.n_kv, S = s.seq;
+  const BackwardArgs a{dq, dk, dv, dout, q, k, v, out, lse, gate_score, dgate_score,
+                       s.batch, S, s.n_q, D, group, s.n_q * D, s.n_kv * D, static_cast<float>(s.scale)};
+  const int64_t tasks = s.batch * s.n_kv, threads = omp_get_max_threads();
+  const int64_t per_head = group * S, dor_size = gate_score ? group * S * D : 0;
+  if (threads == 1 || tasks % threads == 0 || tasks >= 4 * threads) {
+#pragma omp parallel
+    {
+      std::vector<float> dor(dor_size), di(per_head), ls(per_head);
+      BackwardScratch w(D);
+#pragma omp for collapse(2) schedule(dynamic, 1)
+      for (int64_t b = 0; b < s.batch; ++b)
+        for (int64_t g = 0; g < s.n_kv; ++g) {
+          backward_prepass(a, b, g, di.data(), ls.data(), dor.data());
+          for (int64_t j0 = 0; j0 < S; j0 += kB) backward_key_block(a, b, g, j0, di.data(), ls.data(), dor.data(), dq, w);
+        }
+    }
+    return;
+  }
+  const int64_t n = s.batch * S * s.n_q * D, k_blocks = (S + kB - 1) / kB;
+  std::vector<float> dor(tasks * dor_size), di(tasks * per_head), ls(tasks * per_head), dq_private(threads * n);
 #pragma omp parallel
   {
-    // Per head of the group: dO * gate [S, D] (gated only), D_i and lse [S]. Per key block:
-    // K^T, V^T [D, kB]; score tiles [kB, kB]; dK, dV accumulators [kB, D].
-    std::vector<float> dor(gate_score ? group * S * D : 0), di(group * S), ls(group * S), kt(D * kB), vt(D * kB),
-        st(kB * kB), dpt(kB * kB), dkb(kB * D), dvb(kB * D);
-#pragma omp for collapse(2) schedule(dynamic, 1)
-    for (int64_t b = 0; b < s.batch; ++b)
-      for (int64_t g = 0; g < s.n_kv; ++g) {
-        for (int64_t hh = 0; hh < group; ++hh) {
-          const int64_t h = g * group + hh;
-          for (int64_t t = 0; t < S; ++t) {
-            const int64_t row = (b * S + t) * ldq + h * D;
-            const float* go = dout + row;
-            const float* ot = out + row;
-            const float* dr = go;
-            if (gate_score) {
-              const float* gs = gate_score + row;
-              float* dg = dgate_score + row;
-              float* dd = dor.data() + (hh * S + t) * D;
-#pragma omp simd
-              for (int64_t d = 0; d < D; ++d) {
-                dd[d] = go[d] * gs[d];
-                dg[d] = go[d] * ot[d];
-              }
-              dr = dd;
-            }
-            float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-            for (int64_t d = 0; d < D; ++d) sum += dr[d] * ot[d];
-            di[hh * S + t] = sum;
-            ls[hh * S + t] = lse[(b * s.n_q + h) * S + t];
-          }
-        }
-        for (int64_t j0 = 0; j0 < S; j0 += kB) {
-          const int64_t cols = std::min(kB, S - j0);
-          const float* kb = k + (b * S + j0) * ldk + g * D;
-          const float* vb = v + (b * S + j0) * ldk + g * D;
-          attn::transpose(kt.data(), kB, kb, ldk, cols, D);
-          attn::transpose(vt.data(), kB, vb, ldk, cols, D);
-          std::fill(dkb.begin(), dkb.end(), 0.0f);
-          std::fill(dvb.begin(), dvb.end(), 0.0f);
-          for (int64_t hh = 0; hh < group; ++hh) {
-            const int64_t h = g * group + hh;
-            for (int64_t t0 = j0; t0 < S; t0 += kB) {
-              const int64_t rows = std::min(kB, S - t0), off = j0 - t0;
-              TileTrim s_trim, kv_trim, q_trim;  // causal zeros of the diagonal tile
-              if (t0 == j0) {
-                s_trim.n_hi_off = 0;   // S, dP row i: keys j <= i
-                kv_trim.k_lo_off = 0;  // dK, dV row j: queries i >= j
-                q_trim.k_hi_off = 0;   // dQ row i: keys j <= i
-              }
-              const float* qb = q + (b * S + t0) * ldq + h * D;
-              const float* dob = gate_score ? dor.data() + (hh * S + t0) * D : dout + (b * S + t0) * ldq + h * D;
-              const int64_t ldo = gate_score ? D : ldq;
-              tile_gemm(rows, cols, D, qb, ldq, 1, kt.data(), kB, st.data(), kB, false, nullptr, s_trim);
-              tile_gemm(rows, cols, D, dob, ldo, 1, vt.data(), kB, dpt.data(), kB, false, nullptr, s_trim);
-              grad_tile(st.data(), dpt.data(), rows, cols, off, ls.data() + hh * S + t0, di.data() + hh * S + t0,
-                        scale);
-              tile_gemm(cols, D, rows, st.data(), 1, kB, dob, ldo, dvb.data(), D, true, nullptr, kv_trim);
-              tile_gemm(cols, D, rows, dpt.data(), 1, kB, qb, ldq, dkb.data(), D, true, nullptr, kv_trim);
-              tile_gemm(rows, D, cols, dpt.data(), kB, 1, kb, ldk, dq + (b * S + t0) * ldq + h * D, ldq, true,
-                        nullptr, q_trim);
-            }
-          }
-          for (int64_t j = 0; j < cols; ++j) {
-            float* dkr = dk + (b * S + j0 + j) * ldk + g * D;
-            float* dvr = dv + (b * S + j0 + j) * ldk + g * D;
-            const float* sk = dkb.data() + j * D;
-            const float* sv = dvb.data() + j * D;
-#pragma omp simd
-            for (int64_t d = 0; d < D; ++d) {
-              dkr[d] += sk[d];
-              dvr[d] += sv[d];
-            }
-          }
-        }
-      }
+    float* my_dq = dq_private.data() + omp_get_thread_num() * n;  // zeroed by the vector
+    BackwardScratch w(D);
+#pragma omp for schedule(static)
+    for (int64_t task = 0; task < tasks; ++task)
+      backward_prepass(a, task / s.n_kv, task % s.n_kv, di.data() + task * per_head, ls.data() + task * per_head,
+                       dor.data() + task * dor_size);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < tasks * k_blocks; ++i) {  // key block major, first blocks (most query blocks) first
+      const int64_t blk = i / tasks, task = i % tasks;
+      backward_key_block(a, task / s.n_kv, task % s.n_kv, blk * kB, di.data() + task * per_head,
+                         ls.data() + task * per_head, dor.data() + task * dor_size, my_dq, w);
+    }
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      float sum = dq[i];
+      for (int64_t t = 0; t < threads; ++t) sum += dq_private[t * n + i];
+      dq[i] = sum;
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 // tiles, seq 1, head_dim not a multiple of 16, GQA), and the gate epilogue of both the
 // float and the double kernels.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <string>
@@ -98,6 +99,21 @@ TEST(AttentionFastTest, MatchesTheReferenceKernels) {
 TEST(AttentionFastTest, GateEpilogueMatchesTheReferenceAndAnExplicitMultiply) {
   uint64_t seed = 500;
   for (const Case& c : kCases) check_case(c, true, seed += 10);
+}
+
+// Few (batch, kv head) pairs for the threads: the backward splits the work by key block
+// and reduces per-thread dQ copies. Forced with explicit thread counts.
+TEST(AttentionFastTest, KeyBlockSplitBackwardMatchesTheReference) {
+  const int keep = omp_get_max_threads();
+  uint64_t seed = 900;
+  for (int threads : {2, 3}) {
+    omp_set_num_threads(threads);
+    for (const Case& c : {Case{1, 300, 4, 1, 64}, Case{3, 130, 2, 1, 32}, Case{1, 129, 6, 3, 16}, Case{1, 5, 2, 1, 8}}) {
+      check_case(c, false, seed += 10);
+      check_case(c, true, seed += 10);
+    }
+  }
+  omp_set_num_threads(keep);
 }
 
 // The gated backward is the ungated backward with dout * gate_score as the incoming
