@@ -322,7 +322,8 @@ void backward_key_block(const BackwardArgs& a, int64_t b, int64_t g, int64_t j0,
 // dQ of its query heads, so dQ goes straight into dq. When there are too few of them to
 // share evenly among the threads (batch * n_kv not a multiple of the thread count and
 // below 4 per thread), the tasks are (batch, kv head, key block) instead, longest first;
-// each thread then accumulates dQ in a private zeroed copy of dq, summed into dq at the end.
+// each thread then accumulates dQ in a private zeroed copy of dq, summed into dq at the end
+// (unless those copies would take more than 256 MiB).
 template <>
 void attention_backward<float>(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
                                const float* v, const float* out, const float* lse, const AttentionShape& s,
@@ -332,7 +333,10 @@ void attention_backward<float>(float* dq, float* dk, float* dv, const float* dou
                        s.batch, S, s.n_q, D, group, s.n_q * D, s.n_kv * D, static_cast<float>(s.scale)};
   const int64_t tasks = s.batch * s.n_kv, threads = omp_get_max_threads();
   const int64_t per_head = group * S, dor_size = gate_score ? group * S * D : 0;
-  if (threads == 1 || tasks % threads == 0 || tasks >= 4 * threads) {
+  const int64_t n = s.batch * S * s.n_q * D;
+  const bool split = threads > 1 && tasks % threads != 0 && tasks < 4 * threads &&
+                     threads * n <= (int64_t{64} << 20);  // per-thread dQ copies up to 256 MiB in all
+  if (!split) {
 #pragma omp parallel
     {
       std::vector<float> dor(dor_size), di(per_head), ls(per_head);
@@ -346,7 +350,7 @@ void attention_backward<float>(float* dq, float* dk, float* dv, const float* dou
     }
     return;
   }
-  const int64_t n = s.batch * S * s.n_q * D, k_blocks = (S + kB - 1) / kB;
+  const int64_t k_blocks = (S + kB - 1) / kB;
   std::vector<float> dor(tasks * dor_size), di(tasks * per_head), ls(tasks * per_head), dq_private(threads * n);
 #pragma omp parallel
   {
