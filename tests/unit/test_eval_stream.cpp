@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "io/eval_stream.h"
 #include "io/token_dataset.h"
+#include "test_files.h"
 
 namespace gatedlm::io {
 namespace {
@@ -21,17 +22,10 @@ namespace fs = std::filesystem;
 
 constexpr int64_t kByteVocab = 258;  // 256 bytes, BOS, EOS
 
-void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
-
 // Runs f, which must throw a gatedlm::Error whose message holds every one of `parts`.
 template <typename F>
 void expect_error(F&& f, const std::vector<std::string>& parts) {
-  std::string message = "(no gatedlm::Error thrown)";
-  try {
-    f();
-  } catch (const Error& e) {
-    message = e.what();
-  }
+  const std::string message = testing::error_of(f);
   for (const std::string& part : parts)
     EXPECT_NE(message.find(part), std::string::npos) << "\"" << part << "\" not in: " << message;
 }
@@ -50,17 +44,10 @@ std::string sample_text(int lines) {
 // Each test works in a directory of its own under the system's temporary directory.
 class EvalStreamTest : public ::testing::Test {
  protected:
-  EvalStreamTest()
-      : dir_(fs::temp_directory_path() / ("gatedlm_es_" + std::to_string(::getpid()) + "_" +
-                                          ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  ~EvalStreamTest() override { fs::remove_all(dir_); }
 
   // A byte-tokenised dataset of sample_text, a fifth of it held out; returns its directory.
   std::string prepare() {
-    write(dir_ / "input.txt", sample_text(200));
+    testing::write_file(dir_ / "input.txt", sample_text(200));
     PrepareOptions o;
     o.tokenizer = "byte";
     o.inputs = {(dir_ / "input.txt").string()};
@@ -70,11 +57,12 @@ class EvalStreamTest : public ::testing::Test {
     return o.out;
   }
   std::string file(const std::string& name, const std::string& text) const {
-    write(dir_ / name, text);
+    testing::write_file(dir_ / name, text);
     return (dir_ / name).string();
   }
 
-  const fs::path dir_;
+  testing::TempDir tmp_{"es"};
+  const fs::path& dir_ = tmp_.path();
 };
 
 TEST_F(EvalStreamTest, DatasetSplitBosAndBytesPerToken) {

@@ -13,9 +13,15 @@
 #include "core/error.h"
 #include "core/sha256.h"
 #include "io/token_dataset.h"
+#include "test_files.h"
 
 namespace gatedlm::io {
 namespace {
+
+using testing::contains;
+using testing::error_of;
+using testing::read_file;
+using testing::write_file;
 
 TokenizerTrainOptions with_threads(TokenizerTrainOptions o, int threads) {
   o.threads = threads;
@@ -27,25 +33,7 @@ PrepareOptions forced(PrepareOptions o) {
 }
 namespace fs = std::filesystem;
 
-void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no gatedlm::Error thrown";
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 std::string sample_text(int lines, const std::string& tag) {
   std::string text;
@@ -55,18 +43,10 @@ std::string sample_text(int lines, const std::string& tag) {
 
 class TokenDatasetTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gatedlm_ds_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
-            std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
 
   // A byte-tokenised dataset of one file; returns its directory.
   std::string prepare_one(const std::string& text, double val_fraction = 0.1, const std::string& name = "ds") {
-    write(dir_ / "input.txt", text);
+    write_file(dir_ / "input.txt", text);
     PrepareOptions o;
     o.tokenizer = "byte";
     o.inputs = {(dir_ / "input.txt").string()};
@@ -76,14 +56,15 @@ class TokenDatasetTest : public ::testing::Test {
     return o.out;
   }
 
-  fs::path dir_;
+  testing::TempDir tmp_{"ds"};
+  const fs::path& dir_ = tmp_.path();
 };
 
 TEST_F(TokenDatasetTest, ByteDatasetLayoutManifestAndSplit) {
   const std::string text = sample_text(200, "doc");
   const std::string ds_dir = prepare_one(text);
 
-  const nlohmann::json m = nlohmann::json::parse(slurp(fs::path(ds_dir) / "manifest.json"));
+  const nlohmann::json m = nlohmann::json::parse(read_file(fs::path(ds_dir) / "manifest.json"));
   for (const char* key :
        {"format_version", "tokenizer", "vocab_size", "bos_id", "eos_id", "sources", "val_fraction", "splits"}) {
     EXPECT_TRUE(m.contains(key)) << key;
@@ -121,7 +102,7 @@ TEST_F(TokenDatasetTest, ByteDatasetLayoutManifestAndSplit) {
 
   // uint16 ids: the file is the 24-byte header plus 2 bytes per token.
   EXPECT_EQ(fs::file_size(fs::path(ds_dir) / "train.bin"), 24 + 2 * static_cast<uint64_t>(man.train.tokens));
-  const std::string shard = slurp(fs::path(ds_dir) / "train.bin");
+  const std::string shard = read_file(fs::path(ds_dir) / "train.bin");
   EXPECT_EQ(shard.substr(0, 8), "GATEDTOK");
   EXPECT_EQ(shard[8], 1);   // version
   EXPECT_EQ(shard[12], 2);  // dtype
@@ -132,19 +113,19 @@ TEST_F(TokenDatasetTest, Deterministic) {
   const std::string text = sample_text(300, "det");
   const std::string a = prepare_one(text, 0.2, "a"), b = prepare_one(text, 0.2, "b");
   for (const char* name : {"train.bin", "val.bin", "manifest.json"}) {
-    EXPECT_EQ(slurp(fs::path(a) / name), slurp(fs::path(b) / name)) << name;
+    EXPECT_EQ(read_file(fs::path(a) / name), read_file(fs::path(b) / name)) << name;
   }
 }
 
 TEST_F(TokenDatasetTest, DirectoriesGiveEachFilesTailToValidation) {
   fs::create_directories(dir_ / "corpus" / "sub");
   fs::create_directories(dir_ / "corpus" / "ds");  // the output inside the input: not read
-  write(dir_ / "corpus" / "ds" / "notes.txt", "not input");
+  write_file(dir_ / "corpus" / "ds" / "notes.txt", "not input");
   const std::string t1 = sample_text(50, "first"), t2 = sample_text(80, "second"), t3 = sample_text(30, "third");
-  write(dir_ / "corpus" / "b.txt", t2);
-  write(dir_ / "corpus" / "a.txt", t1);
-  write(dir_ / "corpus" / "sub" / "c.txt", t3);
-  write(dir_ / "corpus" / "empty.txt", "");
+  write_file(dir_ / "corpus" / "b.txt", t2);
+  write_file(dir_ / "corpus" / "a.txt", t1);
+  write_file(dir_ / "corpus" / "sub" / "c.txt", t3);
+  write_file(dir_ / "corpus" / "empty.txt", "");
   PrepareOptions o;
   o.tokenizer = "byte";
   o.inputs = {(dir_ / "corpus").string()};
@@ -155,7 +136,7 @@ TEST_F(TokenDatasetTest, DirectoriesGiveEachFilesTailToValidation) {
   EXPECT_EQ(ds.manifest().train.documents, 3);
   EXPECT_EQ(ds.manifest().val.documents, 3);
   EXPECT_EQ(ds.manifest().train.bytes + ds.manifest().val.bytes, static_cast<int64_t>(t1.size() + t2.size() + t3.size()));
-  const nlohmann::json m = nlohmann::json::parse(slurp(fs::path(o.out) / "manifest.json"));
+  const nlohmann::json m = nlohmann::json::parse(read_file(fs::path(o.out) / "manifest.json"));
   ASSERT_EQ(m["sources"].size(), 4u);  // sorted: a, b, empty, sub/c
   EXPECT_EQ(m["sources"][0]["path"], (dir_ / "corpus" / "a.txt").string());
   EXPECT_EQ(m["sources"][3]["path"], (dir_ / "corpus" / "sub" / "c.txt").string());
@@ -185,7 +166,7 @@ TEST_F(TokenDatasetTest, DirectoriesGiveEachFilesTailToValidation) {
 TEST_F(TokenDatasetTest, SentencePieceDatasetCopiesTheModel) {
   std::string corpus;
   for (int i = 0; i < 40; ++i) corpus += sample_text(10, "sp" + std::to_string(i % 4));
-  write(dir_ / "corpus.txt", corpus);
+  write_file(dir_ / "corpus.txt", corpus);
   TokenizerTrainOptions t;
   t.inputs = {(dir_ / "corpus.txt").string()};
   t.vocab_size = 320;
@@ -201,13 +182,13 @@ TEST_F(TokenDatasetTest, SentencePieceDatasetCopiesTheModel) {
   EXPECT_EQ(ds.manifest().vocab_size, 320);
   EXPECT_EQ(ds.manifest().bos_id, 1);
   EXPECT_EQ(ds.manifest().eos_id, 2);
-  EXPECT_EQ(slurp(fs::path(o.out) / "tokenizer.model"), slurp(t.out));
+  EXPECT_EQ(read_file(fs::path(o.out) / "tokenizer.model"), read_file(t.out));
   const auto tok = ds.tokenizer();
   EXPECT_EQ(tok->decode(ds.load_split("train")) + tok->decode(ds.load_split("val")), corpus);
   EXPECT_LT(ds.manifest().train.tokens, ds.manifest().train.bytes / 2);  // BPE compresses
 
   // Invalid UTF-8 would not survive SentencePiece: refused, naming the file and offset.
-  write(dir_ / "latin1.txt", "caf\xe9\n");
+  write_file(dir_ / "latin1.txt", "caf\xe9\n");
   o.inputs = {(dir_ / "latin1.txt").string()};
   o.out = (dir_ / "ds2").string();
   const std::string message = error_of([&] { prepare_dataset(o); });
@@ -224,7 +205,7 @@ TEST_F(TokenDatasetTest, ZeroValFraction) {
 }
 
 TEST_F(TokenDatasetTest, PrepareErrors) {
-  write(dir_ / "input.txt", sample_text(20, "x"));
+  write_file(dir_ / "input.txt", sample_text(20, "x"));
   PrepareOptions o;
   o.tokenizer = "byte";
   o.inputs = {(dir_ / "input.txt").string()};
@@ -233,7 +214,7 @@ TEST_F(TokenDatasetTest, PrepareErrors) {
   PrepareOptions bad = o;
   bad.inputs = {(dir_ / "missing.txt").string()};
   EXPECT_TRUE(contains(error_of([&] { prepare_dataset(bad); }), "missing.txt"));
-  write(dir_ / "empty.txt", "");
+  write_file(dir_ / "empty.txt", "");
   bad.inputs = {(dir_ / "empty.txt").string()};
   EXPECT_TRUE(contains(error_of([&] { prepare_dataset(bad); }), "empty"));
   bad = o;
@@ -251,16 +232,16 @@ TEST_F(TokenDatasetTest, PrepareErrors) {
 
   // An existing dataset is kept unless forced.
   prepare_dataset(o);
-  const std::string before = slurp(fs::path(o.out) / "manifest.json");
+  const std::string before = read_file(fs::path(o.out) / "manifest.json");
   EXPECT_TRUE(contains(error_of([&] { prepare_dataset(o); }), "--force"));
   bad = o;
   bad.inputs = {(dir_ / "missing.txt").string()};
   EXPECT_THROW(prepare_dataset(forced(bad)), Error);  // fails before touching it
-  EXPECT_EQ(slurp(fs::path(o.out) / "manifest.json"), before);
+  EXPECT_EQ(read_file(fs::path(o.out) / "manifest.json"), before);
   o.val_fraction = 0.5;
   prepare_dataset(forced(o));
   EXPECT_EQ(TokenDataset::open(o.out).manifest().val.documents, 1);
-  EXPECT_NE(slurp(fs::path(o.out) / "manifest.json"), before);
+  EXPECT_NE(read_file(fs::path(o.out) / "manifest.json"), before);
   // No temporaries left behind.
   for (const auto& e : fs::directory_iterator(o.out)) {
     EXPECT_FALSE(contains(e.path().filename().string(), ".tmp")) << e.path();
@@ -320,27 +301,27 @@ TEST_F(DamagedDatasetTest, IdOutsideVocabulary) {
 
 TEST_F(DamagedDatasetTest, CountDisagreesWithManifest) {
   const fs::path shard = fs::path(ds_) / "val.bin";
-  std::string data = slurp(shard);
+  std::string data = read_file(shard);
   data += std::string("\x41\0", 2);
   data[16] = static_cast<char>(data[16] + 1);  // count + 1, size consistent
-  write(shard, data);
+  write_file(shard, data);
   expect_open_error("val.bin", "manifest.json says");
 }
 
 TEST_F(DamagedDatasetTest, MissingOrBrokenManifest) {
   const fs::path manifest = fs::path(ds_) / "manifest.json";
-  const std::string good = slurp(manifest);
+  const std::string good = read_file(manifest);
   fs::remove(manifest);
   expect_open_error("manifest.json", "missing");
-  write(manifest, "{ not json");
+  write_file(manifest, "{ not json");
   expect_open_error("manifest.json", "not valid JSON");
   nlohmann::json j = nlohmann::json::parse(good);
   j.erase("vocab_size");
-  write(manifest, j.dump());
+  write_file(manifest, j.dump());
   expect_open_error("manifest.json", "vocab_size");
   j = nlohmann::json::parse(good);
   j["splits"].erase("val");
-  write(manifest, j.dump());
+  write_file(manifest, j.dump());
   expect_open_error("manifest.json", "val");
 }
 

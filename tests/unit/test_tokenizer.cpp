@@ -11,9 +11,14 @@
 #include "core/error.h"
 #include "io/text_corpus.h"
 #include "io/tokenizer.h"
+#include "test_files.h"
 
 namespace gatedlm::io {
 namespace {
+
+using testing::contains;
+using testing::error_of;
+using testing::write_file;
 
 TokenizerTrainOptions with_threads(TokenizerTrainOptions o, int threads) {
   o.threads = threads;
@@ -28,21 +33,6 @@ fs::path fresh_dir(const std::string& tag) {
   return dir;
 }
 
-void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
-
-// The message of the gatedlm::Error that f throws ("" and a test failure when none).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no gatedlm::Error thrown";
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // About 40 KB of English: the start of TinyShakespeare when the shared data is there,
 // else generated sentences.
@@ -88,7 +78,7 @@ TEST(TokenizerLoadTest, ErrorsNameThePath) {
   const std::string missing = (dir / "nope.model").string();
   EXPECT_TRUE(contains(error_of([&] { Tokenizer::load(missing); }), missing));
   const std::string garbage = (dir / "garbage.model").string();
-  write(garbage, "this is not a protobuf");
+  write_file(garbage, "this is not a protobuf");
   EXPECT_TRUE(contains(error_of([&] { Tokenizer::load(garbage); }), garbage));
   EXPECT_TRUE(contains(error_of([&] { Tokenizer::load(dir.string()); }), dir.string()));
   fs::remove_all(dir);
@@ -98,7 +88,7 @@ class SentencePieceTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new fs::path(fresh_dir("sp"));
-    write(*dir_ / "corpus.txt", training_text());
+    write_file(*dir_ / "corpus.txt", training_text());
     TokenizerTrainOptions o;
     o.inputs = {(*dir_ / "corpus.txt").string()};
     o.vocab_size = 400;
@@ -195,10 +185,10 @@ TEST_F(SentencePieceTest, TrainingErrors) {
   o.vocab_size = 400;
   o.inputs = {(*dir_ / "missing.txt").string()};
   EXPECT_TRUE(contains(error_of([&] { train_tokenizer(with_threads(o, 1)); }), "missing.txt"));
-  write(*dir_ / "empty.txt", "");
+  write_file(*dir_ / "empty.txt", "");
   o.inputs = {(*dir_ / "empty.txt").string()};
   EXPECT_TRUE(contains(error_of([&] { train_tokenizer(with_threads(o, 1)); }), "no text"));
-  write(*dir_ / "tiny.txt", "hello world hello\n");
+  write_file(*dir_ / "tiny.txt", "hello world hello\n");
   o.inputs = {(*dir_ / "tiny.txt").string()};
   o.vocab_size = 8000;
   EXPECT_TRUE(contains(error_of([&] { train_tokenizer(with_threads(o, 1)); }), "too large for this text"));
@@ -211,10 +201,10 @@ TEST_F(SentencePieceTest, TrainsOnDirectoriesAndLongLines) {
   fs::create_directories(tree / "b" / ".git");
   std::string line;
   for (int i = 0; line.size() < 100000; ++i) line += (i % 3 ? "lorem ipsum " : "dolor sit amet ");
-  write(tree / "b" / "long.txt", line);
-  write(tree / "a.txt", "zebra zebra zebra crossing\n");
-  write(tree / "b" / ".git" / "config", std::string(1000, '#'));
-  write(tree / "blob.bin", std::string("\0\1\2", 3));
+  write_file(tree / "b" / "long.txt", line);
+  write_file(tree / "a.txt", "zebra zebra zebra crossing\n");
+  write_file(tree / "b" / ".git" / "config", std::string(1000, '#'));
+  write_file(tree / "blob.bin", std::string("\0\1\2", 3));
   EXPECT_EQ(collect_text_files({tree.string()}),
             (std::vector<std::string>{(tree / "a.txt").string(), (tree / "b" / "long.txt").string()}));
   TokenizerTrainOptions o;
