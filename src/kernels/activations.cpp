@@ -27,14 +27,13 @@ struct SwiGluRow {
 #if defined(__AVX512F__)
 template <>
 struct SwiGluRow<float> {
-  static __mmask16 tail(int64_t left) { return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1); }
   static __m512 sigmoid16(__m512 x) {
     const __m512 one = _mm512_set1_ps(1.0f);
     return _mm512_div_ps(one, _mm512_add_ps(one, exp_approx16(_mm512_sub_ps(_mm512_setzero_ps(), x))));
   }
   static void forward(float* out, const float* g, const float* u, int64_t n) {
     for (int64_t i = 0; i < n; i += 16) {
-      const __mmask16 k = tail(n - i);
+      const __mmask16 k = tail_mask(n - i);
       const __m512 gv = _mm512_maskz_loadu_ps(k, g + i);
       _mm512_mask_storeu_ps(out + i, k, _mm512_mul_ps(_mm512_mul_ps(gv, sigmoid16(gv)), _mm512_maskz_loadu_ps(k, u + i)));
     }
@@ -42,7 +41,7 @@ struct SwiGluRow<float> {
   static void backward(float* dg, float* du, const float* dout, const float* g, const float* u, int64_t n) {
     const __m512 one = _mm512_set1_ps(1.0f);
     for (int64_t i = 0; i < n; i += 16) {
-      const __mmask16 k = tail(n - i);
+      const __mmask16 k = tail_mask(n - i);
       const __m512 gv = _mm512_maskz_loadu_ps(k, g + i), uv = _mm512_maskz_loadu_ps(k, u + i);
       const __m512 dv = _mm512_maskz_loadu_ps(k, dout + i), s = sigmoid16(gv);
       // silu'(g) = s * (1 + g * (1 - s))
@@ -84,7 +83,7 @@ struct ActivationRow<float> {
   }
   static void forward(float* y, const float* x, int64_t n, Activation a) {
     for (int64_t i = 0; i < n; i += 16) {
-      const __mmask16 k = SwiGluRow<float>::tail(n - i);
+      const __mmask16 k = tail_mask(n - i);
       __m512 act, grad;
       act_and_grad(_mm512_maskz_loadu_ps(k, x + i), a, act, grad);
       _mm512_mask_storeu_ps(y + i, k, act);
@@ -92,7 +91,7 @@ struct ActivationRow<float> {
   }
   static void backward(float* dx, const float* dy, const float* x, int64_t n, Activation a) {
     for (int64_t i = 0; i < n; i += 16) {
-      const __mmask16 k = SwiGluRow<float>::tail(n - i);
+      const __mmask16 k = tail_mask(n - i);
       __m512 act, grad;
       act_and_grad(_mm512_maskz_loadu_ps(k, x + i), a, act, grad);
       _mm512_mask_storeu_ps(dx + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, dy + i), grad));

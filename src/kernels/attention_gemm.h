@@ -15,6 +15,8 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/fast_math.h"
+
 namespace gatedlm::kernels::attn {
 
 // Per block of rows [m0, m0 + r): the n range is [n_lo, n_hi) with n_lo = m0 + n_lo_off
@@ -29,7 +31,7 @@ struct TileTrim {
 
 #if defined(__AVX512F__)
 
-inline __mmask16 tail_mask(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u); }
+using kernels::tail_mask;
 
 template <int R, int NV>
 inline void micro_kernel(int64_t k_lo, int64_t k_hi, const float* A, int64_t ars, int64_t aks, const float* B,

@@ -30,17 +30,16 @@ struct RowOps {
 #if defined(__AVX512F__)
 template <>
 struct RowOps<float> {
-  static __mmask16 tail(int64_t left) { return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1); }
   static float max(const float* z, int64_t v) {
     __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-    for (int64_t i = 0; i < v; i += 16) m = _mm512_mask_max_ps(m, tail(v - i), m, _mm512_maskz_loadu_ps(tail(v - i), z + i));
+    for (int64_t i = 0; i < v; i += 16) m = _mm512_mask_max_ps(m, tail_mask(v - i), m, _mm512_maskz_loadu_ps(tail_mask(v - i), z + i));
     return max16(m);
   }
   static float sum_exp(const float* z, int64_t v, float shift) {
     const __m512 s = _mm512_set1_ps(shift);
     __m512 acc = _mm512_setzero_ps();
     for (int64_t i = 0; i < v; i += 16) {
-      const __mmask16 k = tail(v - i);
+      const __mmask16 k = tail_mask(v - i);
       acc = _mm512_mask_add_ps(acc, k, acc, exp_approx16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, z + i), s)));
     }
     return sum16(acc);
@@ -48,7 +47,7 @@ struct RowOps<float> {
   static void scaled_exp(float* d, const float* z, int64_t v, float shift, float scale) {
     const __m512 s = _mm512_set1_ps(shift), c = _mm512_set1_ps(scale);
     for (int64_t i = 0; i < v; i += 16) {
-      const __mmask16 k = tail(v - i);
+      const __mmask16 k = tail_mask(v - i);
       _mm512_mask_storeu_ps(d + i, k, _mm512_mul_ps(exp_approx16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, z + i), s)), c));
     }
   }

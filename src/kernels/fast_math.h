@@ -59,6 +59,9 @@ inline __m512 exp_approx16(__m512 x) {
   return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
 }
 
+// The first min(n, 16) lanes (n >= 0): the mask of a loop's last, partial vector.
+inline __mmask16 tail_mask(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u); }
+
 // Horizontal sum and max of 16 lanes (GCC 12's _mm512_reduce_* trip the same warning).
 inline float sum16(__m512 v) {
   alignas(64) float t[16];
