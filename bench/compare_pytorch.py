@@ -4,7 +4,8 @@
 For each shape: the same model (Qwen3-style decoder; the G1 gate where named) trained on a
 fixed random batch for the same number of steps, after warm-up steps, in
   - gatedlm fp32 and bf16 (`gatedlm bench train`), with and without the G1 elementwise gate,
-    and forward-only (evaluation / prefill);
+    and forward-only (evaluation / prefill); the gate's cost from `gatedlm bench gate` (both
+    models in one process, steps interleaved, so machine noise hits both alike);
   - PyTorch eager (bench/torch_peer.py, /usr/bin/python3, torch.set_num_threads(2)), as
     installed and with OMP_WAIT_POLICY=PASSIVE, fp32 and bf16 autocast, with and without
     the gate as a separate projection.
@@ -74,8 +75,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="skip the gate and forward-only variants")
     ap.add_argument("--skip-torch-bf16", action="store_true")
-    ap.add_argument("--gate-pairs", type=int, default=3,
-                    help="back-to-back runs without and with the G1 gate for its cost (median of the pair ratios)")
+    ap.add_argument("--gate-steps", type=int, default=12,
+                    help="steps of each model in `gatedlm bench gate` (interleaved) for the G1 gate's cost")
     a = ap.parse_args()
     blas = subprocess.run(["/usr/bin/python3", "-c", "import torch,time;torch.set_num_threads(2);a=torch.randn(1024,1024);"
                            "a@a;t=time.perf_counter();a@a;print(2*1024**3/(time.perf_counter()-t)/1e9)"],
@@ -100,11 +101,6 @@ def main():
                           str(seq), "--steps", str(a.steps), "--warmup-steps", str(a.warmup)] + extra, env_engine)
             fl = flops(c, batch, seq, gate) / (3 if forward else 1)
             rows.append((label, r["step_ms"], fl, r["peak_rss_bytes"]))
-
-        def engine_ms(config):
-            r = run_json([a.gatedlm, "bench", "train", "--config", config, "--batch-size", str(batch), "--seq-len",
-                          str(seq), "--steps", str(a.steps), "--warmup-steps", str(a.warmup)], env_engine)
-            return stats(r["step_ms"])[0]
 
         def torch(label, extra, env, gate=False):
             r = run_json(["/usr/bin/python3", os.path.join(HERE, "torch_peer.py"), "--config", cfg, "--batch-size",
@@ -143,11 +139,14 @@ def main():
         ratio("gatedlm bf16", "PyTorch bf16 autocast (PASSIVE)")
         if "gatedlm fp32 + G1 gate" in by_label:
             share = flops(c, batch, seq, True) / flops(c, batch, seq, False) - 1
-            # The table's two runs are minutes apart; the cost is measured on back-to-back pairs.
-            pairs = [engine_ms(gcfg) / engine_ms(cfg) - 1 for _ in range(a.gate_pairs)]
-            listed = ", ".join(f"{p * 100:+.1f} %" for p in pairs)
-            print(f"- G1 gate: gatedlm step time **{statistics.median(pairs) * 100:+.1f} %** for "
-                  f"+{share * 100:.1f} % FLOPs (median of {a.gate_pairs} back-to-back pairs: {listed})")
+            # The table's two runs are minutes apart; the cost is measured with both models in
+            # one process, their steps interleaved (`gatedlm bench gate`).
+            r = run_json([a.gatedlm, "bench", "gate", "--config", cfg, "--batch-size", str(batch), "--seq-len",
+                          str(seq), "--steps", str(a.gate_steps), "--warmup-steps", str(a.warmup)], env_engine)
+            q = sorted(r["step_ratios"])
+            print(f"- G1 gate: gatedlm step time **{(r['median_ratio'] - 1) * 100:+.1f} %** for "
+                  f"+{share * 100:.1f} % FLOPs (median of {len(q)} interleaved step pairs; quartiles "
+                  f"{(q[len(q) // 4] - 1) * 100:+.1f} % / {(q[3 * len(q) // 4] - 1) * 100:+.1f} %)")
             tg = by_label["PyTorch fp32 + G1 gate (PASSIVE)"] / by_label["PyTorch fp32 (OMP_WAIT_POLICY=PASSIVE)"] - 1
             print(f"- G1 gate: PyTorch step time {tg * 100:+.1f} % (the table's runs)")
         print()

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/error.h"
 #include "core/rng.h"
 #include "kernels/matmul.h"
 #include "model/init.h"
@@ -43,41 +44,93 @@ int64_t peak_rss_bytes() {
   return 0;
 }
 
-SpeedResult measure_training_speed(const model::ModelConfig& c, const SpeedOptions& o) {
-  model::Model<float> m(c);
-  std::vector<float> w;
-  model::init_params(w, m.layout(), c, o.seed);
-  m.load_params(w);
-  m.set_bf16_matmuls(o.bf16);
-  train::AdamW<float> opt(m.layout(), train::AdamWConfig{});
-  Rng rng(o.seed);
-  std::vector<int32_t> tokens(o.batch * o.seq), targets(o.batch * o.seq);
-  for (auto& t : tokens) t = static_cast<int32_t>(rng.below(c.vocab_size));
-  for (auto& t : targets) t = static_cast<int32_t>(rng.below(c.vocab_size));
-  SpeedResult r;
-  for (int64_t i = 0; i < o.warmup_steps + o.steps; ++i) {
-    const auto t0 = Clock::now();
-    if (o.forward_only) {
-      m.forward(tokens.data(), targets.data(), o.batch, o.seq);
-    } else {
-      m.zero_grads();
-      m.forward(tokens.data(), targets.data(), o.batch, o.seq);
-      m.backward();
-      if (o.optimizer) opt.step(m.params(), m.grads(), 1e-4);
-    }
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    if (i >= o.warmup_steps) r.step_ms.push_back(ms);
+namespace {
+
+// One model, its optimizer and a fixed random batch; step() runs and times one step.
+class StepTimer {
+ public:
+  StepTimer(const model::ModelConfig& c, const SpeedOptions& o)
+      : c_(c), o_(o), m_(c), opt_(m_.layout(), train::AdamWConfig{}) {
+    std::vector<float> w;
+    model::init_params(w, m_.layout(), c, o.seed);
+    m_.load_params(w);
+    m_.set_bf16_matmuls(o.bf16);
+    Rng rng(o.seed);
+    tokens_.resize(o.batch * o.seq);
+    targets_.resize(o.batch * o.seq);
+    for (auto& t : tokens_) t = static_cast<int32_t>(rng.below(c.vocab_size));
+    for (auto& t : targets_) t = static_cast<int32_t>(rng.below(c.vocab_size));
   }
-  std::vector<double> sorted = r.step_ms;
-  std::sort(sorted.begin(), sorted.end());
-  r.median_ms = sorted[sorted.size() / 2];
-  r.min_ms = sorted.front();
-  r.max_ms = sorted.back();
-  r.tokens_per_s = static_cast<double>(o.batch * o.seq) / (r.median_ms / 1e3);
-  r.flops_per_step = step_flops(c, o.batch, o.seq, o.forward_only);
-  r.gflops = r.flops_per_step / (r.median_ms / 1e3) / 1e9;
-  r.peak_rss_bytes = peak_rss_bytes();
-  return r;
+  double step_ms() {
+    const auto t0 = Clock::now();
+    if (o_.forward_only) {
+      m_.forward(tokens_.data(), targets_.data(), o_.batch, o_.seq);
+    } else {
+      m_.zero_grads();
+      m_.forward(tokens_.data(), targets_.data(), o_.batch, o_.seq);
+      m_.backward();
+      if (o_.optimizer) opt_.step(m_.params(), m_.grads(), 1e-4);
+    }
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  }
+  // Median/min/max, throughput and FLOPs of the timed steps.
+  SpeedResult result(std::vector<double> step_ms) const {
+    SpeedResult r;
+    r.step_ms = std::move(step_ms);
+    std::vector<double> sorted = r.step_ms;
+    std::sort(sorted.begin(), sorted.end());
+    r.median_ms = sorted[sorted.size() / 2];
+    r.min_ms = sorted.front();
+    r.max_ms = sorted.back();
+    r.tokens_per_s = static_cast<double>(o_.batch * o_.seq) / (r.median_ms / 1e3);
+    r.flops_per_step = step_flops(c_, o_.batch, o_.seq, o_.forward_only);
+    r.gflops = r.flops_per_step / (r.median_ms / 1e3) / 1e9;
+    r.peak_rss_bytes = peak_rss_bytes();
+    return r;
+  }
+
+ private:
+  model::ModelConfig c_;
+  SpeedOptions o_;
+  model::Model<float> m_;
+  train::AdamW<float> opt_;
+  std::vector<int32_t> tokens_, targets_;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+SpeedResult measure_training_speed(const model::ModelConfig& c, const SpeedOptions& o) {
+  if (o.steps < 1) fail("bench: --steps must be at least 1");
+  StepTimer timer(c, o);
+  std::vector<double> ms;
+  for (int64_t i = 0; i < o.warmup_steps + o.steps; ++i) {
+    const double t = timer.step_ms();
+    if (i >= o.warmup_steps) ms.push_back(t);
+  }
+  return timer.result(std::move(ms));
+}
+
+PairedSpeed measure_paired_speed(const model::ModelConfig& a, const model::ModelConfig& b, const SpeedOptions& o) {
+  if (o.steps < 1) fail("bench: --steps must be at least 1");
+  StepTimer ta(a, o), tb(b, o);
+  std::vector<double> ms_a, ms_b;
+  for (int64_t i = 0; i < o.warmup_steps + o.steps; ++i) {
+    const double sa = ta.step_ms(), sb = tb.step_ms();
+    if (i < o.warmup_steps) continue;
+    ms_a.push_back(sa);
+    ms_b.push_back(sb);
+  }
+  PairedSpeed p;
+  for (size_t i = 0; i < ms_a.size(); ++i) p.ratios.push_back(ms_b[i] / ms_a[i]);
+  p.median_ratio = median(p.ratios);
+  p.a = ta.result(std::move(ms_a));
+  p.b = tb.result(std::move(ms_b));
+  return p;
 }
 
 double measure_sgemm_gflops(int64_t n, int reps) {

@@ -32,6 +32,16 @@ int64_t matmul_params(const model::ModelConfig& c);  // every weight that enters
 double step_flops(const model::ModelConfig& c, int64_t batch, int64_t seq, bool forward_only);
 SpeedResult measure_training_speed(const model::ModelConfig& c, const SpeedOptions& o);
 
+// Two models timed in one process with their steps interleaved (a step of one, then a
+// step of the other), so that a busy moment of the machine hits both alike: the way to
+// measure a small difference such as the gate's cost. ratios[i] = step i of b / step i of a.
+struct PairedSpeed {
+  SpeedResult a, b;
+  std::vector<double> ratios;
+  double median_ratio = 0;
+};
+PairedSpeed measure_paired_speed(const model::ModelConfig& a, const model::ModelConfig& b, const SpeedOptions& o);
+
 // GFLOP/s of a large oneDNN sgemm (the machine's practical fp32 peak), best of `reps`.
 double measure_sgemm_gflops(int64_t n, int reps);
 

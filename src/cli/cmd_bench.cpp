@@ -8,6 +8,17 @@
 #include "model/config.h"
 
 namespace gatedlm::cli {
+namespace {
+
+nlohmann::json speed_json(const bench::SpeedResult& r, const model::ModelConfig& c) {
+  return {{"step_ms", r.step_ms},           {"median_ms", r.median_ms},
+          {"min_ms", r.min_ms},             {"max_ms", r.max_ms},
+          {"tokens_per_s", r.tokens_per_s}, {"flops_per_step", r.flops_per_step},
+          {"gflops", r.gflops},             {"peak_rss_bytes", r.peak_rss_bytes},
+          {"matmul_params", bench::matmul_params(c)}};
+}
+
+}  // namespace
 
 void register_bench(CLI::App& app) {
   struct Options {
@@ -17,7 +28,7 @@ void register_bench(CLI::App& app) {
     int reps = 5;
   };
   auto opt = std::make_shared<Options>();
-  CLI::App* bench = app.add_subcommand("bench", "Speed measurements: training steps and the sgemm peak.");
+  CLI::App* bench = app.add_subcommand("bench", "Speed measurements: training steps, the gate's cost and the sgemm peak.");
   bench->require_subcommand(1);
   CLI::App* train = bench->add_subcommand(
       "train", "Time training (or forward-only) steps on a fixed random batch; prints JSON: step_ms, median_ms, "
@@ -31,12 +42,32 @@ void register_bench(CLI::App& app) {
   train->add_flag("--forward-only", opt->speed.forward_only, "time the forward pass only (evaluation, prefill)");
   train->callback([opt] {
     const model::ModelConfig c = model::load_config(opt->config);
-    const bench::SpeedResult r = bench::measure_training_speed(c, opt->speed);
-    nlohmann::json j{{"step_ms", r.step_ms},         {"median_ms", r.median_ms},
-                     {"min_ms", r.min_ms},           {"max_ms", r.max_ms},
-                     {"tokens_per_s", r.tokens_per_s}, {"flops_per_step", r.flops_per_step},
-                     {"gflops", r.gflops},           {"peak_rss_bytes", r.peak_rss_bytes},
-                     {"matmul_params", bench::matmul_params(c)}};
+    std::printf("%s\n", speed_json(bench::measure_training_speed(c, opt->speed), c).dump().c_str());
+  });
+  CLI::App* gate = bench->add_subcommand(
+      "gate", "The G1 gate's cost: the config without a gate and with the elementwise sigmoid gate after SDPA "
+              "(same dimensions), trained side by side in this process, steps interleaved; prints JSON: baseline "
+              "and gated (as bench train), step_ratios (gated / baseline, step by step), median_ratio, flop_ratio.");
+  gate->add_option("--config", opt->config, "model config JSON (its own gate, if any, is replaced)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  gate->add_option("--batch-size", opt->speed.batch, "sequences per step")->capture_default_str();
+  gate->add_option("--seq-len", opt->speed.seq, "tokens per sequence")->capture_default_str();
+  gate->add_option("--steps", opt->speed.steps, "timed steps of each model")->capture_default_str();
+  gate->add_option("--warmup-steps", opt->speed.warmup_steps, "untimed steps of each first")->capture_default_str();
+  gate->add_flag("--bf16", opt->speed.bf16, "bf16 matrix products (mixed precision, fp32 master weights)");
+  gate->callback([opt] {
+    model::ModelConfig base = model::load_config(opt->config);
+    base.gate = model::GateConfig{};
+    model::ModelConfig gated = base;
+    gated.gate.position = model::GatePosition::sdpa;  // defaults: elementwise, head-specific, sigmoid, multiply
+    gated.validate();
+    const bench::PairedSpeed p = bench::measure_paired_speed(base, gated, opt->speed);
+    const nlohmann::json j{{"baseline", speed_json(p.a, base)},
+                           {"gated", speed_json(p.b, gated)},
+                           {"step_ratios", p.ratios},
+                           {"median_ratio", p.median_ratio},
+                           {"flop_ratio", p.b.flops_per_step / p.a.flops_per_step}};
     std::printf("%s\n", j.dump().c_str());
   });
   CLI::App* sgemm = bench->add_subcommand("sgemm", "GFLOP/s of a large oneDNN fp32 matrix product (prints JSON).");

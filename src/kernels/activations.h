@@ -34,6 +34,22 @@ inline T activate_grad(Activation a, T x) {
   return T(1);
 }
 
+// act'(x) from y = act(x), for the activations where it is a function of y (sigmoid:
+// y (1 - y); NS-sigmoid: s (1 - s) / 2 with s = 2y - 1; identity: 1). SiLU is not one.
+inline bool grad_from_output_known(Activation a) {
+  return a != Activation::silu;
+}
+template <typename T>
+inline T activate_grad_from_output(Activation a, T y) {
+  switch (a) {
+    case Activation::sigmoid: return y * (T(1) - y);
+    case Activation::ns_sigmoid: { T s = T(2) * y - T(1); return T(0.5) * s * (T(1) - s); }
+    case Activation::identity: return T(1);
+    case Activation::silu: break;
+  }
+  return T(0);
+}
+
 // y = act(x), n elements.
 template <typename T>
 void activation_forward(T* y, const T* x, int64_t n, Activation a);

@@ -40,13 +40,13 @@ void gate_project_backward(T* dx, T* dw, const T* dpre, const T* x, const T* w, 
 }
 
 template <typename T>
-void gate_scores(T* score, const T* pre, int64_t n, const GateShape& g) {
+void gate_scores(T* score, const T* pre, int64_t ld_pre, int64_t n, const GateShape& g) {
   const GateConfig& gc = *g.gate;
   const int64_t H = g.heads, W = g.head_width, size = g.target_size();
   const T inv_heads = T(1) / static_cast<T>(H);
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < n; ++r) {
-    const T* p = pre + r * g.gate_out;
+    const T* p = pre + r * ld_pre;
     T* s = score + r * size;
     if (gc.head_shared) {
       for (int64_t j = 0; j < W; ++j) {
@@ -67,8 +67,8 @@ void gate_scores(T* score, const T* pre, int64_t n, const GateShape& g) {
 }
 
 template <typename T>
-void gate_forward(T* y_out, T* score, const T* y_in, const T* pre, int64_t n, const GateShape& g) {
-  gate_scores(score, pre, n, g);
+void gate_forward(T* y_out, T* score, const T* y_in, const T* pre, int64_t ld_pre, int64_t n, const GateShape& g) {
+  gate_scores(score, pre, ld_pre, n, g);
   const int64_t total = n * g.target_size();
   if (g.gate->combine == GateCombine::multiply) {
 #pragma omp parallel for simd schedule(static)
@@ -79,16 +79,23 @@ void gate_forward(T* y_out, T* score, const T* y_in, const T* pre, int64_t n, co
   }
 }
 
+bool gate_grad_from_score(const GateShape& g) {
+  return !g.gate->head_shared && kernels::grad_from_output_known(g.gate->activation);
+}
+
 template <typename T>
-void gate_scores_backward(T* dpre, const T* dscore, const T* pre, int64_t n, const GateShape& g) {
+void gate_scores_backward(T* dpre, int64_t ld_dpre, const T* dscore, const T* pre, int64_t ld_pre, const T* score,
+                          int64_t n, const GateShape& g) {
   const GateConfig& gc = *g.gate;
   const int64_t H = g.heads, W = g.head_width, size = g.target_size();
   const T inv_heads = T(1) / static_cast<T>(H);
+  const bool from_score = gate_grad_from_score(g);
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < n; ++r) {
     const T* ds = dscore + r * size;
-    const T* p = pre + r * g.gate_out;
-    T* dp = dpre + r * g.gate_out;
+    const T* sc = score + r * size;
+    const T* p = from_score ? nullptr : pre + r * ld_pre;
+    T* dp = dpre + r * ld_dpre;
     if (gc.head_shared) {
       for (int64_t j = 0; j < W; ++j) {
         T sum = 0;
@@ -100,8 +107,12 @@ void gate_scores_backward(T* dpre, const T* dscore, const T* pre, int64_t n, con
       for (int64_t h = 0; h < H; ++h) {
         T sum = 0;
         for (int64_t j = 0; j < W; ++j) sum += ds[h * W + j];
-        dp[h] = sum * kernels::activate_grad(gc.activation, p[h]);
+        dp[h] = sum * (from_score ? kernels::activate_grad_from_output(gc.activation, sc[h * W])
+                                  : kernels::activate_grad(gc.activation, p[h]));
       }
+    } else if (from_score) {
+#pragma omp simd
+      for (int64_t e = 0; e < size; ++e) dp[e] = ds[e] * kernels::activate_grad_from_output(gc.activation, sc[e]);
     } else {
       kernels::activate_grad_row(dp, ds, p, size, gc.activation);
     }
@@ -109,8 +120,8 @@ void gate_scores_backward(T* dpre, const T* dscore, const T* pre, int64_t n, con
 }
 
 template <typename T>
-void gate_backward(T* dy_in, T* dpre, T* scratch, const T* dy_out, const T* y_in, const T* pre, const T* score,
-                   int64_t n, const GateShape& g) {
+void gate_backward(T* dy_in, T* dpre, int64_t ld_dpre, T* scratch, const T* dy_out, const T* y_in, const T* pre,
+                   int64_t ld_pre, const T* score, int64_t n, const GateShape& g) {
   const int64_t total = n * g.target_size();
   if (g.gate->combine == GateCombine::multiply) {
 #pragma omp parallel for simd schedule(static)
@@ -125,16 +136,18 @@ void gate_backward(T* dy_in, T* dpre, T* scratch, const T* dy_out, const T* y_in
       dy_in[e] += dy_out[e];
     }
   }
-  gate_scores_backward(dpre, scratch, pre, n, g);
+  gate_scores_backward(dpre, ld_dpre, scratch, pre, ld_pre, score, n, g);
 }
 
 #define GATEDLM_INSTANTIATE(T)                                                                             \
   template void gate_project<T>(T*, const T*, const T*, int64_t, const GateShape&);                        \
   template void gate_project_backward<T>(T*, T*, const T*, const T*, const T*, int64_t, const GateShape&); \
-  template void gate_scores<T>(T*, const T*, int64_t, const GateShape&);                                   \
-  template void gate_forward<T>(T*, T*, const T*, const T*, int64_t, const GateShape&);                    \
-  template void gate_scores_backward<T>(T*, const T*, const T*, int64_t, const GateShape&);                \
-  template void gate_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, int64_t, const GateShape&);
+  template void gate_scores<T>(T*, const T*, int64_t, int64_t, const GateShape&);                          \
+  template void gate_forward<T>(T*, T*, const T*, const T*, int64_t, int64_t, const GateShape&);           \
+  template void gate_scores_backward<T>(T*, int64_t, const T*, const T*, int64_t, const T*, int64_t,       \
+                                        const GateShape&);                                                 \
+  template void gate_backward<T>(T*, T*, int64_t, T*, const T*, const T*, const T*, int64_t, const T*, int64_t, \
+                                 const GateShape&);
 GATEDLM_INSTANTIATE(float)
 GATEDLM_INSTANTIATE(double)
 #undef GATEDLM_INSTANTIATE

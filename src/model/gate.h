@@ -30,20 +30,30 @@ void gate_project(T* pre, const T* x, const T* w, int64_t n, const GateShape& g)
 template <typename T>
 void gate_project_backward(T* dx, T* dw, const T* dpre, const T* x, const T* w, int64_t n, const GateShape& g);
 
+// Rows of pre (and of dpre) are ld elements apart: gate_out when packed, wider when they
+// sit inside the model's fused q|k|v|gate matrix.
+//
 // score [n, target_size] = the effective score of each element of Y, from pre.
 template <typename T>
-void gate_scores(T* score, const T* pre, int64_t n, const GateShape& g);
+void gate_scores(T* score, const T* pre, int64_t ld_pre, int64_t n, const GateShape& g);
 // gate_scores, then y_out [n, target_size] = combine(y_in, score).
 template <typename T>
-void gate_forward(T* y_out, T* score, const T* y_in, const T* pre, int64_t n, const GateShape& g);
+void gate_forward(T* y_out, T* score, const T* y_in, const T* pre, int64_t ld_pre, int64_t n, const GateShape& g);
 
-// dpre [n, gate_out] (overwritten) from dscore [n, target_size] = d loss / d score.
+// True when act'(pre) follows from the score itself (sigmoid, NS-sigmoid and identity
+// activations, not head-shared): backward then reads the score and needs no copy of pre
+// (pre may be null below).
+bool gate_grad_from_score(const GateShape& g);
+
+// dpre [n, gate_out] (rows ld_dpre apart; overwritten) from dscore [n, target_size] =
+// d loss / d score.
 template <typename T>
-void gate_scores_backward(T* dpre, const T* dscore, const T* pre, int64_t n, const GateShape& g);
+void gate_scores_backward(T* dpre, int64_t ld_dpre, const T* dscore, const T* pre, int64_t ld_pre, const T* score,
+                          int64_t n, const GateShape& g);
 // The whole elementwise backward: dy_in += d loss / d y_in; dpre (overwritten) as above.
 // scratch [n, target_size] holds dscore.
 template <typename T>
-void gate_backward(T* dy_in, T* dpre, T* scratch, const T* dy_out, const T* y_in, const T* pre, const T* score,
-                   int64_t n, const GateShape& g);
+void gate_backward(T* dy_in, T* dpre, int64_t ld_dpre, T* scratch, const T* dy_out, const T* y_in, const T* pre,
+                   int64_t ld_pre, const T* score, int64_t n, const GateShape& g);
 
 }  // namespace gatedlm::model

@@ -91,6 +91,11 @@ bool gate_in_attention_epilogue(const ModelConfig& c) {
   return c.gate.position == GatePosition::sdpa && c.gate.combine == GateCombine::multiply &&
          c.sdpa_transform == SdpaTransform::none;
 }
+// Whether each layer keeps a copy of the gate's pre-activations: not when they sit in the
+// fused product (forward reads them there in place) and backward can work from the score.
+bool keeps_gate_pre(const ModelConfig& c) {
+  return c.has_gate() && !(gate_in_qkv_product(c) && gate_grad_from_score(GateShape::of(c)));
+}
 int64_t qkv_width(const ModelConfig& c) {
   return c.q_dim() + 2 * c.kv_dim() + (gate_in_qkv_product(c) ? c.gate_out() : 0);
 }
@@ -220,7 +225,7 @@ void Model<T>::ensure_buffers(int64_t batch, int64_t seq) {
     resize(a.q0, n * qd);
     resize(a.k0, n * kvd);
     resize(a.v0, n * kvd);
-    resize(a.gate_pre, n * gs.gate_out, c.has_gate());
+    resize(a.gate_pre, n * gs.gate_out, keeps_gate_pre(c));
     resize(a.gate_score, n * gs.target_size(), c.has_gate());
     resize(a.gated, n * gs.target_size(), c.has_gate());
     resize(a.qr, n * qd);
@@ -255,7 +260,7 @@ void Model<T>::ensure_buffers(int64_t batch, int64_t seq) {
   for (auto* v : {&s.dk0, &s.dk1, &s.dk2, &s.dv0, &s.dv1}) resize(*v, n * kvd);
   resize(s.dfa, n * f);
   resize(s.dfgu, n * 2 * f);
-  resize(s.dgate, n * gs.gate_out, c.has_gate());
+  resize(s.dgate, n * gs.gate_out, c.has_gate() && !gate_in_qkv_product(c));
   resize(s.dscore, n * gs.target_size(), c.has_gate());
 }
 
@@ -309,10 +314,15 @@ void Model<T>::block_forward(int64_t l) {
   const int64_t qkv_w = qkv_width(c);
   k::linear_forward(s.qkvg.data(), a.h.data(), w.wq, n, d, qkv_w);
   split_columns<T>(s.qkvg.data(), n, qkv_w,
-                   {{a.q0.data(), qd}, {a.k0.data(), kvd}, {a.v0.data(), kvd}, {a.gate_pre.data(), fused_gate ? gs.gate_out : 0}});
+                   {{a.q0.data(), qd}, {a.k0.data(), kvd}, {a.v0.data(), kvd},
+                    {keeps_gate_pre(c) ? a.gate_pre.data() : nullptr, fused_gate ? gs.gate_out : 0}});
+  // The gate's pre-activations [n, gate_out]: in place in the fused product unless kept.
+  const bool pre_in_place = fused_gate && !keeps_gate_pre(c);
+  const T* pre = pre_in_place ? s.qkvg.data() + qd + 2 * kvd : a.gate_pre.data();
+  const int64_t ld_pre = pre_in_place ? qkv_w : gs.gate_out;
+  if (c.has_gate() && !fused_gate) gate_project(a.gate_pre.data(), a.h.data(), w.gate, n, gs);
   auto gate = [&](const T* y_in) {
-    if (!fused_gate) gate_project(a.gate_pre.data(), a.h.data(), w.gate, n, gs);
-    gate_forward(a.gated.data(), a.gate_score.data(), y_in, a.gate_pre.data(), n, gs);
+    gate_forward(a.gated.data(), a.gate_score.data(), y_in, pre, ld_pre, n, gs);
     return static_cast<const T*>(a.gated.data());
   };
   const T* q_in = gp == GatePosition::query ? gate(a.q0.data()) : a.q0.data();
@@ -334,8 +344,7 @@ void Model<T>::block_forward(int64_t l) {
                              1.0 / std::sqrt(static_cast<double>(c.head_dim))};
   const bool epilogue_gate = gate_in_attention_epilogue(c);
   if (epilogue_gate) {
-    if (!fused_gate) gate_project(a.gate_pre.data(), a.h.data(), w.gate, n, gs);
-    gate_scores(a.gate_score.data(), a.gate_pre.data(), n, gs);
+    gate_scores(a.gate_score.data(), pre, ld_pre, n, gs);
     k::attention_forward(a.y0.data(), a.lse.data(), a.qr.data(), a.kr.data(), v_in, as, a.gate_score.data(),
                          a.gated.data());
   } else {
@@ -436,11 +445,17 @@ void Model<T>::block_backward(int64_t l) {
     k::rmsnorm_backward(s.db.data(), g.attn_branch_norm, d_o, o1, w.attn_branch_norm, a.rstd_o.data(), n, d);
     d_o = s.db.data();
   }
-  // The gate's backward leaves d loss / d pre in s.dgate; its projection's backward comes
-  // last, with q, k and v's.
+  // The gate's backward writes d loss / d pre into the gate's columns of the fused
+  // gradient (or s.dgate when its projection is separate); the projection's backward
+  // comes last, with q, k and v's. pre is null when not kept (backward uses the score).
+  const bool fused_gate = gate_in_qkv_product(c);
+  const int64_t qkv_w = qkv_width(c);
+  T* dpre = fused_gate ? s.dqkvg.data() + qd + 2 * kvd : s.dgate.data();
+  const int64_t ld_dpre = fused_gate ? qkv_w : gs.gate_out;
+  const T* pre = keeps_gate_pre(c) ? a.gate_pre.data() : nullptr;
   if (gp == GatePosition::dense) {
     std::fill_n(s.dc.data(), n * d, T(0));
-    gate_backward(s.dc.data(), s.dgate.data(), s.dscore.data(), d_o, a.o0.data(), a.gate_pre.data(),
+    gate_backward(s.dc.data(), dpre, ld_dpre, s.dscore.data(), d_o, a.o0.data(), pre, gs.gate_out,
                   a.gate_score.data(), n, gs);
     d_o = s.dc.data();
   }
@@ -453,7 +468,7 @@ void Model<T>::block_backward(int64_t l) {
   const bool epilogue_gate = gate_in_attention_epilogue(c);  // then dy stays d loss / d Y' for the kernel
   if (gp == GatePosition::sdpa && !epilogue_gate) {
     zero(s.dq1);
-    gate_backward(s.dq1.data(), s.dgate.data(), s.dscore.data(), dy, y1, a.gate_pre.data(), a.gate_score.data(),
+    gate_backward(s.dq1.data(), dpre, ld_dpre, s.dscore.data(), dy, y1, pre, gs.gate_out, a.gate_score.data(),
                   n, gs);
     dy = s.dq1.data();
   }
@@ -477,7 +492,8 @@ void Model<T>::block_backward(int64_t l) {
   k::attention_backward(s.dq2.data(), s.dk0.data(), s.dv0.data(), dy, a.qr.data(), a.kr.data(), v_in,
                         a.y0.data(), a.lse.data(), as, epilogue_gate ? a.gate_score.data() : nullptr,
                         epilogue_gate ? s.dscore.data() : nullptr);
-  if (epilogue_gate) gate_scores_backward(s.dgate.data(), s.dscore.data(), a.gate_pre.data(), n, gs);
+  if (epilogue_gate)
+    gate_scores_backward(dpre, ld_dpre, s.dscore.data(), pre, gs.gate_out, a.gate_score.data(), n, gs);
   if (c.rope_dims > 0) {
     k::rope_apply(s.dq2.data(), rope_, s.batch, s.seq, c.n_heads, c.head_dim, 0, true);
     k::rope_apply(s.dk0.data(), rope_, s.batch, s.seq, c.n_kv_heads, c.head_dim, 0, true);
@@ -500,25 +516,23 @@ void Model<T>::block_backward(int64_t l) {
   if (gp == GatePosition::query) {
     T* out = dq == s.dq1.data() ? s.dq0.data() : s.dq1.data();
     std::fill_n(out, n * qd, T(0));
-    gate_backward(out, s.dgate.data(), s.dscore.data(), dq, a.q0.data(), a.gate_pre.data(), a.gate_score.data(),
+    gate_backward(out, dpre, ld_dpre, s.dscore.data(), dq, a.q0.data(), pre, gs.gate_out, a.gate_score.data(),
                   n, gs);
     dq = out;
   } else if (gp == GatePosition::key) {
     zero(s.dk2);
-    gate_backward(s.dk2.data(), s.dgate.data(), s.dscore.data(), dk, a.k0.data(), a.gate_pre.data(),
+    gate_backward(s.dk2.data(), dpre, ld_dpre, s.dscore.data(), dk, a.k0.data(), pre, gs.gate_out,
                   a.gate_score.data(), n, gs);
     dk = s.dk2.data();
   } else if (gp == GatePosition::value) {
     zero(s.dv1);
-    gate_backward(s.dv1.data(), s.dgate.data(), s.dscore.data(), dv, a.v0.data(), a.gate_pre.data(),
+    gate_backward(s.dv1.data(), dpre, ld_dpre, s.dscore.data(), dv, a.v0.data(), pre, gs.gate_out,
                   a.gate_score.data(), n, gs);
     dv = s.dv1.data();
   }
-  // d loss / d h and the weight gradients of q|k|v(|gate), one product each.
-  const bool fused_gate = gate_in_qkv_product(c);
-  const int64_t qkv_w = qkv_width(c);
-  gather_columns<T>(s.dqkvg.data(), n, qkv_w,
-                    {{dq, qd}, {dk, kvd}, {dv, kvd}, {s.dgate.data(), fused_gate ? gs.gate_out : 0}});
+  // d loss / d h and the weight gradients of q|k|v(|gate), one product each (the gate's
+  // columns hold dpre already).
+  gather_columns<T>(s.dqkvg.data(), n, qkv_w, {{dq, qd}, {dk, kvd}, {dv, kvd}});
   k::linear_backward(dh, g.wq, s.dqkvg.data(), a.h.data(), w.wq, n, d, qkv_w, /*accumulate_dx=*/false);
   if (c.has_gate() && !fused_gate)
     gate_project_backward(dh, g.gate, s.dgate.data(), a.h.data(), w.gate, n, gs);
