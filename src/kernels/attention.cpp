@@ -122,17 +122,21 @@ void attention_forward<double>(double* out, double* lse, const double* q, const 
 template <>
 void attention_backward<double>(double* dq, double* dk, double* dv, const double* dout, const double* q,
                                 const double* k, const double* v, const double* out, const double* lse,
-                                const AttentionShape& s, const double* gate_score, double* dgate_score) {
+                                const AttentionShape& s, const double* gate_score, double* dgate_score,
+                                GateGradLayout layout) {
   if (!gate_score) {
     attention_backward_reference(dq, dk, dv, dout, q, k, v, out, lse, s);
     return;
   }
-  const int64_t n = s.batch * s.seq * s.n_q * s.head_dim;
-  std::vector<double> dy(n);  // gradient with respect to the un-gated output
-  for (int64_t i = 0; i < n; ++i) {
-    dy[i] = dout[i] * gate_score[i];
-    dgate_score[i] = dout[i] * out[i];
-  }
+  const int64_t width = s.n_q * s.head_dim, tokens = s.batch * s.seq, ld = layout.ld ? layout.ld : width;
+  std::vector<double> dy(tokens * width);  // gradient with respect to the un-gated output
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t e = 0; e < width; ++e) {
+      const int64_t i = t * width + e;
+      const double sigmoid_grad = layout.through_sigmoid ? gate_score[i] * (1.0 - gate_score[i]) : 1.0;
+      dy[i] = dout[i] * gate_score[i];
+      dgate_score[t * ld + e] = dout[i] * out[i] * sigmoid_grad;
+    }
   attention_backward_reference(dq, dk, dv, dy.data(), q, k, v, out, lse, s);
 }
 

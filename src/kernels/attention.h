@@ -25,6 +25,15 @@ template <typename T>
 void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s,
                        const T* gate_score = nullptr, T* gated_out = nullptr);
 
+// Where the gated backward writes the gate's gradient: token rows ld elements apart (0:
+// packed, n_q * head_dim), and with through_sigmoid the gradient with respect to the
+// sigmoid's input, dout * out * score * (1 - score), for score = sigmoid(pre): the G1
+// gate's whole elementwise backward, written straight into the model's fused gradient.
+struct GateGradLayout {
+  int64_t ld = 0;
+  bool through_sigmoid = false;
+};
+
 // dq, dk, dv are accumulated (+=).
 // With gate_score [batch, seq, n_q, head_dim] given, dout is the gradient with respect to
 // the GATED output Y' = out * gate_score: the kernel uses dO = dout * gate_score wherever it
@@ -34,21 +43,22 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const
 template <typename T>
 void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v,
                         const T* out, const T* lse, const AttentionShape& s, const T* gate_score = nullptr,
-                        T* dgate_score = nullptr);
+                        T* dgate_score = nullptr, GateGradLayout dgate_layout = {});
 
 template <>
 void attention_forward<float>(float*, float*, const float*, const float*, const float*, const AttentionShape&,
                               const float*, float*);
 template <>
 void attention_backward<float>(float*, float*, float*, const float*, const float*, const float*, const float*,
-                               const float*, const float*, const AttentionShape&, const float*, float*);
+                               const float*, const float*, const AttentionShape&, const float*, float*,
+                               GateGradLayout);
 template <>
 void attention_forward<double>(double*, double*, const double*, const double*, const double*, const AttentionShape&,
                                const double*, double*);
 template <>
 void attention_backward<double>(double*, double*, double*, const double*, const double*, const double*,
                                 const double*, const double*, const double*, const AttentionShape&, const double*,
-                                double*);
+                                double*, GateGradLayout);
 
 // The simple kernels, one query row at a time: the oracle for tests and the fp64 path.
 template <typename T>

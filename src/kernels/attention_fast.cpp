@@ -226,13 +226,14 @@ struct BackwardArgs {
   float *dq, *dk, *dv;
   const float *dout, *q, *k, *v, *out, *lse, *gate_score;
   float* dgate_score;
+  GateGradLayout dgate_layout;  // ld resolved (never 0)
   int64_t batch, S, n_q, D, group, ldq, ldk;
   float scale;
 };
 
 // Pre-pass for (batch b, kv head g): per head hh of the group, D_i -> di [hh * S + t], lse
 // -> ls [hh * S + t], and when gated dO * gate -> dor [(hh * S + t) * D] and
-// dgate_score = dout * out.
+// dgate_score = dout * out (times gate * (1 - gate) through the sigmoid).
 void backward_prepass(const BackwardArgs& a, int64_t b, int64_t g, float* di, float* ls, float* dor) {
   const int64_t D = a.D, S = a.S;
   for (int64_t hh = 0; hh < a.group; ++hh) {
@@ -244,12 +245,13 @@ void backward_prepass(const BackwardArgs& a, int64_t b, int64_t g, float* di, fl
       const float* dr = go;
       if (a.gate_score) {
         const float* gs = a.gate_score + row;
-        float* dg = a.dgate_score + row;
+        float* dg = a.dgate_score + (b * S + t) * a.dgate_layout.ld + h * D;
         float* dd = dor + (hh * S + t) * D;
+        const bool sigmoid = a.dgate_layout.through_sigmoid;
 #pragma omp simd
         for (int64_t d = 0; d < D; ++d) {
           dd[d] = go[d] * gs[d];
-          dg[d] = go[d] * ot[d];
+          dg[d] = go[d] * ot[d] * (sigmoid ? gs[d] * (1.0f - gs[d]) : 1.0f);
         }
         dr = dd;
       }
@@ -327,9 +329,10 @@ void backward_key_block(const BackwardArgs& a, int64_t b, int64_t g, int64_t j0,
 template <>
 void attention_backward<float>(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
                                const float* v, const float* out, const float* lse, const AttentionShape& s,
-                               const float* gate_score, float* dgate_score) {
+                               const float* gate_score, float* dgate_score, GateGradLayout dgate_layout) {
   const int64_t D = s.head_dim, group = s.n_q / s.n_kv, S = s.seq;
-  const BackwardArgs a{dq, dk, dv, dout, q, k, v, out, lse, gate_score, dgate_score,
+  if (dgate_layout.ld == 0) dgate_layout.ld = s.n_q * D;
+  const BackwardArgs a{dq, dk, dv, dout, q, k, v, out, lse, gate_score, dgate_score, dgate_layout,
                        s.batch, S, s.n_q, D, group, s.n_q * D, s.n_kv * D, static_cast<float>(s.scale)};
   const int64_t tasks = s.batch * s.n_kv, threads = omp_get_max_threads();
   const int64_t per_head = group * S, dor_size = gate_score ? group * S * D : 0;

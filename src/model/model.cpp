@@ -489,10 +489,15 @@ void Model<T>::block_backward(int64_t l) {
   zero(s.dv0);
   const k::AttentionShape as{s.batch, s.seq, c.n_heads, c.n_kv_heads, c.head_dim,
                              1.0 / std::sqrt(static_cast<double>(c.head_dim))};
+  // The elementwise sigmoid gate's whole backward runs in the kernel: it writes dpre into
+  // the gate's columns directly; other gates get dscore and finish below.
+  const bool dpre_in_kernel = epilogue_gate && c.gate.granularity == GateGranularity::elementwise &&
+                              !c.gate.head_shared && c.gate.activation == k::Activation::sigmoid;
+  T* dgate_out = !epilogue_gate ? nullptr : dpre_in_kernel ? dpre : s.dscore.data();
   k::attention_backward(s.dq2.data(), s.dk0.data(), s.dv0.data(), dy, a.qr.data(), a.kr.data(), v_in,
-                        a.y0.data(), a.lse.data(), as, epilogue_gate ? a.gate_score.data() : nullptr,
-                        epilogue_gate ? s.dscore.data() : nullptr);
-  if (epilogue_gate)
+                        a.y0.data(), a.lse.data(), as, epilogue_gate ? a.gate_score.data() : nullptr, dgate_out,
+                        dpre_in_kernel ? k::GateGradLayout{ld_dpre, true} : k::GateGradLayout{});
+  if (epilogue_gate && !dpre_in_kernel)
     gate_scores_backward(dpre, ld_dpre, s.dscore.data(), pre, gs.gate_out, a.gate_score.data(), n, gs);
   if (c.rope_dims > 0) {
     k::rope_apply(s.dq2.data(), rope_, s.batch, s.seq, c.n_heads, c.head_dim, 0, true);

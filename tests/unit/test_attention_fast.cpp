@@ -138,6 +138,35 @@ TEST(AttentionFastTest, GatedBackwardEqualsUngatedBackwardOfTheGatedGradient) {
   for (int64_t i = 0; i < nq; ++i) ASSERT_EQ(dg[i], dout[i] * out[i]) << i;  // overwritten, not accumulated
 }
 
+// Through the sigmoid and into a wider matrix (the model's fused gradient): the gate's
+// columns get dout * out * g * (1 - g), the other columns stay as they were; float and
+// double alike.
+template <typename T>
+void check_dgate_through_sigmoid_into_strided_rows() {
+  const AttentionShape s{2, 70, 4, 2, 16, 0.25};
+  const int64_t width = s.n_q * s.head_dim, tokens = s.batch * s.seq, ld = width + 24;
+  const int64_t nq = tokens * width, nkv = tokens * s.n_kv * s.head_dim;
+  auto q = random_vector<T>(nq, 51), k = random_vector<T>(nkv, 52), v = random_vector<T>(nkv, 53);
+  auto dout = random_vector<T>(nq, 54), gate = random_vector<T>(nq, 55);
+  for (T& g : gate) g = T(1) / (T(1) + std::exp(-g));  // scores in (0, 1)
+  std::vector<T> out(nq), lse(s.batch * s.n_q * s.seq), gout(nq);
+  attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, gate.data(), gout.data());
+  std::vector<T> dq(nq), dk(nkv), dv(nkv), wide(tokens * ld, T(-5));
+  attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), v.data(), out.data(),
+                     lse.data(), s, gate.data(), wide.data() + 24, GateGradLayout{ld, true});
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t c = 0; c < 24; ++c) ASSERT_EQ(wide[t * ld + c], T(-5));
+    for (int64_t e = 0; e < width; ++e) {
+      const int64_t i = t * width + e;
+      ASSERT_NEAR(wide[t * ld + 24 + e], dout[i] * out[i] * gate[i] * (1 - gate[i]), 1e-6) << t << " " << e;
+    }
+  }
+}
+TEST(AttentionFastTest, GateGradientThroughTheSigmoidIntoStridedRows) {
+  check_dgate_through_sigmoid_into_strided_rows<float>();
+  check_dgate_through_sigmoid_into_strided_rows<double>();
+}
+
 // Double kernels: the gate epilogue around the reference matches the plain reference plus
 // explicit elementwise products.
 TEST(AttentionFastTest, DoubleGateEpilogue) {
