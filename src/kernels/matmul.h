@@ -37,6 +37,7 @@ class MatmulPrecisionScope {
 };
 
 // fp32 -> bf16 with round-to-nearest-even (NaN kept quiet); the bits of a bf16 value.
+// Where the build targets AVX512-BF16, denormal inputs become signed zeros.
 void to_bf16(uint16_t* out, const float* in, int64_t n);
 
 // The naive triple loop with a double accumulator: the oracle for tests.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/rng.h"
 #include "kernels/activations.h"
 #include "kernels/adamw.h"
 #include "kernels/attention.h"
@@ -80,6 +81,26 @@ TEST(MatmulTest, Bf16ScopeMultipliesBf16RoundedInputsInFp32) {
     EXPECT_LT(rel_error(C, R), 1e-6);      // same inputs after rounding: fp32-accurate
     EXPECT_GT(rel_error(C, exact), 1e-5);  // and it really did round them
     EXPECT_LT(rel_error(C, exact), 1e-2);
+  }
+}
+
+// to_bf16 (vectorised where the build has AVX512-BF16) against the rounding rule written
+// out bit by bit, on normal values of every magnitude and on exact ties, body and tail.
+TEST(MatmulTest, ToBf16RoundsToNearestEvenOnEveryPath) {
+  Rng rng(77);
+  std::vector<float> in;
+  for (int i = 0; i < 4000; ++i)
+    in.push_back(static_cast<float>(rng.normal() * std::pow(2.0, static_cast<int>(rng.below(200)) - 100)));
+  for (uint32_t mantissa : {0x8000u, 0x18000u, 0x7fffu, 0x8001u})  // ties to even, just below/above
+    in.push_back(std::bit_cast<float>(0x3f800000u | mantissa));
+  in.push_back(3.0e38f);
+  in.push_back(-0.0f);
+  std::vector<uint16_t> out(in.size());
+  to_bf16(out.data(), in.data(), static_cast<int64_t>(in.size()));
+  for (size_t i = 0; i < in.size(); ++i) {
+    const uint32_t bits = std::bit_cast<uint32_t>(in[i]);
+    const uint16_t expect = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+    ASSERT_EQ(out[i], expect) << i << " " << in[i];
   }
 }
 
