@@ -23,13 +23,20 @@ json last_json_line(const std::string& output) {
   return json::parse(output.substr(line == std::string::npos ? 0 : line + 1));
 }
 
-TEST(BenchCliTest, TrainPrintsTimesAndTheFormulasFlops) {
+// Runs `gatedlm bench COMMAND` on the tiny config, batch 2 x 16, one warm-up step; the
+// test fails (and the JSON is empty) unless it exits 0.
+json run_bench(const std::string& command, int steps) {
   TempDir dir("bench");
   write_file(dir / "tiny.json", kTinyConfig);
-  const CliResult r = run_gatedlm({"bench", "train", "--config", (dir / "tiny.json").string(), "--batch-size", "2",
-                                   "--seq-len", "16", "--steps", "3", "--warmup-steps", "1"});
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const json j = last_json_line(r.output);
+  const CliResult r = run_gatedlm({"bench", command, "--config", (dir / "tiny.json").string(), "--batch-size", "2",
+                                   "--seq-len", "16", "--steps", std::to_string(steps), "--warmup-steps", "1"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return r.exit_code == 0 ? last_json_line(r.output) : json::object();
+}
+
+TEST(BenchCliTest, TrainPrintsTimesAndTheFormulasFlops) {
+  const json j = run_bench("train", 3);
+  ASSERT_FALSE(j.empty());
   EXPECT_EQ(j["step_ms"].size(), 3u);
   EXPECT_LE(j["min_ms"].get<double>(), j["median_ms"].get<double>());
   EXPECT_LE(j["median_ms"].get<double>(), j["max_ms"].get<double>());
@@ -42,12 +49,8 @@ TEST(BenchCliTest, TrainPrintsTimesAndTheFormulasFlops) {
 }
 
 TEST(BenchCliTest, GateTimesBothModelsStepByStepWithTheG1GateInPlaceOfTheConfigs) {
-  TempDir dir("bench");
-  write_file(dir / "tiny.json", kTinyConfig);
-  const CliResult r = run_gatedlm({"bench", "gate", "--config", (dir / "tiny.json").string(), "--batch-size", "2",
-                                   "--seq-len", "16", "--steps", "4", "--warmup-steps", "1"});
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const json j = last_json_line(r.output);
+  const json j = run_bench("gate", 4);
+  ASSERT_FALSE(j.empty());
   ASSERT_EQ(j["step_ratios"].size(), 4u);
   for (size_t i = 0; i < 4; ++i)
     EXPECT_DOUBLE_EQ(j["step_ratios"][i].get<double>(),
@@ -57,6 +60,8 @@ TEST(BenchCliTest, GateTimesBothModelsStepByStepWithTheG1GateInPlaceOfTheConfigs
   EXPECT_EQ(j["gated"]["matmul_params"].get<double>() - base, 2 * 32 * 32);
   EXPECT_DOUBLE_EQ(j["flop_ratio"].get<double>(),
                    j["gated"]["flops_per_step"].get<double>() / j["baseline"]["flops_per_step"].get<double>());
+  TempDir dir("bench");
+  write_file(dir / "tiny.json", kTinyConfig);
   const CliResult bad = run_gatedlm({"bench", "gate", "--config", (dir / "tiny.json").string(), "--steps", "0"});
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_TRUE(contains(bad.output, "--steps")) << bad.output;
