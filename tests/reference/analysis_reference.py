@@ -43,6 +43,7 @@ sys.path.insert(0, HERE)
 import torch  # noqa: E402
 
 import safetensors_io  # noqa: E402
+from engine_harness import SplitMix64, derive  # noqa: E402
 from reference_model import load_checkpoint, rms_norm  # noqa: E402
 
 REL_TOL = 1e-4
@@ -74,31 +75,6 @@ CASES = {
 
 
 # ---- the engine's window sampling (src/core/rng.h, src/analysis/sequences.cpp) ----------
-
-M64 = (1 << 64) - 1
-
-
-def derive(seed, name):
-    h = 1469598103934665603 ^ seed
-    for ch in name.encode():
-        h = ((h ^ ch) * 1099511628211) & M64
-    return h
-
-
-class SplitMix64:
-    def __init__(self, seed):
-        self.state = seed & M64
-
-    def next_u64(self):
-        self.state = (self.state + 0x9E3779B97F4A7C15) & M64
-        z = self.state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
-        return z ^ (z >> 31)
-
-    def below(self, n):
-        return self.next_u64() % n
-
 
 def expected_windows(stream, count, length, seed):
     rng = SplitMix64(derive(seed, "analysis.sequences"))
@@ -158,7 +134,7 @@ def sdpa_output(model, trace, l, tokens):
 
 def reference_stats(model, tokens, eps=0.3):
     cfg = model.cfg
-    L, H = cfg.n_layers, cfg.n_heads
+    L = cfg.n_layers
     trace = {}
     with torch.no_grad():
         model(tokens, trace=trace)

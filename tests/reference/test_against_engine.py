@@ -26,7 +26,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import zlib
 
@@ -37,6 +36,7 @@ sys.path.insert(0, HERE)
 import torch  # noqa: E402
 
 import safetensors_io  # noqa: E402
+from engine_harness import engine_binary, work_directory  # noqa: E402
 from reference_model import GatedLM, ModelConfig  # noqa: E402
 
 # ---- test parameters --------------------------------------------------------------------
@@ -337,18 +337,10 @@ def main(argv=None):
             print(f"{name}: wrote {os.path.join(args.emit_only, name)}")
         return 0
 
-    binary = os.path.abspath(args.gatedlm)
-    if not os.access(binary, os.X_OK):
-        print(f"error: {binary} is not an executable file")
-        print(f"0 passed, {len(names)} failed")
+    binary = engine_binary(args.gatedlm, len(names))
+    if binary is None:
         return 1
-    tmp = None
-    if args.workdir:
-        work = os.path.abspath(args.workdir)
-        os.makedirs(work, exist_ok=True)
-    else:
-        tmp = tempfile.mkdtemp(prefix="gatedlm_ref_")
-        work = tmp
+    work, tmp = work_directory(args.workdir, "gatedlm_ref_")
     t0 = time.time()
     passed = failed = 0
     try:

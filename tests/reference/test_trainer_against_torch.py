@@ -35,7 +35,6 @@ import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.dont_write_bytecode = True  # keep the source tree clean
@@ -45,6 +44,7 @@ sys.path.insert(0, HERE)
 import torch  # noqa: E402
 
 import safetensors_io  # noqa: E402
+from engine_harness import SplitMix64, derive, engine_binary, work_directory  # noqa: E402
 from reference_model import GatedLM, ModelConfig  # noqa: E402
 
 # ---- test parameters --------------------------------------------------------------------
@@ -94,32 +94,6 @@ MUTATIONS = ("schedule", "no_clip", "decay_norms", "accum_sum", "accum_last", "b
 
 
 # ---- the engine's data order ------------------------------------------------------------
-
-MASK64 = (1 << 64) - 1
-
-
-def derive(seed, name):
-    """Rng::derive: FNV-1a over the name's bytes, starting from the offset basis ^ seed."""
-    h = (1469598103934665603 ^ seed) & MASK64
-    for b in name.encode():
-        h = ((h ^ b) * 1099511628211) & MASK64
-    return h
-
-
-class SplitMix64:
-    def __init__(self, seed):
-        self.state = seed & MASK64
-
-    def next_u64(self):
-        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK64
-        z = self.state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
-        return z ^ (z >> 31)
-
-    def below(self, n):
-        return self.next_u64() % n
-
 
 def read_shard(path):
     """Token ids of a GATEDTOK shard (docs/data-format.md)."""
@@ -394,17 +368,10 @@ def main(argv=None):
         unknown = [n for n in names if n not in CASES]
         if unknown:
             ap.error(f"unknown case(s) {unknown}; known: {', '.join(CASES)}")
-    binary = os.path.abspath(args.gatedlm)
-    if not os.access(binary, os.X_OK):
-        print(f"error: {binary} is not an executable file")
-        print(f"0 passed, {len(names)} failed")
+    binary = engine_binary(args.gatedlm, len(names))
+    if binary is None:
         return 1
-    tmp = None
-    if args.workdir:
-        work = os.path.abspath(args.workdir)
-        os.makedirs(work, exist_ok=True)
-    else:
-        tmp = work = tempfile.mkdtemp(prefix="gatedlm_trainref_")
+    work, tmp = work_directory(args.workdir, "gatedlm_trainref_")
     t0 = time.time()
     passed = failed = 0
     try:
