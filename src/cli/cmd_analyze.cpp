@@ -8,6 +8,7 @@
 #include "analysis/analyze.h"
 #include "analysis/sequences.h"
 #include "cli/commands.h"
+#include "cli/eval_source_options.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "io/checkpoint.h"
@@ -18,7 +19,8 @@ namespace gatedlm::cli {
 
 void register_analyze(CLI::App& app) {
   struct Options {
-    std::string checkpoint, data, split = "val", text, tokenizer, out, map_layers;
+    std::string checkpoint, out, map_layers;
+    io::EvalSource source;
     int64_t sequences = 16, seq_len = 0, map_size = 64;
     uint64_t seed = 0;
     bool no_token_ids = false, quiet = false;
@@ -30,14 +32,7 @@ void register_analyze(CLI::App& app) {
       "(top-3 |h|, M-Act) and gate statistics (score mean/histogram, sparsity, mean |Y|) over N windows of "
       "length L, each BOS + L-1 consecutive tokens from a seeded offset; writes JSON (docs/analysis.md).");
   sub->add_option("--checkpoint", opt->checkpoint, "checkpoint directory")->required()->check(CLI::ExistingDirectory);
-  auto* data = sub->add_option("--data", opt->data, "prepared dataset directory (its --split is used)")
-                   ->check(CLI::ExistingDirectory);
-  sub->add_option("--split", opt->split, "dataset split for --data")->capture_default_str()->needs(data);
-  auto* text = sub->add_option("--text", opt->text, "UTF-8 text file to take windows from")->check(CLI::ExistingFile);
-  auto* tok = sub->add_option("--tokenizer", opt->tokenizer, "tokenizer for --text: \"byte\" or a SentencePiece .model");
-  text->needs(tok);
-  tok->needs(text);
-  data->excludes(text);
+  add_eval_source_options(sub, opt->source, "analyze", "to take windows from");
   sub->add_option("--sequences", opt->sequences, "number of windows N")->capture_default_str()->check(CLI::PositiveNumber);
   sub->add_option("--seq-len", opt->seq_len, "window length L incl. BOS (default min(256, max_seq_len))")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
@@ -51,7 +46,7 @@ void register_analyze(CLI::App& app) {
   sub->add_flag("--quiet", opt->quiet, "no progress on stderr");
   sub->add_option("--out", opt->out, "JSON file to write (atomically)")->required();
   sub->callback([opt] {
-    const io::EvalSource src{"analyze", opt->data, opt->split, opt->text, opt->tokenizer};
+    const io::EvalSource& src = opt->source;
     io::check_eval_source(src);
     io::Checkpoint ck = io::load_checkpoint(opt->checkpoint);
     const model::ModelConfig& c = ck.config;

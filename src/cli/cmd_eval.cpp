@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/eval_source_options.h"
 #include "eval/evaluate.h"
 #include "io/checkpoint.h"
 #include "io/eval_stream.h"
@@ -12,7 +13,8 @@ namespace gatedlm::cli {
 
 void register_eval(CLI::App& app) {
   struct Options {
-    std::string checkpoint, data, text, tokenizer, split = "val";
+    std::string checkpoint;
+    io::EvalSource source;
     int64_t seq_len = 0, max_tokens = 0, batch_size = 8;
     bool json = false;
   };
@@ -22,17 +24,13 @@ void register_eval(CLI::App& app) {
       "Held-out loss (nats/token), perplexity and bits per byte, over non-overlapping BOS-prefixed windows.");
   sub->add_option("--checkpoint", opt->checkpoint, "checkpoint directory, or a run directory (its latest)")
       ->required();
-  auto* data = sub->add_option("--data", opt->data, "dataset directory (its validation split by default)");
-  auto* text = sub->add_option("--text", opt->text, "a text file to evaluate on")->check(CLI::ExistingFile);
-  sub->add_option("--tokenizer", opt->tokenizer, "with --text: tokenizer model file or `byte`");
-  sub->add_option("--split", opt->split, "with --data: val or train")->capture_default_str();
+  add_eval_source_options(sub, opt->source, "eval", "to evaluate on");
   sub->add_option("--seq-len", opt->seq_len, "window length (default: the model's max_seq_len)");
   sub->add_option("--max-tokens", opt->max_tokens, "evaluate at most this many tokens (0 = all)");
   sub->add_option("--batch-size", opt->batch_size, "windows per forward pass")->capture_default_str();
   sub->add_flag("--json", opt->json, "print JSON {loss, ppl, bpb, tokens}");
-  data->excludes(text);
   sub->callback([opt] {
-    const io::EvalSource src{"eval", opt->data, opt->split, opt->text, opt->tokenizer};
+    const io::EvalSource& src = opt->source;
     io::check_eval_source(src);
     io::Checkpoint ck = io::load_checkpoint(opt->checkpoint);
     model::Model<float> m(ck.config);

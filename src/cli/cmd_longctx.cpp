@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "cli/commands.h"
+#include "cli/eval_source_options.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "eval/longctx.h"
@@ -53,7 +54,8 @@ void print_table(const nlohmann::json& doc) {
 
 void register_longctx(CLI::App& app) {
   struct Options {
-    std::string checkpoint, data, text, tokenizer, split = "val", lengths, out;
+    std::string checkpoint, lengths, out;
+    io::EvalSource source;
     std::string rope_scaling, factor, tasks, filler = "neutral";
     int64_t original_len = 0, samples = 20, depths = 5, ppl_windows = 16, buckets = 8, batch_tokens = 4096;
     int64_t train_len = 0, distractors = 3, values = 4;
@@ -69,10 +71,7 @@ void register_longctx(CLI::App& app) {
       "override the checkpoint's settings. Writes JSON (docs/longctx.md) and prints a table.");
   sub->add_option("--checkpoint", opt->checkpoint, "checkpoint directory, or a run directory (its latest)")
       ->required();
-  auto* data = sub->add_option("--data", opt->data, "dataset directory: held-out text from its --split");
-  auto* text = sub->add_option("--text", opt->text, "a held-out text file")->check(CLI::ExistingFile);
-  sub->add_option("--tokenizer", opt->tokenizer, "with --text: tokenizer model file or `byte`");
-  sub->add_option("--split", opt->split, "with --data: val or train")->capture_default_str();
+  add_eval_source_options(sub, opt->source, "longctx", "as held-out text");
   sub->add_option("--lengths", opt->lengths, "evaluation lengths in tokens, e.g. 256,512,1024")->required();
   sub->add_option("--rope-scaling", opt->rope_scaling, "none|linear|ntk|yarn (default: the checkpoint's)");
   sub->add_option("--factor", opt->factor,
@@ -98,9 +97,8 @@ void register_longctx(CLI::App& app) {
   sub->add_option("--train-len", opt->train_len, "training length for the within/beyond split (default max_seq_len)");
   sub->add_option("--batch-tokens", opt->batch_tokens, "tokens per forward pass")->capture_default_str();
   sub->add_option("--out", opt->out, "the JSON file to write")->required();
-  data->excludes(text);
   sub->callback([opt] {
-    const io::EvalSource src{"longctx", opt->data, opt->split, opt->text, opt->tokenizer};
+    const io::EvalSource& src = opt->source;
     io::check_eval_source(src);
     eval::LongctxOptions o;
     o.lengths = eval::parse_lengths(opt->lengths, "--lengths");
