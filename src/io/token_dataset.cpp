@@ -315,6 +315,18 @@ std::unique_ptr<Tokenizer> TokenDataset::tokenizer() const {
 }
 
 
+// Checks and creates a dataset's output directory: refuses a file in its place and, unless
+// force, a directory that already holds a prepared dataset.
+void prepare_output_directory(const std::string& dir, bool force) {
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) fail(dir, ": exists and is not a directory");
+  if (fs::exists(join(dir, "manifest.json"), ec) && !force)
+    fail(dir, ": already holds a prepared dataset (manifest.json); pass --force to replace it");
+  fs::create_directories(dir, ec);
+  if (ec) fail(dir, ": cannot create the output directory (", ec.message(), ")");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) fail(dir, ": output directory is not writable");
+}
+
 void prepare_dataset(const PrepareOptions& options) {
   const bool force = options.force;
   const double vf = options.val_fraction;
@@ -344,20 +356,9 @@ void prepare_dataset(const PrepareOptions& options) {
 
   const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::load(options.tokenizer);
   const bool byte = options.tokenizer == "byte";
-  const int64_t vocab = tokenizer->vocab_size();
-  const uint32_t dtype = vocab <= 65536 ? 2 : 4;
 
   // The output directory: checked and created before the (long) tokenisation.
-  const std::string& dir = options.out;
-  const std::string manifest_path = join(dir, "manifest.json");
-  std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) fail(dir, ": exists and is not a directory");
-  if (fs::exists(manifest_path, ec) && !force) {
-    fail(dir, ": already holds a prepared dataset (manifest.json); pass --force to replace it");
-  }
-  fs::create_directories(dir, ec);
-  if (ec) fail(dir, ": cannot create the output directory (", ec.message(), ")");
-  if (::access(dir.c_str(), W_OK | X_OK) != 0) fail(dir, ": output directory is not writable");
+  prepare_output_directory(options.out, force);
 
   std::vector<uint32_t> train_ids, val_ids;
   SplitInfo train, val;
@@ -393,34 +394,8 @@ void prepare_dataset(const PrepareOptions& options) {
   train.tokens = static_cast<int64_t>(train_ids.size());
   val.tokens = static_cast<int64_t>(val_ids.size());
 
-  // Writing: the old manifest goes first and the new one comes last, so a failure at any
-  // point leaves a directory that TokenDataset::open refuses.
-  if (fs::exists(manifest_path, ec)) {
-    if (!fs::remove(manifest_path, ec) || ec) fail(manifest_path, ": cannot remove (", ec.message(), ")");
-    fsync_directory(dir);
-  }
-  const std::string model_copy = join(dir, "tokenizer.model");
-  std::string tokenizer_name = "byte";
-  if (!byte) {
-    write_file_atomic(model_copy, read_text_file(options.tokenizer));
-    tokenizer_name = fs::path(options.tokenizer).filename().string();
-  } else if (fs::exists(model_copy, ec)) {
-    fs::remove(model_copy, ec);
-  }
-  write_shard(join(dir, "train.bin"), train_ids, dtype);
-  write_shard(join(dir, "val.bin"), val_ids, dtype);
-  const json manifest = {
-      {"format_version", kManifestVersion},
-      {"tokenizer", tokenizer_name},
-      {"vocab_size", vocab},
-      {"bos_id", tokenizer->bos_id()},
-      {"eos_id", tokenizer->eos_id()},
-      {"token_dtype", dtype == 2 ? "uint16" : "uint32"},
-      {"sources", sources},
-      {"val_fraction", vf},
-      {"splits", {{"train", split_json(train)}, {"val", split_json(val)}}},
-  };
-  write_file_atomic(manifest_path, manifest.dump(2) + "\n");
+  write_token_dataset(options.out, options.tokenizer, train_ids, val_ids, train, val, sources.dump(), vf, "{}",
+                      /*force=*/true);  // the directory was checked above
 }
 
 nlohmann::json source_record(const std::string& path, std::string_view text, int64_t train_bytes, int64_t val_bytes) {
@@ -442,13 +417,11 @@ void write_token_dataset(const std::string& dir, const std::string& tokenizer_sp
     for (uint32_t id : *ids)
       if (id >= static_cast<uint64_t>(tokenizer->vocab_size()))
         fail(dir, ": token id ", id, " is outside the vocabulary of ", tokenizer->name());
+  prepare_output_directory(dir, force);
+  // Writing: the old manifest goes first and the new one comes last, so a failure at any
+  // point leaves a directory that TokenDataset::open refuses.
   const std::string manifest_path = join(dir, "manifest.json");
   std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) fail(dir, ": exists and is not a directory");
-  if (fs::exists(manifest_path, ec) && !force)
-    fail(dir, ": already holds a prepared dataset (manifest.json); pass --force to replace it");
-  fs::create_directories(dir, ec);
-  if (ec) fail(dir, ": cannot create the output directory (", ec.message(), ")");
   if (fs::exists(manifest_path, ec)) {
     if (!fs::remove(manifest_path, ec) || ec) fail(manifest_path, ": cannot remove (", ec.message(), ")");
     fsync_directory(dir);
