@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "kernels/bf16_support.h"
+#include "kernels/kernel_set.h"
 
 namespace gatedlm::cli {
 
@@ -11,6 +12,7 @@ std::string version_text() {
   const dnnl_version_t* v = dnnl::version();
   const kernels::Bf16Support& bf16 = kernels::bf16_support();
   std::string text = std::string("gatedlm ") + GATEDLM_VERSION + "\n";
+  text += "kernels: " + kernels::kernel_set_summary() + "\n";
   text += "matrix products: oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
           std::to_string(v->patch) + ", instruction set " + bf16.isa + "\n";
   text += bf16.native ? "bf16 products: native (--precision bf16 runs on the bf16 units)"
