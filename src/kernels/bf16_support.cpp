@@ -52,6 +52,12 @@ bool bf16_primitive_exists() {
 
 Bf16Support probe() {
   Bf16Support s;
+#if !defined(__x86_64__)
+  // oneDNN's ISA values name x86 instruction sets; on other CPUs they say nothing here.
+  s.isa = "non-x86";
+  s.reason = "native bf16 products are x86-only in gatedlm (AVX512-BF16 or AMX)";
+  return s;
+#endif
   const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
   s.isa = isa_name(isa);
   if (!isa_has_bf16(isa)) {
