@@ -3,6 +3,7 @@
 // job with a message instead of a silent hang; a rank that is killed outright is also
 // noticed by the launcher (mpirun names it and ends the others).
 #include <mpi.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -106,9 +107,10 @@ class MpiCommunicator final : public Communicator {
  private:
   static constexpr size_t kMaxCount = INT_MAX / 2;  // elements per MPI call (counts are int)
 
-  // Waits for `req`, polling: busy for the first 50 ms (a transfer in flight needs the
-  // polls to progress), then every 200 us so that a rank waiting for a slow one (rank 0
-  // writing a checkpoint) leaves its core to others. Past the deadline the job stops.
+  // Waits for `req`, polling: a transfer in flight progresses only while we poll, so the
+  // first 100 ms poll without pause, then until 1 s yielding the core between polls;
+  // longer, the wait is for a slow rank (rank 0 writing a checkpoint), and polls every
+  // millisecond leave the core to others. Past the deadline the job stops.
   void wait(MPI_Request& req, const char* what) {
     using clock = std::chrono::steady_clock;
     const auto start = clock::now();
@@ -122,7 +124,10 @@ class MpiCommunicator final : public Communicator {
                   " s for the other ranks (GATEDLM_DIST_TIMEOUT_S): one of them has stopped or hangs; "
                   "stopping the job (the last checkpoint resumes with --resume)"),
               3);
-      if (waited > 0.05) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      if (waited > 1.0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      else if (waited > 0.1)
+        sched_yield();
     }
   }
 
