@@ -4,6 +4,7 @@
 //   - a rank killed with SIGKILL stops the job within seconds, the launcher names it, and
 //     the last checkpoint resumes in one process to the same result as a run never
 //     stopped;
+//   - Ctrl-C to mpirun saves one checkpoint (rank 0) and the run resumes on 2 ranks;
 //   - a rank that stops answering (SIGSTOP) ends the job at GATEDLM_DIST_TIMEOUT_S;
 //   - errors every rank meets are reported once.
 #include <gtest/gtest.h>
@@ -191,54 +192,80 @@ TEST_F(MpiTraining, TwoRanksGiveOneProcessResultAndRepeatBitForBit) {
   }
 }
 
-TEST_F(MpiTraining, KilledRankStopsTheJobAndTheCheckpointResumesInOneProcess) {
-  const int steps = 300;
-  const fs::path straight = root_ / "straight", killed = root_ / "killed";
-  auto r = testing::run_gatedlm(train_args(straight, steps, 2));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+// How a 2-rank job ended after `signal` reached rank 1 (or the launcher itself) once the
+// run's first checkpoint existed.
+struct SignalledJob {
+  int exit_code = 0;
+  double stop_s = 0;  // from the signal to the launcher's exit
+  std::string output;
+};
 
-  const fs::path log = root_ / "killed.log";
-  const pid_t launcher = testing::spawn_program(kMpiexec, mpirun_args(2, train_args(killed, steps, 1)), log.string());
-  auto deadline = Clock::now() + std::chrono::seconds(60);
-  while (!fs::exists(killed / "latest") && Clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  const pid_t rank1 = find_rank(launcher, 1);
-  ASSERT_GT(rank1, 0) << "rank 1 not found under mpirun " << launcher;
-  ::kill(rank1, SIGKILL);
-  const auto killed_at = Clock::now();
-  const int code = testing::wait_exit_code(launcher);
-  const double stop_s = std::chrono::duration<double>(Clock::now() - killed_at).count();
-  const std::string out = slurp(log);
-  EXPECT_NE(code, 0) << out;
-  EXPECT_LT(stop_s, 10.0) << "the job took " << stop_s << " s to stop\n" << out;
-  EXPECT_NE(out.find("rank 1"), std::string::npos) << "the message does not name the rank:\n" << out;
-  ASSERT_FALSE(fs::exists(killed / "summary.json")) << "the run ended before rank 1 was killed:\n" << out;
+class MpiSignals : public MpiTraining {
+ protected:
+  static constexpr int kSteps = 150;
 
+  static SignalledJob signal_job(const fs::path& run, int signal, bool to_launcher) {
+    const fs::path log = run.string() + ".log";
+    const pid_t launcher =
+        testing::spawn_program(kMpiexec, mpirun_args(2, train_args(run, kSteps, 1)), log.string());
+    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    while (!fs::exists(run / "latest") && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const pid_t target = to_launcher ? launcher : find_rank(launcher, 1);
+    if (target <= 0) ::kill(launcher, SIGKILL);
+    EXPECT_GT(target, 0) << "rank 1 not found under mpirun " << launcher;
+    if (target > 0) ::kill(target, signal);
+    const auto signalled_at = Clock::now();
+    SignalledJob job;
+    job.exit_code = testing::wait_exit_code(launcher);
+    job.stop_s = std::chrono::duration<double>(Clock::now() - signalled_at).count();
+    job.output = slurp(log);
+    if (target > 0 && !to_launcher) ::kill(target, SIGKILL);  // a stopped rank the launcher left behind
+    return job;
+  }
+
+  // One process, --grad-accum 2: what every stopped-and-resumed run must end equal to.
+  static fs::path straight_run() {
+    const fs::path run = root_ / "straight";
+    if (!fs::exists(run / "summary.json")) {
+      auto r = testing::run_gatedlm(train_args(run, kSteps, 2));
+      EXPECT_EQ(r.exit_code, 0) << r.output;
+    }
+    return run;
+  }
+};
+
+TEST_F(MpiSignals, KilledRankStopsTheJobAndTheCheckpointResumesInOneProcess) {
+  const fs::path run = root_ / "killed";
+  const SignalledJob job = signal_job(run, SIGKILL, false);
+  EXPECT_NE(job.exit_code, 0) << job.output;
+  EXPECT_LT(job.stop_s, 10.0) << "the job took " << job.stop_s << " s to stop\n" << job.output;
+  EXPECT_NE(job.output.find("rank 1"), std::string::npos) << "the message does not name the rank:\n" << job.output;
+  ASSERT_FALSE(fs::exists(run / "summary.json")) << "the run ended before rank 1 was killed:\n" << job.output;
   // The global step (2 micro-batches) is now one process's --grad-accum 2.
-  r = testing::run_gatedlm({"train", "--resume", killed.string()});
+  auto r = testing::run_gatedlm({"train", "--resume", run.string()});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  expect_same_run(killed, straight, 1e-6);
+  expect_same_run(run, straight_run(), 1e-6);
 }
 
-TEST_F(MpiTraining, StoppedRankEndsTheJobAtTheTimeout) {
-  const fs::path run = root_ / "stopped", log = root_ / "stopped.log";
+TEST_F(MpiSignals, CtrlCSavesOnceAndTheRunResumesOnTwoRanks) {
+  const fs::path run = root_ / "interrupted";
+  const SignalledJob job = signal_job(run, SIGINT, true);
+  EXPECT_NE(job.exit_code, 0) << job.output;
+  EXPECT_NE(job.output.find("interrupted at step"), std::string::npos) << job.output;
+  ASSERT_EQ(json::parse(slurp(run / "summary.json"))["outcome"], "interrupted") << job.output;
+  auto r = mpirun(2, {"train", "--resume", run.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_same_run(run, straight_run(), 1e-6);
+}
+
+TEST_F(MpiSignals, StoppedRankEndsTheJobAtTheTimeout) {
   ::setenv("GATEDLM_DIST_TIMEOUT_S", "2", 1);
-  const pid_t launcher = testing::spawn_program(kMpiexec, mpirun_args(2, train_args(run, 100000, 1)), log.string());
+  const SignalledJob job = signal_job(root_ / "stopped", SIGSTOP, false);
   ::unsetenv("GATEDLM_DIST_TIMEOUT_S");
-  auto deadline = Clock::now() + std::chrono::seconds(60);
-  while (!fs::exists(run / "latest") && Clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  const pid_t rank1 = find_rank(launcher, 1);
-  ASSERT_GT(rank1, 0);
-  ::kill(rank1, SIGSTOP);
-  const auto stopped_at = Clock::now();
-  const int code = testing::wait_exit_code(launcher);
-  const double stop_s = std::chrono::duration<double>(Clock::now() - stopped_at).count();
-  const std::string out = slurp(log);
-  EXPECT_NE(code, 0) << out;
-  EXPECT_LT(stop_s, 15.0) << out;
-  EXPECT_NE(out.find("GATEDLM_DIST_TIMEOUT_S"), std::string::npos) << out;
-  ::kill(rank1, SIGKILL);  // in case the launcher left it behind
+  EXPECT_NE(job.exit_code, 0) << job.output;
+  EXPECT_LT(job.stop_s, 15.0) << job.output;
+  EXPECT_NE(job.output.find("GATEDLM_DIST_TIMEOUT_S"), std::string::npos) << job.output;
 }
 
 TEST_F(MpiTraining, ErrorsAllRanksMeetAreReportedOnceAndUnevenSplitsRefused) {
