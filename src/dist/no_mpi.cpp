@@ -5,6 +5,6 @@ namespace gatedlm::dist {
 
 std::unique_ptr<Communicator> from_environment() { return single_process(); }
 
-std::string mpi_build_info() { return "not built in (one process only)"; }
+std::string mpi_build_info() { return "not built in, training runs in one process"; }
 
 }  // namespace gatedlm::dist
