@@ -121,8 +121,11 @@ class MpiTraining : public ::testing::Test {
             "--eval-every",  "20",           "--eval-tokens", "1024",          "--warmup", "5", "--lr", "3e-3"};
   }
   static std::vector<std::string> mpirun_args(int ranks, const std::vector<std::string>& gatedlm_args) {
-    std::vector<std::string> a{"-np", std::to_string(ranks), "--allow-run-as-root", "--oversubscribe", "--bind-to",
-                               "none", "-x", "OMP_NUM_THREADS", GATEDLM_BINARY};
+    // Containers (CI) often forbid the cross-process memory copy of Open MPI's shared-memory
+    // transport: copy through the shared segment instead.
+    std::vector<std::string> a{"-np",        std::to_string(ranks), "--allow-run-as-root", "--oversubscribe",
+                               "--bind-to",  "none",                "--mca", "btl_vader_single_copy_mechanism",
+                               "none",       "-x",                  "OMP_NUM_THREADS", GATEDLM_BINARY};
     a.insert(a.end(), gatedlm_args.begin(), gatedlm_args.end());
     return a;
   }
