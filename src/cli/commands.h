@@ -1,11 +1,16 @@
 #pragma once
 // One function per subcommand, each in its own file: it declares its options on the
 // subcommand and runs when that subcommand is chosen.
+#include <string>
+
 namespace CLI {
 class App;
 }
 
 namespace gatedlm::cli {
+
+// The text of `gatedlm --version`: version, oneDNN and its instruction set, bf16 path.
+std::string version_text();
 
 void register_params(CLI::App& app);
 void register_init(CLI::App& app);

@@ -5,13 +5,13 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
-#include "dist/communicator.h"
+#include "kernels/bf16_support.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
       "gatedlm: train, analyse and run decoder LMs with the gated attention of Qiu et al. (NeurIPS 2025).\n"
       "Run `gatedlm COMMAND --help` for the options of a command."};
-  app.set_version_flag("--version", std::string(GATEDLM_VERSION) + " (MPI: " + gatedlm::dist::mpi_build_info() + ")");
+  app.set_version_flag("--version", [] { return gatedlm::cli::version_text(); });
   app.require_subcommand(1);
   gatedlm::cli::register_params(app);
   gatedlm::cli::register_init(app);
