@@ -6,7 +6,8 @@
 //     stopped;
 //   - Ctrl-C to mpirun saves one checkpoint (rank 0) and the run resumes on 2 ranks;
 //   - a rank that stops answering (SIGSTOP) ends the job at GATEDLM_DIST_TIMEOUT_S;
-//   - errors every rank meets are reported once.
+//   - errors every rank meets are reported once;
+//   - the allreduce sums exactly on 3 ranks with uneven shards.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -290,6 +291,22 @@ TEST_F(MpiTraining, ErrorsAllRanksMeetAreReportedOnceAndUnevenSplitsRefused) {
   r = mpirun(2, {"train", "--resume", run.string(), "--grad-accum", "2"});
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("per rank"), std::string::npos) << r.output;
+}
+
+TEST_F(MpiTraining, AllreduceOnThreeRanksSumsExactly) {
+  // 131 float64 (shards of 44, 44, 43) and 1 MiB; the bench checks every sum on every rank.
+  auto r = testing::run_program(kMpiexec, mpirun_args(3, {"bench", "allreduce", "--mb", "0.001", "1", "--reps", "2"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int lines = 0;
+  std::istringstream in(r.output);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] != '{') continue;
+    const json j = json::parse(line);
+    EXPECT_EQ(j["ranks"], 3) << line;
+    EXPECT_EQ(j["correct"], true) << line;
+    ++lines;
+  }
+  EXPECT_EQ(lines, 2) << r.output;
 }
 
 TEST(MpiBuild, VersionSaysWhetherMpiIsBuiltIn) {
