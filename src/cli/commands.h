@@ -12,6 +12,11 @@ namespace gatedlm::cli {
 // The text of `gatedlm --version`: version, oneDNN and its instruction set, bf16 path.
 std::string version_text();
 
+// Bounded spinning of idle OpenMP threads by default (openmp_waiting.cpp): re-executes
+// the process once with GOMP_SPINCOUNT set unless the user chose OMP_WAIT_POLICY or
+// GOMP_SPINCOUNT. Call first thing in main.
+void choose_openmp_waiting(char** argv);
+
 void register_params(CLI::App& app);
 void register_init(CLI::App& app);
 void register_score(CLI::App& app);

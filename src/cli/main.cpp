@@ -8,6 +8,7 @@
 #include "kernels/bf16_support.h"
 
 int main(int argc, char** argv) {
+  gatedlm::cli::choose_openmp_waiting(argv);
   CLI::App app{
       "gatedlm: train, analyse and run decoder LMs with the gated attention of Qiu et al. (NeurIPS 2025).\n"
       "Run `gatedlm COMMAND --help` for the options of a command."};

@@ -1,10 +1,6 @@
 #include "kernels/matmul.h"
 
-#include <bit>
 #include <cstring>
-#if defined(__AVX512BF16__)
-#include <immintrin.h>
-#endif
 #include <dnnl.hpp>
 #include <vector>
 #include <map>
@@ -146,26 +142,6 @@ void matmul<float>(float* C, const float* A, const float* B, MatmulShape s) {
 MatmulPrecisionScope::MatmulPrecisionScope(bool bf16) : previous_(t_bf16) { t_bf16 = bf16; }
 MatmulPrecisionScope::~MatmulPrecisionScope() { t_bf16 = previous_; }
 bool MatmulPrecisionScope::bf16_active() { return t_bf16; }
-
-void to_bf16(uint16_t* out, const float* in, int64_t n) {
-  int64_t i = 0;
-#if defined(__AVX512BF16__)
-  // The AVX512-BF16 instruction rounds to nearest even too, in one instruction per 16
-  // values; it flushes denormal inputs to signed zero, values below 1.2e-38 that no
-  // product here notices.
-  for (; i + 16 <= n; i += 16) {
-    const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(in + i));
-    std::memcpy(out + i, &h, sizeof(h));
-  }
-#endif
-#pragma omp simd
-  for (int64_t j = i; j < n; ++j) {
-    const uint32_t bits = std::bit_cast<uint32_t>(in[j]);
-    const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
-    const uint32_t rounded = bits + 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even
-    out[j] = nan ? static_cast<uint16_t>((bits >> 16) | 0x40u) : static_cast<uint16_t>(rounded >> 16);
-  }
-}
 
 template <typename T>
 void linear_forward(T* y, const T* x, const T* W, int64_t n, int64_t in, int64_t out) {

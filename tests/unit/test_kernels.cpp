@@ -10,7 +10,6 @@
 #include "kernels/adamw.h"
 #include "kernels/attention.h"
 #include "kernels/cross_entropy.h"
-#include "kernels/fast_math.h"
 #include "kernels/matmul.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
@@ -205,25 +204,6 @@ TEST(AttentionTest, BlockedFloatKernelsMatchTheReferenceKernels) {
     EXPECT_LT(rel_error(dk, dk_ref), 1e-5) << "seq " << seq;
     EXPECT_LT(rel_error(dv, dv_ref), 1e-5) << "seq " << seq;
   }
-}
-
-TEST(FastMathTest, ExpApproxIsAccurateOverTheSoftmaxRange) {
-  double worst = 0;
-  for (float x = -87.0f; x <= 88.0f; x += 0.01f)
-    worst = std::max(worst, std::abs(exp_approx(x) / std::exp(static_cast<double>(x)) - 1.0));
-  EXPECT_LT(worst, 2e-7);
-  EXPECT_EQ(exp_approx(0.0f), 1.0f);
-#if defined(__AVX512F__)
-  double worst16 = 0;
-  for (float x0 = -87.0f; x0 + 0.15f <= 88.0f; x0 += 0.16f) {
-    alignas(64) float in[16], out[16];
-    for (int i = 0; i < 16; ++i) in[i] = x0 + 0.01f * static_cast<float>(i);
-    _mm512_store_ps(out, exp_approx16(_mm512_load_ps(in)));
-    for (int i = 0; i < 16; ++i)
-      worst16 = std::max(worst16, std::abs(out[i] / std::exp(static_cast<double>(in[i])) - 1.0));
-  }
-  EXPECT_LT(worst16, 2e-7);
-#endif
 }
 
 TEST(CrossEntropyTest, LossIsNegLogSoftmaxAndGradientMatches) {
