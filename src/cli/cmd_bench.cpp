@@ -3,9 +3,11 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "bench/allreduce_speed.h"
 #include "bench/train_speed.h"
 #include "kernels/bf16_support.h"
 #include "cli/commands.h"
+#include "dist/communicator.h"
 #include "model/config.h"
 
 namespace gatedlm::cli {
@@ -37,6 +39,7 @@ void register_bench(CLI::App& app) {
     bench::SpeedOptions speed;
     int64_t sgemm_n = 2048;
     int reps = 5;
+    std::vector<double> allreduce_mb{1, 4, 16, 64};
   };
   auto opt = std::make_shared<Options>();
   CLI::App* bench = app.add_subcommand("bench", "Speed measurements: training steps, the gate's cost and the sgemm peak.");
@@ -90,6 +93,25 @@ void register_bench(CLI::App& app) {
     std::printf("%s\n", nlohmann::json{{"n", opt->sgemm_n}, {"gflops", bench::measure_sgemm_gflops(opt->sgemm_n, opt->reps)}}
                             .dump()
                             .c_str());
+  });
+  CLI::App* allreduce = bench->add_subcommand(
+      "allreduce", "The gradient allreduce (float64 sum in rank order, as training does) over the ranks of this job: "
+                   "run it under `mpirun -np N`. Prints one JSON line per size from rank 0: bytes, median_s, min_s, "
+                   "algbw_gbs (bytes / time), busbw_gbs (x 2(N-1)/N, per link), correct, ranks.");
+  allreduce->add_option("--mb", opt->allreduce_mb, "buffer sizes in MiB")->capture_default_str();
+  allreduce->add_option("--reps", opt->reps, "timed repetitions per size (median reported)")->capture_default_str();
+  allreduce->callback([opt] {
+    std::unique_ptr<dist::Communicator> comm = dist::from_environment();
+    std::vector<int64_t> sizes;
+    for (double mb : opt->allreduce_mb) sizes.push_back(static_cast<int64_t>(mb * (1 << 20)));
+    for (const bench::AllreduceTiming& t : bench::measure_allreduce(*comm, sizes, opt->reps))
+      if (comm->rank() == 0)
+        std::printf("%s\n", nlohmann::json{{"bytes", t.bytes},         {"median_s", t.median_s},
+                                            {"min_s", t.min_s},         {"algbw_gbs", t.algbw_gbs},
+                                            {"busbw_gbs", t.busbw_gbs}, {"correct", t.correct},
+                                            {"ranks", comm->size()},    {"mpi", comm->describe()}}
+                                 .dump()
+                                 .c_str());
   });
 }
 

@@ -5,6 +5,8 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "dist/communicator.h"
+#include "train/data_parallel.h"
 #include "train/trainer.h"
 
 namespace gatedlm::cli {
@@ -30,7 +32,9 @@ void register_train(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "train",
       "Train a model: AdamW, linear warmup then cosine decay, gradient clipping, periodic validation and atomic "
-      "checkpoints in RUN/. Ctrl-C saves a checkpoint and stops; --resume RUN continues bit for bit.");
+      "checkpoints in RUN/. Ctrl-C saves a checkpoint and stops; --resume RUN continues bit for bit. Under "
+      "`mpirun -np N` it trains data-parallel: --grad-accum micro-batches per rank, the same result as one "
+      "process with N times as many (docs/scaling.md).");
   sub->add_option("--config", opt->request.model_config, "model config JSON (new runs)");
   sub->add_option("--data", opt->request.data, "dataset directory from `gatedlm data prepare`");
   sub->add_option("--out", opt->request.out, "run directory to create");
@@ -73,7 +77,20 @@ void register_train(CLI::App& app) {
       }
     });
     req.config = train::train_config_from_json(merged, opt->train_config.empty() ? "flags" : opt->train_config);
-    const auto outcome = train::run_training(req);
+    // Under an MPI launcher: one rank of a data-parallel run (MPI is finalised when comm goes).
+    std::unique_ptr<dist::Communicator> comm = dist::from_environment();
+    req.comm = comm.get();
+    train::TrainOutcome outcome;
+    try {
+      outcome = train::run_training(req);
+    } catch (const train::SharedFailure&) {
+      if (comm->rank() != 0) throw CLI::RuntimeError(1);  // rank 0 reports it
+      throw;
+    } catch (const std::exception& e) {
+      // Only this rank may have failed: the others would wait for it, so stop them all.
+      if (comm->size() > 1) comm->abort(cat("gatedlm: error on rank ", comm->rank(), ": ", e.what()), 1);
+      throw;
+    }
     if (outcome == train::TrainOutcome::interrupted) throw CLI::RuntimeError(130);
   });
 }

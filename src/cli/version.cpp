@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "dist/communicator.h"
 #include "kernels/bf16_support.h"
 #include "kernels/kernel_set.h"
 
@@ -25,6 +26,7 @@ std::string version_text() {
   text += bf16.native ? "bf16 products: native (--precision bf16 runs on the bf16 units)"
                       : "bf16 products: emulated (" + bf16.reason +
                             "; --precision bf16 keeps its numerics but is slower than fp32)";
+  text += "\nMPI: " + dist::mpi_build_info();
   return text;
 }
 

@@ -35,14 +35,7 @@ void save_training_checkpoint(const std::string& run_dir, const model::ModelConf
   const int64_t n = static_cast<int64_t>(adam_m.size());
   io::write_safetensors((tmp / "optimizer.safetensors").string(),
                         {{"exp_avg", {n}, adam_m.data()}, {"exp_avg_sq", {n}, adam_v.data()}});
-  nlohmann::json js{{"format_version", 1},
-                    {"step", state.step},
-                    {"tokens_seen", state.tokens_seen},
-                    {"elapsed_s", state.elapsed_s},
-                    {"planned_steps", state.planned_steps},
-                    {"loss_history", state.loss_history},
-                    {"spike_steps", state.spike_steps}};
-  write_file_atomic((tmp / "trainer_state.json").string(), js.dump(1) + "\n");
+  write_file_atomic((tmp / "trainer_state.json").string(), training_state_to_json(state).dump(1) + "\n");
   fsync_directory(tmp.string());  // each file was fsynced as it was written
   const fs::path final_dir = root / name;
   fs::remove_all(final_dir);
@@ -80,18 +73,39 @@ TrainingCheckpoint load_training_checkpoint(const std::string& run_dir) {
   const fs::path state_path = fs::path(dir) / "trainer_state.json";
   std::ifstream in(state_path);
   if (!in) fail(state_path.string(), ": missing");
+  nlohmann::json js;
   try {
-    nlohmann::json js = nlohmann::json::parse(in);
-    ck.state.step = js.at("step").get<int64_t>();
-    ck.state.tokens_seen = js.at("tokens_seen").get<int64_t>();
-    ck.state.elapsed_s = js.at("elapsed_s").get<double>();
-    ck.state.planned_steps = js.at("planned_steps").get<int64_t>();
-    ck.state.loss_history = js.at("loss_history").get<std::vector<double>>();
-    ck.state.spike_steps = js.at("spike_steps").get<std::vector<int64_t>>();
+    js = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
     fail(state_path.string(), ": malformed (", e.what(), ")");
   }
+  ck.state = training_state_from_json(js, state_path.string());
   return ck;
+}
+
+nlohmann::json training_state_to_json(const TrainingState& state) {
+  return {{"format_version", 1},
+          {"step", state.step},
+          {"tokens_seen", state.tokens_seen},
+          {"elapsed_s", state.elapsed_s},
+          {"planned_steps", state.planned_steps},
+          {"loss_history", state.loss_history},
+          {"spike_steps", state.spike_steps}};
+}
+
+TrainingState training_state_from_json(const nlohmann::json& js, const std::string& source) {
+  TrainingState state;
+  try {
+    state.step = js.at("step").get<int64_t>();
+    state.tokens_seen = js.at("tokens_seen").get<int64_t>();
+    state.elapsed_s = js.at("elapsed_s").get<double>();
+    state.planned_steps = js.at("planned_steps").get<int64_t>();
+    state.loss_history = js.at("loss_history").get<std::vector<double>>();
+    state.spike_steps = js.at("spike_steps").get<std::vector<int64_t>>();
+  } catch (const nlohmann::json::exception& e) {
+    fail(source, ": malformed (", e.what(), ")");
+  }
+  return state;
 }
 
 }  // namespace gatedlm::train

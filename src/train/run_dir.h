@@ -40,4 +40,8 @@ void save_training_checkpoint(const std::string& run_dir, const model::ModelConf
                               const std::vector<float>& adam_v, const TrainingState& state, int64_t keep);
 TrainingCheckpoint load_training_checkpoint(const std::string& run_dir);
 
+// trainer_state.json's content (also how rank 0 hands the state to the other ranks).
+nlohmann::json training_state_to_json(const TrainingState& state);
+TrainingState training_state_from_json(const nlohmann::json& j, const std::string& source);
+
 }  // namespace gatedlm::train

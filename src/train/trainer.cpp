@@ -12,6 +12,8 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "dist/collectives.h"
+#include "dist/gradient_sum.h"
 #include "eval/evaluate.h"
 #include "io/checkpoint.h"
 #include "io/token_dataset.h"
@@ -19,6 +21,7 @@
 #include "model/init.h"
 #include "model/model.h"
 #include "train/batches.h"
+#include "train/data_parallel.h"
 #include "train/optimizer.h"
 #include "train/run_dir.h"
 #include "train/spikes.h"
@@ -76,14 +79,6 @@ void scale(std::span<float> g, float factor) {
   for (size_t i = 0; i < g.size(); ++i) g[i] *= factor;
 }
 
-struct RunSetup {
-  model::ModelConfig model;
-  TrainConfig config;
-  std::string data;
-  std::vector<float> params, adam_m, adam_v;
-  TrainingState state;
-};
-
 RunSetup setup_new_run(const TrainRequest& req) {
   const fs::path run(req.out);
   if (fs::exists(run) && !(fs::is_directory(run) && fs::is_empty(run)))
@@ -133,7 +128,11 @@ RunSetup setup_resume(const TrainRequest& req) {
     if (!given.contains(key) || given[key] == saved[key]) continue;
     if (!may_change_on_resume(key))
       fail("--resume ", req.out, ": the run was started with ", key, " = ", saved[key].dump(),
-           "; it cannot change to ", given[key].dump(), " (only the budget and the eval/save cadence can)");
+           "; it cannot change to ", given[key].dump(), " (only the budget and the eval/save cadence can",
+           key == "grad_accum" ? "; grad_accum counts a step's micro-batches over all ranks: with N ranks, "
+                                 "--grad-accum is per rank"
+                               : "",
+           ")");
     merged[key] = given[key];
   }
   s.config = train_config_from_json(merged, "resume");
@@ -159,10 +158,17 @@ RunSetup setup_resume(const TrainRequest& req) {
 
 }  // namespace
 
-TrainOutcome run_training(const TrainRequest& req) {
-  RunSetup s = req.resume ? setup_resume(req) : setup_new_run(req);
+TrainOutcome run_training(const TrainRequest& request) {
+  std::unique_ptr<dist::Communicator> own_comm = request.comm ? nullptr : dist::single_process();
+  dist::Communicator& comm = request.comm ? *request.comm : *own_comm;
+  const bool rank0 = comm.rank() == 0;
+  // --grad-accum is per rank; the run directory records the step's global micro-batches.
+  TrainRequest req = request;
+  req.config.grad_accum *= comm.size();
+  RunSetup s = set_up_on_rank0(comm, [&] { return req.resume ? setup_resume(req) : setup_new_run(req); });
   const fs::path run(req.out);
   const TrainConfig& tc = s.config;
+  const MicroBatchShare share = micro_batch_share(tc, comm);
   const io::TokenDataset data = io::TokenDataset::open(s.data);
   const io::DatasetManifest& mf = data.manifest();
   if (mf.vocab_size > s.model.vocab_size)
@@ -192,9 +198,15 @@ TrainOutcome run_training(const TrainRequest& req) {
   spikes.restore({s.state.loss_history.begin(), s.state.loss_history.end()}, s.state.spike_steps);
   TrainingState& state = s.state;
 
-  std::ofstream metrics(run / "metrics.jsonl", std::ios::app);
-  if (!metrics) fail((run / "metrics.jsonl").string(), ": cannot write");
-  auto record = [&](const json& j) { metrics << j.dump() << "\n" << std::flush; };
+  std::ofstream metrics;  // rank 0 writes the run directory
+  if (rank0) {
+    metrics.open(run / "metrics.jsonl", std::ios::app);
+    if (!metrics) fail((run / "metrics.jsonl").string(), ": cannot write");
+  }
+  auto record = [&](const json& j) {
+    if (rank0) metrics << j.dump() << "\n" << std::flush;
+  };
+  dist::GradientSum grad_sum(comm, model.grads().size(), share.count);
 
   const auto segment_start = std::chrono::steady_clock::now();
   const double elapsed_before = state.elapsed_s;
@@ -205,6 +217,7 @@ TrainOutcome run_training(const TrainRequest& req) {
   int64_t trained_tokens = 0;
 
   auto save = [&] {
+    if (!rank0) return;
     state.elapsed_s = elapsed();
     state.loss_history.assign(spikes.history().begin(), spikes.history().end());
     state.spike_steps = spikes.spike_steps();
@@ -213,14 +226,15 @@ TrainOutcome run_training(const TrainRequest& req) {
   };
   json last_eval;
   auto evaluate = [&] {
-    eval::EvalResult r = eval::evaluate(model, val_stream, mf.bos_id, tc.seq_len, tc.eval_tokens, tc.batch_size,
-                                        val_bytes_per_token);
+    eval::EvalResult r = evaluate_shared(comm, model, val_stream, mf.bos_id, tc.seq_len, tc.eval_tokens,
+                                         tc.batch_size, val_bytes_per_token);
     last_eval = {{"step", state.step}, {"val_loss", r.loss}, {"val_ppl", r.ppl}, {"val_bpb", r.bpb},
                  {"val_tokens", r.tokens}};
     record(last_eval);
     return r;
   };
   auto summary = [&](const std::string& outcome) {
+    if (!rank0) return;
     json j{{"outcome", outcome},
            {"steps", state.step},
            {"tokens_seen", state.tokens_seen},
@@ -245,25 +259,32 @@ TrainOutcome run_training(const TrainRequest& req) {
     }
   } restore{previous_int, previous_term};
 
-  std::fprintf(stderr, "%s %s: %lld parameters, %lld tokens/step, %s\n", req.resume ? "resuming" : "training",
-               req.out.c_str(), static_cast<long long>(model.layout().total()),
-               static_cast<long long>(tc.tokens_per_step()),
-               state.planned_steps ? cat(state.planned_steps, " steps planned").c_str()
-                                   : cat(tc.minutes, " minutes").c_str());
+  if (rank0)
+    std::fprintf(stderr, "%s %s: %lld parameters, %lld tokens/step, %s%s\n", req.resume ? "resuming" : "training",
+                 req.out.c_str(), static_cast<long long>(model.layout().total()),
+                 static_cast<long long>(tc.tokens_per_step()),
+                 state.planned_steps ? cat(state.planned_steps, " steps planned").c_str()
+                                     : cat(tc.minutes, " minutes").c_str(),
+                 comm.size() > 1 ? cat(", data-parallel on ", comm.describe()).c_str() : "");
   Progress progress("train", std::max<int64_t>(state.planned_steps, 1));
   bool saved_at_step = false, evaluated_at_step = false;
   while (state.planned_steps == 0 || state.step < state.planned_steps) {
-    if (tc.minutes > 0 && elapsed() >= tc.minutes * 60.0) break;
+    // Rank 0's clock decides time budgets, so that every rank stops at the same step.
+    if (tc.minutes > 0 && dist::from_root(comm, elapsed()) >= tc.minutes * 60.0) break;
     const auto t0 = std::chrono::steady_clock::now();
-    model.zero_grads();
-    double loss = 0.0;
-    for (int64_t micro = 0; micro < tc.grad_accum; ++micro) {
-      Batch b = training_batch(train_stream, tc.batch_size, tc.seq_len, mf.bos_id, tc.seed, state.step, micro);
-      loss += model.forward(b.inputs.data(), b.targets.data(), b.batch, b.seq);
+    // This rank's micro-batches of the step, each gradient added into grad_sum, which
+    // sums over the ranks and leaves the step's mean gradient in model.grads().
+    std::vector<double> micro_losses(share.count);
+    for (int64_t i = 0; i < share.count; ++i) {
+      model.zero_grads();
+      Batch b = training_batch(train_stream, tc.batch_size, tc.seq_len, mf.bos_id, tc.seed, state.step,
+                               share.first + i);
+      micro_losses[i] = model.forward(b.inputs.data(), b.targets.data(), b.batch, b.seq);
       model.backward();
+      grad_sum.add(model.grads());
     }
-    loss /= static_cast<double>(tc.grad_accum);
-    if (tc.grad_accum > 1) scale(model.grads(), 1.0f / static_cast<float>(tc.grad_accum));
+    grad_sum.finish(model.grads(), tc.grad_accum);
+    const double loss = step_mean_loss(comm, micro_losses);
     const double norm = global_norm(model.grads());
     if (!std::isfinite(loss) || !std::isfinite(norm)) {
       summary("non-finite");
@@ -285,10 +306,12 @@ TrainOutcome run_training(const TrainRequest& req) {
     json rec{{"step", state.step}, {"lr", lr},          {"loss", loss},
              {"grad_norm", norm},  {"tokens_per_s", tps}, {"elapsed_s", elapsed()}};
     if (spike) rec["spike"] = true;
+    if (comm.size() > 1) rec["allreduce_s"] = grad_sum.last_reduce_seconds();
     record(rec);
     // A minutes-only budget fixes its step count after a few steps, from their speed.
     if (state.planned_steps == 0 && state.step == 3)
-      state.planned_steps = std::max<int64_t>(4, static_cast<int64_t>(tc.minutes * 60.0 / (elapsed() / 3.0)));
+      state.planned_steps =
+          std::max<int64_t>(4, static_cast<int64_t>(tc.minutes * 60.0 / (dist::from_root(comm, elapsed()) / 3.0)));
     evaluated_at_step = saved_at_step = false;
     if (tc.eval_every > 0 && state.step % tc.eval_every == 0) {
       evaluate();
@@ -298,22 +321,25 @@ TrainOutcome run_training(const TrainRequest& req) {
       save();
       saved_at_step = true;
     }
-    progress.update(state.step, cat("loss ", std::to_string(loss).substr(0, 6), "  ",
-                                    static_cast<int64_t>(tps), " tok/s"));
-    if (g_interrupted) {
+    if (rank0)
+      progress.update(state.step, cat("loss ", std::to_string(loss).substr(0, 6), "  ",
+                                      static_cast<int64_t>(tps), " tok/s"));
+    if (dist::any_rank(comm, g_interrupted)) {  // all ranks stop at the same step
       std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C stops at once
       if (!saved_at_step) save();
       summary("interrupted");
-      std::fprintf(stderr, "\ninterrupted at step %lld: checkpoint saved; continue with gatedlm train --resume %s\n",
+      if (rank0)
+        std::fprintf(stderr, "\ninterrupted at step %lld: checkpoint saved; continue with gatedlm train --resume %s\n",
                    static_cast<long long>(state.step), req.out.c_str());
       return TrainOutcome::interrupted;
     }
   }
-  progress.finish(cat("step ", state.step));
+  if (rank0) progress.finish(cat("step ", state.step));
   if (!evaluated_at_step) evaluate();
   if (!saved_at_step) save();
   summary("completed");
-  std::fprintf(stderr, "done: %lld steps, val_loss %.4f, val_bpb %.4f, %zu loss spikes\n",
+  if (rank0)
+    std::fprintf(stderr, "done: %lld steps, val_loss %.4f, val_bpb %.4f, %zu loss spikes\n",
                static_cast<long long>(state.step), last_eval["val_loss"].get<double>(),
                last_eval["val_bpb"].get<double>(), spikes.spike_steps().size());
   return TrainOutcome::completed;

@@ -7,6 +7,10 @@
 
 #include "train/train_config.h"
 
+namespace gatedlm::dist {
+class Communicator;
+}
+
 namespace gatedlm::train {
 
 struct TrainRequest {
@@ -18,6 +22,8 @@ struct TrainRequest {
   TrainConfig config;          // hyper-parameters after file + flags
   // On resume: the flags the user gave explicitly (only budget flags may change).
   std::vector<std::string> explicit_flags;
+  // The ranks of a data-parallel run (null: one process). grad_accum above is per rank.
+  dist::Communicator* comm = nullptr;
 };
 
 enum class TrainOutcome { completed, interrupted };

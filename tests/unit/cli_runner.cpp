@@ -12,9 +12,8 @@ namespace gatedlm::testing {
 
 namespace {
 
-[[noreturn]] void exec_gatedlm(const std::vector<std::string>& args) {
+[[noreturn]] void exec_program(std::string binary, const std::vector<std::string>& args) {
   std::vector<char*> argv;
-  std::string binary = GATEDLM_BINARY;
   argv.push_back(binary.data());
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -26,13 +25,17 @@ namespace {
 }  // namespace
 
 pid_t spawn_gatedlm(const std::vector<std::string>& args, const std::string& log_path) {
+  return spawn_program(GATEDLM_BINARY, args, log_path);
+}
+
+pid_t spawn_program(const std::string& program, const std::vector<std::string>& args, const std::string& log_path) {
   pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
     int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
-    exec_gatedlm(args);
+    exec_program(program, args);
   }
   return pid;
 }
@@ -44,11 +47,13 @@ int wait_exit_code(pid_t pid) {
   return WEXITSTATUS(status);
 }
 
-CliResult run_gatedlm(const std::vector<std::string>& args) {
+CliResult run_gatedlm(const std::vector<std::string>& args) { return run_program(GATEDLM_BINARY, args); }
+
+CliResult run_program(const std::string& program, const std::vector<std::string>& args) {
   char log_template[] = "/tmp/gatedlm_cli_XXXXXX";
   int fd = ::mkstemp(log_template);
   ::close(fd);
-  const int code = wait_exit_code(spawn_gatedlm(args, log_template));
+  const int code = wait_exit_code(spawn_program(program, args, log_template));
   std::string output;
   if (FILE* f = std::fopen(log_template, "r")) {
     std::array<char, 4096> buf;

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "cli_runner.h"
-#include "core/rng.h"
+#include "tiny_training_data.h"
 
 namespace gatedlm {
 namespace {
@@ -46,18 +46,7 @@ class TrainRunTest : public ::testing::Test {
     root_ = fs::temp_directory_path() / ("gatedlm_train_" + std::to_string(::getpid()));
     fs::remove_all(root_);
     fs::create_directories(root_);
-    // A small pseudo-English corpus.
-    Rng rng(5);
-    const char* words[] = {"the", "king", "shall", "speak", "of", "love", "and", "war", "to", "thee", "my", "lord"};
-    std::ofstream text(root_ / "corpus.txt");
-    for (int i = 0; i < 20000; ++i) text << words[rng.below(12)] << (rng.below(9) == 0 ? ".\n" : " ");
-    text.close();
-    nlohmann::json config{{"vocab_size", 258}, {"d_model", 48},   {"n_layers", 2},  {"n_heads", 4},
-                          {"n_kv_heads", 2},   {"head_dim", 12},  {"ffn_hidden", 96}, {"max_seq_len", 64},
-                          {"gate", {{"position", "sdpa"}}}};
-    std::ofstream(root_ / "model.json") << config.dump();
-    auto r = run_gatedlm({"data", "prepare", "--tokenizer", "byte", "--input", (root_ / "corpus.txt").string(),
-                          "--out", (root_ / "data").string()});
+    auto r = testing::make_tiny_training_data(root_);
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
