@@ -8,9 +8,11 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$ROOT/build/gatedlm
 WORK=${1:-/tmp/gatedlm_hf_scale}
 TEXT=${GATEDLM_BENCH_TEXT:-$ROOT/../shared/data/tinyshakespeare.txt}
+[ -f "$TEXT" ] || TEXT=$ROOT/../../shared/data/tinyshakespeare.txt  # from a worktree
+[ -f "$TEXT" ] || { echo "hf_scale: no text at $TEXT (set GATEDLM_BENCH_TEXT)" >&2; exit 1; }
 mkdir -p "$WORK"
 [ -d "$WORK/hf" ] || /usr/bin/python3 "$ROOT/bench/make_random_hf.py" "$WORK/hf"
-rm -rf "$WORK/ckpt" "$WORK/data"
+rm -rf "$WORK/data"
 measure() {  # label, command...
   label=$1; shift
   /usr/bin/time -v "$@" 2> "$WORK/$label.time" > "$WORK/$label.out" || { cat "$WORK/$label.time"; exit 1; }
@@ -18,8 +20,12 @@ measure() {  # label, command...
   rss=$(grep "Maximum resident set size" "$WORK/$label.time" | awk '{print $NF}')
   echo "$label: wall $wall, peak RSS $(awk "BEGIN {printf \"%.2f\", $rss / 1048576}") GiB"
 }
-measure import "$BIN" import "$WORK/hf" --out "$WORK/ckpt"
-"$BIN" data prepare --tokenizer byte --input "$TEXT" --out "$WORK/data" > /dev/null 2>&1
+if [ "${SKIP_IMPORT:-0}" != 1 ]; then
+  rm -rf "$WORK/ckpt"
+  measure import "$BIN" import "$WORK/hf" --out "$WORK/ckpt"
+fi
+"$BIN" data prepare --tokenizer byte --input "$TEXT" --out "$WORK/data" > "$WORK/data.log" 2>&1 ||
+  { cat "$WORK/data.log"; exit 1; }
 awk 'BEGIN { srand(1); for (i = 0; i < 256; ++i) printf "%d ", int(rand() * 151936); print "" }' > "$WORK/ids.txt"
 measure score "$BIN" score --checkpoint "$WORK/ckpt" --token-ids "$WORK/ids.txt" --json
 measure analyze "$BIN" analyze --checkpoint "$WORK/ckpt" --data "$WORK/data" --sequences 16 --seq-len 256 \
