@@ -90,7 +90,6 @@ const Variant kVariants[] = {
     {"sandwich_norm", {{"sandwich_norm", true}, {"gate", {{"position", "sdpa"}}}}},
     {"residual_clip", {{"residual_clip", 0.7}}},
     {"qkv_o_bias", {{"attn_qkv_bias", true}, {"attn_o_bias", true}}},
-    {"qkv_bias_sdpa_elementwise", {{"attn_qkv_bias", true}, {"gate", {{"position", "sdpa"}}}}},
     {"qkv_o_bias_sdpa_headwise_gqa4",
      {{"attn_qkv_bias", true}, {"attn_o_bias", true}, {"n_heads", 4}, {"n_kv_heads", 1},
       {"gate", {{"position", "sdpa"}, {"granularity", "headwise"}}}}},
