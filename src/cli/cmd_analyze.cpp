@@ -48,10 +48,10 @@ void register_analyze(CLI::App& app) {
   sub->callback([opt] {
     const io::EvalSource& src = opt->source;
     io::check_eval_source(src);
-    io::Checkpoint ck = io::load_checkpoint(opt->checkpoint);
-    const model::ModelConfig& c = ck.config;
-    model::Model<float> m(c);
-    m.load_params(ck.params);
+    // Weights read straight into the model: one copy in memory.
+    model::Model<float> m(io::load_checkpoint_config(opt->checkpoint));
+    const model::ModelConfig& c = m.config();
+    io::load_checkpoint_weights(opt->checkpoint, c, m.params());
     const io::EvalStream es = io::load_eval_stream(src, c.vocab_size);
 
     const int64_t len = opt->seq_len > 0 ? opt->seq_len : std::min<int64_t>(256, c.max_seq_len);

@@ -19,17 +19,18 @@ void register_params(CLI::App& app) {
       "params",
       "Count parameters: total, embedding (token embedding plus an untied LM head), non-embedding and gate.");
   sub->add_option("--config", opt->config, "model config JSON")->required()->check(CLI::ExistingFile);
-  sub->add_flag("--json", opt->json, "print JSON {total, embedding, non_embedding, gate, gate_variant}");
+  sub->add_flag("--json", opt->json, "print JSON {total, embedding, non_embedding, gate, attention_bias, gate_variant}");
   sub->callback([opt] {
     const model::ModelConfig c = model::load_config(opt->config);
     const model::ParamLayout layout(c);
     const int64_t total = layout.total(), embedding = layout.embedding_count(),
-                  gate = layout.count(model::ParamKind::gate);
+                  gate = layout.count(model::ParamKind::gate), bias = layout.count(model::ParamKind::bias);
     if (opt->json) {
       nlohmann::json j{{"total", total},
                        {"embedding", embedding},
                        {"non_embedding", total - embedding},
                        {"gate", gate},
+                       {"attention_bias", bias},
                        {"gate_variant", model::describe_gate(c)}};
       std::printf("%s\n", j.dump(2).c_str());
       return;
@@ -41,6 +42,7 @@ void register_params(CLI::App& app) {
     row("embedding", embedding);
     row("non-embedding", total - embedding);
     row("gate", gate);
+    if (bias) row("attention bias", bias);
     std::printf("%-15s %s\n", "gate variant", model::describe_gate(c).c_str());
   });
 }

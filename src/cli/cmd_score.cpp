@@ -26,9 +26,9 @@ void register_score(CLI::App& app) {
   sub->add_flag("--logprobs", opt->logprobs, "also print each predicted token's log-probability");
   sub->add_flag("--json", opt->json, "print JSON {tokens, mean_loss, logprobs}");
   sub->callback([opt] {
-    io::Checkpoint ck = io::load_checkpoint(opt->checkpoint);
-    model::Model<float> m(ck.config);
-    m.load_params(ck.params);
+    // Weights read straight into the model: one copy in memory.
+    model::Model<float> m(io::load_checkpoint_config(opt->checkpoint));
+    io::load_checkpoint_weights(opt->checkpoint, m.config(), m.params());
     const auto sequences = io::read_token_ids(opt->token_ids);
     double total = 0.0;
     int64_t tokens = 0;

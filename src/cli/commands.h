@@ -30,6 +30,8 @@ void register_analyze(CLI::App& app);
 void register_report(CLI::App& app);
 void register_demo(CLI::App& app);
 void register_longctx(CLI::App& app);
-void register_data_synth(CLI::App& app);  // after register_data: adds `data synth`
+void register_data_synth(CLI::App& app);
+void register_import(CLI::App& app);
+void register_export(CLI::App& app);  // after register_data: adds `data synth`
 
 }  // namespace gatedlm::cli

@@ -41,22 +41,41 @@ std::string resolve_checkpoint_dir(const std::string& path) {
   fail(path, ": neither a checkpoint (config.json + model.safetensors) nor a run directory (latest)");
 }
 
-Checkpoint load_checkpoint(const std::string& path) {
+namespace {
+
+// The checkpoint directory of `path` and its two files, checked to exist.
+struct CheckpointFiles {
+  std::string dir;
+  fs::path config, weights;
+};
+CheckpointFiles checkpoint_files(const std::string& path) {
   const std::string dir = resolve_checkpoint_dir(path);
   const fs::path config_path = fs::path(dir) / "config.json";
   const fs::path weights_path = fs::path(dir) / "model.safetensors";
   if (!fs::is_directory(dir)) fail(dir, ": not a checkpoint directory (it does not exist or is not a directory)");
   if (!fs::exists(config_path)) fail(dir, ": no config.json in the checkpoint directory");
   if (!fs::exists(weights_path)) fail(dir, ": no model.safetensors in the checkpoint directory");
-  Checkpoint ck;
-  ck.config = model::load_config(config_path.string());
-  const model::ParamLayout layout(ck.config);
+  return {dir, config_path, weights_path};
+}
+
+}  // namespace
+
+model::ModelConfig load_checkpoint_config(const std::string& path) {
+  return model::load_config(checkpoint_files(path).config.string());
+}
+
+void load_checkpoint_weights(const std::string& path, const model::ModelConfig& config, std::span<float> out) {
+  const CheckpointFiles files = checkpoint_files(path);
+  const fs::path& config_path = files.config;
+  const fs::path& weights_path = files.weights;
+  const model::ParamLayout layout(config);
+  if (static_cast<int64_t>(out.size()) != layout.total())
+    fail("load_checkpoint_weights: ", out.size(), " values for a model of ", layout.total(), " parameters");
   SafetensorsReader reader(weights_path.string());
   for (const auto& [name, entry] : reader.tensors())
     if (!layout.find(name))
       fail(weights_path.string(), ": unexpected tensor ", name, " (the config in ", config_path.string(),
            " has no such parameter)");
-  ck.params.resize(layout.total());
   for (const model::ParamSpec& s : layout.specs()) {
     if (!reader.has(s.name)) fail(weights_path.string(), ": missing tensor ", s.name);
     const TensorEntry& e = reader.entry(s.name);
@@ -69,8 +88,15 @@ Checkpoint load_checkpoint(const std::string& path) {
       fail(weights_path.string(), ": tensor ", s.name, " has shape ", show(e.shape), ", the config needs ",
            show(s.shape));
     }
-    reader.read_f32(s.name, ck.params.data() + s.offset, s.numel);
+    reader.read_f32(s.name, out.data() + s.offset, s.numel);
   }
+}
+
+Checkpoint load_checkpoint(const std::string& path) {
+  Checkpoint ck;
+  ck.config = load_checkpoint_config(path);
+  ck.params.resize(model::ParamLayout(ck.config).total());
+  load_checkpoint_weights(path, ck.config, ck.params);
   return ck;
 }
 

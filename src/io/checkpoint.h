@@ -1,6 +1,7 @@
 #pragma once
 // A checkpoint directory: config.json (the model config keys) + model.safetensors (F32
 // weights under Hugging Face Qwen3 names, see model/param_layout.h).
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,11 @@ void save_checkpoint(const std::string& dir, const model::ModelConfig& config, c
 // Checks names, shapes, dtype and file size; refuses missing, extra or truncated tensors.
 // `dir` may also be a training run directory: its latest checkpoint is loaded.
 Checkpoint load_checkpoint(const std::string& dir);
+// The same in two steps, so that a model can be built first and its weights read straight
+// into its own buffer (one copy of the weights in memory instead of two; large imported
+// models need it): the config, then the weights into out (ParamLayout(config).total()).
+model::ModelConfig load_checkpoint_config(const std::string& dir);
+void load_checkpoint_weights(const std::string& dir, const model::ModelConfig& config, std::span<float> out);
 
 // A checkpoint directory as given, or a run directory's latest checkpoint
 // (RUN/latest names it, under RUN/checkpoints/). Throws when it is neither.

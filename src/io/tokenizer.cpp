@@ -13,6 +13,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "io/text_corpus.h"
+#include "io/tokenizer_json.h"
 
 namespace gatedlm::io {
 namespace fs = std::filesystem;
@@ -144,7 +145,8 @@ class LineIterator final : public sentencepiece::SentenceIterator {
 
 std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& spec) {
   if (spec == "byte") return std::make_unique<ByteTokenizer>();
-  if (spec.empty()) fail("no tokenizer given (a SentencePiece .model file or \"byte\")");
+  if (spec.empty()) fail("no tokenizer given (a SentencePiece .model file, a tokenizer.json or \"byte\")");
+  if (is_tokenizer_json(spec)) return load_tokenizer_json(spec);
   return std::make_unique<SentencePieceTokenizer>(spec);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Tokenizers: the built-in byte tokenizer ("byte": ids 0..255 are bytes, 256 = BOS,
-// 257 = EOS, vocabulary 258) and SentencePiece BPE models (.model files).
+// 257 = EOS, vocabulary 258), SentencePiece BPE models (.model files) and Hugging Face
+// byte-level BPE tokenizer.json files (io/tokenizer_json.h; BOS = EOS = <|endoftext|>).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,7 +22,7 @@ class Tokenizer {
   // "byte", or the model file's name as given.
   virtual std::string name() const = 0;
 
-  // spec is "byte" or a path to a SentencePiece .model; throws naming the path.
+  // spec is "byte", a path to a SentencePiece .model or to a tokenizer.json; throws naming the path.
   static std::unique_ptr<Tokenizer> load(const std::string& spec);
 };
 

@@ -140,6 +140,8 @@ int64_t ModelConfig::gate_in() const {
   return gate.input_dims == 0 ? d_model : gate.input_dims;
 }
 
+bool ModelConfig::gate_has_bias() const { return attn_qkv_bias && has_gate() && gate.input == GateInput::hidden; }
+
 void ModelConfig::validate() const {
   require(vocab_size >= 1 && vocab_size <= (int64_t{1} << 31) - 1, "vocab_size",
           cat("must be in 1..2^31-1, got ", vocab_size));
@@ -186,6 +188,9 @@ void ModelConfig::validate() const {
           cat("(", gate.input_dims, ") must be between 0 (all) and d_model (", d_model, ")"));
   require(!(gate.input == GateInput::constant && gate.input_dims != 0), "gate.input_dims",
           "must be 0 for an input-independent (constant) gate");
+  // The gate's bias rides in the fused q|k|v|gate product, which needs the whole input.
+  require(!(gate_has_bias() && gate_in() != d_model), "attn_qkv_bias",
+          cat("needs a gate that reads all of d_model (gate.input_dims is ", gate.input_dims, ")"));
 }
 
 ModelConfig config_from_json(const json& j, const std::string& source) {
@@ -232,6 +237,8 @@ ModelConfig config_from_json(const json& j, const std::string& source) {
   c.sdpa_transform = r.choice("sdpa_transform", kTransforms, c.sdpa_transform);
   c.sandwich_norm = r.boolean("sandwich_norm", c.sandwich_norm);
   c.residual_clip = r.number("residual_clip", c.residual_clip);
+  c.attn_qkv_bias = r.boolean("attn_qkv_bias", c.attn_qkv_bias);
+  c.attn_o_bias = r.boolean("attn_o_bias", c.attn_o_bias);
   r.reject_unknown();
   try {
     c.validate();
@@ -270,9 +277,12 @@ static json config_to_json_unscaled(const ModelConfig& c) {
               {"residual_clip", c.residual_clip}};
 }
 
-// rope_scaling is written only when it scales, so unscaled configs stay as they were.
+// rope_scaling and the attention biases are written only when used, so configs without
+// them stay as they were.
 json config_to_json(const ModelConfig& c) {
   json j = config_to_json_unscaled(c);
+  if (c.attn_qkv_bias) j["attn_qkv_bias"] = true;
+  if (c.attn_o_bias) j["attn_o_bias"] = true;
   if (c.rope_scaling.type != RopeScalingType::none)
     j["rope_scaling"] = json{{"type", kRopeScalings.name(c.rope_scaling.type)},
                              {"factor", c.rope_scaling.factor},

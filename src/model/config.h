@@ -44,6 +44,11 @@ struct ModelConfig {
   SdpaTransform sdpa_transform = SdpaTransform::none;
   bool sandwich_norm = false;
   double residual_clip = 0.0;  // 0 = off
+  // Attention biases: attn_qkv_bias adds a bias to q_proj, k_proj, v_proj and to a gate
+  // projection that reads all of d_model (in the paper's checkpoints the gate rows sit in
+  // q_proj and share its bias); attn_o_bias adds one to o_proj.
+  bool attn_qkv_bias = false;
+  bool attn_o_bias = false;
 
   bool has_gate() const { return gate.position != GatePosition::none; }
   int64_t q_dim() const { return n_heads * head_dim; }
@@ -54,6 +59,8 @@ struct ModelConfig {
   // The gate projection's shape: [gate_out, gate_in] (input hidden) or [gate_out].
   int64_t gate_out() const;
   int64_t gate_in() const;
+  // Whether the gate projection carries a bias (attn_qkv_bias with a hidden-input gate).
+  bool gate_has_bias() const;
 
   // Throws gatedlm::Error naming the offending key.
   void validate() const;

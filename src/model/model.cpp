@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "kernels/activations.h"
 #include "kernels/attention.h"
+#include "kernels/bias.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/matmul.h"
 #include "kernels/rmsnorm.h"
@@ -135,17 +136,18 @@ void gather_columns(T* dst, int64_t n, int64_t ld, std::initializer_list<ColumnB
 
 template <typename T>
 Model<T>::Model(const ModelConfig& config)
-    : config_(config), layout_(config), params_(layout_.total()), grads_(layout_.total()),
-      s_(std::make_unique<State>()) {
+    : config_(config), layout_(config), params_(layout_.total()), s_(std::make_unique<State>()) {
   config_.validate();
   w_ = make_views(layout_, config_, params_.data());
-  g_ = make_views(layout_, config_, grads_.data());
   // The fused products rely on the layout's adjacency of their weights.
   const int64_t d = config_.d_model, qd = config_.q_dim(), kvd = config_.kv_dim();
   for (const LayerViews<T>& w : w_.layers) {
     const bool adjacent = w.wk == w.wq + qd * d && w.wv == w.wk + kvd * d &&
                           (!gate_in_qkv_product(config_) || w.gate == w.wv + kvd * d) &&
-                          w.w_up == w.w_gate + config_.ffn_hidden * d;
+                          w.w_up == w.w_gate + config_.ffn_hidden * d &&
+                          (!config_.attn_qkv_bias ||
+                           (w.bk == w.bq + qd && w.bv == w.bk + kvd &&
+                            (!config_.gate_has_bias() || w.bgate == w.bv + kvd)));
     if (!adjacent) fail("internal error: the parameter layout does not keep the fused projections adjacent");
   }
 }
@@ -163,7 +165,15 @@ void Model<T>::load_params(std::span<const T> values) {
 }
 
 template <typename T>
+void Model<T>::ensure_grads() {
+  if (!grads_.empty()) return;
+  grads_.assign(static_cast<size_t>(layout_.total()), T(0));
+  g_ = make_views(layout_, config_, grads_.data());
+}
+
+template <typename T>
 void Model<T>::zero_grads() {
+  ensure_grads();
   zero(grads_);
 }
 
@@ -313,6 +323,7 @@ void Model<T>::block_forward(int64_t l) {
   const bool fused_gate = gate_in_qkv_product(c);
   const int64_t qkv_w = qkv_width(c);
   k::linear_forward(s.qkvg.data(), a.h.data(), w.wq, n, d, qkv_w);
+  if (w.bq) k::bias_forward(s.qkvg.data(), w.bq, n, qkv_w);  // q|k|v(|gate) biases, adjacent
   split_columns<T>(s.qkvg.data(), n, qkv_w,
                    {{a.q0.data(), qd}, {a.k0.data(), kvd}, {a.v0.data(), kvd},
                     {keeps_gate_pre(c) ? a.gate_pre.data() : nullptr, fused_gate ? gs.gate_out : 0}});
@@ -360,6 +371,7 @@ void Model<T>::block_forward(int64_t l) {
   }
   if (gp == GatePosition::sdpa && !epilogue_gate) y = gate(y);
   k::linear_forward(a.o0.data(), y, w.wo, n, qd, d);
+  if (w.bo) k::bias_forward(a.o0.data(), w.bo, n, d);
   const T* o = a.o0.data();
   if (gp == GatePosition::dense) o = gate(o);
   if (c.sandwich_norm) {
@@ -386,6 +398,7 @@ void Model<T>::backward() {
   const ModelConfig& c = config_;
   State& s = *s_;
   if (s.n == 0) fail("backward called before forward");
+  ensure_grads();
   k::MatmulPrecisionScope precision(bf16_matmuls_);
   const int64_t n = s.n, d = c.d_model;
   // d loss / d logits = (softmax - onehot) / counted targets; zero when nothing is counted.
@@ -464,6 +477,7 @@ void Model<T>::block_backward(int64_t l) {
   const T* y2 = gp == GatePosition::sdpa ? a.gated.data() : y1;
   T* dy = s.dq0.data();
   zero(s.dq0);
+  if (g.bo) k::bias_backward(g.bo, d_o, n, d);
   k::linear_backward(dy, g.wo, d_o, y2, w.wo, n, qd, d);
   const bool epilogue_gate = gate_in_attention_epilogue(c);  // then dy stays d loss / d Y' for the kernel
   if (gp == GatePosition::sdpa && !epilogue_gate) {
@@ -538,6 +552,7 @@ void Model<T>::block_backward(int64_t l) {
   // d loss / d h and the weight gradients of q|k|v(|gate), one product each (the gate's
   // columns hold dpre already).
   gather_columns<T>(s.dqkvg.data(), n, qkv_w, {{dq, qd}, {dk, kvd}, {dv, kvd}});
+  if (g.bq) k::bias_backward(g.bq, s.dqkvg.data(), n, qkv_w);
   k::linear_backward(dh, g.wq, s.dqkvg.data(), a.h.data(), w.wq, n, d, qkv_w, /*accumulate_dx=*/false);
   if (c.has_gate() && !fused_gate)
     gate_project_backward(dh, g.gate, s.dgate.data(), a.h.data(), w.gate, n, gs);

@@ -44,7 +44,12 @@ class Model {
   // per-tensor views stay valid for the model's life.
   std::span<T> params() { return params_; }
   std::span<const T> params() const { return params_; }
-  std::span<T> grads() { return grads_; }
+  // The gradient buffer is allocated on first use (grads(), zero_grads(), backward()), so
+  // a model that only runs forward (score, eval, analyze) holds one copy of the weights.
+  std::span<T> grads() {
+    ensure_grads();
+    return grads_;
+  }
   // Copies weights in (size checked against the layout).
   void load_params(std::span<const T> values);
   void zero_grads();
@@ -68,6 +73,7 @@ class Model {
 
  private:
   void ensure_buffers(int64_t batch, int64_t seq);
+  void ensure_grads();
   void block_forward(int64_t l);
   void block_backward(int64_t l);
 

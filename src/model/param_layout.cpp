@@ -24,7 +24,15 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
       else
         add(layer_param(i, "self_attn.gate.weight"), {c.gate_out()}, ParamKind::gate);
     }
+    // Biases of q|k|v|gate likewise adjacent, in the product's column order.
+    if (c.attn_qkv_bias) {
+      add(layer_param(i, "self_attn.q_proj.bias"), {c.q_dim()}, ParamKind::bias);
+      add(layer_param(i, "self_attn.k_proj.bias"), {c.kv_dim()}, ParamKind::bias);
+      add(layer_param(i, "self_attn.v_proj.bias"), {c.kv_dim()}, ParamKind::bias);
+      if (c.gate_has_bias()) add(layer_param(i, "self_attn.gate.bias"), {c.gate_out()}, ParamKind::bias);
+    }
     add(layer_param(i, "self_attn.o_proj.weight"), {d, c.q_dim()}, ParamKind::matrix);
+    if (c.attn_o_bias) add(layer_param(i, "self_attn.o_proj.bias"), {d}, ParamKind::bias);
     if (c.qk_norm) {
       add(layer_param(i, "self_attn.q_norm.weight"), {c.head_dim}, ParamKind::norm);
       add(layer_param(i, "self_attn.k_norm.weight"), {c.head_dim}, ParamKind::norm);
@@ -88,7 +96,8 @@ ModelViews<T> make_views(const ParamLayout& layout, const ModelConfig& c, T* bas
         p("self_attn.k_norm.weight"), p("self_attn.gate.weight"), p("self_attn.sdpa_norm.weight"),
         p("post_attention_layernorm.weight"), p("post_attn_branch_norm.weight"),
         p("post_ffn_branch_norm.weight"), p("mlp.gate_proj.weight"), p("mlp.up_proj.weight"),
-        p("mlp.down_proj.weight")});
+        p("mlp.down_proj.weight"), p("self_attn.q_proj.bias"), p("self_attn.k_proj.bias"),
+        p("self_attn.v_proj.bias"), p("self_attn.gate.bias"), p("self_attn.o_proj.bias")});
   }
   return v;
 }

@@ -10,7 +10,7 @@
 
 namespace gatedlm::model {
 
-enum class ParamKind { embedding, lm_head, matrix, norm, gate };
+enum class ParamKind { embedding, lm_head, matrix, norm, gate, bias };
 
 struct ParamSpec {
   std::string name;
@@ -18,7 +18,7 @@ struct ParamSpec {
   int64_t offset = 0;  // into the flat buffer, in elements
   int64_t numel = 0;
   ParamKind kind;
-  // Weight decay applies to matrices (ndim >= 2), never to norms or constant gates.
+  // Weight decay applies to matrices (ndim >= 2), never to norms, biases or constant gates.
   bool decays() const { return shape.size() >= 2; }
 };
 
@@ -49,6 +49,9 @@ template <typename T>
 struct LayerViews {
   T *input_norm, *wq, *wk, *wv, *wo, *q_norm, *k_norm, *gate, *sdpa_norm, *ffn_norm,
       *attn_branch_norm, *ffn_branch_norm, *w_gate, *w_up, *w_down;
+  // Attention biases (null when the config has none); bq..bgate are adjacent, so bq
+  // spans the whole fused q|k|v|gate product's bias.
+  T *bq, *bk, *bv, *bgate, *bo;
 };
 template <typename T>
 struct ModelViews {

@@ -148,6 +148,8 @@ class ModelConfig:
     sdpa_transform: str = "none"
     sandwich_norm: bool = False
     residual_clip: float = 0.0          # 0 = off
+    attn_qkv_bias: bool = False         # biases on q, k, v (and a hidden-input gate)
+    attn_o_bias: bool = False           # bias on o_proj
 
     @classmethod
     def from_json(cls, d):
@@ -184,6 +186,10 @@ class ModelConfig:
             cfg.sandwich_norm = _check_bool("sandwich_norm", d["sandwich_norm"])
         if "residual_clip" in d:
             cfg.residual_clip = _check_num("residual_clip", d["residual_clip"])
+        if "attn_qkv_bias" in d:
+            cfg.attn_qkv_bias = _check_bool("attn_qkv_bias", d["attn_qkv_bias"])
+        if "attn_o_bias" in d:
+            cfg.attn_o_bias = _check_bool("attn_o_bias", d["attn_o_bias"])
         cfg.validate()
         return cfg
 
@@ -191,6 +197,9 @@ class ModelConfig:
         d = dataclasses.asdict(self)
         d["rope_dims"] = self.rotary_dims
         d["gate"] = self.gate.to_json()
+        for key in ("attn_qkv_bias", "attn_o_bias"):
+            if not d[key]:
+                del d[key]            # written only when on, as the engine does
         if self.rope_scaling.type == "none":
             del d["rope_scaling"]     # written only when it scales, as the engine does
         else:
@@ -233,6 +242,11 @@ class ModelConfig:
             raise ConfigError("dense gate is elementwise over d_model only")
         if g.head_shared and g.granularity != "elementwise":
             raise ConfigError("head_shared gates have the elementwise shape")
+        if self.gate_has_bias() and self.gate_in() != self.d_model:
+            raise ConfigError("attn_qkv_bias needs a gate that reads all of d_model")
+
+    def gate_has_bias(self):
+        return self.attn_qkv_bias and self.gate.position != "none" and self.gate.input == "hidden"
 
     # ---- derived gate shapes -------------------------------------------------------------
     def gate_heads(self):
@@ -271,12 +285,20 @@ def parameter_shapes(cfg):
         shapes[p + "self_attn.k_proj.weight"] = (nk * dk, d)
         shapes[p + "self_attn.v_proj.weight"] = (nk * dk, d)
         shapes[p + "self_attn.o_proj.weight"] = (d, nq * dk)
+        if cfg.attn_qkv_bias:
+            shapes[p + "self_attn.q_proj.bias"] = (nq * dk,)
+            shapes[p + "self_attn.k_proj.bias"] = (nk * dk,)
+            shapes[p + "self_attn.v_proj.bias"] = (nk * dk,)
+        if cfg.attn_o_bias:
+            shapes[p + "self_attn.o_proj.bias"] = (d,)
         if cfg.qk_norm:
             shapes[p + "self_attn.q_norm.weight"] = (dk,)
             shapes[p + "self_attn.k_norm.weight"] = (dk,)
         if cfg.gate.position != "none":
             if cfg.gate.input == "hidden":
                 shapes[p + "self_attn.gate.weight"] = (cfg.gate_out(), cfg.gate_in())
+                if cfg.gate_has_bias():
+                    shapes[p + "self_attn.gate.bias"] = (cfg.gate_out(),)
             else:
                 shapes[p + "self_attn.gate.weight"] = (cfg.gate_out(),)
         if cfg.sdpa_transform == "rmsnorm":
@@ -302,11 +324,19 @@ def gate_parameter_count(cfg):
 # ---- building blocks --------------------------------------------------------------------
 
 class Weight(nn.Module):
-    """Holds one parameter called `weight` (so names come out as `<module>.weight`)."""
+    """Holds one parameter called `weight` (so names come out as `<module>.weight`), and
+    with bias=N a second one called `bias` of shape [N]."""
 
-    def __init__(self, *shape, device=None):
+    def __init__(self, *shape, device=None, bias=None):
         super().__init__()
         self.weight = nn.Parameter(torch.empty(*shape, device=device))
+        if bias is not None:
+            self.bias = nn.Parameter(torch.empty(bias, device=device))
+
+    def linear(self, x):
+        """x @ W^T (+ b)."""
+        y = x @ self.weight.t()
+        return y + self.bias if hasattr(self, "bias") else y
 
 
 def rms_norm(x, w, eps):
@@ -378,16 +408,18 @@ class Attention(nn.Module):
         super().__init__()
         self.cfg = cfg
         d, dk, nq, nk = cfg.d_model, cfg.head_dim, cfg.n_heads, cfg.n_kv_heads
-        self.q_proj = Weight(nq * dk, d, device=device)
-        self.k_proj = Weight(nk * dk, d, device=device)
-        self.v_proj = Weight(nk * dk, d, device=device)
-        self.o_proj = Weight(d, nq * dk, device=device)
+        qkv_bias = cfg.attn_qkv_bias
+        self.q_proj = Weight(nq * dk, d, device=device, bias=nq * dk if qkv_bias else None)
+        self.k_proj = Weight(nk * dk, d, device=device, bias=nk * dk if qkv_bias else None)
+        self.v_proj = Weight(nk * dk, d, device=device, bias=nk * dk if qkv_bias else None)
+        self.o_proj = Weight(d, nq * dk, device=device, bias=d if cfg.attn_o_bias else None)
         if cfg.qk_norm:
             self.q_norm = Weight(dk, device=device)
             self.k_norm = Weight(dk, device=device)
         if cfg.gate.position != "none":
             if cfg.gate.input == "hidden":
-                self.gate = Weight(cfg.gate_out(), cfg.gate_in(), device=device)
+                self.gate = Weight(cfg.gate_out(), cfg.gate_in(), device=device,
+                                   bias=cfg.gate_out() if cfg.gate_has_bias() else None)
             else:
                 self.gate = Weight(cfg.gate_out(), device=device)
         if cfg.sdpa_transform == "rmsnorm":
@@ -403,7 +435,7 @@ class Attention(nn.Module):
         cfg, g = self.cfg, self.cfg.gate
         B, T, _ = h.shape
         if g.input == "hidden":
-            s = h[..., :cfg.gate_in()] @ self.gate.weight.t()
+            s = self.gate.linear(h[..., :cfg.gate_in()])
         else:
             s = self.gate.weight.expand(B, T, cfg.gate_out())
         a = gate_activation(s, g.activation)
@@ -430,9 +462,9 @@ class Attention(nn.Module):
         if trace is not None and a is not None:
             trace[prefix + "gate_score"] = a.detach()
 
-        q = (h @ self.q_proj.weight.t()).reshape(B, T, nq, dk)
-        k = (h @ self.k_proj.weight.t()).reshape(B, T, nk, dk)
-        v = (h @ self.v_proj.weight.t()).reshape(B, T, nk, dk)
+        q = self.q_proj.linear(h).reshape(B, T, nq, dk)
+        k = self.k_proj.linear(h).reshape(B, T, nk, dk)
+        v = self.v_proj.linear(h).reshape(B, T, nk, dk)
         if g.position == "query":
             q = self.apply_gate(q, a)
         elif g.position == "key":
@@ -465,7 +497,7 @@ class Attention(nn.Module):
             if trace is not None:
                 trace[prefix + "sdpa_out"] = y.detach()
             y = self.apply_gate(y, a)
-        o = y.reshape(B, T, nq * dk) @ self.o_proj.weight.t()
+        o = self.o_proj.linear(y.reshape(B, T, nq * dk))
         if g.position == "dense":
             o = self.apply_gate(o, a)
         return o
@@ -546,11 +578,13 @@ class GatedLM(nn.Module):
 
     # ---- weights --------------------------------------------------------------------------
     def init_weights(self, generator=None):
-        """Default init: matrices N(0, init_std), norms 1, gates per gate.init."""
+        """Default init: matrices N(0, init_std), norms 1, biases 0, gates per gate.init."""
         cfg = self.cfg
         with torch.no_grad():
             for name, p in self.named_parameters():
-                if ".self_attn.gate." in name:
+                if name.endswith(".bias"):
+                    p.zero_()
+                elif ".self_attn.gate." in name:
                     if cfg.gate.init == "zero":
                         p.zero_()
                     else:

@@ -235,19 +235,24 @@ def naive_forward(cfg, P, tokens):
             p = f"model.layers.{L}."
             h = _np_rmsnorm(x, P[p + "input_layernorm.weight"], eps)
             Wq, Wk, Wv, Wo = (P[p + f"self_attn.{n}_proj.weight"] for n in "qkvo")
+            zero = lambda rows: np.zeros(rows)  # noqa: E731  (no bias)
+            bq, bk, bv, bo = (P.get(p + f"self_attn.{n}_proj.bias", zero(W.shape[0]))
+                              for n, W in zip("qkvo", (Wq, Wk, Wv, Wo)))
             q = np.zeros((T, nq, dk)); k = np.zeros((T, nk, dk)); v = np.zeros((T, nk, dk))
             for t in range(T):
                 for hh in range(nq):
-                    q[t, hh] = Wq[hh * dk:(hh + 1) * dk] @ h[t]
+                    q[t, hh] = Wq[hh * dk:(hh + 1) * dk] @ h[t] + bq[hh * dk:(hh + 1) * dk]
                 for hh in range(nk):
-                    k[t, hh] = Wk[hh * dk:(hh + 1) * dk] @ h[t]
-                    v[t, hh] = Wv[hh * dk:(hh + 1) * dk] @ h[t]
+                    k[t, hh] = Wk[hh * dk:(hh + 1) * dk] @ h[t] + bk[hh * dk:(hh + 1) * dk]
+                    v[t, hh] = Wv[hh * dk:(hh + 1) * dk] @ h[t] + bv[hh * dk:(hh + 1) * dk]
 
             def score(t):
                 """Gate score for token t as a function (head, j) -> value, or dense vector."""
                 if g.input == "hidden":
                     gin = g.input_dims or d
                     s = P[p + "self_attn.gate.weight"] @ h[t][:gin]
+                    if p + "self_attn.gate.bias" in P:
+                        s = s + P[p + "self_attn.gate.bias"]
                 else:
                     s = P[p + "self_attn.gate.weight"].copy()
                 a = _np_act(s, g.activation)
@@ -294,7 +299,7 @@ def naive_forward(cfg, P, tokens):
                     if g.position == "sdpa":
                         y = gated(y, score(t)[hh])
                     ycat[hh * dk:(hh + 1) * dk] = y
-                o[t] = Wo @ ycat
+                o[t] = Wo @ ycat + bo
                 if g.position == "dense":
                     o[t] = gated(o[t], score(t))
             if cfg.sandwich_norm:

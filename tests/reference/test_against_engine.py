@@ -103,6 +103,10 @@ CASES = {
                   sdpa_transform="rmsnorm", sandwich_norm=True, residual_clip=1.5,
                   **_gate(position="value", granularity="headwise", activation="ns_sigmoid",
                           input_dims=20)),
+    "qkv_o_bias": dict(attn_qkv_bias=True, attn_o_bias=True),
+    "qkv_bias_sdpa_headwise": dict(attn_qkv_bias=True, **_gate(position="sdpa", granularity="headwise")),
+    "qkv_o_bias_sdpa_elem_mqa": dict(attn_qkv_bias=True, attn_o_bias=True, n_kv_heads=1,
+                                     **_gate(position="sdpa")),
 }
 
 
@@ -121,10 +125,12 @@ def _seed(name, attempt):
 
 
 def random_weights(model, gen):
-    """Randomise every parameter (matrices N(0, 0.2), norms 1 + 0.1 N, gates random)."""
+    """Randomise every parameter (matrices and biases N(0, 0.2), norms 1 + 0.1 N, gates random)."""
     with torch.no_grad():
         for n, p in model.named_parameters():
-            if ".self_attn.gate." in n and p.ndim == 1:
+            if n.endswith(".bias"):
+                p.copy_(torch.randn(p.shape, generator=gen) * MATRIX_STD)
+            elif ".self_attn.gate." in n and p.ndim == 1:
                 p.copy_(torch.randn(p.shape, generator=gen) * CONST_GATE_STD)
             elif p.ndim >= 2:
                 p.copy_(torch.randn(p.shape, generator=gen) * MATRIX_STD)

@@ -38,7 +38,7 @@ TEST_P(ModelGradientTest, AnalyticGradientsMatchFiniteDifferences) {
   // tested at a generic point.
   Rng rng(99);
   for (const ParamSpec& s : m.layout().specs())
-    if (s.kind == ParamKind::norm || s.kind == ParamKind::gate)
+    if (s.kind == ParamKind::norm || s.kind == ParamKind::gate || s.kind == ParamKind::bias)
       for (int64_t i = 0; i < s.numel; ++i) w[s.offset + i] += 0.3 * rng.normal();
   m.load_params(w);
   const int64_t B = 2, T = 5;
@@ -89,6 +89,12 @@ const Variant kVariants[] = {
     {"sdpa_silu_transform", {{"sdpa_transform", "silu"}}},
     {"sandwich_norm", {{"sandwich_norm", true}, {"gate", {{"position", "sdpa"}}}}},
     {"residual_clip", {{"residual_clip", 0.7}}},
+    {"qkv_o_bias", {{"attn_qkv_bias", true}, {"attn_o_bias", true}}},
+    {"qkv_o_bias_sdpa_headwise_gqa4",
+     {{"attn_qkv_bias", true}, {"attn_o_bias", true}, {"n_heads", 4}, {"n_kv_heads", 1},
+      {"gate", {{"position", "sdpa"}, {"granularity", "headwise"}}}}},
+    {"o_bias_dense_gate", {{"attn_o_bias", true}, {"gate", {{"position", "dense"}}}}},
+    {"qkv_bias_constant_gate", {{"attn_qkv_bias", true}, {"gate", {{"position", "sdpa"}, {"input", "constant"}}}}},
 };
 
 INSTANTIATE_TEST_SUITE_P(AllGateVariants, ModelGradientTest, ::testing::ValuesIn(kVariants),

@@ -1,0 +1,66 @@
+// gatedlm export: a gatedlm checkpoint to a Hugging Face model directory (the paper's
+// layout or Qwen3).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "io/gguf.h"
+#include "io/hf_convert.h"
+
+namespace gatedlm::cli {
+
+namespace fs = std::filesystem;
+
+void register_export(CLI::App& app) {
+  struct Options {
+    std::string checkpoint, out, format, dtype = "f32";
+  };
+  auto opt = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "export",
+      "Write a checkpoint as a Hugging Face model directory: config.json + model.safetensors. paper: the "
+      "gated-attention paper's layout (a G1 sigmoid gate, elementwise or headwise, fused into q_proj; load it "
+      "with the authors' modeling_qwen3.py); qwen3: transformers' Qwen3 (ungated models); gguf: DIR/model.gguf "
+      "for llama.cpp (architecture qwen3, F32 or F16; ungated models without biases; with the checkpoint's "
+      "tokenizer.json vocabulary when it has one). A config the format cannot express is refused by key before "
+      "anything is written.");
+  sub->add_option("CKPT", opt->checkpoint, "checkpoint or run directory")->required();
+  sub->add_option("--format", opt->format, "paper | qwen3 | gguf")->required();
+  sub->add_option("--out", opt->out, "output directory (must not exist or be empty)")->required();
+  sub->add_option("--dtype", opt->dtype, "f32 | bf16 | f16 (round to nearest even; gguf: f32 | f16)")->capture_default_str();
+  sub->callback([opt] {
+    const bool gguf = opt->format == "gguf";
+    const io::HfFormat format = gguf ? io::HfFormat::qwen3 : io::parse_hf_format(opt->format);
+    const io::StoreDtype dtype = io::parse_store_dtype(opt->dtype);
+    if (gguf && dtype == io::StoreDtype::bf16) fail("--dtype bf16: the GGUF export writes f32 or f16");
+    if (fs::exists(opt->out) && !(fs::is_directory(opt->out) && fs::is_empty(opt->out)))
+      fail("--out ", opt->out, ": exists and is not an empty directory (nothing written)");
+    const std::string dir = io::resolve_checkpoint_dir(opt->checkpoint);
+    const io::Checkpoint ck = io::load_checkpoint(dir);
+    const fs::path tokenizer = fs::path(dir) / io::kHfTokenizerFile;
+    if (gguf) {
+      const io::GgufDtype gd = dtype == io::StoreDtype::f32 ? io::GgufDtype::f32 : io::GgufDtype::f16;
+      const std::string vocab = fs::exists(tokenizer) ? tokenizer.string() : "";
+      // Validate everything (export_gguf refuses first) before creating the directory.
+      fs::create_directories(opt->out);
+      try {
+        io::export_gguf(ck, gd, vocab, (fs::path(opt->out) / "model.gguf").string());
+      } catch (...) {
+        std::error_code ec;
+        if (fs::is_empty(opt->out, ec)) fs::remove(opt->out, ec);
+        throw;
+      }
+      std::fprintf(stderr, "exported %s as gguf (%s%s) into %s/model.gguf\n", dir.c_str(), opt->dtype.c_str(),
+                   vocab.empty() ? ", no vocabulary" : ", with its tokenizer.json vocabulary", opt->out.c_str());
+      return;
+    }
+    io::export_hf(ck, format, dtype, opt->out);
+    if (fs::exists(tokenizer)) fs::copy_file(tokenizer, fs::path(opt->out) / io::kHfTokenizerFile);
+    std::fprintf(stderr, "exported %s as %s (%s) into %s\n", dir.c_str(), opt->format.c_str(), opt->dtype.c_str(),
+                 opt->out.c_str());
+  });
+}
+
+}  // namespace gatedlm::cli

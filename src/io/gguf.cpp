@@ -1,0 +1,246 @@
+#include "io/gguf.h"
+
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "io/half_float.h"
+#include "model/param_layout.h"
+
+namespace gatedlm::io {
+
+namespace {
+
+// ggml's tensor types and GGUF's metadata value types (the values the spec assigns).
+enum GgmlType : uint32_t { kGgmlF32 = 0, kGgmlF16 = 1 };
+enum GgufType : uint32_t {
+  kUint32 = 4, kInt32 = 5, kFloat32 = 6, kBool = 7, kString = 8, kArray = 9, kUint64 = 10
+};
+constexpr uint64_t kAlignment = 32;
+
+// "{i}" stands for the layer index on both sides.
+struct GgufName {
+  const char* ours;
+  const char* theirs;
+};
+const GgufName kQwen3Names[] = {
+    {"model.embed_tokens.weight", "token_embd.weight"},
+    {"model.norm.weight", "output_norm.weight"},
+    {"lm_head.weight", "output.weight"},
+    {"model.layers.{i}.input_layernorm.weight", "blk.{i}.attn_norm.weight"},
+    {"model.layers.{i}.self_attn.q_proj.weight", "blk.{i}.attn_q.weight"},
+    {"model.layers.{i}.self_attn.k_proj.weight", "blk.{i}.attn_k.weight"},
+    {"model.layers.{i}.self_attn.v_proj.weight", "blk.{i}.attn_v.weight"},
+    {"model.layers.{i}.self_attn.o_proj.weight", "blk.{i}.attn_output.weight"},
+    {"model.layers.{i}.self_attn.q_norm.weight", "blk.{i}.attn_q_norm.weight"},
+    {"model.layers.{i}.self_attn.k_norm.weight", "blk.{i}.attn_k_norm.weight"},
+    {"model.layers.{i}.post_attention_layernorm.weight", "blk.{i}.ffn_norm.weight"},
+    {"model.layers.{i}.mlp.gate_proj.weight", "blk.{i}.ffn_gate.weight"},
+    {"model.layers.{i}.mlp.up_proj.weight", "blk.{i}.ffn_up.weight"},
+    {"model.layers.{i}.mlp.down_proj.weight", "blk.{i}.ffn_down.weight"},
+};
+
+// Little-endian serialisation of the spec's primitive values.
+class Bytes {
+ public:
+  template <typename T>
+  void put(T v) {
+    const size_t at = s_.size();
+    s_.resize(at + sizeof(T));
+    std::memcpy(s_.data() + at, &v, sizeof(T));
+  }
+  void str(const std::string& v) {
+    put<uint64_t>(v.size());
+    s_ += v;
+  }
+  void key(const std::string& k, GgufType t) {
+    str(k);
+    put<uint32_t>(t);
+    ++count;
+  }
+  void kv_u32(const std::string& k, uint32_t v) { key(k, kUint32), put(v); }
+  void kv_f32(const std::string& k, float v) { key(k, kFloat32), put(v); }
+  void kv_bool(const std::string& k, bool v) { key(k, kBool), put<uint8_t>(v ? 1 : 0); }
+  void kv_str(const std::string& k, const std::string& v) { key(k, kString), str(v); }
+  void kv_strings(const std::string& k, const std::vector<std::string>& v) {
+    key(k, kArray);
+    put<uint32_t>(kString);
+    put<uint64_t>(v.size());
+    for (const std::string& s : v) str(s);
+  }
+  void kv_i32s(const std::string& k, const std::vector<int32_t>& v) {
+    key(k, kArray);
+    put<uint32_t>(kInt32);
+    put<uint64_t>(v.size());
+    for (int32_t x : v) put(x);
+  }
+  std::string& data() { return s_; }
+  uint64_t count = 0;  // key/value pairs written
+
+ private:
+  std::string s_;
+};
+
+// The vocabulary of a byte-level BPE tokenizer.json as llama.cpp's "gpt2" tokenizer wants
+// it: tokens by id (ids the file leaves out, up to the model's vocab_size, become
+// "[PAD<id>]"), their types (1 normal, 3 control = special added token, 4 user-defined),
+// merges as "left right".
+void add_vocabulary(Bytes& kv, const std::string& path, int64_t vocab_size) {
+  std::ifstream in(path);
+  if (!in) fail(path, ": cannot open");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail(path, ": not valid JSON (", e.what(), ")");
+  }
+  const nlohmann::json& m = j.value("model", nlohmann::json::object());
+  if (m.value("type", "") != "BPE") fail(path, ": model.type is not BPE; gatedlm's GGUF export carries byte-level BPE only");
+  std::vector<std::string> tokens(static_cast<size_t>(vocab_size));
+  std::vector<int32_t> types(static_cast<size_t>(vocab_size), 1);
+  std::vector<bool> set(static_cast<size_t>(vocab_size), false);
+  auto place = [&](const std::string& token, int64_t id, int32_t type) {
+    if (id < 0 || id >= vocab_size)
+      fail(path, ": token id ", id, " (", token, ") is outside the model's vocabulary of ", vocab_size);
+    tokens[id] = token;
+    types[id] = type;
+    set[id] = true;
+  };
+  for (const auto& [token, id] : m.at("vocab").items()) place(token, id.get<int64_t>(), 1);
+  int64_t eos = -1;
+  for (const nlohmann::json& a : j.value("added_tokens", nlohmann::json::array())) {
+    const std::string content = a.at("content").get<std::string>();
+    place(content, a.at("id").get<int64_t>(), a.value("special", false) ? 3 : 4);
+    if (content == "<|endoftext|>") eos = a.at("id").get<int64_t>();
+  }
+  for (int64_t i = 0; i < vocab_size; ++i)
+    if (!set[i]) tokens[i] = cat("[PAD", i, "]"), types[i] = 5;  // 5: unused
+  std::vector<std::string> merges;
+  for (const nlohmann::json& mg : m.value("merges", nlohmann::json::array()))
+    merges.push_back(mg.is_string() ? mg.get<std::string>()
+                                    : mg.at(0).get<std::string>() + " " + mg.at(1).get<std::string>());
+  kv.kv_str("tokenizer.ggml.model", "gpt2");
+  kv.kv_str("tokenizer.ggml.pre", "qwen2");
+  kv.kv_strings("tokenizer.ggml.tokens", tokens);
+  kv.kv_i32s("tokenizer.ggml.token_type", types);
+  kv.kv_strings("tokenizer.ggml.merges", merges);
+  if (eos >= 0) {
+    kv.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(eos));
+    kv.kv_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(eos));
+  }
+  kv.kv_bool("tokenizer.ggml.add_bos_token", false);
+}
+
+}  // namespace
+
+std::string gguf_tensor_name(const std::string& name) {
+  const std::string prefix = "model.layers.";
+  std::string generic = name, layer;
+  if (name.rfind(prefix, 0) == 0) {
+    const size_t dot = name.find('.', prefix.size());
+    layer = name.substr(prefix.size(), dot - prefix.size());
+    generic = prefix + "{i}" + name.substr(dot);
+  }
+  for (const GgufName& n : kQwen3Names)
+    if (generic == n.ours) {
+      std::string out = n.theirs;
+      const size_t at = out.find("{i}");
+      if (at != std::string::npos) out.replace(at, 3, layer);
+      return out;
+    }
+  fail("gguf (qwen3): no GGUF tensor for gatedlm parameter ", name);
+}
+
+void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& tokenizer_json, const std::string& path) {
+  const model::ModelConfig& c = ck.config;
+  auto refuse = [](const std::string& key, const std::string& why) {
+    fail("export --format gguf: model config key \"", key, "\" ", why);
+  };
+  if (c.has_gate())
+    refuse("gate", "must be none: llama.cpp's qwen3 architecture has no gate on the attention output, so a gated "
+                   "model cannot run there (use --format paper)");
+  if (c.attn_qkv_bias || c.attn_o_bias) refuse("attn_qkv_bias", "must be false (llama.cpp's qwen3 has no attention biases)");
+  if (!c.qk_norm) refuse("qk_norm", "must be true (qwen3 normalises q and k)");
+  if (c.rope_dims != c.head_dim) refuse("rope_dims", "must equal head_dim");
+  if (c.rope_scaling.type != model::RopeScalingType::none) refuse("rope_scaling", "must be none");
+  if (c.sdpa_transform != model::SdpaTransform::none) refuse("sdpa_transform", "must be none");
+  if (c.sandwich_norm) refuse("sandwich_norm", "must be false");
+  if (c.residual_clip != 0.0) refuse("residual_clip", "must be 0");
+
+  Bytes kv;
+  kv.kv_str("general.architecture", "qwen3");
+  kv.kv_str("general.name", "gatedlm export");
+  kv.kv_u32("general.alignment", kAlignment);
+  kv.kv_u32("general.file_type", dtype == GgufDtype::f32 ? 0 : 1);  // all F32 / mostly F16
+  kv.kv_u32("qwen3.context_length", static_cast<uint32_t>(c.max_seq_len));
+  kv.kv_u32("qwen3.embedding_length", static_cast<uint32_t>(c.d_model));
+  kv.kv_u32("qwen3.block_count", static_cast<uint32_t>(c.n_layers));
+  kv.kv_u32("qwen3.feed_forward_length", static_cast<uint32_t>(c.ffn_hidden));
+  kv.kv_u32("qwen3.attention.head_count", static_cast<uint32_t>(c.n_heads));
+  kv.kv_u32("qwen3.attention.head_count_kv", static_cast<uint32_t>(c.n_kv_heads));
+  kv.kv_u32("qwen3.attention.key_length", static_cast<uint32_t>(c.head_dim));
+  kv.kv_u32("qwen3.attention.value_length", static_cast<uint32_t>(c.head_dim));
+  kv.kv_f32("qwen3.rope.freq_base", static_cast<float>(c.rope_base));
+  kv.kv_f32("qwen3.attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+  if (!tokenizer_json.empty()) add_vocabulary(kv, tokenizer_json, c.vocab_size);
+  else kv.kv_str("tokenizer.ggml.model", "no_vocab");
+
+  // Tensor infos: matrices in the chosen type, 1-D tensors (norms) always F32.
+  const model::ParamLayout layout(c);
+  Bytes infos;
+  uint64_t offset = 0;
+  struct Placed {
+    const model::ParamSpec* spec;
+    bool f16;
+    uint64_t offset;
+  };
+  std::vector<Placed> placed;
+  for (const model::ParamSpec& s : layout.specs()) {
+    const bool f16 = dtype == GgufDtype::f16 && s.shape.size() >= 2;
+    infos.str(gguf_tensor_name(s.name));
+    infos.put<uint32_t>(static_cast<uint32_t>(s.shape.size()));
+    for (auto it = s.shape.rbegin(); it != s.shape.rend(); ++it) infos.put<uint64_t>(static_cast<uint64_t>(*it));
+    infos.put<uint32_t>(f16 ? kGgmlF16 : kGgmlF32);
+    infos.put<uint64_t>(offset);
+    placed.push_back({&s, f16, offset});
+    offset += (static_cast<uint64_t>(s.numel) * (f16 ? 2 : 4) + kAlignment - 1) / kAlignment * kAlignment;
+  }
+
+  Bytes head;
+  head.put<uint32_t>(0x46554747);  // "GGUF" read as a little-endian uint32
+  head.put<uint32_t>(3);
+  head.put<uint64_t>(placed.size());
+  head.put<uint64_t>(kv.count);
+  std::string& h = head.data();
+  h += kv.data();
+  h += infos.data();
+  h.append((kAlignment - h.size() % kAlignment) % kAlignment, '\0');
+  AtomicFile file(path);
+  file.write(h);
+  std::string bytes;
+  uint64_t written = 0;
+  for (const Placed& p : placed) {
+    bytes.assign(static_cast<size_t>(p.offset - written), '\0');  // the previous tensor's padding
+    const float* v = ck.params.data() + p.spec->offset;
+    if (p.f16) {
+      const size_t at = bytes.size();
+      bytes.resize(at + static_cast<size_t>(p.spec->numel) * 2);
+      for (int64_t i = 0; i < p.spec->numel; ++i) {
+        const uint16_t x = f32_to_f16(v[i]);
+        std::memcpy(bytes.data() + at + 2 * i, &x, 2);
+      }
+    } else {
+      bytes.append(reinterpret_cast<const char*>(v), static_cast<size_t>(p.spec->numel) * 4);
+    }
+    file.write(bytes);
+    written = p.offset + static_cast<uint64_t>(p.spec->numel) * (p.f16 ? 2 : 4);
+  }
+  const uint64_t end = (written + kAlignment - 1) / kAlignment * kAlignment;
+  bytes.assign(static_cast<size_t>(end - written), '\0');
+  file.write(bytes);
+  file.commit();
+}
+
+}  // namespace gatedlm::io

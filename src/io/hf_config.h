@@ -1,0 +1,31 @@
+#pragma once
+// Hugging Face config.json <-> gatedlm's model config, for the two layouts gatedlm reads
+// and writes (names in io/hf_names.h):
+//   qwen3: transformers' Qwen3 (model_type "qwen3"): QK-norm, no gate, `attention_bias`
+//          biases q, k, v and o together;
+//   paper: the same plus the keys of the gated-attention paper's released checkpoints
+//          (QwQZh/gated_attention): `headwise_attn_output_gate`,
+//          `elementwise_attn_output_gate` (a sigmoid G1 gate whose rows sit inside
+//          q_proj), `use_qk_norm`, and `qkv_bias` (like attention_bias, q, k, v and o).
+// Keys gatedlm cannot represent are refused by name; keys without effect on the
+// computation (token ids, dtype, version, dropout, ...) are listed and ignored.
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "model/config.h"
+
+namespace gatedlm::io {
+
+enum class HfFormat { paper, qwen3 };
+std::string to_string(HfFormat f);
+// "paper" | "qwen3"; "auto" resolves from the config itself (see detect_hf_format).
+HfFormat parse_hf_format(const std::string& name);
+// paper when any of the paper's keys is present, else qwen3.
+HfFormat detect_hf_format(const nlohmann::json& hf);
+
+// Throws naming `source` and the key. Under qwen3, a paper key is refused.
+model::ModelConfig config_from_hf(const nlohmann::json& hf, HfFormat format, const std::string& source);
+// Throws naming the gatedlm key that the format cannot express.
+nlohmann::ordered_json config_to_hf(const model::ModelConfig& c, HfFormat format, const std::string& torch_dtype);
+
+}  // namespace gatedlm::io

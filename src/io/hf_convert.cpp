@@ -1,0 +1,170 @@
+#include "io/hf_convert.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/progress.h"
+#include "io/hf_names.h"
+
+namespace gatedlm::io {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The gatedlm tensors held by one Hugging Face tensor (one, or two for the paper's fused
+// q_proj), and that tensor's shape.
+struct TheirTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<TensorMapping> parts;
+};
+
+int64_t row_width(const model::ParamSpec& s) { return s.shape.size() > 1 ? s.numel / s.shape[0] : 1; }
+
+// Groups the layout's mappings by Hugging Face tensor, in layout order of first use.
+std::vector<TheirTensor> their_tensors(const model::ModelConfig& c, const model::ParamLayout& layout,
+                                       HfFormat format) {
+  std::vector<TheirTensor> out;
+  std::map<std::string, size_t> index;
+  for (const TensorMapping& m : map_parameters(layout, format)) {
+    std::vector<int64_t> shape = m.spec->shape;
+    shape[0] = their_rows(c, m.part, shape[0]);
+    auto [it, fresh] = index.emplace(m.theirs, out.size());
+    if (fresh) out.push_back({m.theirs, shape, {}});
+    TheirTensor& t = out[it->second];
+    if (t.shape != shape) fail("internal error: parts of ", m.theirs, " disagree about its shape");
+    t.parts.push_back(m);
+  }
+  return out;
+}
+
+// Copies every row r of one gatedlm tensor to or from row their_row(r) of the Hugging Face
+// tensor: import reads src = theirs into dst = ours, export src = ours into dst = theirs.
+enum class Direction { import, export_ };
+void copy_rows(const model::ModelConfig& c, const TensorMapping& m, float* dst, const float* src, Direction dir) {
+  const int64_t rows = m.spec->shape[0], width = row_width(*m.spec);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t ours = r * width, theirs = their_row(c, m.part, r) * width;
+    const bool in = dir == Direction::import;
+    std::memcpy(dst + (in ? ours : theirs), src + (in ? theirs : ours), static_cast<size_t>(width) * 4);
+  }
+}
+
+std::string show(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) fail(path.string(), ": cannot open");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail(path.string(), ": not valid JSON (", e.what(), ")");
+  }
+}
+
+bool ignorable_tensor(const std::string& name) {
+  const std::string suffix = "rotary_emb.inv_freq";  // a buffer older transformers saved
+  return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+ImportedModel import_hf(const std::string& src_dir, std::optional<HfFormat> format) {
+  if (!fs::is_directory(src_dir)) fail(src_dir, ": not a directory");
+  const fs::path config_path = fs::path(src_dir) / "config.json";
+  if (!fs::exists(config_path)) fail(src_dir, ": no config.json");
+  const nlohmann::json hf = read_json(config_path);
+  ImportedModel out;
+  out.format = format ? *format : detect_hf_format(hf);
+  model::ModelConfig& c = out.checkpoint.config;
+  c = config_from_hf(hf, out.format, config_path.string());
+  const model::ParamLayout layout(c);
+  const std::vector<TheirTensor> wanted = their_tensors(c, layout, out.format);
+
+  HfWeights weights(src_dir);
+  out.weights_source = weights.source();
+  // Every check before the first value is read.
+  std::map<std::string, const TheirTensor*> by_name;
+  for (const TheirTensor& t : wanted) {
+    by_name[t.name] = &t;
+    if (!weights.has(t.name))
+      fail(weights.source(), ": missing tensor ", t.name, " (", config_path.string(), " asks for it)");
+    const TensorEntry& e = weights.entry(t.name);
+    if (e.shape != t.shape)
+      fail(weights.file_of(t.name), ": tensor ", t.name, " has shape ", show(e.shape), ", the config needs ",
+           show(t.shape));
+    if (e.dtype != "F32" && e.dtype != "BF16" && e.dtype != "F16")
+      fail(weights.file_of(t.name), ": tensor ", t.name, " has dtype ", e.dtype, "; gatedlm imports F32, BF16 and F16");
+  }
+  bool tied_head_to_check = false;
+  for (const auto& [name, e] : weights.tensors()) {
+    if (by_name.count(name) || ignorable_tensor(name)) continue;
+    if (name == "lm_head.weight" && c.tie_embeddings && e.shape == std::vector<int64_t>{c.vocab_size, c.d_model}) {
+      tied_head_to_check = true;
+      continue;
+    }
+    fail(weights.file_of(name), ": unexpected tensor ", name, " (", config_path.string(),
+         " describes no such parameter for format ", to_string(out.format), ")");
+  }
+
+  std::vector<float>& params = out.checkpoint.params;
+  params.assign(static_cast<size_t>(layout.total()), 0.0f);
+  Progress progress("import", static_cast<int64_t>(wanted.size()));
+  std::vector<float> scratch;
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const TheirTensor& t = wanted[i];
+    const TensorMapping& first = t.parts[0];
+    if (t.parts.size() == 1 && first.part == RowPart::all) {
+      weights.read_f32(t.name, params.data() + first.spec->offset, first.spec->numel);
+    } else {
+      const TensorEntry& e = weights.entry(t.name);
+      scratch.resize(static_cast<size_t>(e.numel()));
+      weights.read_f32(t.name, scratch.data(), e.numel());
+      for (const TensorMapping& m : t.parts) copy_rows(c, m, params.data() + m.spec->offset, scratch.data(), Direction::import);
+    }
+    progress.update(static_cast<int64_t>(i + 1), t.name);
+  }
+  progress.finish();
+  if (tied_head_to_check) {
+    const model::ParamSpec& embed = layout.at("model.embed_tokens.weight");
+    scratch.resize(static_cast<size_t>(embed.numel));
+    weights.read_f32("lm_head.weight", scratch.data(), embed.numel);
+    if (std::memcmp(scratch.data(), params.data() + embed.offset, static_cast<size_t>(embed.numel) * 4) != 0)
+      fail(weights.file_of("lm_head.weight"), ": tensor lm_head.weight differs from model.embed_tokens.weight, "
+           "but the config ties them (tie_word_embeddings)");
+  }
+  return out;
+}
+
+void export_hf(const Checkpoint& ck, HfFormat format, StoreDtype dtype, const std::string& out_dir) {
+  const model::ModelConfig& c = ck.config;
+  const char* torch_dtype = dtype == StoreDtype::f32 ? "float32" : dtype == StoreDtype::bf16 ? "bfloat16" : "float16";
+  const nlohmann::ordered_json hf = config_to_hf(c, format, torch_dtype);
+  const model::ParamLayout layout(c);
+  if (static_cast<int64_t>(ck.params.size()) != layout.total()) fail("export: the checkpoint's parameter count does not match its config");
+  std::vector<TensorSource> sources;
+  for (const TheirTensor& t : their_tensors(c, layout, format)) {
+    TensorSource s{t.name, t.shape, {}};
+    s.produce = [&c, &ck, parts = t.parts](float* out) {
+      for (const TensorMapping& m : parts)
+        copy_rows(c, m, out, ck.params.data() + m.spec->offset, Direction::export_);
+    };
+    sources.push_back(std::move(s));
+  }
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) fail(out_dir, ": cannot create the output directory (", ec.message(), ")");
+  write_safetensors_as((fs::path(out_dir) / "model.safetensors").string(), sources, dtype, {{"format", "pt"}});
+  write_file_atomic((fs::path(out_dir) / "config.json").string(), hf.dump(2) + "\n");
+}
+
+}  // namespace gatedlm::io

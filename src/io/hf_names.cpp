@@ -1,0 +1,116 @@
+#include "io/hf_names.h"
+
+#include <string_view>
+
+#include "core/error.h"
+
+namespace gatedlm::io {
+
+namespace {
+
+// Every name a Qwen3 checkpoint uses that gatedlm uses unchanged, in both formats.
+const char* const kSameNames[] = {
+    "model.embed_tokens.weight",
+    "model.norm.weight",
+    "lm_head.weight",
+    "model.layers.{i}.input_layernorm.weight",
+    "model.layers.{i}.self_attn.k_proj.weight",
+    "model.layers.{i}.self_attn.v_proj.weight",
+    "model.layers.{i}.self_attn.o_proj.weight",
+    "model.layers.{i}.self_attn.k_proj.bias",
+    "model.layers.{i}.self_attn.v_proj.bias",
+    "model.layers.{i}.self_attn.o_proj.bias",
+    "model.layers.{i}.self_attn.q_norm.weight",
+    "model.layers.{i}.self_attn.k_norm.weight",
+    "model.layers.{i}.post_attention_layernorm.weight",
+    "model.layers.{i}.mlp.gate_proj.weight",
+    "model.layers.{i}.mlp.up_proj.weight",
+    "model.layers.{i}.mlp.down_proj.weight",
+};
+
+std::vector<NameRule> table_with(std::vector<NameRule> specific) {
+  for (const char* name : kSameNames) specific.push_back({name, name, RowPart::all});
+  return specific;
+}
+
+const std::vector<NameRule> kQwen3 = table_with({
+    {"model.layers.{i}.self_attn.q_proj.weight", "model.layers.{i}.self_attn.q_proj.weight", RowPart::all},
+    {"model.layers.{i}.self_attn.q_proj.bias", "model.layers.{i}.self_attn.q_proj.bias", RowPart::all},
+});
+
+const std::vector<NameRule> kPaper = table_with({
+    {"model.layers.{i}.self_attn.q_proj.weight", "model.layers.{i}.self_attn.q_proj.weight", RowPart::paper_query},
+    {"model.layers.{i}.self_attn.gate.weight", "model.layers.{i}.self_attn.q_proj.weight", RowPart::paper_gate},
+    {"model.layers.{i}.self_attn.q_proj.bias", "model.layers.{i}.self_attn.q_proj.bias", RowPart::paper_query},
+    {"model.layers.{i}.self_attn.gate.bias", "model.layers.{i}.self_attn.q_proj.bias", RowPart::paper_gate},
+});
+
+// "model.layers.7.x" -> ("model.layers.{i}.x", "7"); other names unchanged, layer "".
+std::pair<std::string, std::string> generic_name(const std::string& name) {
+  const std::string prefix = "model.layers.";
+  if (name.rfind(prefix, 0) != 0) return {name, ""};
+  const size_t dot = name.find('.', prefix.size());
+  if (dot == std::string::npos) return {name, ""};
+  return {prefix + "{i}" + name.substr(dot), name.substr(prefix.size(), dot - prefix.size())};
+}
+
+std::string with_layer(std::string_view pattern, const std::string& layer) {
+  std::string s(pattern);
+  const size_t at = s.find("{i}");
+  if (at != std::string::npos) s.replace(at, 3, layer);
+  return s;
+}
+
+// Per-head widths of the paper's fused q_proj.
+struct PaperGroups {
+  int64_t group, head_dim, gate_width;  // G, head_dim, gate rows per head
+  int64_t block() const { return group * (head_dim + gate_width); }
+};
+PaperGroups paper_groups(const model::ModelConfig& c) {
+  if (!c.has_gate()) fail("internal error: the paper's gate rows asked of an ungated model");
+  return {c.n_heads / c.n_kv_heads, c.head_dim,
+          c.gate.granularity == model::GateGranularity::headwise ? 1 : c.head_dim};
+}
+
+}  // namespace
+
+const std::vector<NameRule>& name_table(HfFormat format) { return format == HfFormat::paper ? kPaper : kQwen3; }
+
+std::vector<TensorMapping> map_parameters(const model::ParamLayout& layout, HfFormat format) {
+  const std::vector<NameRule>& table = name_table(format);
+  std::vector<TensorMapping> out;
+  for (const model::ParamSpec& s : layout.specs()) {
+    const auto [generic, layer] = generic_name(s.name);
+    const NameRule* rule = nullptr;
+    for (const NameRule& r : table)
+      if (generic == r.ours) rule = &r;
+    if (!rule) fail("format ", to_string(format), " has no tensor for gatedlm parameter ", s.name);
+    // Without a gate the paper's q_proj is Qwen3's.
+    RowPart part = rule->part;
+    if (part == RowPart::paper_query && !layout.find(with_layer("model.layers.{i}.self_attn.gate.weight", layer)))
+      part = RowPart::all;
+    out.push_back({&s, with_layer(rule->theirs, layer), part});
+  }
+  return out;
+}
+
+int64_t their_rows(const model::ModelConfig& c, RowPart part, int64_t ours_rows) {
+  if (part == RowPart::all) return ours_rows;
+  const PaperGroups p = paper_groups(c);
+  return c.n_kv_heads * p.block();
+}
+
+int64_t their_row(const model::ModelConfig& c, RowPart part, int64_t r) {
+  if (part == RowPart::all) return r;
+  const PaperGroups p = paper_groups(c);
+  if (part == RowPart::paper_query) {
+    const int64_t head = r / p.head_dim, j = r % p.head_dim;
+    const int64_t g = head / p.group, in_group = head % p.group;
+    return g * p.block() + in_group * p.head_dim + j;
+  }
+  const int64_t head = r / p.gate_width, j = r % p.gate_width;
+  const int64_t g = head / p.group, in_group = head % p.group;
+  return g * p.block() + p.group * p.head_dim + in_group * p.gate_width + j;
+}
+
+}  // namespace gatedlm::io

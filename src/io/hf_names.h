@@ -1,0 +1,52 @@
+#pragma once
+// The declarative name tables: which tensor of a Hugging Face checkpoint holds each
+// gatedlm parameter (model/param_layout.h), per format. gatedlm's names are already
+// transformers' Qwen3 names, so the qwen3 table is the identity; the paper's differs in
+// one place: its q_proj holds the gate's rows (and q_proj.bias the gate's bias), grouped
+// per KV group. With G = n_heads / n_kv_heads query heads per group and gw = head_dim
+// (elementwise) or 1 (headwise) gate rows per head, group g's block of rows is
+//   [ query rows of heads gG .. gG+G-1 (G*head_dim) | their gate rows (G*gw) ]
+// and the blocks follow each other in group order.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/hf_config.h"
+#include "model/config.h"
+#include "model/param_layout.h"
+
+namespace gatedlm::io {
+
+// Which rows of the Hugging Face tensor a gatedlm tensor is.
+enum class RowPart {
+  all,          // the same tensor, row for row
+  paper_query,  // the query rows of the paper's fused q_proj
+  paper_gate,   // the gate rows of the paper's fused q_proj
+};
+
+struct NameRule {
+  const char* ours;    // gatedlm name; "{i}" is the layer index
+  const char* theirs;  // Hugging Face name
+  RowPart part;
+};
+
+// The table of one format, in no particular order.
+const std::vector<NameRule>& name_table(HfFormat format);
+
+// One gatedlm parameter and where it lives in the Hugging Face checkpoint.
+struct TensorMapping {
+  const model::ParamSpec* spec;  // gatedlm's tensor
+  std::string theirs;            // the Hugging Face tensor that holds it
+  RowPart part;
+};
+// The mapping of every parameter of the layout, in layout order. Throws naming a
+// parameter the format has no name for.
+std::vector<TensorMapping> map_parameters(const model::ParamLayout& layout, HfFormat format);
+
+// Rows of the Hugging Face tensor `theirs` holding gatedlm tensors of shape `ours_rows`:
+// for RowPart::all the same count, for the paper's q_proj the query rows plus the gate's.
+int64_t their_rows(const model::ModelConfig& c, RowPart part, int64_t ours_rows);
+// The row of the Hugging Face tensor that holds row r of a gatedlm tensor.
+int64_t their_row(const model::ModelConfig& c, RowPart part, int64_t r);
+
+}  // namespace gatedlm::io

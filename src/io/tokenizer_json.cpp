@@ -1,0 +1,349 @@
+#include "io/tokenizer_json.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <unicode/unorm2.h>
+#include <unicode/ustring.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "core/error.h"
+
+namespace gatedlm::io {
+
+namespace {
+
+using nlohmann::json;
+
+std::string utf8(uint32_t cp) {
+  std::string s;
+  if (cp < 0x80) {
+    s += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    s += static_cast<char>(0xC0 | (cp >> 6));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    s += static_cast<char>(0xE0 | (cp >> 12));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return s;
+}
+
+// Length in bytes of the UTF-8 sequence that starts with byte c (1 for a stray byte).
+size_t utf8_length(unsigned char c) {
+  if (c >= 0xF0) return 4;
+  if (c >= 0xE0) return 3;
+  if (c >= 0xC0) return 2;
+  return 1;
+}
+
+class HfBpeTokenizer final : public Tokenizer {
+ public:
+  explicit HfBpeTokenizer(const std::string& path) : path_(path) {
+    std::ifstream in(path);
+    if (!in) fail(path, ": cannot open the tokenizer");
+    json j;
+    try {
+      j = json::parse(in);
+    } catch (const json::parse_error& e) {
+      fail(path, ": not valid JSON (", e.what(), ")");
+    }
+    read_normalizer(j);
+    read_pre_tokenizer(j);
+    if (j.contains("decoder") && !j["decoder"].is_null() && j["decoder"].value("type", "") != "ByteLevel")
+      fail(path, ": decoder ", j["decoder"].value("type", "?"), " is not supported (ByteLevel only)");
+    read_model(j.at("model"));
+    read_added_tokens(j);
+    build_byte_map();
+  }
+  ~HfBpeTokenizer() override {
+    if (regex_) pcre2_code_free(regex_);
+  }
+
+  std::vector<int32_t> encode(std::string_view text) const override {
+    std::vector<int32_t> ids;
+    size_t at = 0;
+    while (at < text.size()) {
+      // The next added token (earliest; the longest at the same position).
+      size_t best = std::string_view::npos, best_len = 0;
+      int32_t best_id = -1;
+      for (const auto& [content, id] : added_) {
+        const size_t p = text.find(content, at);
+        if (p < best || (p == best && p != std::string_view::npos && content.size() > best_len))
+          best = p, best_len = content.size(), best_id = id;
+      }
+      const size_t end = best == std::string_view::npos ? text.size() : best;
+      if (end > at) encode_plain(text.substr(at, end - at), ids);
+      if (best == std::string_view::npos) break;
+      ids.push_back(best_id);
+      at = best + best_len;
+    }
+    return ids;
+  }
+
+  std::string decode(const std::vector<int32_t>& ids) const override {
+    std::string text;
+    for (int32_t id : ids) {
+      if (id < 0 || id >= static_cast<int32_t>(tokens_.size()) || tokens_[id].empty())
+        fail(path_, ": cannot decode id ", id, " (not in the vocabulary)");
+      if (is_added_[id]) {
+        text += tokens_[id];
+        continue;
+      }
+      const std::string& t = tokens_[id];
+      for (size_t i = 0; i < t.size();) {
+        const size_t n = utf8_length(static_cast<unsigned char>(t[i]));
+        auto it = unicode_to_byte_.find(t.substr(i, n));
+        if (it == unicode_to_byte_.end()) fail(path_, ": token ", id, " holds a character outside the byte map");
+        text += static_cast<char>(it->second);
+        i += n;
+      }
+    }
+    return text;
+  }
+
+  int64_t vocab_size() const override { return static_cast<int64_t>(tokens_.size()); }
+  int32_t bos_id() const override { return document_id_; }
+  int32_t eos_id() const override { return document_id_; }
+  std::string name() const override { return path_; }
+
+ private:
+  void read_normalizer(const json& j) {
+    if (!j.contains("normalizer") || j["normalizer"].is_null()) return;
+    const std::string type = j["normalizer"].value("type", "");
+    if (type != "NFC") fail(path_, ": normalizer ", type, " is not supported (NFC or none)");
+    nfc_ = true;
+  }
+
+  void read_pre_tokenizer(const json& j) {
+    const json& p = j.at("pre_tokenizer");
+    std::vector<json> steps;
+    if (p.value("type", "") == "Sequence") steps = p.at("pretokenizers").get<std::vector<json>>();
+    else steps.push_back(p);
+    std::string pattern;
+    bool byte_level = false;
+    for (const json& s : steps) {
+      const std::string type = s.value("type", "");
+      if (type == "Split") {
+        if (!pattern.empty()) fail(path_, ": more than one Split pre-tokenizer is not supported");
+        if (!s.at("pattern").contains("Regex")) fail(path_, ": Split pattern must be a Regex");
+        if (s.value("behavior", "") != "Isolated" || s.value("invert", false))
+          fail(path_, ": Split behavior ", s.value("behavior", "?"), " is not supported (Isolated, not inverted)");
+        pattern = s["pattern"]["Regex"].get<std::string>();
+      } else if (type == "ByteLevel") {
+        if (s.value("add_prefix_space", false)) fail(path_, ": ByteLevel add_prefix_space is not supported");
+        if (s.value("use_regex", true)) {
+          if (!pattern.empty()) fail(path_, ": ByteLevel use_regex after a Split is not supported");
+          // GPT-2's pattern, which ByteLevel applies itself when use_regex is true.
+          pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+        }
+        byte_level = true;
+      } else {
+        fail(path_, ": pre-tokenizer ", type, " is not supported (Split and ByteLevel)");
+      }
+    }
+    if (!byte_level || pattern.empty()) fail(path_, ": the pre-tokenizer is not byte-level BPE's (Split + ByteLevel)");
+    int code = 0;
+    PCRE2_SIZE offset = 0;
+    regex_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.c_str()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
+                           &code, &offset, nullptr);
+    if (!regex_) {
+      PCRE2_UCHAR message[256];
+      pcre2_get_error_message(code, message, sizeof(message));
+      fail(path_, ": PCRE2 cannot compile the pre-tokenizer regex at offset ", offset, " (",
+           reinterpret_cast<const char*>(message), ")");
+    }
+    pcre2_jit_compile(regex_, PCRE2_JIT_COMPLETE);  // optional: falls back to the interpreter
+  }
+
+  void read_model(const json& m) {
+    if (m.value("type", "") != "BPE") fail(path_, ": model type ", m.value("type", "?"), " is not supported (BPE)");
+    if (m.value("byte_fallback", false)) fail(path_, ": BPE byte_fallback is not supported");
+    for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
+      if (m.contains(key) && m[key].is_string() && !m[key].get<std::string>().empty())
+        fail(path_, ": BPE ", key, " is not supported");
+    if (m.contains("dropout") && !m["dropout"].is_null()) fail(path_, ": BPE dropout is not supported");
+    ignore_merges_ = m.value("ignore_merges", false);
+    for (const auto& [token, id] : m.at("vocab").items()) {
+      const int64_t i = id.get<int64_t>();
+      if (i < 0 || i >= INT32_MAX) fail(path_, ": vocab id ", i, " out of range");
+      if (static_cast<int64_t>(tokens_.size()) <= i) tokens_.resize(i + 1);
+      tokens_[i] = token;
+      vocab_[token] = static_cast<int32_t>(i);
+    }
+    int32_t rank = 0;
+    for (const json& mg : m.at("merges")) {
+      std::string left, right;
+      if (mg.is_string()) {
+        const std::string s = mg.get<std::string>();
+        const size_t space = s.find(' ');
+        if (space == std::string::npos) fail(path_, ": merge \"", s, "\" is not \"left right\"");
+        left = s.substr(0, space), right = s.substr(space + 1);
+      } else {
+        left = mg.at(0).get<std::string>(), right = mg.at(1).get<std::string>();
+      }
+      merges_.emplace(left + '\0' + right, rank++);
+    }
+  }
+
+  void read_added_tokens(const json& j) {
+    for (const json& a : j.value("added_tokens", json::array())) {
+      const int64_t id = a.at("id").get<int64_t>();
+      const std::string content = a.at("content").get<std::string>();
+      if (a.value("lstrip", false) || a.value("rstrip", false) || a.value("single_word", false))
+        fail(path_, ": added token ", content, ": lstrip, rstrip and single_word are not supported");
+      if (id < 0 || id >= INT32_MAX) fail(path_, ": added token id ", id, " out of range");
+      if (static_cast<int64_t>(tokens_.size()) <= id) tokens_.resize(id + 1);
+      tokens_[id] = content;
+      added_.emplace_back(content, static_cast<int32_t>(id));
+      if (content == "<|endoftext|>") document_id_ = static_cast<int32_t>(id);
+    }
+    is_added_.assign(tokens_.size(), false);
+    for (const auto& [content, id] : added_) is_added_[id] = true;
+    if (document_id_ < 0) fail(path_, ": no <|endoftext|> token to separate documents");
+  }
+
+  // GPT-2's map: printable bytes stand for themselves, the other 68 are shifted past U+0100.
+  void build_byte_map() {
+    int shifted = 0;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+      byte_to_unicode_[b] = utf8(printable ? b : 256 + shifted++);
+      unicode_to_byte_[byte_to_unicode_[b]] = static_cast<unsigned char>(b);
+    }
+  }
+
+  std::string normalize(std::string_view text) const {
+    if (!nfc_ || std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
+      return std::string(text);
+    UErrorCode status = U_ZERO_ERROR;
+    const UNormalizer2* nfc = unorm2_getNFCInstance(&status);
+    int32_t n16 = 0;
+    u_strFromUTF8(nullptr, 0, &n16, text.data(), static_cast<int32_t>(text.size()), &status);
+    status = U_ZERO_ERROR;
+    std::u16string in(static_cast<size_t>(n16), u'\0');
+    u_strFromUTF8(reinterpret_cast<UChar*>(in.data()), n16, nullptr, text.data(), static_cast<int32_t>(text.size()),
+                  &status);
+    std::u16string out(static_cast<size_t>(n16) * 3 + 16, u'\0');
+    const int32_t len = unorm2_normalize(nfc, reinterpret_cast<const UChar*>(in.data()), n16,
+                                         reinterpret_cast<UChar*>(out.data()), static_cast<int32_t>(out.size()), &status);
+    if (U_FAILURE(status)) fail(path_, ": NFC normalization failed (", u_errorName(status), ")");
+    int32_t n8 = 0;
+    u_strToUTF8(nullptr, 0, &n8, reinterpret_cast<const UChar*>(out.data()), len, &status);
+    status = U_ZERO_ERROR;
+    std::string result(static_cast<size_t>(n8), '\0');
+    u_strToUTF8(result.data(), n8, nullptr, reinterpret_cast<const UChar*>(out.data()), len, &status);
+    if (U_FAILURE(status)) fail(path_, ": NFC normalization failed (", u_errorName(status), ")");
+    return result;
+  }
+
+  // Normalise, split with the regex (matches and the gaps between them are pieces), BPE
+  // each piece.
+  void encode_plain(std::string_view raw, std::vector<int32_t>& ids) const {
+    const std::string text = normalize(raw);
+    pcre2_match_data* md = pcre2_match_data_create_from_pattern(regex_, nullptr);
+    const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+    size_t at = 0, gap = 0;
+    while (at < text.size()) {
+      const int rc = pcre2_match(regex_, subject, text.size(), at, PCRE2_NO_UTF_CHECK, md, nullptr);
+      if (rc == PCRE2_ERROR_NOMATCH) break;
+      if (rc < 0) {
+        pcre2_match_data_free(md);
+        fail(path_, ": the pre-tokenizer regex failed (PCRE2 error ", rc, ")");
+      }
+      const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+      if (ov[1] == ov[0]) {  // an empty match: step over one character
+        at = ov[0] + utf8_length(static_cast<unsigned char>(text[ov[0]]));
+        continue;
+      }
+      if (ov[0] > gap) bpe(text.substr(gap, ov[0] - gap), ids);
+      bpe(text.substr(ov[0], ov[1] - ov[0]), ids);
+      at = gap = ov[1];
+    }
+    if (gap < text.size()) bpe(text.substr(gap), ids);
+    pcre2_match_data_free(md);
+  }
+
+  void bpe(const std::string& piece, std::vector<int32_t>& ids) const {
+    {
+      std::lock_guard<std::mutex> lock(cache_mutex_);
+      auto it = cache_.find(piece);
+      if (it != cache_.end()) {
+        ids.insert(ids.end(), it->second.begin(), it->second.end());
+        return;
+      }
+    }
+    std::vector<std::string> symbols;
+    std::string mapped;
+    for (unsigned char b : piece) {
+      symbols.push_back(byte_to_unicode_[b]);
+      mapped += byte_to_unicode_[b];
+    }
+    std::vector<int32_t> out;
+    auto whole = vocab_.find(mapped);
+    if (ignore_merges_ && whole != vocab_.end()) {
+      out.push_back(whole->second);
+    } else {
+      // Merge the adjacent pair of lowest rank, everywhere it occurs, until none is left.
+      while (symbols.size() > 1) {
+        int32_t best = INT32_MAX;
+        for (size_t i = 0; i + 1 < symbols.size(); ++i) {
+          auto it = merges_.find(symbols[i] + '\0' + symbols[i + 1]);
+          if (it != merges_.end()) best = std::min(best, it->second);
+        }
+        if (best == INT32_MAX) break;
+        std::vector<std::string> next;
+        for (size_t i = 0; i < symbols.size(); ++i) {
+          if (i + 1 < symbols.size()) {
+            auto it = merges_.find(symbols[i] + '\0' + symbols[i + 1]);
+            if (it != merges_.end() && it->second == best) {
+              next.push_back(symbols[i] + symbols[i + 1]);
+              ++i;
+              continue;
+            }
+          }
+          next.push_back(symbols[i]);
+        }
+        symbols.swap(next);
+      }
+      for (const std::string& s : symbols) {
+        auto it = vocab_.find(s);
+        if (it == vocab_.end()) fail(path_, ": BPE produced \"", s, "\", which is not in the vocabulary");
+        out.push_back(it->second);
+      }
+    }
+    ids.insert(ids.end(), out.begin(), out.end());
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    if (cache_.size() < 1'000'000) cache_.emplace(piece, std::move(out));
+  }
+
+  std::string path_;
+  bool nfc_ = false, ignore_merges_ = false;
+  pcre2_code* regex_ = nullptr;
+  std::vector<std::string> tokens_;  // by id
+  std::vector<bool> is_added_;
+  std::unordered_map<std::string, int32_t> vocab_, merges_;  // merges: "left\0right" -> rank
+  std::vector<std::pair<std::string, int32_t>> added_;
+  std::array<std::string, 256> byte_to_unicode_;
+  std::unordered_map<std::string, unsigned char> unicode_to_byte_;
+  int32_t document_id_ = -1;
+  mutable std::mutex cache_mutex_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+};
+
+}  // namespace
+
+bool is_tokenizer_json(const std::string& spec) {
+  return spec.size() >= 5 && spec.compare(spec.size() - 5, 5, ".json") == 0;
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path) { return std::make_unique<HfBpeTokenizer>(path); }
+
+}  // namespace gatedlm::io

