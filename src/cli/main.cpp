@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   gatedlm::cli::register_longctx(app);
   gatedlm::cli::register_data_synth(app);
   gatedlm::cli::register_debug_decode(app);
+  gatedlm::cli::register_generate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
