@@ -23,6 +23,7 @@ void register_longctx(CLI::App& app);
 void register_data_synth(CLI::App& app);  // after register_data: adds `data synth`
 void register_debug_decode(CLI::App& app);
 void register_generate(CLI::App& app);
-void register_stream_eval(CLI::App& app);  // after register_debug: adds `debug decode`
+void register_stream_eval(CLI::App& app);
+void register_serve(CLI::App& app);  // after register_debug: adds `debug decode`
 
 }  // namespace gatedlm::cli
