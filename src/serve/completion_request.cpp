@@ -62,7 +62,7 @@ std::vector<int32_t> token_list(const json& v, const std::string& key, int64_t v
 CompletionRequest parse_completion(const std::string& body, const io::Tokenizer& tokenizer, int64_t vocab,
                                    int64_t context, uint64_t default_seed) {
   const json j = parse_object(body, {"model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "min_p",
-                                     "repetition_penalty", "seed", "stop", "stream", "n", "user"});
+                                     "repetition_penalty", "seed", "stop", "stream", "n", "user", "ignore_eos"});
   CompletionRequest r;
   if (!j.contains("prompt")) throw InvalidRequest("prompt", "'prompt' is required");
   const json& p = j["prompt"];
@@ -83,7 +83,9 @@ CompletionRequest parse_completion(const std::string& body, const io::Tokenizer&
     throw InvalidRequest("prompt", "the prompt's " + std::to_string(r.prompt.size()) +
                                        " tokens leave no room in the context of " + std::to_string(context));
   r.rules.max_tokens = integer(j, "max_tokens", std::min<int64_t>(16, room), 1, room);
-  r.rules.eos = tokenizer.eos_id();
+  if (j.contains("ignore_eos") && !j["ignore_eos"].is_boolean())
+    throw InvalidRequest("ignore_eos", "'ignore_eos' must be true or false");
+  r.rules.eos = j.value("ignore_eos", false) ? -1 : tokenizer.eos_id();
   r.sampling.temperature = number(j, "temperature", 1.0, 0.0, 100.0);
   r.sampling.top_p = number(j, "top_p", 1.0, 0.0, 1.0, /*lo_open=*/true);
   r.sampling.top_k = integer(j, "top_k", 0, 0, vocab);

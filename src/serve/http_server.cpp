@@ -59,6 +59,11 @@ void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const Ser
   std::mutex seed_mu;
   std::mt19937_64 seeds((static_cast<uint64_t>(entropy()) << 32) ^ entropy());
 
+  // Responses still being written; SIGTERM waits for them (httplib's stop() would cut a
+  // chunked response short) while new completions get 503.
+  std::atomic<int64_t> open_responses{0};
+  std::atomic<bool> draining{false};
+
   httplib::Server svr;
   const int threads = o.threads;
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -119,6 +124,10 @@ void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const Ser
     } catch (const InvalidRequest& e) {
       return send_error(res, 400, e.what(), e.param);
     }
+    if (draining) {
+      res.set_header("Retry-After", "5");
+      return send_error(res, 503, "the server is shutting down", "", "server_busy");
+    }
     std::shared_ptr<infer::Request> r;
     try {
       r = scheduler.submit(cr.prompt, cr.sampling, cr.rules, &tokenizer);
@@ -142,8 +151,10 @@ void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const Ser
     // that fails (the client left) cancels it, which frees its slot. Heartbeats while
     // nothing comes: an SSE comment, or JSON's insignificant leading whitespace.
     auto finished = std::make_shared<bool>(false);
-    auto release = [r, finished](bool) {
+    ++open_responses;
+    auto release = [r, finished, &open_responses](bool) {
       if (!*finished) r->cancel();
+      --open_responses;
     };
     if (cr.stream) {
       res.set_header("Cache-Control", "no-cache");
@@ -211,6 +222,9 @@ void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const Ser
     while (!g_stop && !listening_done) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (g_stop) {
       std::fprintf(stderr, "stopping: finishing the requests in flight\n");
+      draining = true;
+      while (open_responses > 0 || scheduler.active() > 0 || scheduler.queued() > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
       svr.stop();
     }
   });

@@ -3,7 +3,8 @@
 // scheduler (infer/scheduler.h). The only room of the tree that knows HTTP (cpp-httplib).
 //
 //   POST /v1/completions   {prompt, max_tokens, temperature, top_p, top_k, min_p,
-//                           repetition_penalty, seed, stop, stream, model, n, user}
+//                           repetition_penalty, seed, stop, stream, model, n, user,
+//                           ignore_eos (an extension, as llama.cpp's: generate past EOS)}
 //                           stream: true answers with server-sent events
 //   GET  /v1/models, GET /health
 //   POST /tokenize {content, add_bos?} -> {tokens};  POST /detokenize {tokens} -> {content}
