@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/sampling_options.h"
+#include "cli/infer_options.h"
 #include "core/error.h"
 #include "infer/model_files.h"
 #include "infer/run_generation.h"
@@ -28,12 +28,10 @@ void register_generate(CLI::App& app) {
       "Continue a prompt: prefill it in one pass, then decode token by token over the KV cache. The text streams to "
       "stdout as it is produced; --json prints one object instead: prompt_ids, ids, text, finish_reason, "
       "prefill_tokens_per_s, decode_tokens_per_s.");
-  sub->add_option("--checkpoint", opt->checkpoint, "checkpoint or run directory")->required();
+  add_checkpoint_options(sub, opt->checkpoint, opt->tokenizer);
   auto* p = sub->add_option("--prompt", opt->prompt, "prompt text");
   auto* pf = sub->add_option("--prompt-file", opt->prompt_file, "file holding the prompt text")->check(CLI::ExistingFile);
   p->excludes(pf);
-  sub->add_option("--tokenizer", opt->tokenizer,
-                  "byte or a SentencePiece .model (default: the one the checkpoint's run was trained with)");
   add_sampling_options(sub, opt->sampling, opt->rules);
   sub->add_option("--window", opt->window, "streaming window: keep only the last W tokens in the cache (0 = all)")
       ->capture_default_str();

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/infer_options.h"
 #include "infer/model_files.h"
 #include "serve/http_server.h"
 
@@ -19,9 +20,7 @@ void register_serve(CLI::App& app) {
       "GET /v1/models, GET /health, POST /tokenize, POST /detokenize. Concurrent requests decode together "
       "(continuous batching). Listens on loopback unless --host says otherwise; SIGTERM finishes the requests in "
       "flight, then exits.");
-  sub->add_option("--checkpoint", opt->checkpoint, "checkpoint or run directory")->required();
-  sub->add_option("--tokenizer", opt->tokenizer,
-                  "byte or a SentencePiece .model (default: the one the checkpoint's run was trained with)");
+  add_checkpoint_options(sub, opt->checkpoint, opt->tokenizer);
   sub->add_option("--host", opt->serve.host, "address to listen on")->capture_default_str();
   sub->add_option("--port", opt->serve.port, "port (0: any free port, printed at start)")->capture_default_str();
   sub->add_option("--max-batch", opt->serve.max_batch, "requests decoding at once")->capture_default_str();

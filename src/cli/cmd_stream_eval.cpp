@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/infer_options.h"
 #include "core/error.h"
 #include "infer/model_files.h"
 #include "infer/stream_eval.h"
@@ -27,13 +28,11 @@ void register_stream_eval(CLI::App& app) {
       "Perplexity of a long text through a rolling KV cache of the last --window tokens plus the first K sink "
       "tokens, for each K of --sinks (positions inside the cache, as StreamingLLM), and through the full cache "
       "(dense attention) for reference. A model that needs attention sinks blows up at K = 0.");
-  sub->add_option("--checkpoint", opt->checkpoint, "checkpoint or run directory")->required();
+  add_checkpoint_options(sub, opt->checkpoint, opt->tokenizer);
   sub->add_option("--text", opt->text, "UTF-8 text file to read")->required()->check(CLI::ExistingFile);
   sub->add_option("--window", opt->window, "recent tokens kept in the cache")->required();
   sub->add_option("--sinks", opt->sinks, "sink counts to compare, comma separated")->delimiter(',')->capture_default_str();
   sub->add_option("--tokens", opt->tokens, "predictions to score (the text must hold one token more)")->required();
-  sub->add_option("--tokenizer", opt->tokenizer,
-                  "byte or a SentencePiece .model (default: the one the checkpoint's run was trained with)");
   sub->add_flag("--skip-full", opt->skip_full, "leave out the full-cache reference (its cost grows with --tokens^2)");
   sub->add_flag("--json", opt->json, "print one JSON object instead of a table");
   sub->callback([opt] {

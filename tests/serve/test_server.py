@@ -72,6 +72,15 @@ class Server:
             payload = None
         return r.status, payload, r
 
+    def wait_health(self, pred, timeout=20):
+        """Polls /health until pred(its JSON) holds (or the time is up); returns the last JSON."""
+        deadline = time.time() + timeout
+        while True:
+            _, j, _ = self.request("GET", "/health")
+            if pred(j) or time.time() > deadline:
+                return j
+            time.sleep(0.05)
+
     def stop(self, sig=signal.SIGTERM, timeout=60):
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
@@ -201,12 +210,7 @@ def run_main_server(binary, ckpt, work):
         check(j["active"] == 1, "a long streaming request is active")
         c.sock.shutdown(socket.SHUT_RDWR)
         c.close()
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            _, j, _ = s.request("GET", "/health")
-            if j["active"] == 0:
-                break
-            time.sleep(0.2)
+        j = s.wait_health(lambda h: h["active"] == 0)
         check(j["active"] == 0, "the disconnected client's slot is freed")
 
         # SIGTERM with a request in flight: it completes, then the server exits 0.
@@ -217,12 +221,7 @@ def run_main_server(binary, ckpt, work):
                                                                         "ignore_eos": True})
         t = threading.Thread(target=inflight)
         t.start()
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            _, j, _ = s.request("GET", "/health")
-            if j["active"] == 1:
-                break
-            time.sleep(0.05)
+        s.wait_health(lambda h: h["active"] == 1)
         code = s.stop(signal.SIGTERM)
         t.join(timeout=60)
         st, j, _ = result.get("r", (None, None, None))
@@ -248,12 +247,7 @@ def run_busy_server(binary, ckpt, work):
             done["r"] = s.request("POST", "/v1/completions", {"prompt": "b", "max_tokens": 2})
         t = threading.Thread(target=queued)
         t.start()
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            _, j, _ = s.request("GET", "/health")
-            if j["queued"] == 1:
-                break
-            time.sleep(0.05)
+        s.wait_health(lambda h: h["queued"] == 1)
         st, j, r = s.request("POST", "/v1/completions", {"prompt": "c", "max_tokens": 2})
         check(st == 503 and r.getheader("Retry-After") is not None,
               f"503 with Retry-After when the queue is full (status {st}, queued {j})")

@@ -1,8 +1,14 @@
-#include "cli/sampling_options.h"
+#include "cli/infer_options.h"
 
 #include <CLI/CLI.hpp>
 
 namespace gatedlm::cli {
+
+void add_checkpoint_options(CLI::App* sub, std::string& checkpoint, std::string& tokenizer) {
+  sub->add_option("--checkpoint", checkpoint, "checkpoint or run directory")->required();
+  sub->add_option("--tokenizer", tokenizer,
+                  "byte or a SentencePiece .model (default: the one the checkpoint's run was trained with)");
+}
 
 void add_sampling_options(CLI::App* sub, infer::SamplingParams& sampling, infer::StopRules& rules) {
   sub->add_option("--max-tokens", rules.max_tokens, "tokens to generate at most")->capture_default_str();
