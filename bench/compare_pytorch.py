@@ -18,7 +18,12 @@ Prints a markdown report (paste it into bench/RESULTS.md with the command).
 PyTorch's matrix products go through the system BLAS: install OpenBLAS
 (`apt-get install libopenblas0-pthread`) first. With Debian's reference BLAS alone
 (libblas3), PyTorch runs about 10x slower, which would make it a strawman; the script
-refuses to run then."""
+refuses to run then.
+
+bf16 rows need bf16 units (AVX512-BF16 or AMX). Where `gatedlm --version` says the bf16
+products are emulated (an AVX2-only CPU, say), both bf16 rows are left out and the report
+says so: the emulation keeps the numerics but is slower than fp32, and PyTorch's bf16
+autocast is as slow there, so no bf16 speed is there to compare."""
 import argparse
 import json
 import os
@@ -85,9 +90,14 @@ def main():
         sys.exit(f"PyTorch multiplies at {float(blas.stdout):.1f} GFLOP/s: the reference BLAS is in use. "
                  "Install OpenBLAS (apt-get install libopenblas0-pthread) for a fair peer.")
     env_engine = {"OMP_NUM_THREADS": "2"}
+    version = subprocess.run([a.gatedlm, "--version"], capture_output=True, text=True).stdout
+    bf16_line = next((l for l in version.splitlines() if l.startswith("bf16 products:")), "bf16 products: unknown")
+    bf16_native = bf16_line.startswith("bf16 products: native")
     peak = run_json([a.gatedlm, "bench", "sgemm", "--n", "2048", "--reps", "5"], env_engine)["gflops"]
     print(f"# Training speed: gatedlm vs PyTorch {subprocess.run(['/usr/bin/python3', '-c', 'import torch;print(torch.__version__)'], capture_output=True, text=True).stdout.strip()}\n")
     print(f"measured fp32 peak (oneDNN sgemm 2048^3, 2 threads): **{peak:.0f} GFLOP/s**  \n{FORMULA}\n")
+    if not bf16_native:
+        print(f"bf16: **unavailable on this CPU**, rows left out ({bf16_line})\n")
     for name in a.shapes.split(","):
         cfg_file, batch, seq = SHAPES[name]
         cfg = os.path.join(HERE, "configs", cfg_file)
@@ -110,10 +120,11 @@ def main():
 
         passive = {"OMP_WAIT_POLICY": "PASSIVE"}
         engine("gatedlm fp32", cfg, [])
-        engine("gatedlm bf16", cfg, ["--bf16"])
+        if bf16_native:
+            engine("gatedlm bf16", cfg, ["--bf16"])
         torch("PyTorch fp32 (as installed)", [], {})
         torch("PyTorch fp32 (OMP_WAIT_POLICY=PASSIVE)", [], passive)
-        if not a.skip_torch_bf16:
+        if bf16_native and not a.skip_torch_bf16:
             torch("PyTorch bf16 autocast (PASSIVE)", ["--bf16"], passive)
         if not a.quick:
             engine("gatedlm fp32 + G1 gate", gcfg, [], gate=True)

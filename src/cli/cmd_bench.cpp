@@ -5,6 +5,7 @@
 
 #include "bench/generate_speed.h"
 #include "bench/train_speed.h"
+#include "kernels/bf16_support.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "io/checkpoint.h"
@@ -14,12 +15,22 @@
 namespace gatedlm::cli {
 namespace {
 
-nlohmann::json speed_json(const bench::SpeedResult& r, const model::ModelConfig& c) {
-  return {{"step_ms", r.step_ms},           {"median_ms", r.median_ms},
-          {"min_ms", r.min_ms},             {"max_ms", r.max_ms},
-          {"tokens_per_s", r.tokens_per_s}, {"flops_per_step", r.flops_per_step},
-          {"gflops", r.gflops},             {"peak_rss_bytes", r.peak_rss_bytes},
-          {"matmul_params", bench::matmul_params(c)}};
+// precision: "fp32" or "bf16"; bf16_path: "native" (bf16 units) or "emulated" (no bf16
+// units here: same numerics, slower than fp32, not a bf16 speed).
+nlohmann::json speed_json(const bench::SpeedResult& r, const model::ModelConfig& c, bool bf16) {
+  nlohmann::json j{{"step_ms", r.step_ms},           {"median_ms", r.median_ms},
+                   {"min_ms", r.min_ms},             {"max_ms", r.max_ms},
+                   {"tokens_per_s", r.tokens_per_s}, {"flops_per_step", r.flops_per_step},
+                   {"gflops", r.gflops},             {"peak_rss_bytes", r.peak_rss_bytes},
+                   {"matmul_params", bench::matmul_params(c)}, {"precision", bf16 ? "bf16" : "fp32"}};
+  if (bf16) j["bf16_path"] = kernels::bf16_path_name(kernels::bf16_path());
+  return j;
+}
+
+void warn_if_bf16_emulated(bool bf16) {
+  if (!bf16) return;
+  const std::string warning = kernels::bf16_emulation_warning("--bf16");
+  if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
 }
 
 }  // namespace
@@ -46,7 +57,8 @@ void register_bench(CLI::App& app) {
   train->add_flag("--forward-only", opt->speed.forward_only, "time the forward pass only (evaluation, prefill)");
   train->callback([opt] {
     const model::ModelConfig c = model::load_config(opt->config);
-    std::printf("%s\n", speed_json(bench::measure_training_speed(c, opt->speed), c).dump().c_str());
+    warn_if_bf16_emulated(opt->speed.bf16);
+    std::printf("%s\n", speed_json(bench::measure_training_speed(c, opt->speed), c, opt->speed.bf16).dump().c_str());
   });
   CLI::App* gate = bench->add_subcommand(
       "gate", "The G1 gate's cost: the config without a gate and with the elementwise sigmoid gate after SDPA "
@@ -66,9 +78,10 @@ void register_bench(CLI::App& app) {
     model::ModelConfig gated = base;
     gated.gate.position = model::GatePosition::sdpa;  // defaults: elementwise, head-specific, sigmoid, multiply
     gated.validate();
+    warn_if_bf16_emulated(opt->speed.bf16);
     const bench::PairedSpeed p = bench::measure_paired_speed(base, gated, opt->speed);
-    const nlohmann::json j{{"baseline", speed_json(p.a, base)},
-                           {"gated", speed_json(p.b, gated)},
+    const nlohmann::json j{{"baseline", speed_json(p.a, base, opt->speed.bf16)},
+                           {"gated", speed_json(p.b, gated, opt->speed.bf16)},
                            {"step_ratios", p.ratios},
                            {"median_ratio", p.median_ratio},
                            {"flop_ratio", p.b.flops_per_step / p.a.flops_per_step}};

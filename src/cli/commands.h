@@ -1,11 +1,21 @@
 #pragma once
 // One function per subcommand, each in its own file: it declares its options on the
 // subcommand and runs when that subcommand is chosen.
+#include <string>
+
 namespace CLI {
 class App;
 }
 
 namespace gatedlm::cli {
+
+// The text of `gatedlm --version`: version, oneDNN and its instruction set, bf16 path.
+std::string version_text();
+
+// Bounded spinning of idle OpenMP threads by default (openmp_waiting.cpp): re-executes
+// the process once with GOMP_SPINCOUNT set unless the user chose OMP_WAIT_POLICY or
+// GOMP_SPINCOUNT. Call first thing in main.
+void choose_openmp_waiting(char** argv);
 
 void register_params(CLI::App& app);
 void register_init(CLI::App& app);

@@ -5,12 +5,14 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "kernels/bf16_support.h"
 
 int main(int argc, char** argv) {
+  gatedlm::cli::choose_openmp_waiting(argv);
   CLI::App app{
       "gatedlm: train, analyse and run decoder LMs with the gated attention of Qiu et al. (NeurIPS 2025).\n"
       "Run `gatedlm COMMAND --help` for the options of a command."};
-  app.set_version_flag("--version", GATEDLM_VERSION);
+  app.set_version_flag("--version", [] { return gatedlm::cli::version_text(); });
   app.require_subcommand(1);
   gatedlm::cli::register_params(app);
   gatedlm::cli::register_init(app);

@@ -1,10 +1,12 @@
 #include "kernels/activations.h"
 
 #include <algorithm>
+#include "kernels/kernel_sets.h"
 
+#include "kernels/kernel_set_begin.h"
 #include "kernels/fast_math.h"
 
-namespace gatedlm::kernels {
+namespace gatedlm::kernels::GATEDLM_KSET {
 
 namespace {
 
@@ -24,7 +26,7 @@ struct SwiGluRow {
   }
 };
 
-#if defined(__AVX512F__)
+#if GATEDLM_KSET_AVX512
 template <>
 struct SwiGluRow<float> {
   static __m512 sigmoid16(__m512 x) {
@@ -65,7 +67,7 @@ struct ActivationRow {
   }
 };
 
-#if defined(__AVX512F__)
+#if GATEDLM_KSET_AVX512
 template <>
 struct ActivationRow<float> {
   // act(x) and act'(x) from s = sigmoid(x), per activations.h.
@@ -114,7 +116,7 @@ void activate_grad_row(T* dx, const T* dy, const T* x, int64_t n, Activation a) 
 template <typename T>
 void activation_forward(T* y, const T* x, int64_t n, Activation a) {
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; i += 4096) activate_row(y + i, x + i, std::min<int64_t>(4096, n - i), a);
+  for (int64_t i = 0; i < n; i += 4096) ActivationRow<T>::forward(y + i, x + i, std::min<int64_t>(4096, n - i), a);
 }
 
 template <typename T>
@@ -150,4 +152,6 @@ GATEDLM_INSTANTIATE(float)
 GATEDLM_INSTANTIATE(double)
 #undef GATEDLM_INSTANTIATE
 
-}  // namespace gatedlm::kernels
+}  // namespace gatedlm::kernels::GATEDLM_KSET
+
+#include "kernels/kernel_set_end.h"

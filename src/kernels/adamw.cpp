@@ -2,7 +2,11 @@
 
 #include <cmath>
 
-namespace gatedlm::kernels {
+#include "kernels/kernel_sets.h"
+
+#include "kernels/kernel_set_begin.h"
+
+namespace gatedlm::kernels::GATEDLM_KSET {
 
 template <typename T>
 void adamw_update(T* param, T* m, T* v, const T* grad, int64_t n, const AdamWParams& hp) {
@@ -26,4 +30,6 @@ void adamw_update(T* param, T* m, T* v, const T* grad, int64_t n, const AdamWPar
 template void adamw_update<float>(float*, float*, float*, const float*, int64_t, const AdamWParams&);
 template void adamw_update<double>(double*, double*, double*, const double*, int64_t, const AdamWParams&);
 
-}  // namespace gatedlm::kernels
+}  // namespace gatedlm::kernels::GATEDLM_KSET
+
+#include "kernels/kernel_set_end.h"

@@ -33,10 +33,13 @@
 #include <omp.h>
 
 #include "kernels/attention.h"
-#include "kernels/attention_gemm.h"
-#include "kernels/fast_math.h"
+#include "kernels/kernel_sets.h"
 
-namespace gatedlm::kernels {
+#include "kernels/kernel_set_begin.h"
+#include "kernels/fast_math.h"
+#include "kernels/attention_gemm.h"
+
+namespace gatedlm::kernels::GATEDLM_KSET {
 namespace {
 
 using attn::TileTrim;
@@ -45,7 +48,7 @@ using attn::tile_gemm;
 constexpr int64_t kB = 64;            // queries per block (lanes of a score tile) and keys per block
 constexpr float kMinusBig = -1e30f;   // the running max before any key (exp of it minus anything is ~0)
 
-#if defined(__AVX512F__)
+#if GATEDLM_KSET_AVX512
 // Lanes i of query vector c (i = 16 c + lane) that see key j: j0 + j <= t0 + i, off = j0 - t0.
 inline __mmask16 visible_mask(int64_t j, int64_t c, int64_t off) {
   const int64_t first = j + off - 16 * c;  // first visible lane
@@ -61,7 +64,7 @@ inline __mmask16 visible_mask(int64_t j, int64_t c, int64_t off) {
 // output accumulated so far must be rescaled.
 void softmax_tile(float* St, int64_t cols, int64_t off, float* m, float* l, float* corr) {
   const bool diag = off + cols - 1 > 0;  // some key in the tile is later than query t0
-#if defined(__AVX512F__)
+#if GATEDLM_KSET_AVX512
   for (int64_t c = 0; c < kB / 16; ++c) {
     const __m512 m_old = _mm512_loadu_ps(m + 16 * c);
     __m512 mx = m_old;
@@ -117,7 +120,7 @@ void softmax_tile(float* St, int64_t cols, int64_t off, float* m, float* l, floa
 // di are the tile's per-query statistics.
 void grad_tile(float* St, float* dPt, int64_t rows, int64_t cols, int64_t off, const float* lse, const float* di,
                float scale) {
-#if defined(__AVX512F__)
+#if GATEDLM_KSET_AVX512
   const __m512 sc = _mm512_set1_ps(scale);
   for (int64_t i = 0; i < rows; ++i) {
     const __m512 lv = _mm512_set1_ps(lse[i]), dv = _mm512_set1_ps(di[i]);
@@ -125,8 +128,8 @@ void grad_tile(float* St, float* dPt, int64_t rows, int64_t cols, int64_t off, c
     float* sr = St + i * kB;
     float* dr = dPt + i * kB;
     for (int64_t j = 0; j < cols; j += 16) {
-      const __mmask16 vis = attn::tail_mask(std::max<int64_t>(visible - j, 0));
-      const __mmask16 keep = attn::tail_mask(cols - j);
+      const __mmask16 vis = tail_mask(std::max<int64_t>(visible - j, 0));
+      const __mmask16 keep = tail_mask(cols - j);
       if (!vis) {
         _mm512_mask_storeu_ps(sr + j, keep, _mm512_setzero_ps());
         _mm512_mask_storeu_ps(dr + j, keep, _mm512_setzero_ps());
@@ -158,9 +161,8 @@ void grad_tile(float* St, float* dPt, int64_t rows, int64_t cols, int64_t off, c
 
 }  // namespace
 
-template <>
-void attention_forward<float>(float* out, float* lse, const float* q, const float* k, const float* v,
-                              const AttentionShape& s, const float* gate_score, float* gated_out) {
+void attention_forward_f32(float* out, float* lse, const float* q, const float* k, const float* v,
+                           const AttentionShape& s, const float* gate_score, float* gated_out) {
   const int64_t D = s.head_dim, group = s.n_q / s.n_kv, S = s.seq;
   const int64_t q_blocks = (S + kB - 1) / kB, ldq = s.n_q * D, ldk = s.n_kv * D;
   const float scale = static_cast<float>(s.scale);
@@ -326,10 +328,9 @@ void backward_key_block(const BackwardArgs& a, int64_t b, int64_t g, int64_t j0,
 // below 4 per thread), the tasks are (batch, kv head, key block) instead, longest first;
 // each thread then accumulates dQ in a private zeroed copy of dq, summed into dq at the end
 // (unless those copies would take more than 256 MiB).
-template <>
-void attention_backward<float>(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
-                               const float* v, const float* out, const float* lse, const AttentionShape& s,
-                               const float* gate_score, float* dgate_score, GateGradLayout dgate_layout) {
+void attention_backward_f32(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
+                            const float* v, const float* out, const float* lse, const AttentionShape& s,
+                            const float* gate_score, float* dgate_score, GateGradLayout dgate_layout) {
   const int64_t D = s.head_dim, group = s.n_q / s.n_kv, S = s.seq;
   if (dgate_layout.ld == 0) dgate_layout.ld = s.n_q * D;
   const BackwardArgs a{dq, dk, dv, dout, q, k, v, out, lse, gate_score, dgate_score, dgate_layout,
@@ -378,4 +379,6 @@ void attention_backward<float>(float* dq, float* dk, float* dv, const float* dou
   }
 }
 
-}  // namespace gatedlm::kernels
+}  // namespace gatedlm::kernels::GATEDLM_KSET
+
+#include "kernels/kernel_set_end.h"

@@ -9,15 +9,14 @@
 // With AVX-512 the product runs in register-blocked micro-kernels of up to 6 rows x 64
 // columns (24 zmm accumulators), C loaded and stored once per call; without it a portable
 // loop nest does the same arithmetic.
-#include <algorithm>
-#include <cstdint>
-#if defined(__AVX512F__)
-#include <immintrin.h>
+//
+// A per-set header, like fast_math.h (include both after kernel_set_begin.h).
+#ifndef GATEDLM_KSET
+#error "attention_gemm.h belongs to a kernel set: include kernel_set_begin.h first"
 #endif
-
 #include "kernels/fast_math.h"
 
-namespace gatedlm::kernels::attn {
+namespace gatedlm::kernels::GATEDLM_KSET::attn {
 
 // Per block of rows [m0, m0 + r): the n range is [n_lo, n_hi) with n_lo = m0 + n_lo_off
 // rounded down and n_hi = m0 + r + n_hi_off rounded up to a multiple of 16 (columns
@@ -29,9 +28,7 @@ struct TileTrim {
   int64_t n_lo_off = kNone, n_hi_off = kNone, k_lo_off = kNone, k_hi_off = kNone;
 };
 
-#if defined(__AVX512F__)
-
-using kernels::tail_mask;
+#if GATEDLM_KSET_AVX512
 
 template <int R, int NV>
 inline void micro_kernel(int64_t k_lo, int64_t k_hi, const float* A, int64_t ars, int64_t aks, const float* B,
@@ -122,7 +119,7 @@ inline void tile_gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t a
         trim.n_hi_off == kNone ? N : std::clamp<int64_t>((m0 + r + trim.n_hi_off + 15) / 16 * 16, n_lo, N);
     const float* Am = A + m0 * ars;
     float* Cm = C + m0 * ldc;
-#if defined(__AVX512F__)
+#if GATEDLM_KSET_AVX512
     constexpr int64_t kCols = 64;
     for (int64_t n0 = n_lo; n0 < n_hi; n0 += kCols) {
       const int64_t width = std::min(kCols, n_hi - n0);
@@ -154,7 +151,7 @@ inline void tile_gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t a
 // untouched). With AVX-512: 16 x 16 blocks transposed in registers, edges masked.
 inline void transpose(float* dst, int64_t ldd, const float* src, int64_t lds, int64_t rows, int64_t cols,
                       float scale = 1.0f) {
-#if defined(__AVX512F__)
+#if GATEDLM_KSET_AVX512
   const __m512 sc = _mm512_set1_ps(scale);
   for (int64_t r0 = 0; r0 < rows; r0 += 16) {
     const int64_t nr = std::min<int64_t>(16, rows - r0);
@@ -201,4 +198,4 @@ inline void transpose(float* dst, int64_t ldd, const float* src, int64_t lds, in
 #endif
 }
 
-}  // namespace gatedlm::kernels::attn
+}  // namespace gatedlm::kernels::GATEDLM_KSET::attn

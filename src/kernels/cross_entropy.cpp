@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include "kernels/kernel_sets.h"
 
+#include "kernels/kernel_set_begin.h"
 #include "kernels/fast_math.h"
 
-namespace gatedlm::kernels {
+namespace gatedlm::kernels::GATEDLM_KSET {
 
 namespace {
 
@@ -27,7 +29,7 @@ struct RowOps {
   }
 };
 
-#if defined(__AVX512F__)
+#if GATEDLM_KSET_AVX512
 template <>
 struct RowOps<float> {
   static float max(const float* z, int64_t v) {
@@ -126,4 +128,6 @@ template void cross_entropy_backward<float>(float*, const float*, const float*, 
 template void cross_entropy_backward<double>(double*, const double*, const double*, const int32_t*, int64_t,
                                              int64_t, double);
 
-}  // namespace gatedlm::kernels
+}  // namespace gatedlm::kernels::GATEDLM_KSET
+
+#include "kernels/kernel_set_end.h"

@@ -2,15 +2,14 @@
 // Branch-free math that compilers vectorise inside loops (libm's expf is a call per
 // element). exp_approx: relative error below 2e-7 on [-87, 88]; exp(-inf) is not handled
 // (callers mask those entries themselves).
-#include <algorithm>
-#include <bit>
-#include <cmath>
-#include <cstdint>
-#if defined(__AVX512F__)
-#include <immintrin.h>
+//
+// A per-set header: included by kernel sources after kernel_set_begin.h (which brings its
+// standard headers), so each kernel set gets its own copy in its own namespace.
+#ifndef GATEDLM_KSET
+#error "fast_math.h belongs to a kernel set: include kernel_set_begin.h first"
 #endif
 
-namespace gatedlm::kernels {
+namespace gatedlm::kernels::GATEDLM_KSET {
 
 inline float exp_approx(float x) {
   x = std::min(std::max(x, -87.0f), 88.0f);
@@ -30,7 +29,7 @@ inline float exp_approx(float x) {
   return p * std::bit_cast<float>(bits);
 }
 
-#if defined(__AVX512F__)
+#if GATEDLM_KSET_AVX512
 // exp_approx on 16 lanes: the same range reduction and polynomial, so the same error
 // bound (results may differ from the scalar version in the last bit). GCC does not vectorise the scalar one inside every loop (the
 // float -> int conversion of the exponent defeats it in some nests), so the hot loops
@@ -79,4 +78,4 @@ inline float max16(__m512 v) {
 }
 #endif
 
-}  // namespace gatedlm::kernels
+}  // namespace gatedlm::kernels::GATEDLM_KSET

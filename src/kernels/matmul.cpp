@@ -1,10 +1,6 @@
 #include "kernels/matmul.h"
 
-#include <bit>
 #include <cstring>
-#if defined(__AVX512BF16__)
-#include <immintrin.h>
-#endif
 #include <dnnl.hpp>
 #include <vector>
 #include <map>
@@ -12,6 +8,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "kernels/bf16_support.h"
 
 namespace gatedlm::kernels {
 namespace {
@@ -66,6 +63,20 @@ struct OneDnn {
   }
 };
 
+// Converts the rows x cols values of a matrix stored with row stride ld into buf (same
+// strides) with convert(out, in, n) per row, in parallel; returns buf's data. The caller
+// passes a thread_local buffer: inside the parallel region a thread_local name would mean
+// each worker's own (empty) buffer, so the workers get plain pointers.
+template <typename Out, typename Convert>
+Out* convert_stored_rows(std::vector<Out>& buf, const float* in, int64_t rows, int64_t cols, int64_t ld,
+                         Convert convert) {
+  buf.resize(rows * ld);
+  Out* out = buf.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) convert(out + r * ld, in + r * ld, cols);
+  return out;
+}
+
 }  // namespace
 
 template <typename T>
@@ -102,27 +113,24 @@ void matmul<float>(float* C, const float* A, const float* B, MatmulShape s) {
     return;
   }
   OneDnn& dnn = OneDnn::get();
-  const bool bf16 = t_bf16;
+  // bf16 scope: native products take bf16 operands; the emulation rounds the operands to
+  // bf16 in fp32 storage and runs the fp32 product (bf16_support.h).
+  const bool bf16 = t_bf16 && bf16_path() == Bf16Path::native;
+  const bool emulate_bf16 = t_bf16 && !bf16;
   const OneDnn::Entry& e = dnn.primitive(s, bf16);
   void* a_ptr = const_cast<float*>(A);
   void* b_ptr = const_cast<float*>(B);
   thread_local std::vector<uint16_t> a16, b16;
+  thread_local std::vector<float> a_rounded, b_rounded;
+  // The stored shapes of A and B (a transposed operand is stored the other way round).
+  const int64_t a_rows = s.trans_a ? s.K : s.M, a_cols = s.trans_a ? s.M : s.K;
+  const int64_t b_rows = s.trans_b ? s.N : s.K, b_cols = s.trans_b ? s.K : s.N;
   if (bf16) {
-    // Convert the stored rows (same strides as the fp32 matrix).
-    const int64_t a_rows = s.trans_a ? s.K : s.M, a_cols = s.trans_a ? s.M : s.K;
-    const int64_t b_rows = s.trans_b ? s.N : s.K, b_cols = s.trans_b ? s.K : s.N;
-    a16.resize(a_rows * s.lda);
-    b16.resize(b_rows * s.ldb);
-    // Plain pointers: inside the parallel region a thread_local name would mean each
-    // worker's own (empty) buffer.
-    uint16_t* a_out = a16.data();
-    uint16_t* b_out = b16.data();
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < a_rows; ++r) to_bf16(a_out + r * s.lda, A + r * s.lda, a_cols);
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < b_rows; ++r) to_bf16(b_out + r * s.ldb, B + r * s.ldb, b_cols);
-    a_ptr = a_out;
-    b_ptr = b_out;
+    a_ptr = convert_stored_rows(a16, A, a_rows, a_cols, s.lda, to_bf16);
+    b_ptr = convert_stored_rows(b16, B, b_rows, b_cols, s.ldb, to_bf16);
+  } else if (emulate_bf16) {
+    a_ptr = convert_stored_rows(a_rounded, A, a_rows, a_cols, s.lda, round_to_bf16);
+    b_ptr = convert_stored_rows(b_rounded, B, b_rows, b_cols, s.ldb, round_to_bf16);
   }
   dnnl::memory a_mem(e.pd.src_desc(), dnn.engine, a_ptr);
   dnnl::memory b_mem(e.pd.weights_desc(), dnn.engine, b_ptr);
@@ -134,26 +142,6 @@ void matmul<float>(float* C, const float* A, const float* B, MatmulShape s) {
 MatmulPrecisionScope::MatmulPrecisionScope(bool bf16) : previous_(t_bf16) { t_bf16 = bf16; }
 MatmulPrecisionScope::~MatmulPrecisionScope() { t_bf16 = previous_; }
 bool MatmulPrecisionScope::bf16_active() { return t_bf16; }
-
-void to_bf16(uint16_t* out, const float* in, int64_t n) {
-  int64_t i = 0;
-#if defined(__AVX512BF16__)
-  // The AVX512-BF16 instruction rounds to nearest even too, in one instruction per 16
-  // values; it flushes denormal inputs to signed zero, values below 1.2e-38 that no
-  // product here notices.
-  for (; i + 16 <= n; i += 16) {
-    const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(in + i));
-    std::memcpy(out + i, &h, sizeof(h));
-  }
-#endif
-#pragma omp simd
-  for (int64_t j = i; j < n; ++j) {
-    const uint32_t bits = std::bit_cast<uint32_t>(in[j]);
-    const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
-    const uint32_t rounded = bits + 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even
-    out[j] = nan ? static_cast<uint16_t>((bits >> 16) | 0x40u) : static_cast<uint16_t>(rounded >> 16);
-  }
-}
 
 template <typename T>
 void linear_forward(T* y, const T* x, const T* W, int64_t n, int64_t in, int64_t out) {

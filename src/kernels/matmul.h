@@ -21,9 +21,10 @@ void matmul(T* C, const T* A, const T* B, MatmulShape shape);
 
 // Autocast for float products, like torch.autocast(dtype=bfloat16): while a scope with
 // bf16=true is alive on the calling thread, matmul<float> rounds A and B to bf16 (round
-// to nearest even) and multiplies them on the bf16 units (AVX512-BF16 through oneDNN),
-// accumulating and writing C in fp32. Master weights, gradients and optimizer state stay
-// fp32. Scopes nest; the double path ignores them.
+// to nearest even) and multiplies them on the bf16 units (AVX512-BF16 or AMX through
+// oneDNN), accumulating and writing C in fp32; on CPUs without them it runs the emulated
+// path of bf16_support.h (same numerics, slower). Master weights, gradients and
+// optimizer state stay fp32. Scopes nest; the double path ignores them.
 class MatmulPrecisionScope {
  public:
   explicit MatmulPrecisionScope(bool bf16);

@@ -3,8 +3,11 @@
 #include <cmath>
 #include <omp.h>
 #include <vector>
+#include "kernels/kernel_sets.h"
 
-namespace gatedlm::kernels {
+#include "kernels/kernel_set_begin.h"
+
+namespace gatedlm::kernels::GATEDLM_KSET {
 
 template <typename T>
 void rmsnorm_forward(T* y, T* rstd, const T* x, const T* w, int64_t rows, int64_t dim, double eps) {
@@ -58,4 +61,6 @@ template void rmsnorm_backward<float>(float*, float*, const float*, const float*
 template void rmsnorm_backward<double>(double*, double*, const double*, const double*, const double*,
                                        const double*, int64_t, int64_t);
 
-}  // namespace gatedlm::kernels
+}  // namespace gatedlm::kernels::GATEDLM_KSET
+
+#include "kernels/kernel_set_end.h"

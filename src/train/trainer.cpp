@@ -15,6 +15,7 @@
 #include "eval/evaluate.h"
 #include "io/checkpoint.h"
 #include "io/token_dataset.h"
+#include "kernels/bf16_support.h"
 #include "model/init.h"
 #include "model/model.h"
 #include "train/batches.h"
@@ -178,6 +179,11 @@ TrainOutcome run_training(const TrainRequest& req) {
   model::Model<float> model(s.model);
   model.load_params(s.params);
   model.set_bf16_matmuls(tc.precision == "bf16");
+  if (tc.precision == "bf16") {
+    // Said once, before the first step: without bf16 units the products are emulated.
+    const std::string warning = kernels::bf16_emulation_warning("--precision bf16");
+    if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
+  }
   AdamW<float> optimizer(model.layout(), AdamWConfig{tc.beta1, tc.beta2, tc.eps, tc.weight_decay});
   optimizer.m() = s.adam_m;
   optimizer.v() = s.adam_v;

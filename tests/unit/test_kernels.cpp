@@ -10,7 +10,6 @@
 #include "kernels/adamw.h"
 #include "kernels/attention.h"
 #include "kernels/cross_entropy.h"
-#include "kernels/fast_math.h"
 #include "kernels/matmul.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
@@ -47,61 +46,6 @@ TEST(MatmulTest, OneDnnMatchesReferenceForEveryLayout) {
         for (int64_t i = 0; i < M; ++i)
           for (int64_t j = N; j < s.ldc; ++j) EXPECT_EQ(C[i * s.ldc + j], C0[i * s.ldc + j]);
       }
-}
-
-TEST(MatmulTest, Bf16ScopeMultipliesBf16RoundedInputsInFp32) {
-  uint16_t h[5];
-  const float in[5] = {1.0f, -2.5f, 1.00390625f, 1.01171875f, 3.0e38f};
-  to_bf16(h, in, 5);
-  EXPECT_EQ(h[0], 0x3f80);
-  EXPECT_EQ(h[1], 0xc020);
-  EXPECT_EQ(h[2], 0x3f80);  // 1 + 2^-8 is a tie: rounds to even (1.0)
-  EXPECT_EQ(h[3], 0x3f82);  // 1 + 3*2^-8 is a tie: rounds to even (1 + 2^-6)
-  EXPECT_EQ(h[4], 0x7f62);
-  const int64_t M = 19, N = 23, K = 130;
-  for (bool tb : {false, true}) {
-    MatmulShape s{.M = M, .N = N, .K = K, .trans_b = tb};
-    auto A = random_vector<float>(M * K, 40), B = random_vector<float>(K * N, 41);
-    std::vector<float> C(M * N), R(M * N), exact(M * N);
-    auto round = [](std::vector<float> v) {
-      std::vector<uint16_t> b(v.size());
-      to_bf16(b.data(), v.data(), static_cast<int64_t>(v.size()));
-      for (size_t i = 0; i < v.size(); ++i) v[i] = std::bit_cast<float>(static_cast<uint32_t>(b[i]) << 16);
-      return v;
-    };
-    {
-      MatmulPrecisionScope bf16(true);
-      EXPECT_TRUE(MatmulPrecisionScope::bf16_active());
-      matmul(C.data(), A.data(), B.data(), s);
-    }
-    EXPECT_FALSE(MatmulPrecisionScope::bf16_active());
-    auto Ar = round(A), Br = round(B);
-    matmul_reference(R.data(), Ar.data(), Br.data(), s);
-    matmul_reference(exact.data(), A.data(), B.data(), s);
-    EXPECT_LT(rel_error(C, R), 1e-6);      // same inputs after rounding: fp32-accurate
-    EXPECT_GT(rel_error(C, exact), 1e-5);  // and it really did round them
-    EXPECT_LT(rel_error(C, exact), 1e-2);
-  }
-}
-
-// to_bf16 (vectorised where the build has AVX512-BF16) against the rounding rule written
-// out bit by bit, on normal values of every magnitude and on exact ties, body and tail.
-TEST(MatmulTest, ToBf16RoundsToNearestEvenOnEveryPath) {
-  Rng rng(77);
-  std::vector<float> in;
-  for (int i = 0; i < 4000; ++i)
-    in.push_back(static_cast<float>(rng.normal() * std::pow(2.0, static_cast<int>(rng.below(200)) - 100)));
-  for (uint32_t mantissa : {0x8000u, 0x18000u, 0x7fffu, 0x8001u})  // ties to even, just below/above
-    in.push_back(std::bit_cast<float>(0x3f800000u | mantissa));
-  in.push_back(3.0e38f);
-  in.push_back(-0.0f);
-  std::vector<uint16_t> out(in.size());
-  to_bf16(out.data(), in.data(), static_cast<int64_t>(in.size()));
-  for (size_t i = 0; i < in.size(); ++i) {
-    const uint32_t bits = std::bit_cast<uint32_t>(in[i]);
-    const uint16_t expect = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-    ASSERT_EQ(out[i], expect) << i << " " << in[i];
-  }
 }
 
 TEST(MatmulTest, ReferenceIsTheTripleLoop) {
@@ -260,25 +204,6 @@ TEST(AttentionTest, BlockedFloatKernelsMatchTheReferenceKernels) {
     EXPECT_LT(rel_error(dk, dk_ref), 1e-5) << "seq " << seq;
     EXPECT_LT(rel_error(dv, dv_ref), 1e-5) << "seq " << seq;
   }
-}
-
-TEST(FastMathTest, ExpApproxIsAccurateOverTheSoftmaxRange) {
-  double worst = 0;
-  for (float x = -87.0f; x <= 88.0f; x += 0.01f)
-    worst = std::max(worst, std::abs(exp_approx(x) / std::exp(static_cast<double>(x)) - 1.0));
-  EXPECT_LT(worst, 2e-7);
-  EXPECT_EQ(exp_approx(0.0f), 1.0f);
-#if defined(__AVX512F__)
-  double worst16 = 0;
-  for (float x0 = -87.0f; x0 + 0.15f <= 88.0f; x0 += 0.16f) {
-    alignas(64) float in[16], out[16];
-    for (int i = 0; i < 16; ++i) in[i] = x0 + 0.01f * static_cast<float>(i);
-    _mm512_store_ps(out, exp_approx16(_mm512_load_ps(in)));
-    for (int i = 0; i < 16; ++i)
-      worst16 = std::max(worst16, std::abs(out[i] / std::exp(static_cast<double>(in[i])) - 1.0));
-  }
-  EXPECT_LT(worst16, 2e-7);
-#endif
 }
 
 TEST(CrossEntropyTest, LossIsNegLogSoftmaxAndGradientMatches) {

@@ -1,0 +1,49 @@
+// to_bf16, compiled once per kernel set (kernel_set_begin.h): fp32 -> bf16 bits with
+// round to nearest even, NaN kept quiet. The avx512 set uses the AVX512-BF16 conversion
+// instruction where the CPU has it (checked at run time: x86-64-v4 does not include it).
+#include "kernels/kernel_sets.h"
+
+#include "kernels/kernel_set_begin.h"
+
+namespace gatedlm::kernels::GATEDLM_KSET {
+namespace {
+
+// The bit-level rule, which compilers vectorise.
+void to_bf16_rounding(uint16_t* out, const float* in, int64_t n) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) {
+    const uint32_t bits = std::bit_cast<uint32_t>(in[j]);
+    const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+    const uint32_t rounded = bits + 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even
+    out[j] = nan ? static_cast<uint16_t>((bits >> 16) | 0x40u) : static_cast<uint16_t>(rounded >> 16);
+  }
+}
+
+#if GATEDLM_KSET_AVX512
+// The AVX512-BF16 instruction rounds to nearest even too, 16 values per instruction; it
+// flushes denormal inputs to signed zero (values below 1.2e-38 that no product notices).
+__attribute__((target("avx512bf16"))) void to_bf16_instruction(uint16_t* out, const float* in, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(in + i));
+    std::memcpy(out + i, &h, sizeof(h));
+  }
+  to_bf16_rounding(out + i, in + i, n - i);
+}
+#endif
+
+}  // namespace
+
+void to_bf16(uint16_t* out, const float* in, int64_t n) {
+#if GATEDLM_KSET_AVX512
+  // Asked on first use, never at start-up: code in a kernel set must not run on CPUs
+  // that lack the set's instructions, and a static initialiser here would.
+  static const bool has_instruction = (__builtin_cpu_init(), __builtin_cpu_supports("avx512bf16"));
+  if (has_instruction) return to_bf16_instruction(out, in, n);
+#endif
+  to_bf16_rounding(out, in, n);
+}
+
+}  // namespace gatedlm::kernels::GATEDLM_KSET
+
+#include "kernels/kernel_set_end.h"

@@ -1,0 +1,106 @@
+// The public kernel functions: each forwards to the active kernel set's (kernel_set.h).
+// The switch costs a load and a branch per call, nothing beside a kernel's work.
+#include "kernels/kernel_set.h"
+#include "kernels/kernel_sets.h"
+#include "kernels/matmul.h"
+
+namespace gatedlm::kernels {
+
+#if GATEDLM_X86_KERNEL_SETS
+#define GATEDLM_DISPATCH(call)                               \
+  switch (active_kernel_set()) {                             \
+    case KernelSet::avx512: return avx512::call;             \
+    case KernelSet::avx2: return avx2::call;                 \
+    case KernelSet::generic: break;                          \
+  }                                                          \
+  return generic::call
+#else
+#define GATEDLM_DISPATCH(call) return generic::call
+#endif
+
+template <typename T>
+void activation_forward(T* y, const T* x, int64_t n, Activation a) {
+  GATEDLM_DISPATCH(activation_forward<T>(y, x, n, a));
+}
+template <typename T>
+void activation_backward(T* dx, const T* dy, const T* x, int64_t n, Activation a) {
+  GATEDLM_DISPATCH(activation_backward<T>(dx, dy, x, n, a));
+}
+template <typename T>
+void activate_row(T* y, const T* x, int64_t n, Activation a) {
+  GATEDLM_DISPATCH(activate_row<T>(y, x, n, a));
+}
+template <typename T>
+void activate_grad_row(T* dx, const T* dy, const T* x, int64_t n, Activation a) {
+  GATEDLM_DISPATCH(activate_grad_row<T>(dx, dy, x, n, a));
+}
+template <typename T>
+void swiglu_forward(T* out, const T* gu, int64_t rows, int64_t f) {
+  GATEDLM_DISPATCH(swiglu_forward<T>(out, gu, rows, f));
+}
+template <typename T>
+void swiglu_backward(T* dgu, const T* dout, const T* gu, int64_t rows, int64_t f) {
+  GATEDLM_DISPATCH(swiglu_backward<T>(dgu, dout, gu, rows, f));
+}
+template <typename T>
+void adamw_update(T* param, T* m, T* v, const T* grad, int64_t n, const AdamWParams& hp) {
+  GATEDLM_DISPATCH(adamw_update<T>(param, m, v, grad, n, hp));
+}
+template <typename T>
+double cross_entropy(T* losses, T* dlogits, const T* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+                     T grad_scale) {
+  GATEDLM_DISPATCH(cross_entropy<T>(losses, dlogits, logits, targets, rows, vocab, grad_scale));
+}
+template <typename T>
+void cross_entropy_backward(T* dlogits, const T* logits, const T* losses, const int32_t* targets, int64_t rows,
+                            int64_t vocab, T grad_scale) {
+  GATEDLM_DISPATCH(cross_entropy_backward<T>(dlogits, logits, losses, targets, rows, vocab, grad_scale));
+}
+template <typename T>
+void rmsnorm_forward(T* y, T* rstd, const T* x, const T* w, int64_t rows, int64_t dim, double eps) {
+  GATEDLM_DISPATCH(rmsnorm_forward<T>(y, rstd, x, w, rows, dim, eps));
+}
+template <typename T>
+void rmsnorm_backward(T* dx, T* dw, const T* dy, const T* x, const T* w, const T* rstd, int64_t rows, int64_t dim) {
+  GATEDLM_DISPATCH(rmsnorm_backward<T>(dx, dw, dy, x, w, rstd, rows, dim));
+}
+template <typename T>
+void rope_apply(T* x, const RopeTable& table, int64_t batch, int64_t seq, int64_t heads, int64_t head_dim,
+                int64_t pos0, bool inverse) {
+  GATEDLM_DISPATCH(rope_apply<T>(x, table, batch, seq, heads, head_dim, pos0, inverse));
+}
+
+template <>
+void attention_forward<float>(float* out, float* lse, const float* q, const float* k, const float* v,
+                              const AttentionShape& s, const float* gate_score, float* gated_out) {
+  GATEDLM_DISPATCH(attention_forward_f32(out, lse, q, k, v, s, gate_score, gated_out));
+}
+template <>
+void attention_backward<float>(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
+                               const float* v, const float* out, const float* lse, const AttentionShape& s,
+                               const float* gate_score, float* dgate_score, GateGradLayout dgate_layout) {
+  GATEDLM_DISPATCH(attention_backward_f32(dq, dk, dv, dout, q, k, v, out, lse, s, gate_score, dgate_score, dgate_layout));
+}
+
+void to_bf16(uint16_t* out, const float* in, int64_t n) { GATEDLM_DISPATCH(to_bf16(out, in, n)); }
+
+#undef GATEDLM_DISPATCH
+
+#define GATEDLM_INSTANTIATE(T)                                                                                  \
+  template void activation_forward<T>(T*, const T*, int64_t, Activation);                                      \
+  template void activation_backward<T>(T*, const T*, const T*, int64_t, Activation);                           \
+  template void activate_row<T>(T*, const T*, int64_t, Activation);                                            \
+  template void activate_grad_row<T>(T*, const T*, const T*, int64_t, Activation);                             \
+  template void swiglu_forward<T>(T*, const T*, int64_t, int64_t);                                             \
+  template void swiglu_backward<T>(T*, const T*, const T*, int64_t, int64_t);                                  \
+  template void adamw_update<T>(T*, T*, T*, const T*, int64_t, const AdamWParams&);                            \
+  template double cross_entropy<T>(T*, T*, const T*, const int32_t*, int64_t, int64_t, T);                     \
+  template void cross_entropy_backward<T>(T*, const T*, const T*, const int32_t*, int64_t, int64_t, T);        \
+  template void rmsnorm_forward<T>(T*, T*, const T*, const T*, int64_t, int64_t, double);                      \
+  template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, int64_t, int64_t);         \
+  template void rope_apply<T>(T*, const RopeTable&, int64_t, int64_t, int64_t, int64_t, int64_t, bool);
+GATEDLM_INSTANTIATE(float)
+GATEDLM_INSTANTIATE(double)
+#undef GATEDLM_INSTANTIATE
+
+}  // namespace gatedlm::kernels

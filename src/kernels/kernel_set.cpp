@@ -1,0 +1,97 @@
+#include "kernels/kernel_set.h"
+
+#include <atomic>
+#include <cstdlib>
+
+#include "core/error.h"
+
+namespace gatedlm::kernels {
+namespace {
+
+constexpr KernelSet kAllSets[] = {KernelSet::generic, KernelSet::avx2, KernelSet::avx512};
+
+bool cpu_can_run(KernelSet set) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(GATEDLM_SINGLE_KERNEL_SET)
+  __builtin_cpu_init();
+  switch (set) {
+    case KernelSet::generic: return true;
+    // libgcc's checks include the operating system's support for the wider registers.
+    case KernelSet::avx2: return __builtin_cpu_supports("x86-64-v3");
+    case KernelSet::avx512: return __builtin_cpu_supports("x86-64-v4");
+  }
+  return false;
+#else
+  return set == KernelSet::generic;  // native and non-x86 builds carry the generic set alone
+#endif
+}
+
+std::string runnable_list() {
+  std::string out;
+  for (KernelSet s : kAllSets)
+    if (cpu_can_run(s)) out += (out.empty() ? "" : ", ") + std::string(kernel_set_name(s));
+  return out;
+}
+
+KernelSet parse_or_fail(const std::string& name) {
+  for (KernelSet s : kAllSets)
+    if (name == kernel_set_name(s)) {
+      if (!cpu_can_run(s))
+        fail("GATEDLM_KERNELS=", name, ": this CPU cannot run that kernel set (runnable here: ", runnable_list(), ")");
+      return s;
+    }
+  fail("GATEDLM_KERNELS=", name, ": unknown kernel set (generic, avx2 or avx512)");
+}
+
+KernelSet choose() {
+  if (const char* env = std::getenv("GATEDLM_KERNELS"); env && *env) return parse_or_fail(env);
+  KernelSet best = KernelSet::generic;
+  for (KernelSet s : kAllSets)
+    if (cpu_can_run(s)) best = s;
+  return best;
+}
+
+std::atomic<int> g_active{-1};
+
+}  // namespace
+
+const char* kernel_set_name(KernelSet set) {
+  switch (set) {
+    case KernelSet::generic: return "generic";
+    case KernelSet::avx2: return "avx2";
+    case KernelSet::avx512: return "avx512";
+  }
+  return "?";
+}
+
+bool kernel_set_runnable(KernelSet set) { return cpu_can_run(set); }
+
+std::vector<KernelSet> runnable_kernel_sets() {
+  std::vector<KernelSet> out;
+  for (KernelSet s : kAllSets)
+    if (cpu_can_run(s)) out.push_back(s);
+  return out;
+}
+
+KernelSet active_kernel_set() {
+  int v = g_active.load(std::memory_order_relaxed);
+  if (v < 0) {
+    v = static_cast<int>(choose());
+    g_active.store(v, std::memory_order_relaxed);
+  }
+  return static_cast<KernelSet>(v);
+}
+
+void use_kernel_set(KernelSet set) {
+  if (!cpu_can_run(set)) fail("kernel set ", kernel_set_name(set), " cannot run on this CPU");
+  g_active.store(static_cast<int>(set), std::memory_order_relaxed);
+}
+
+std::string kernel_set_summary() {
+#if defined(GATEDLM_SINGLE_KERNEL_SET)
+  return "generic, the only set of this build (compiled for the building machine or a non-x86 target)";
+#else
+  return std::string(kernel_set_name(active_kernel_set())) + " (runnable here: " + runnable_list() + ")";
+#endif
+}
+
+}  // namespace gatedlm::kernels

@@ -1,0 +1,123 @@
+// The kernel sets (kernels/kernel_set.h): the choice follows the CPU and GATEDLM_KERNELS,
+// and every set this CPU can run gives the reference results. The whole kernel suite
+// also runs once per set (ctest entries kernels_generic, kernels_avx2, kernels_avx512).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/kernel_set.h"
+#include "kernels/kernel_sets.h"
+#include "test_util.h"
+
+namespace gatedlm::kernels {
+
+// Defined once per set in tests/kernel_set/fast_math_probe.cpp.
+namespace generic {
+double exp_approx_worst_error();
+double exp_approx16_worst_error();
+}  // namespace generic
+#if GATEDLM_X86_KERNEL_SETS
+namespace avx2 {
+double exp_approx_worst_error();
+double exp_approx16_worst_error();
+}  // namespace avx2
+namespace avx512 {
+double exp_approx_worst_error();
+double exp_approx16_worst_error();
+}  // namespace avx512
+#endif
+
+namespace {
+
+using testing::random_vector;
+using testing::rel_error;
+
+// With GATEDLM_KERNELS naming a set this CPU cannot run, every test of the run is skipped
+// with the reason (ctest reports the entry as skipped).
+class KernelSetEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const char* want = std::getenv("GATEDLM_KERNELS");
+    if (!want || !*want) return;
+    for (KernelSet s : {KernelSet::generic, KernelSet::avx2, KernelSet::avx512})
+      if (want == std::string(kernel_set_name(s)) && !kernel_set_runnable(s))
+        GTEST_SKIP() << "GATEDLM_KERNELS=" << want << ": this CPU cannot run that kernel set";
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kEnvironment =
+    ::testing::AddGlobalTestEnvironment(new KernelSetEnvironment);
+
+// One set's float attention forward, called directly.
+void attention_with(KernelSet set, float* out, float* lse, const float* q, const float* k, const float* v,
+                    const AttentionShape& s, const float* g, float* gated) {
+  switch (set) {
+#if GATEDLM_X86_KERNEL_SETS
+    case KernelSet::avx512: return avx512::attention_forward_f32(out, lse, q, k, v, s, g, gated);
+    case KernelSet::avx2: return avx2::attention_forward_f32(out, lse, q, k, v, s, g, gated);
+#endif
+    default: return generic::attention_forward_f32(out, lse, q, k, v, s, g, gated);
+  }
+}
+
+double exp_error_of(KernelSet set, bool lanes16) {
+  switch (set) {
+#if GATEDLM_X86_KERNEL_SETS
+    case KernelSet::avx512: return lanes16 ? avx512::exp_approx16_worst_error() : avx512::exp_approx_worst_error();
+    case KernelSet::avx2: return lanes16 ? avx2::exp_approx16_worst_error() : avx2::exp_approx_worst_error();
+#endif
+    default: return lanes16 ? generic::exp_approx16_worst_error() : generic::exp_approx_worst_error();
+  }
+}
+
+TEST(KernelSetsTest, TheChoiceFollowsTheCpuOrTheEnvironment) {
+  const std::vector<KernelSet> runnable = runnable_kernel_sets();
+  ASSERT_FALSE(runnable.empty());
+  EXPECT_EQ(runnable.front(), KernelSet::generic);  // the baseline always runs
+  const char* want = std::getenv("GATEDLM_KERNELS");
+  if (want && *want)
+    EXPECT_EQ(std::string(kernel_set_name(active_kernel_set())), want);
+  else
+    EXPECT_EQ(active_kernel_set(), runnable.back());  // the widest runnable set
+  EXPECT_NE(kernel_set_summary().find(kernel_set_name(active_kernel_set())), std::string::npos);
+}
+
+TEST(KernelSetsTest, ExpApproxIsAccurateInEverySet) {
+  for (KernelSet set : runnable_kernel_sets()) {
+    EXPECT_LT(exp_error_of(set, false), 2e-7) << kernel_set_name(set);
+    const double lanes16 = exp_error_of(set, true);
+    if (set == KernelSet::avx512) {
+      EXPECT_GE(lanes16, 0.0) << "the avx512 set has the 16-lane form";
+    }
+    if (lanes16 >= 0) {
+      EXPECT_LT(lanes16, 2e-7) << kernel_set_name(set);
+    }
+  }
+}
+
+// The fused attention, the largest hand-written kernel, in every runnable set against the
+// double-precision reference, with the G1 gate's epilogue, on a shape with partial tiles.
+TEST(KernelSetsTest, EveryRunnableSetMatchesTheReferenceAttention) {
+  const AttentionShape s{.batch = 2, .seq = 83, .n_q = 4, .n_kv = 2, .head_dim = 24, .scale = 0.2};
+  const int64_t n = s.batch * s.seq * s.n_q * s.head_dim, nkv = s.batch * s.seq * s.n_kv * s.head_dim;
+  auto q = random_vector<float>(n, 1), k = random_vector<float>(nkv, 2), v = random_vector<float>(nkv, 3);
+  std::vector<float> gate(n);
+  for (int64_t i = 0; i < n; ++i) gate[i] = 0.5f + 0.4f * std::sin(static_cast<float>(i));
+  std::vector<double> qd(q.begin(), q.end()), kd(k.begin(), k.end()), vd(v.begin(), v.end());
+  std::vector<double> ref(n), ref_lse(s.batch * s.n_q * s.seq);
+  attention_forward_reference(ref.data(), ref_lse.data(), qd.data(), kd.data(), vd.data(), s);
+  std::vector<double> ref_gated(n);
+  for (int64_t i = 0; i < n; ++i) ref_gated[i] = ref[i] * gate[i];
+  for (KernelSet set : runnable_kernel_sets()) {
+    std::vector<float> out(n), lse(ref_lse.size()), gated(n);
+    attention_with(set, out.data(), lse.data(), q.data(), k.data(), v.data(), s, gate.data(), gated.data());
+    EXPECT_LT(rel_error(out, ref), 1e-5) << kernel_set_name(set);
+    EXPECT_LT(rel_error(lse, ref_lse), 1e-5) << kernel_set_name(set);
+    EXPECT_LT(rel_error(gated, ref_gated), 1e-5) << kernel_set_name(set);
+  }
+}
+
+}  // namespace
+}  // namespace gatedlm::kernels

@@ -1,0 +1,58 @@
+// gatedlm --version names what this binary runs with here: the kernel set, oneDNN's
+// instruction set, the bf16 path and how idle OpenMP threads wait (bounded spinning by
+// default, the user's OMP_WAIT_POLICY / GOMP_SPINCOUNT when given).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli_runner.h"
+#include "kernels/kernel_set.h"
+#include "test_files.h"
+
+namespace gatedlm::testing {
+namespace {
+
+// Runs `gatedlm --version` with one variable set (or none) and the OpenMP waiting
+// variables cleared; the test process's environment is restored afterwards.
+CliResult version_with(const char* name, const char* value) {
+  const std::vector<std::string> vars{"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "GATEDLM_OPENMP_WAITING", "GATEDLM_KERNELS"};
+  std::vector<std::optional<std::string>> saved;
+  for (const auto& var : vars) {
+    const char* v = std::getenv(var.c_str());
+    saved.push_back(v ? std::optional<std::string>(v) : std::nullopt);
+    if (var != "GATEDLM_KERNELS") ::unsetenv(var.c_str());
+  }
+  if (name) ::setenv(name, value, 1);
+  const CliResult r = run_gatedlm({"--version"});
+  for (size_t i = 0; i < vars.size(); ++i)
+    saved[i] ? ::setenv(vars[i].c_str(), saved[i]->c_str(), 1) : ::unsetenv(vars[i].c_str());
+  return r;
+}
+
+TEST(VersionCliTest, SaysTheKernelSetAndTheOneDnnInstructionSet) {
+  const CliResult r = version_with(nullptr, nullptr);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "kernels: " + std::string(kernels::kernel_set_name(kernels::active_kernel_set()))))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "matrix products: oneDNN")) << r.output;
+  EXPECT_TRUE(contains(r.output, "bf16 products: ")) << r.output;
+}
+
+TEST(VersionCliTest, IdleOpenMpThreadsSpinBoundedlyUnlessTheUserChose) {
+  EXPECT_TRUE(contains(version_with(nullptr, nullptr).output, "openmp waiting: GOMP_SPINCOUNT=10000"));
+  EXPECT_TRUE(contains(version_with("OMP_WAIT_POLICY", "passive").output, "openmp waiting: OMP_WAIT_POLICY=passive"));
+  EXPECT_TRUE(contains(version_with("GOMP_SPINCOUNT", "123").output, "openmp waiting: GOMP_SPINCOUNT=123"));
+  EXPECT_TRUE(contains(version_with("GATEDLM_OPENMP_WAITING", "libgomp").output, "openmp waiting: libgomp's default"));
+}
+
+TEST(VersionCliTest, AnUnrunnableKernelSetIsRefusedByName) {
+  const CliResult r = version_with("GATEDLM_KERNELS", "sse9");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "GATEDLM_KERNELS=sse9")) << r.output;
+}
+
+}  // namespace
+}  // namespace gatedlm::testing
