@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(cmake ninja-build g++ pkg-config libdnnl-dev nlohmann-json3-dev libcli11-dev libgtest-dev
-          libgmock-dev libsentencepiece-dev gnuplot-nox libopenmpi-dev openmpi-bin libpcre2-dev libicu-dev)
+          libgmock-dev libsentencepiece-dev gnuplot-nox libopenmpi-dev openmpi-bin libpcre2-dev libicu-dev
+          libcpp-httplib-dev)
 # The PyTorch reference is needed by the tests only.
 if [[ "${GATEDLM_WITH_TEST_DEPS:-0}" == 1 ]]; then
   PACKAGES+=(python3-torch python3-numpy qemu-user)

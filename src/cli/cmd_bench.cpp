@@ -4,11 +4,15 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/allreduce_speed.h"
+#include "bench/generate_speed.h"
 #include "bench/train_speed.h"
-#include "kernels/bf16_support.h"
 #include "cli/commands.h"
+#include "core/error.h"
 #include "dist/communicator.h"
+#include "io/checkpoint.h"
+#include "kernels/bf16_support.h"
 #include "model/config.h"
+#include "model/init.h"
 
 namespace gatedlm::cli {
 namespace {
@@ -84,6 +88,55 @@ void register_bench(CLI::App& app) {
                            {"step_ratios", p.ratios},
                            {"median_ratio", p.median_ratio},
                            {"flop_ratio", p.b.flops_per_step / p.a.flops_per_step}};
+    std::printf("%s\n", j.dump().c_str());
+  });
+  struct GenerateOptions {
+    std::string config, checkpoint;
+    std::vector<int64_t> batches{1, 8};
+    bench::GenerateSpeedOptions speed;
+  };
+  auto gen = std::make_shared<GenerateOptions>();
+  CLI::App* generate = bench->add_subcommand(
+      "generate", "Prefill and decode tokens/s over the KV cache at each batch size (random prompts, greedy); prints "
+                  "JSON: per batch, prefill_tokens_per_s, decode_tokens_per_s (aggregate), prefill_ms, "
+                  "decode_ms_per_step and the per-rep times.");
+  auto* gcfg = generate->add_option("--config", gen->config, "model config JSON (random weights)")->check(CLI::ExistingFile);
+  auto* gck = generate->add_option("--checkpoint", gen->checkpoint, "checkpoint or run directory");
+  gcfg->excludes(gck);
+  generate->add_option("--batch", gen->batches, "batch sizes, comma separated")->delimiter(',')->capture_default_str();
+  generate->add_option("--prompt-tokens", gen->speed.prompt_tokens, "tokens per prompt")->capture_default_str();
+  generate->add_option("--new-tokens", gen->speed.new_tokens, "decode steps")->capture_default_str();
+  generate->add_option("--reps", gen->speed.reps, "timed repetitions (after one warm-up)")->capture_default_str();
+  generate->callback([gen] {
+    if (gen->config.empty() == gen->checkpoint.empty()) fail("bench generate: give --config or --checkpoint");
+    model::ModelConfig c;
+    std::vector<float> params;
+    if (!gen->config.empty()) {
+      c = model::load_config(gen->config);
+    } else {
+      io::Checkpoint ck = io::load_checkpoint(gen->checkpoint);
+      c = ck.config;
+      params = std::move(ck.params);
+    }
+    model::Model<float> m(c);
+    if (params.empty()) model::init_params(params, m.layout(), c, 1);
+    m.load_params(params);
+    nlohmann::json runs = nlohmann::json::array();
+    for (int64_t b : gen->batches) {
+      const bench::GenerateSpeed r = bench::measure_generate_speed(m, b, gen->speed);
+      runs.push_back({{"batch", b},
+                      {"prefill_tokens_per_s", r.prefill_tokens_per_s},
+                      {"decode_tokens_per_s", r.decode_tokens_per_s},
+                      {"prefill_ms", r.prefill_ms},
+                      {"decode_ms_per_step", r.decode_ms_per_step},
+                      {"prefill_ms_reps", r.prefill_ms_reps},
+                      {"decode_ms_reps", r.decode_ms_reps}});
+    }
+    const nlohmann::json j{{"prompt_tokens", gen->speed.prompt_tokens},
+                           {"new_tokens", gen->speed.new_tokens},
+                           {"params", m.layout().total()},
+                           {"runs", runs},
+                           {"peak_rss_bytes", bench::peak_rss_bytes()}};
     std::printf("%s\n", j.dump().c_str());
   });
   CLI::App* sgemm = bench->add_subcommand("sgemm", "GFLOP/s of a large oneDNN fp32 matrix product (prints JSON).");

@@ -30,8 +30,12 @@ void register_analyze(CLI::App& app);
 void register_report(CLI::App& app);
 void register_demo(CLI::App& app);
 void register_longctx(CLI::App& app);
-void register_data_synth(CLI::App& app);
+void register_data_synth(CLI::App& app);  // after register_data: adds `data synth`
 void register_import(CLI::App& app);
-void register_export(CLI::App& app);  // after register_data: adds `data synth`
+void register_export(CLI::App& app);
+void register_debug_decode(CLI::App& app);  // after register_debug: adds `debug decode`
+void register_generate(CLI::App& app);
+void register_stream_eval(CLI::App& app);
+void register_serve(CLI::App& app);
 
 }  // namespace gatedlm::cli

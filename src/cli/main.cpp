@@ -30,6 +30,10 @@ int main(int argc, char** argv) {
   gatedlm::cli::register_data_synth(app);
   gatedlm::cli::register_import(app);
   gatedlm::cli::register_export(app);
+  gatedlm::cli::register_debug_decode(app);
+  gatedlm::cli::register_generate(app);
+  gatedlm::cli::register_stream_eval(app);
+  gatedlm::cli::register_serve(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -28,4 +28,21 @@ RopeTable rope_table(const std::vector<double>& inv_freq, int64_t positions, dou
   return t;
 }
 
+// Runs of consecutive rows at consecutive positions (a prompt) go to rope_apply in one
+// call; a decode step's rows, one per sequence, one call each.
+template <typename T>
+void rope_apply_rows(T* x, const RopeTable& table, int64_t n, const int32_t* positions, int64_t heads,
+                     int64_t head_dim) {
+  for (int64_t r = 0; r < n;) {
+    int64_t len = 1;
+    while (r + len < n && positions[r + len] == positions[r] + len) ++len;
+    if (positions[r] < 0) fail("rope: negative position ", positions[r]);
+    rope_apply(x + r * heads * head_dim, table, 1, len, heads, head_dim, positions[r], false);
+    r += len;
+  }
+}
+
+template void rope_apply_rows<float>(float*, const RopeTable&, int64_t, const int32_t*, int64_t, int64_t);
+template void rope_apply_rows<double>(double*, const RopeTable&, int64_t, const int32_t*, int64_t, int64_t);
+
 }  // namespace gatedlm::kernels

@@ -22,4 +22,10 @@ template <typename T>
 void rope_apply(T* x, const RopeTable& table, int64_t batch, int64_t seq, int64_t heads,
                 int64_t head_dim, int64_t pos0, bool inverse);
 
+// x [n, heads, head_dim] rotated in place, row r at position positions[r] (the
+// incremental path: rows of several sequences, each at its own position).
+template <typename T>
+void rope_apply_rows(T* x, const RopeTable& table, int64_t n, const int32_t* positions, int64_t heads,
+                     int64_t head_dim);
+
 }  // namespace gatedlm::kernels

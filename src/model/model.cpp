@@ -44,7 +44,9 @@ struct LayerActivations {
 template <typename T>
 struct Model<T>::State {
   int64_t batch = 0, seq = 0, n = 0;
+  bool for_backward = false;  // whether the buffers below include backward's
   std::vector<int32_t> tokens, targets;
+  std::vector<int32_t> positions;  // [n] RoPE position of each row (forward_tokens); empty: t of [batch, seq]
   std::vector<std::vector<T>> resid;  // [n_layers + 1][n, d]: input of block l, last = output
   std::vector<LayerActivations<T>> layers;
   std::vector<T> rstd_final, h_final, logits, losses, dlogits;
@@ -217,15 +219,16 @@ BlockProbe<T> Model<T>::probe(int64_t layer) const {
 }
 
 template <typename T>
-void Model<T>::ensure_buffers(int64_t batch, int64_t seq) {
+void Model<T>::ensure_buffers(int64_t batch, int64_t seq, bool for_backward) {
   State& s = *s_;
-  if (s.batch == batch && s.seq == seq) return;
+  if (s.batch == batch && s.seq == seq && s.for_backward == for_backward) return;
   const ModelConfig& c = config_;
   const int64_t n = batch * seq, d = c.d_model, qd = c.q_dim(), kvd = c.kv_dim(), f = c.ffn_hidden;
   const GateShape gs = GateShape::of(c);
   s.batch = batch;
   s.seq = seq;
   s.n = n;
+  s.for_backward = for_backward;
   s.resid.assign(c.n_layers + 1, {});
   for (auto& r : s.resid) resize(r, n * d);
   s.layers.assign(c.n_layers, {});
@@ -260,18 +263,20 @@ void Model<T>::ensure_buffers(int64_t batch, int64_t seq) {
   }
   resize(s.rstd_final, n);
   resize(s.h_final, n * d);
-  resize(s.logits, n * c.vocab_size);
+  resize(s.logits, n * c.vocab_size, for_backward);  // forward_tokens sizes it for the rows it keeps
   resize(s.losses, n);
-  resize(s.dlogits, n * c.vocab_size);
   resize(s.qkvg, n * qkv_width(c));
-  resize(s.dqkvg, n * qkv_width(c));
-  for (auto* v : {&s.dres, &s.dh, &s.da, &s.db, &s.dc}) resize(*v, n * std::max({d, qd}));
-  for (auto* v : {&s.dq0, &s.dq1, &s.dq2}) resize(*v, n * qd);
-  for (auto* v : {&s.dk0, &s.dk1, &s.dk2, &s.dv0, &s.dv1}) resize(*v, n * kvd);
-  resize(s.dfa, n * f);
-  resize(s.dfgu, n * 2 * f);
-  resize(s.dgate, n * gs.gate_out, c.has_gate() && !gate_in_qkv_product(c));
-  resize(s.dscore, n * gs.target_size(), c.has_gate());
+  // Backward's buffers (none for forward_tokens).
+  const bool bw = for_backward;
+  resize(s.dlogits, n * c.vocab_size, bw);
+  resize(s.dqkvg, n * qkv_width(c), bw);
+  for (auto* v : {&s.dres, &s.dh, &s.da, &s.db, &s.dc}) resize(*v, n * std::max({d, qd}), bw);
+  for (auto* v : {&s.dq0, &s.dq1, &s.dq2}) resize(*v, n * qd, bw);
+  for (auto* v : {&s.dk0, &s.dk1, &s.dk2, &s.dv0, &s.dv1}) resize(*v, n * kvd, bw);
+  resize(s.dfa, n * f, bw);
+  resize(s.dfgu, n * 2 * f, bw);
+  resize(s.dgate, n * gs.gate_out, bw && c.has_gate() && !gate_in_qkv_product(c));
+  resize(s.dscore, n * gs.target_size(), bw && c.has_gate());
 }
 
 template <typename T>
@@ -279,25 +284,20 @@ double Model<T>::forward(const int32_t* tokens, const int32_t* targets, int64_t 
   const ModelConfig& c = config_;
   if (batch < 1 || seq < 1) fail("forward: empty batch (", batch, " x ", seq, ")");
   k::MatmulPrecisionScope precision(bf16_matmuls_);
-  ensure_buffers(batch, seq);
+  ensure_buffers(batch, seq, /*for_backward=*/true);
   State& s = *s_;
-  const int64_t n = s.n, d = c.d_model;
+  const int64_t n = s.n;
   if (rope_.positions < seq && c.rope_dims > 0)
     rope_ = model_rope_table(c, std::max(seq, c.max_seq_len));
-  s.tokens.assign(tokens, tokens + n);
+  s.positions.clear();
   s.targets.assign(n, -1);
   if (targets) s.targets.assign(targets, targets + n);
-  for (int64_t r = 0; r < n; ++r) {
-    if (tokens[r] < 0 || tokens[r] >= c.vocab_size)
-      fail("token id ", tokens[r], " is outside the vocabulary (0..", c.vocab_size - 1, ")");
+  for (int64_t r = 0; r < n; ++r)
     if (s.targets[r] >= c.vocab_size)
       fail("target id ", s.targets[r], " is outside the vocabulary (0..", c.vocab_size - 1, ")");
-    std::copy_n(w_.embed + static_cast<int64_t>(tokens[r]) * d, d, s.resid[0].data() + r * d);
-  }
-  for (int64_t l = 0; l < c.n_layers; ++l) block_forward(l);
-  k::rmsnorm_forward(s.h_final.data(), s.rstd_final.data(), s.resid[c.n_layers].data(), w_.final_norm, n,
-                     d, c.norm_eps);
-  k::linear_forward(s.logits.data(), s.h_final.data(), w_.lm_head, n, d, c.vocab_size);
+  embed(tokens);
+  for (int64_t l = 0; l < c.n_layers; ++l) block_forward(l, nullptr);
+  final_logits({});
   counted_ = 0;
   for (int32_t t : s.targets) counted_ += t >= 0;
   if (!targets || counted_ == 0) return 0.0;
@@ -308,7 +308,64 @@ double Model<T>::forward(const int32_t* tokens, const int32_t* targets, int64_t 
 }
 
 template <typename T>
-void Model<T>::block_forward(int64_t l) {
+void Model<T>::forward_tokens(const int32_t* tokens, const int32_t* positions, int64_t n,
+                              const AttentionFn<T>& attend, std::span<const int64_t> logit_rows) {
+  const ModelConfig& c = config_;
+  if (n < 1) fail("forward_tokens: no tokens");
+  k::MatmulPrecisionScope precision(bf16_matmuls_);
+  ensure_buffers(1, n, /*for_backward=*/false);
+  State& s = *s_;
+  const int32_t max_pos = *std::max_element(positions, positions + n);
+  if (*std::min_element(positions, positions + n) < 0) fail("forward_tokens: a negative position");
+  if (rope_.positions <= max_pos && c.rope_dims > 0)
+    rope_ = model_rope_table(c, std::max<int64_t>(2 * int64_t{max_pos} + 1, c.max_seq_len));
+  s.positions.assign(positions, positions + n);
+  s.targets.assign(n, -1);
+  counted_ = 0;
+  embed(tokens);
+  for (int64_t l = 0; l < c.n_layers; ++l) block_forward(l, &attend);
+  final_logits(logit_rows);
+}
+
+// resid[0] = the embedding rows of tokens [n] (checked against the vocabulary).
+template <typename T>
+void Model<T>::embed(const int32_t* tokens) {
+  const ModelConfig& c = config_;
+  State& s = *s_;
+  const int64_t n = s.n, d = c.d_model;
+  s.tokens.assign(tokens, tokens + n);
+  for (int64_t r = 0; r < n; ++r) {
+    if (tokens[r] < 0 || tokens[r] >= c.vocab_size)
+      fail("token id ", tokens[r], " is outside the vocabulary (0..", c.vocab_size - 1, ")");
+    std::copy_n(w_.embed + static_cast<int64_t>(tokens[r]) * d, d, s.resid[0].data() + r * d);
+  }
+}
+
+// Final norm and LM head: logits [rows, vocab] for the listed rows of the last block's
+// output (every row when rows is empty; only those rows are normed and projected).
+template <typename T>
+void Model<T>::final_logits(std::span<const int64_t> rows) {
+  const ModelConfig& c = config_;
+  State& s = *s_;
+  const int64_t d = c.d_model;
+  const T* x = s.resid[c.n_layers].data();
+  int64_t m = s.n;
+  if (!rows.empty()) {  // gather the rows into resid[0], free once the blocks have run
+    m = static_cast<int64_t>(rows.size());
+    T* packed = s.resid[0].data();
+    for (int64_t i = 0; i < m; ++i) {
+      if (rows[i] < 0 || rows[i] >= s.n) fail("forward_tokens: logit row ", rows[i], " of ", s.n);
+      std::copy_n(x + rows[i] * d, d, packed + i * d);
+    }
+    x = packed;
+  }
+  if (static_cast<int64_t>(s.logits.size()) < m * c.vocab_size) s.logits.resize(m * c.vocab_size);
+  k::rmsnorm_forward(s.h_final.data(), s.rstd_final.data(), x, w_.final_norm, m, d, c.norm_eps);
+  k::linear_forward(s.logits.data(), s.h_final.data(), w_.lm_head, m, d, c.vocab_size);
+}
+
+template <typename T>
+void Model<T>::block_forward(int64_t l, const AttentionFn<T>* attend) {
   const ModelConfig& c = config_;
   State& s = *s_;
   LayerActivations<T>& a = s.layers[l];
@@ -347,15 +404,21 @@ void Model<T>::block_forward(int64_t l) {
     std::copy_n(q_in, n * qd, a.qr.data());
     std::copy_n(k_in, n * kvd, a.kr.data());
   }
-  if (c.rope_dims > 0) {
+  if (c.rope_dims > 0 && !s.positions.empty()) {
+    k::rope_apply_rows(a.qr.data(), rope_, n, s.positions.data(), c.n_heads, c.head_dim);
+    k::rope_apply_rows(a.kr.data(), rope_, n, s.positions.data(), c.n_kv_heads, c.head_dim);
+  } else if (c.rope_dims > 0) {
     k::rope_apply(a.qr.data(), rope_, s.batch, s.seq, c.n_heads, c.head_dim, 0, false);
     k::rope_apply(a.kr.data(), rope_, s.batch, s.seq, c.n_kv_heads, c.head_dim, 0, false);
   }
   const k::AttentionShape as{s.batch, s.seq, c.n_heads, c.n_kv_heads, c.head_dim,
                              1.0 / std::sqrt(static_cast<double>(c.head_dim))};
   const bool epilogue_gate = gate_in_attention_epilogue(c);
-  if (epilogue_gate) {
-    gate_scores(a.gate_score.data(), pre, ld_pre, n, gs);
+  if (epilogue_gate) gate_scores(a.gate_score.data(), pre, ld_pre, n, gs);
+  if (attend) {  // incremental: the caller's attention over its KV cache
+    (*attend)(AttentionCall<T>{l, n, a.qr.data(), a.kr.data(), v_in, epilogue_gate ? a.gate_score.data() : nullptr,
+                               a.y0.data(), epilogue_gate ? a.gated.data() : nullptr});
+  } else if (epilogue_gate) {
     k::attention_forward(a.y0.data(), a.lse.data(), a.qr.data(), a.kr.data(), v_in, as, a.gate_score.data(),
                          a.gated.data());
   } else {
@@ -397,7 +460,7 @@ template <typename T>
 void Model<T>::backward() {
   const ModelConfig& c = config_;
   State& s = *s_;
-  if (s.n == 0) fail("backward called before forward");
+  if (s.n == 0 || !s.for_backward) fail("backward called before forward (forward_tokens keeps nothing for it)");
   ensure_grads();
   k::MatmulPrecisionScope precision(bf16_matmuls_);
   const int64_t n = s.n, d = c.d_model;

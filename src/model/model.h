@@ -5,6 +5,7 @@
 // accumulates parameter gradients into grads(). T is float for training and double for
 // the finite-difference gradient checks.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -30,6 +31,22 @@ struct BlockProbe {
   const T* gate_y_out;      // [n, gate target size] Y' after the gate
   const T* gate_score;      // [n, gate target size] effective score applied to each element
 };
+
+// One block's attention in the incremental path (infer/): the block hands over the
+// inputs of its attention for n tokens of any sequences and the caller, who keeps the
+// KV cache, writes the output. Rows are tokens in the order given to forward_tokens.
+template <typename T>
+struct AttentionCall {
+  int64_t layer, n;
+  const T* q;           // [n, n_heads * head_dim] after QK-norm and RoPE (at each row's position)
+  const T* k;           // [n, n_kv_heads * head_dim] after QK-norm and RoPE
+  const T* v;           // [n, n_kv_heads * head_dim] after the value gate (if any)
+  const T* gate_score;  // [n, n_heads * head_dim] the G1 multiply gate's scores, or null
+  T* out;               // [n, n_heads * head_dim] to write: SDPA output Y
+  T* gated_out;         // [n, n_heads * head_dim] to write when gate_score is given: Y * gate_score
+};
+template <typename T>
+using AttentionFn = std::function<void(const AttentionCall<T>&)>;
 
 template <typename T>
 class Model {
@@ -63,6 +80,13 @@ class Model {
   // Accumulates into grads() the gradient of the mean loss of the last forward.
   void backward();
 
+  // The same blocks run incrementally (infer/): n tokens of any sequences, token r at
+  // RoPE position positions[r], each block's attention supplied by `attend`. Writes the
+  // logits of the rows listed in logit_rows (every row when empty), in that order, to
+  // logits() [logit_rows, vocab]. Keeps nothing for backward.
+  void forward_tokens(const int32_t* tokens, const int32_t* positions, int64_t n, const AttentionFn<T>& attend,
+                      std::span<const int64_t> logit_rows = {});
+
   const T* logits() const;          // [batch * seq, vocab] of the last forward
   const T* token_losses() const;    // [batch * seq]: -log p(target), 0 where ignored
   int64_t counted_targets() const { return counted_; }
@@ -72,9 +96,11 @@ class Model {
   const kernels::RopeTable& rope() const { return rope_; }
 
  private:
-  void ensure_buffers(int64_t batch, int64_t seq);
+  void ensure_buffers(int64_t batch, int64_t seq, bool for_backward);
   void ensure_grads();
-  void block_forward(int64_t l);
+  void embed(const int32_t* tokens);
+  void final_logits(std::span<const int64_t> rows);
+  void block_forward(int64_t l, const AttentionFn<T>* attend);
   void block_backward(int64_t l);
 
   ModelConfig config_;

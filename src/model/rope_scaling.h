@@ -49,6 +49,8 @@ ScaledRope scaled_rope(int64_t rot_dims, double base, const RopeScaling& scaling
 
 // The table the model uses: the config's rope_dims, rope_base and rope_scaling
 // (original_max_seq_len 0 resolved to max_seq_len), for `positions` positions.
-kernels::RopeTable model_rope_table(const ModelConfig& config, int64_t positions);
+// unit_magnitude: the same rotations without YaRN's magnitude (to move an already
+// rotated key to another position: infer/'s streaming window).
+kernels::RopeTable model_rope_table(const ModelConfig& config, int64_t positions, bool unit_magnitude = false);
 
 }  // namespace gatedlm::model

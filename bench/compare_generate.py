@@ -1,0 +1,195 @@
+#!/usr/bin/python3
+"""Generation speed of gatedlm against a plain PyTorch KV-cache loop (and llama.cpp, given
+a GGUF export), on the same machine and threads, in one run.
+
+The model: bench/configs/qwen3_100m.json (Qwen3-shaped, ungated, about 100M parameters,
+random weights from `gatedlm init`). For batch 1 and 8: a prompt of --prompt-tokens
+random ids prefilled in one pass, then --new-tokens greedy decode steps.
+  - gatedlm: `gatedlm bench generate --checkpoint CK --batch 1,8` (OMP_NUM_THREADS=threads);
+  - PyTorch: the loop below (torch.set_num_threads(threads), inference_mode, fp32): the
+    same weights read from CK/model.safetensors, a preallocated KV cache, SDPA over it.
+    Its logits are checked against the engine's first (`gatedlm debug decode`) so the peer
+    computes the same model;
+  - llama.cpp (optional): give --gguf MODEL.gguf (the same checkpoint exported to GGUF F32
+    by gatedlm's GGUF export) and --llama-bench BIN (llama-bench from node-llama-cpp's
+    prebuilt CPU binaries); it runs `BIN -m MODEL -p P -n N -t threads -b B` at batch 1.
+Targets (issue 13): decode at batch 1 >= llama.cpp F32; decode >= 3x PyTorch's; aggregate
+decode at batch 8 >= 4x batch 1.
+
+Usage: /usr/bin/python3 bench/compare_generate.py [--gatedlm build/gatedlm] [--threads 2]
+          [--prompt-tokens 128] [--new-tokens 64] [--reps 3] [--gguf M.gguf --llama-bench BIN]
+Prints a markdown report (paste into bench/RESULTS.md with the command and `lscpu` model).
+Run it on a quiet machine: nothing else may be running."""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
+sys.dont_write_bytecode = True
+
+
+def torch_peer(ckpt, batch, prompt_tokens, new_tokens, reps, threads, check_ids=None):
+    """(prefill_ms, decode_ms_per_step) medians of a plain PyTorch KV-cache loop; with
+    check_ids, returns the logits of those ids instead (for the correctness check)."""
+    import torch
+    import safetensors_io
+    torch.set_num_threads(threads)
+    cfg = json.load(open(os.path.join(ckpt, "config.json")))
+    W = {k: v.to(torch.float32) for k, v in safetensors_io.load(os.path.join(ckpt, "model.safetensors")).items()}
+    L, H, KV, D = cfg["n_layers"], cfg["n_heads"], cfg["n_kv_heads"], cfg["head_dim"]
+    eps = cfg.get("norm_eps", 1e-6)
+    embed = W["model.embed_tokens.weight"]
+    head = W.get("lm_head.weight", embed)
+    inv = 1.0 / (cfg.get("rope_base", 10000.0) ** (torch.arange(0, D, 2, dtype=torch.float64) / D))
+    T_max = prompt_tokens + new_tokens + 1 if check_ids is None else check_ids.shape[1]
+    ang = torch.arange(T_max, dtype=torch.float64)[:, None] * inv[None, :]
+    cos, sin = torch.cos(ang).float(), torch.sin(ang).float()
+
+    def norm(x, w):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+    def rope(x, p0):  # x [B, T, h, D]
+        T = x.shape[1]
+        c, s = cos[p0:p0 + T][None, :, None, :], sin[p0:p0 + T][None, :, None, :]
+        x1, x2 = x[..., :D // 2], x[..., D // 2:]
+        return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1)
+
+    def forward(ids, kc, vc, p0):
+        B, T = ids.shape
+        x = embed[ids]
+        for l in range(L):
+            p = f"model.layers.{l}."
+            h = norm(x, W[p + "input_layernorm.weight"])
+            q = (h @ W[p + "self_attn.q_proj.weight"].T).view(B, T, H, D)
+            k = (h @ W[p + "self_attn.k_proj.weight"].T).view(B, T, KV, D)
+            v = (h @ W[p + "self_attn.v_proj.weight"].T).view(B, T, KV, D)
+            q = rope(norm(q, W[p + "self_attn.q_norm.weight"]), p0)
+            k = rope(norm(k, W[p + "self_attn.k_norm.weight"]), p0)
+            kc[l][:, p0:p0 + T] = k
+            vc[l][:, p0:p0 + T] = v
+            K = kc[l][:, :p0 + T].repeat_interleave(H // KV, dim=2).transpose(1, 2)
+            V = vc[l][:, :p0 + T].repeat_interleave(H // KV, dim=2).transpose(1, 2)
+            y = torch.nn.functional.scaled_dot_product_attention(q.transpose(1, 2), K, V, is_causal=T > 1) \
+                if hasattr(torch.nn.functional, "scaled_dot_product_attention") else None
+            if y is None:  # torch < 2.0: the same attention written out
+                s = (q.transpose(1, 2) @ K.transpose(-1, -2)) / math.sqrt(D)
+                if T > 1:
+                    mask = torch.ones(T, p0 + T, dtype=torch.bool).tril(p0)
+                    s = s.masked_fill(~mask, float("-inf"))
+                y = torch.softmax(s, -1) @ V
+            x = x + y.transpose(1, 2).reshape(B, T, H * D) @ W[p + "self_attn.o_proj.weight"].T
+            h = norm(x, W[p + "post_attention_layernorm.weight"])
+            f = torch.nn.functional.silu(h @ W[p + "mlp.gate_proj.weight"].T) * (h @ W[p + "mlp.up_proj.weight"].T)
+            x = x + f @ W[p + "mlp.down_proj.weight"].T
+        return norm(x[:, -1] if check_ids is None else x, W["model.norm.weight"]) @ head.T
+
+    with torch.inference_mode():
+        def cache(B):
+            return ([torch.zeros(B, T_max, KV, D) for _ in range(L)], [torch.zeros(B, T_max, KV, D) for _ in range(L)])
+        if check_ids is not None:
+            kc, vc = cache(check_ids.shape[0])
+            return forward(check_ids, kc, vc, 0)
+        g = torch.Generator().manual_seed(1)
+        ids = torch.randint(0, cfg["vocab_size"], (batch, prompt_tokens), generator=g)
+        pre, dec = [], []
+        for rep in range(reps + 1):
+            kc, vc = cache(batch)
+            t0 = time.perf_counter()
+            logits = forward(ids, kc, vc, 0)
+            t1 = time.perf_counter()
+            for s in range(new_tokens):
+                nxt = logits.argmax(-1, keepdim=True)
+                logits = forward(nxt, kc, vc, prompt_tokens + s)
+            t2 = time.perf_counter()
+            if rep:
+                pre.append((t1 - t0) * 1e3)
+                dec.append((t2 - t1) * 1e3 / new_tokens)
+        return statistics.median(pre), statistics.median(dec)
+
+
+def run_json(cmd, threads):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    if p.returncode:
+        sys.exit(f"failed: {' '.join(cmd)}\n{p.stderr}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gatedlm", default=os.path.join(HERE, "..", "build", "gatedlm"))
+    ap.add_argument("--config", default=os.path.join(HERE, "configs", "qwen3_100m.json"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prompt-tokens", type=int, default=128)
+    ap.add_argument("--new-tokens", type=int, default=64)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--gguf", help="the same checkpoint as GGUF F32 (from gatedlm's GGUF export)")
+    ap.add_argument("--llama-bench", help="llama-bench binary (node-llama-cpp's prebuilt CPU build)")
+    ap.add_argument("--workdir", help="keep the checkpoint here (default: a temporary directory)")
+    a = ap.parse_args()
+    import torch
+    work = a.workdir or tempfile.mkdtemp(prefix="gatedlm_gen_bench_")
+    ck = os.path.join(work, "qwen3_100m")
+    if not os.path.exists(os.path.join(ck, "model.safetensors")):
+        subprocess.run([a.gatedlm, "init", "--config", a.config, "--out", ck, "--seed", "1", "--force"], check=True,
+                       stdout=subprocess.DEVNULL)
+    # The peer computes the same model: its logits against the engine's on a short sequence.
+    ids = torch.randint(0, 32000, (1, 9), generator=torch.Generator().manual_seed(3))
+    tok = os.path.join(work, "check_tokens.txt")
+    open(tok, "w").write(" ".join(map(str, ids[0].tolist())) + "\n")
+    out = os.path.join(work, "check.safetensors")
+    subprocess.run([a.gatedlm, "debug", "decode", "--checkpoint", ck, "--token-ids", tok, "--out", out], check=True,
+                   stdout=subprocess.DEVNULL)
+    import safetensors_io
+    engine = safetensors_io.load(out)["incremental_logits"].to(torch.float64)
+    peer = torch_peer(ck, 1, 0, 0, 0, a.threads, check_ids=ids)[0].to(torch.float64)
+    err = float((engine - peer).norm() / peer.norm())
+    if err > 1e-4:
+        sys.exit(f"the PyTorch peer disagrees with gatedlm (relative error {err:.2e}): not the same model")
+
+    eng = run_json([a.gatedlm, "bench", "generate", "--checkpoint", ck, "--batch", "1,8", "--prompt-tokens",
+                    str(a.prompt_tokens), "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)], a.threads)
+    rows = []
+    for run in eng["runs"]:
+        b = run["batch"]
+        pre_ms, dec_ms = torch_peer(ck, b, a.prompt_tokens, a.new_tokens, a.reps, a.threads)
+        rows.append((b, run["prefill_tokens_per_s"], run["decode_tokens_per_s"],
+                     b * a.prompt_tokens / (pre_ms / 1e3), b / (dec_ms / 1e3)))
+    print(f"# Generation speed: gatedlm vs PyTorch {torch.__version__} (KV-cache loop)\n")
+    print(f"model {a.config} ({eng['params'] / 1e6:.1f}M parameters, fp32), prompt {a.prompt_tokens} tokens, "
+          f"{a.new_tokens} greedy decode steps, {a.threads} threads, median of {a.reps} reps; "
+          f"peer logits agree to {err:.1e}\n")
+    print("| batch | gatedlm prefill tok/s | gatedlm decode tok/s | PyTorch prefill tok/s | PyTorch decode tok/s | decode ratio |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+    for b, gp, gd, tp, td in rows:
+        print(f"| {b} | {gp:.0f} | {gd:.1f} | {tp:.0f} | {td:.1f} | {gd / td:.2f}x |")
+    if len(rows) >= 2:
+        print(f"\nbatch {rows[1][0]} aggregate decode / batch {rows[0][0]}: {rows[1][2] / rows[0][2]:.2f}x (target >= 4x)")
+    if a.gguf and a.llama_bench:
+        p = subprocess.run([a.llama_bench, "-m", a.gguf, "-p", str(a.prompt_tokens), "-n", str(a.new_tokens), "-t",
+                            str(a.threads), "-o", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if p.returncode:
+            print(f"\nllama.cpp: llama-bench failed:\n{p.stderr[-2000:]}")
+        else:
+            res = json.loads(p.stdout)
+            print("\n| llama.cpp (F32) | tok/s |\n| --- | ---: |")
+            for r in res:
+                kind = "prefill" if r.get("n_prompt", 0) else "decode"
+                print(f"| {kind} batch 1 | {r.get('avg_ts', float('nan')):.1f} |")
+            dec = [r for r in res if not r.get("n_prompt", 0)]
+            if dec:
+                print(f"\ngatedlm / llama.cpp decode at batch 1: {rows[0][2] / dec[0]['avg_ts']:.2f}x (target >= 1x)")
+    else:
+        print("\nllama.cpp: not run (give --gguf MODEL.gguf, the same checkpoint exported to GGUF F32, and "
+              "--llama-bench BIN)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""Bounded load test of `gatedlm serve`, loopback only: starts the server on a free port,
+sends --requests completions, --concurrency at a time, then stops it (SIGTERM) and exits.
+
+Reports throughput (requests/s and completion tokens/s), latency p50/p99, failed
+requests, and the server's RSS before the first request and after the last.
+
+Usage: /usr/bin/python3 bench/load_test.py --checkpoint CK [--tokenizer byte] [--gatedlm build/gatedlm]
+          [--requests 500] [--concurrency 16] [--max-tokens 32] [--max-batch 16]
+With no --checkpoint, a random model from bench/configs/qwen3_100m.json is made (slow to
+generate with, but a fair load); any small checkpoint also works (e.g. the demo's)."""
+import argparse
+import http.client
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def rss_kib(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gatedlm", default=os.path.join(HERE, "..", "build", "gatedlm"))
+    ap.add_argument("--checkpoint")
+    ap.add_argument("--tokenizer", default="byte")
+    ap.add_argument("--requests", type=int, default=500)
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--max-batch", type=int, default=16)
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="gatedlm_load_")
+    ck = a.checkpoint
+    if not ck:
+        ck = os.path.join(work, "ck")
+        subprocess.run([a.gatedlm, "init", "--config", os.path.join(HERE, "configs", "qwen3_100m.json"), "--out", ck],
+                       check=True, stdout=subprocess.DEVNULL)
+    log = open(os.path.join(work, "serve.log"), "w+")
+    proc = subprocess.Popen([a.gatedlm, "serve", "--checkpoint", ck, "--tokenizer", a.tokenizer, "--host", "127.0.0.1",
+                             "--port", "0", "--max-batch", str(a.max_batch), "--max-queue", str(a.requests)],
+                            stdout=log, stderr=log)
+    port = None
+    for _ in range(600):
+        time.sleep(0.1)
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", open(log.name).read())
+        if m:
+            port = int(m.group(1))
+            break
+        if proc.poll() is not None:
+            break
+    if port is None:
+        proc.kill()
+        sys.exit("the server did not start:\n" + open(log.name).read())
+    rss_before = rss_kib(proc.pid)
+    latencies, tokens, failures = [], [], []
+    lock = threading.Lock()
+    next_i = [0]
+
+    def worker():
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+        while True:
+            with lock:
+                i = next_i[0]
+                next_i[0] += 1
+            if i >= a.requests:
+                break
+            body = json.dumps({"prompt": f"Request {i}: once upon a time", "max_tokens": a.max_tokens, "seed": i,
+                               "temperature": 0.8})
+            t0 = time.perf_counter()
+            try:
+                c.request("POST", "/v1/completions", body=body, headers={"Content-Type": "application/json"})
+                r = c.getresponse()
+                data = json.loads(r.read())
+                ok = r.status == 200 and "choices" in data
+            except Exception as e:  # noqa: BLE001 - any failure counts
+                ok, data = False, {"error": str(e)}
+                c.close()
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+            dt = time.perf_counter() - t0
+            with lock:
+                if ok:
+                    latencies.append(dt)
+                    tokens.append(data["usage"]["completion_tokens"])
+                else:
+                    failures.append(data)
+        c.close()
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=worker) for _ in range(a.concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    rss_after = rss_kib(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    code = proc.wait(timeout=120)
+    lat = sorted(latencies)
+    p = (lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] if lat else float("nan"))
+    print(f"# Load test: {a.requests} requests, {a.concurrency} at a time, max_tokens {a.max_tokens}, "
+          f"--max-batch {a.max_batch}, checkpoint {ck}\n")
+    print("| requests/s | completion tokens/s | p50 latency s | p99 latency s | failed | RSS before MiB | RSS after MiB |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(f"| {len(lat) / wall:.2f} | {sum(tokens) / wall:.1f} | {statistics.median(lat) if lat else float('nan'):.3f} "
+          f"| {p(0.99):.3f} | {len(failures)} | {rss_before / 1024:.0f} | {rss_after / 1024:.0f} |")
+    print(f"\nserver exit code after SIGTERM: {code}")
+    if failures:
+        print("first failure:", json.dumps(failures[0])[:500])
+    return 1 if failures or code != 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

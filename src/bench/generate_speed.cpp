@@ -1,0 +1,60 @@
+#include "bench/generate_speed.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "infer/decoder.h"
+
+namespace gatedlm::bench {
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+}  // namespace
+
+GenerateSpeed measure_generate_speed(model::Model<float>& model, int64_t batch, const GenerateSpeedOptions& o) {
+  using clock = std::chrono::steady_clock;
+  if (batch < 1 || o.prompt_tokens < 1 || o.new_tokens < 1 || o.reps < 1)
+    fail("bench generate: batch, --prompt-tokens, --new-tokens and --reps must be at least 1");
+  const int64_t V = model.config().vocab_size;
+  infer::Decoder dec(model, {batch, o.prompt_tokens + o.new_tokens});
+  Rng rng(o.seed);
+  std::vector<std::vector<int32_t>> prompts(batch, std::vector<int32_t>(o.prompt_tokens));
+  for (auto& p : prompts)
+    for (auto& t : p) t = static_cast<int32_t>(rng.below(V));
+  GenerateSpeed r;
+  r.batch = batch;
+  for (int64_t rep = 0; rep <= o.reps; ++rep) {  // rep 0 warms up
+    for (int64_t b = 0; b < batch; ++b) dec.reset(b);
+    std::vector<infer::Chunk> chunks;
+    for (int64_t b = 0; b < batch; ++b) chunks.push_back({b, prompts[b]});
+    auto t0 = clock::now();
+    const float* logits = dec.step(chunks);
+    const double prefill = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    std::vector<int32_t> next(batch);
+    t0 = clock::now();
+    for (int64_t s = 0; s < o.new_tokens; ++s) {
+      for (int64_t b = 0; b < batch; ++b)
+        next[b] = static_cast<int32_t>(std::max_element(logits + b * V, logits + (b + 1) * V) - (logits + b * V));
+      for (int64_t b = 0; b < batch; ++b) chunks[b] = {b, std::span<const int32_t>(&next[b], 1)};
+      logits = dec.step(chunks);
+    }
+    const double decode = std::chrono::duration<double, std::milli>(clock::now() - t0).count() / o.new_tokens;
+    if (rep == 0) continue;
+    r.prefill_ms_reps.push_back(prefill);
+    r.decode_ms_reps.push_back(decode);
+  }
+  r.prefill_ms = median(r.prefill_ms_reps);
+  r.decode_ms_per_step = median(r.decode_ms_reps);
+  r.prefill_tokens_per_s = batch * o.prompt_tokens / (r.prefill_ms / 1000.0);
+  r.decode_tokens_per_s = batch / (r.decode_ms_per_step / 1000.0);
+  return r;
+}
+
+}  // namespace gatedlm::bench

@@ -1,0 +1,40 @@
+// gatedlm serve: the OpenAI-compatible completions server (serve/http_server.h).
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "cli/infer_options.h"
+#include "infer/model_files.h"
+#include "serve/http_server.h"
+
+namespace gatedlm::cli {
+
+void register_serve(CLI::App& app) {
+  struct Options {
+    std::string checkpoint, tokenizer;
+    serve::ServeOptions serve;
+  };
+  auto opt = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "serve",
+      "Serve a checkpoint over HTTP: POST /v1/completions (OpenAI-compatible, stream: true for server-sent events), "
+      "GET /v1/models, GET /health, POST /tokenize, POST /detokenize. Concurrent requests decode together "
+      "(continuous batching). Listens on loopback unless --host says otherwise; SIGTERM finishes the requests in "
+      "flight, then exits.");
+  add_checkpoint_options(sub, opt->checkpoint, opt->tokenizer);
+  sub->add_option("--host", opt->serve.host, "address to listen on")->capture_default_str();
+  sub->add_option("--port", opt->serve.port, "port (0: any free port, printed at start)")->capture_default_str();
+  sub->add_option("--max-batch", opt->serve.max_batch, "requests decoding at once")->capture_default_str();
+  sub->add_option("--max-queue", opt->serve.max_queue, "requests waiting for a slot before 503")->capture_default_str();
+  sub->add_option("--context", opt->serve.context, "tokens per request, prompt and completion (0: max_seq_len)")
+      ->capture_default_str();
+  sub->add_option("--api-key", opt->serve.api_key, "require Authorization: Bearer KEY (401 otherwise)");
+  sub->add_option("--max-body-bytes", opt->serve.max_body_bytes, "largest request body (413 above)")
+      ->capture_default_str();
+  sub->add_option("--model-name", opt->serve.model_name, "the model id reported by /v1/models")->capture_default_str();
+  sub->callback([opt] {
+    infer::LoadedModel lm = infer::load_model(opt->checkpoint, opt->tokenizer);
+    serve::serve(*lm.model, *lm.tokenizer, opt->serve);
+  });
+}
+
+}  // namespace gatedlm::cli

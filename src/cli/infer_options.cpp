@@ -1,0 +1,28 @@
+#include "cli/infer_options.h"
+
+#include <CLI/CLI.hpp>
+
+namespace gatedlm::cli {
+
+void add_checkpoint_options(CLI::App* sub, std::string& checkpoint, std::string& tokenizer) {
+  sub->add_option("--checkpoint", checkpoint, "checkpoint or run directory")->required();
+  sub->add_option("--tokenizer", tokenizer,
+                  "byte or a SentencePiece .model (default: the one the checkpoint's run was trained with)");
+}
+
+void add_sampling_options(CLI::App* sub, infer::SamplingParams& sampling, infer::StopRules& rules) {
+  sub->add_option("--max-tokens", rules.max_tokens, "tokens to generate at most")->capture_default_str();
+  sub->add_option("--temperature", sampling.temperature, "softmax temperature; 0 = greedy")->capture_default_str();
+  sub->add_option("--top-k", sampling.top_k, "keep the k most probable tokens (0 = off)")->capture_default_str();
+  sub->add_option("--top-p", sampling.top_p, "nucleus: keep the smallest set with this mass (1 = off)")
+      ->capture_default_str();
+  sub->add_option("--min-p", sampling.min_p, "drop tokens below min_p x the top probability (0 = off)")
+      ->capture_default_str();
+  sub->add_option("--repetition-penalty", sampling.repetition_penalty,
+                  "divide seen tokens' positive logits by this, multiply negative ones (1 = off)")
+      ->capture_default_str();
+  sub->add_option("--seed", sampling.seed, "sampling seed: the same seed gives the same text")->capture_default_str();
+  sub->add_option("--stop", rules.stop, "stop string (repeatable); the text ends before it");
+}
+
+}  // namespace gatedlm::cli

@@ -1,0 +1,138 @@
+#include "infer/decoder.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "kernels/attention.h"
+#include "kernels/attention_decode.h"
+#include "model/rope_scaling.h"
+
+namespace gatedlm::infer {
+
+namespace {
+
+CacheGeometry geometry_of(const model::ModelConfig& c, const DecoderOptions& o) {
+  if (o.slots < 1) fail("decoder: slots must be at least 1");
+  if (o.window < 0 || o.sinks < 0) fail("decoder: window and sinks must not be negative");
+  if (o.window == 0 && o.sinks > 0) fail("decoder: --sinks needs --window");
+  CacheGeometry g{c.n_layers, c.n_kv_heads, c.head_dim, o.slots, 0, o.window, o.sinks};
+  g.capacity = o.window > 0 ? o.sinks + o.window : (o.capacity > 0 ? o.capacity : c.max_seq_len);
+  if (g.capacity < 1) fail("decoder: the cache needs a capacity (the model's max_seq_len is 0)");
+  return g;
+}
+
+}  // namespace
+
+Decoder::Decoder(model::Model<float>& model, const DecoderOptions& options)
+    : model_(model), cache_(geometry_of(model.config(), options)) {}
+
+const float* Decoder::step(std::span<const Chunk> chunks, bool all_rows) {
+  if (chunks.empty()) fail("decoder: a step with no tokens");
+  row_slot_.clear();
+  row_pos_.clear();
+  chunk_first_.clear();
+  chunk_len_.clear();
+  chunk_slot_.clear();
+  std::vector<int32_t> tokens;
+  std::vector<int64_t> logit_rows;
+  std::vector<bool> seen(slots(), false);
+  for (const Chunk& ch : chunks) {
+    if (ch.slot < 0 || ch.slot >= slots()) fail("decoder: no slot ", ch.slot);
+    if (seen[ch.slot]) fail("decoder: slot ", ch.slot, " twice in one step");
+    seen[ch.slot] = true;
+    const int64_t len = static_cast<int64_t>(ch.tokens.size()), start = cache_.length(ch.slot);
+    if (len < 1) fail("decoder: an empty chunk");
+    if (start + len > capacity())
+      fail("decoder: ", start + len, " tokens do not fit the cache's ", capacity(), " per sequence");
+    chunk_first_.push_back(static_cast<int64_t>(tokens.size()));
+    chunk_len_.push_back(len);
+    chunk_slot_.push_back(ch.slot);
+    for (int64_t i = 0; i < len; ++i) {
+      if (all_rows) logit_rows.push_back(static_cast<int64_t>(tokens.size()));
+      tokens.push_back(ch.tokens[i]);
+      row_slot_.push_back(ch.slot);
+      row_pos_.push_back(static_cast<int32_t>(start + i));
+    }
+    if (!all_rows) logit_rows.push_back(static_cast<int64_t>(tokens.size()) - 1);
+  }
+  model_.forward_tokens(tokens.data(), row_pos_.data(), static_cast<int64_t>(tokens.size()),
+                        [this](const model::AttentionCall<float>& call) { attend(call); }, logit_rows);
+  for (size_t c = 0; c < chunks.size(); ++c) cache_.set_length(chunk_slot_[c], cache_.length(chunk_slot_[c]) + chunk_len_[c]);
+  return model_.logits();
+}
+
+// One block's attention for the step's rows: store each row's key and value in its
+// slot's cache, then attend. Prompts that start an empty slot and fit the cache take the
+// fused kernel; the other rows go in waves (the i-th row of every chunk), since in a
+// streaming window a later row may overwrite a row an earlier one reads.
+void Decoder::attend(const model::AttentionCall<float>& call) {
+  const model::ModelConfig& c = model_.config();
+  const CacheGeometry& g = cache_.geometry();
+  const int64_t l = call.layer, kvd = g.row_width(), qd = c.q_dim(), D = c.head_dim;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  auto store = [&](int64_t row) {
+    const int64_t slot = row_slot_[row], dst = cache_.row_of(row_pos_[row]);
+    std::copy_n(call.k + row * kvd, kvd, cache_.keys(l, slot) + dst * kvd);
+    std::copy_n(call.v + row * kvd, kvd, cache_.values(l, slot) + dst * kvd);
+  };
+  std::vector<size_t> waved;  // chunks that take the decode kernel
+  int64_t waves = 0;
+  for (size_t ch = 0; ch < chunk_first_.size(); ++ch) {
+    const int64_t first = chunk_first_[ch], len = chunk_len_[ch], slot = chunk_slot_[ch];
+    if (row_pos_[first] == 0 && len > 1 && len <= g.capacity) {
+      for (int64_t r = first; r < first + len; ++r) store(r);
+      const kernels::AttentionShape as{1, len, c.n_heads, c.n_kv_heads, D, scale};
+      lse_.resize(static_cast<size_t>(len * c.n_heads));
+      kernels::attention_forward(call.out + first * qd, lse_.data(), call.q + first * qd, cache_.keys(l, slot),
+                                 cache_.values(l, slot), as, call.gate_score ? call.gate_score + first * qd : nullptr,
+                                 call.gated_out ? call.gated_out + first * qd : nullptr);
+    } else {
+      waved.push_back(ch);
+      waves = std::max(waves, len);
+    }
+  }
+  const kernels::DecodeShape ds{c.n_heads, c.n_kv_heads, D, scale};
+  std::vector<kernels::DecodeQuery<float>> queries;
+  for (int64_t i = 0; i < waves; ++i) {
+    queries.clear();
+    // Sink keys moved to the query's cache position: [rows of this wave, sinks, kvd].
+    sink_keys_.resize(static_cast<size_t>(waved.size() * g.sinks * kvd));
+    for (size_t w = 0; w < waved.size(); ++w) {
+      const size_t ch = waved[w];
+      if (i >= chunk_len_[ch]) continue;
+      const int64_t row = chunk_first_[ch] + i, slot = chunk_slot_[ch], t = row_pos_[row];
+      store(row);
+      const KvCache::Visible vis = cache_.visible(t);
+      float* kc = cache_.keys(l, slot);
+      float* vc = cache_.values(l, slot);
+      kernels::DecodeQuery<float> q{call.q + row * qd, call.out + row * qd,
+                                    call.gate_score ? call.gate_score + row * qd : nullptr,
+                                    call.gated_out ? call.gated_out + row * qd : nullptr, {}};
+      if (!g.streaming()) {
+        q.spans.push_back({kc, vc, t + 1});
+      } else {
+        // The text-to-cache position shift of this query: first visible window token
+        // minus its cache position (the window rows need none: relative positions
+        // inside the window are the text's).
+        const int64_t shift = vis.first_token - g.sinks;
+        if (vis.sinks > 0 && shift > 0 && c.rope_dims > 0) {
+          float* moved = sink_keys_.data() + w * g.sinks * kvd;
+          std::copy_n(kc, vis.sinks * kvd, moved);
+          if (sink_rope_.positions <= shift)
+            sink_rope_ = model::model_rope_table(c, std::max<int64_t>(2 * shift + 1, 1024), /*unit_magnitude=*/true);
+          kernels::rope_apply(moved, sink_rope_, vis.sinks, 1, c.n_kv_heads, D, shift, false);
+          q.spans.push_back({moved, vc, vis.sinks});
+        } else if (vis.sinks > 0) {
+          q.spans.push_back({kc, vc, vis.sinks});
+        }
+        // Visible window tokens fill the ring from its start until it wraps, then all of it.
+        if (vis.tokens > 0) q.spans.push_back({kc + g.sinks * kvd, vc + g.sinks * kvd, vis.tokens});
+      }
+      queries.push_back(std::move(q));
+    }
+    kernels::attention_decode<float>(queries, ds);
+  }
+}
+
+}  // namespace gatedlm::infer

@@ -1,0 +1,61 @@
+#pragma once
+// Prefill and decode: runs the model's own blocks (model::Model::forward_tokens) over
+// new tokens of several sequences at once, with each block's attention over a KvCache.
+//
+// A step takes chunks (slot, tokens): a chunk continues its slot's sequence. A chunk
+// that starts an empty slot with several tokens (a prompt) runs the fused attention
+// kernel of training over its rows; every other row (decode, or a streaming window that
+// wraps) runs the decode attention over the cache.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "infer/kv_cache.h"
+#include "kernels/rope.h"
+#include "model/model.h"
+
+namespace gatedlm::infer {
+
+struct Chunk {
+  int64_t slot;
+  std::span<const int32_t> tokens;
+};
+
+struct DecoderOptions {
+  int64_t slots = 1;     // sequences at once
+  int64_t capacity = 0;  // full cache: tokens per sequence (0 = the model's max_seq_len)
+  int64_t window = 0;    // > 0: streaming window of the last `window` tokens ...
+  int64_t sinks = 0;     // ... plus the first `sinks`
+};
+
+class Decoder {
+ public:
+  Decoder(model::Model<float>& model, const DecoderOptions& options);
+
+  const model::ModelConfig& config() const { return model_.config(); }
+  const KvCache& cache() const { return cache_; }
+  int64_t slots() const { return cache_.geometry().slots; }
+  // Tokens each slot holds in a full cache (prompt and generated); unbounded when streaming.
+  int64_t capacity() const { return cache_.geometry().streaming() ? INT64_MAX : cache_.geometry().capacity; }
+  int64_t length(int64_t slot) const { return cache_.length(slot); }
+  void reset(int64_t slot) { cache_.set_length(slot, 0); }
+
+  // Runs the chunks (distinct slots) and returns logits [rows, vocab]: the last token of
+  // each chunk in order, or every token of every chunk with all_rows. Valid until the
+  // next step.
+  const float* step(std::span<const Chunk> chunks, bool all_rows = false);
+
+ private:
+  void attend(const model::AttentionCall<float>& call);
+
+  model::Model<float>& model_;
+  KvCache cache_;
+  kernels::RopeTable sink_rope_;  // magnitude-1 table for re-rotating sink keys
+  // The current step: per row its slot and position; per chunk its first row.
+  std::vector<int64_t> row_slot_;
+  std::vector<int32_t> row_pos_;
+  std::vector<int64_t> chunk_first_, chunk_len_, chunk_slot_;
+  std::vector<float> lse_, sink_keys_;
+};
+
+}  // namespace gatedlm::infer

@@ -1,0 +1,69 @@
+#include "infer/model_files.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "io/checkpoint.h"
+#include "io/token_dataset.h"
+
+namespace gatedlm::infer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The tokenizer recorded for a run directory's data, or null.
+std::unique_ptr<io::Tokenizer> from_run(const fs::path& run, std::string& source) {
+  const fs::path info = run / "run.json";
+  if (!fs::is_regular_file(info)) return nullptr;
+  nlohmann::json j;
+  try {
+    std::ifstream in(info);
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    fail(info.string(), ": not valid JSON (", e.what(), ")");
+  }
+  if (!j.contains("data") || !j["data"].is_string()) return nullptr;
+  const std::string data = j["data"].get<std::string>();
+  if (!fs::exists(fs::path(data) / "manifest.json")) return nullptr;
+  source = data + " (the run's data, from " + info.string() + ")";
+  return io::TokenDataset::open(data).tokenizer();
+}
+
+}  // namespace
+
+LoadedModel load_model(const std::string& checkpoint, const std::string& tokenizer_flag) {
+  LoadedModel out;
+  out.checkpoint_dir = io::resolve_checkpoint_dir(checkpoint);
+  io::Checkpoint ck = io::load_checkpoint(checkpoint);
+  out.model = std::make_unique<model::Model<float>>(ck.config);
+  out.model->load_params(ck.params);
+  if (!tokenizer_flag.empty()) {
+    out.tokenizer = io::Tokenizer::load(tokenizer_flag);
+    out.tokenizer_source = "--tokenizer " + tokenizer_flag;
+  } else {
+    const fs::path ck_dir = fs::absolute(out.checkpoint_dir);
+    const fs::path given = fs::absolute(checkpoint);
+    // The run: the path given when it holds run.json, else two levels above the checkpoint.
+    const fs::path run = fs::exists(given / "run.json") ? given : ck_dir.parent_path().parent_path();
+    out.tokenizer = from_run(run, out.tokenizer_source);
+    for (const fs::path& dir : {ck_dir, run, run.parent_path().parent_path()}) {
+      if (out.tokenizer) break;
+      if (fs::is_regular_file(dir / "tokenizer.model")) {
+        out.tokenizer = io::Tokenizer::load((dir / "tokenizer.model").string());
+        out.tokenizer_source = (dir / "tokenizer.model").string();
+      }
+    }
+    if (!out.tokenizer)
+      fail(checkpoint, ": no tokenizer recorded for this checkpoint (no run.json naming its data, no "
+                       "tokenizer.model beside it); give --tokenizer byte|FILE.model");
+  }
+  if (out.tokenizer->vocab_size() > ck.config.vocab_size)
+    fail(out.tokenizer_source, ": the tokenizer has ", out.tokenizer->vocab_size(), " ids, more than the model's vocab_size ",
+         ck.config.vocab_size, " (", checkpoint, ")");
+  return out;
+}
+
+}  // namespace gatedlm::infer

@@ -1,0 +1,28 @@
+#pragma once
+// What generate, stream-eval and serve load: a checkpoint's model and the tokenizer its
+// text goes through. Checkpoints do not carry a tokenizer; it is found, in order:
+//   1. --tokenizer (byte or a SentencePiece .model), when given;
+//   2. the training run's data: RUN/run.json names the dataset directory, whose
+//      manifest names the tokenizer (RUN is the path given, or for RUN/checkpoints/STEP
+//      two levels up);
+//   3. a tokenizer.model in the checkpoint directory, the run directory, or two levels
+//      above the run (the demo's OUT/tokenizer.model for OUT/runs/NAME).
+// Otherwise an error that names the checkpoint and asks for --tokenizer.
+#include <memory>
+#include <string>
+
+#include "io/tokenizer.h"
+#include "model/model.h"
+
+namespace gatedlm::infer {
+
+struct LoadedModel {
+  std::string checkpoint_dir;  // resolved checkpoint directory
+  std::unique_ptr<model::Model<float>> model;
+  std::unique_ptr<io::Tokenizer> tokenizer;
+  std::string tokenizer_source;  // where the tokenizer came from (for messages and JSON)
+};
+
+LoadedModel load_model(const std::string& checkpoint, const std::string& tokenizer_flag);
+
+}  // namespace gatedlm::infer

@@ -1,0 +1,116 @@
+#include "infer/scheduler.h"
+
+#include "core/error.h"
+
+namespace gatedlm::infer {
+
+bool Request::wait(std::string& text, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait_for(lock, timeout, [&] { return done_ || !text_.empty(); });
+  text += text_;
+  text_.clear();
+  return done_;
+}
+
+Scheduler::Scheduler(model::Model<float>& model, const SchedulerOptions& o)
+    : decoder_(model, {o.max_batch, o.context > 0 ? o.context : model.config().max_seq_len}),
+      context_(decoder_.capacity()), max_queue_(o.max_queue), slots_(o.max_batch) {
+  if (o.max_queue < 0) fail("--max-queue must not be negative");
+  worker_ = std::thread([this] { run(); });
+}
+
+Scheduler::~Scheduler() { drain(); }
+
+std::shared_ptr<Request> Scheduler::submit(std::vector<int32_t> prompt, const SamplingParams& sampling,
+                                           const StopRules& rules, const io::Tokenizer* tokenizer) {
+  if (static_cast<int64_t>(prompt.size()) + rules.max_tokens > context_)
+    fail("the prompt (", prompt.size(), " tokens) plus max_tokens (", rules.max_tokens, ") exceed the context of ",
+         context_, " tokens");
+  auto r = std::make_shared<Request>(std::move(prompt), sampling, rules, tokenizer);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || static_cast<int64_t>(queue_.size()) >= max_queue_) return nullptr;
+    queue_.push_back(r);
+  }
+  cv_.notify_all();
+  return r;
+}
+
+int64_t Scheduler::queued() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(queue_.size());
+}
+
+void Scheduler::drain() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+void Scheduler::finish(int64_t slot, const std::string& error) {
+  std::shared_ptr<Request> r = std::move(slots_[slot]);
+  slots_[slot].reset();
+  --active_count_;
+  {
+    std::lock_guard<std::mutex> lock(r->mu);
+    r->done_ = true;
+    r->error_ = error;
+  }
+  r->cv.notify_all();
+}
+
+void Scheduler::run() {
+  const int64_t V = decoder_.config().vocab_size;
+  std::vector<int64_t> order;
+  for (;;) {
+    {  // Admit waiting requests into free slots; sleep when there is nothing to do.
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || active_count_ > 0; });
+      for (int64_t s = 0; s < static_cast<int64_t>(slots_.size()) && !queue_.empty(); ++s)
+        if (!slots_[s]) {
+          slots_[s] = std::move(queue_.front());
+          queue_.pop_front();
+          decoder_.reset(s);
+          ++active_count_;
+        }
+      if (stopping_ && queue_.empty() && active_count_ == 0) return;
+    }
+    order.clear();
+    std::vector<Chunk> chunks;
+    for (int64_t s = 0; s < static_cast<int64_t>(slots_.size()); ++s) {
+      if (!slots_[s]) continue;
+      if (slots_[s]->cancelled) {
+        finish(s, "cancelled");
+        continue;
+      }
+      chunks.push_back({s, slots_[s]->gen.pending()});
+      order.push_back(s);
+    }
+    if (chunks.empty()) continue;
+    const float* logits = nullptr;
+    try {
+      logits = decoder_.step(chunks);
+    } catch (const Error& e) {
+      for (int64_t s : order) finish(s, e.what());
+      continue;
+    }
+    for (size_t i = 0; i < order.size(); ++i) {
+      Request& r = *slots_[order[i]];
+      const std::string text = r.gen.accept(std::span<const float>(logits + i * V, V));
+      if (!text.empty()) {
+        std::lock_guard<std::mutex> lock(r.mu);
+        r.text_ += text;
+      }
+      if (r.gen.finished()) {
+        finish(order[i]);
+      } else if (!text.empty()) {
+        r.cv.notify_all();
+      }
+    }
+  }
+}
+
+}  // namespace gatedlm::infer

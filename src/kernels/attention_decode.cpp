@@ -1,0 +1,73 @@
+#include "kernels/attention_decode.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace gatedlm::kernels {
+
+template <typename T>
+void attention_decode(std::span<const DecodeQuery<T>> queries, const DecodeShape& s) {
+  const int64_t nq = static_cast<int64_t>(queries.size()), D = s.head_dim, group = s.n_q / s.n_kv,
+                ld = s.n_kv * D;
+  if (s.n_kv < 1 || s.n_q % s.n_kv != 0) fail("attention_decode: ", s.n_q, " query heads over ", s.n_kv, " kv heads");
+  for (const DecodeQuery<T>& q : queries) {
+    int64_t rows = 0;
+    for (const KvSpan<T>& sp : q.spans) rows += sp.len;
+    if (rows < 1) fail("attention_decode: a query with no keys");
+  }
+  // Two passes per (query, head): scores into a per-task buffer, then the weighted sum
+  // of values. A decode step reads each cached key and value once per query head; the
+  // cache rows are contiguous, so both passes stream them.
+#pragma omp parallel
+  {
+    std::vector<T> scores;
+#pragma omp for collapse(2) schedule(dynamic, 1)
+    for (int64_t i = 0; i < nq; ++i)
+      for (int64_t h = 0; h < s.n_q; ++h) {
+        const DecodeQuery<T>& query = queries[i];
+        const T* q = query.q + h * D;
+        const int64_t kvh = h / group;
+        int64_t rows = 0;
+        for (const KvSpan<T>& sp : query.spans) rows += sp.len;
+        scores.resize(rows);
+        const T scale = static_cast<T>(s.scale);
+        T m = -INFINITY;
+        int64_t r = 0;
+        for (const KvSpan<T>& sp : query.spans)
+          for (int64_t j = 0; j < sp.len; ++j, ++r) {
+            const T* k = sp.k + j * ld + kvh * D;
+            T dot = 0;
+#pragma omp simd reduction(+ : dot)
+            for (int64_t e = 0; e < D; ++e) dot += q[e] * k[e];
+            scores[r] = dot * scale;
+            m = std::max(m, scores[r]);
+          }
+        T sum = 0;
+        for (int64_t j = 0; j < rows; ++j) {
+          scores[j] = std::exp(scores[j] - m);
+          sum += scores[j];
+        }
+        T* out = query.out + h * D;
+        std::fill_n(out, D, T(0));
+        r = 0;
+        for (const KvSpan<T>& sp : query.spans)
+          for (int64_t j = 0; j < sp.len; ++j, ++r) {
+            const T* v = sp.v + j * ld + kvh * D;
+            const T p = scores[r];
+#pragma omp simd
+            for (int64_t e = 0; e < D; ++e) out[e] += p * v[e];
+          }
+        const T inv = T(1) / sum;
+        for (int64_t e = 0; e < D; ++e) out[e] *= inv;
+        if (query.gate_score)
+          for (int64_t e = 0; e < D; ++e) query.gated_out[h * D + e] = out[e] * query.gate_score[h * D + e];
+      }
+  }
+}
+
+template void attention_decode<float>(std::span<const DecodeQuery<float>>, const DecodeShape&);
+template void attention_decode<double>(std::span<const DecodeQuery<double>>, const DecodeShape&);
+
+}  // namespace gatedlm::kernels

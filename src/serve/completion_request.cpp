@@ -1,0 +1,126 @@
+#include "serve/completion_request.h"
+
+#include <cmath>
+#include <set>
+
+namespace gatedlm::serve {
+
+using nlohmann::json;
+
+namespace {
+
+json parse_object(const std::string& body, const std::set<std::string>& known) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::parse_error& e) {
+    throw InvalidRequest("", std::string("malformed JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw InvalidRequest("", "the body must be a JSON object");
+  for (const auto& [key, value] : j.items())
+    if (!known.count(key)) throw InvalidRequest(key, "unknown field '" + key + "'");
+  return j;
+}
+
+// A number field within [lo, hi] (open ends where told), or the default when absent.
+double number(const json& j, const std::string& key, double fallback, double lo, double hi, bool lo_open = false) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  if (!j[key].is_number()) throw InvalidRequest(key, "'" + key + "' must be a number");
+  const double v = j[key].get<double>();
+  if (!std::isfinite(v) || (lo_open ? v <= lo : v < lo) || v > hi)
+    throw InvalidRequest(key, "'" + key + "' must be in " + (lo_open ? "(" : "[") + std::to_string(lo) + ", " +
+                                  std::to_string(hi) + "], got " + j[key].dump());
+  return v;
+}
+
+int64_t integer(const json& j, const std::string& key, int64_t fallback, int64_t lo, int64_t hi) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  if (!j[key].is_number_integer()) throw InvalidRequest(key, "'" + key + "' must be an integer");
+  if (j[key].is_number_unsigned() && j[key].get<uint64_t>() > static_cast<uint64_t>(hi))
+    throw InvalidRequest(key, "'" + key + "' must be at most " + std::to_string(hi) + ", got " + j[key].dump());
+  const int64_t v = j[key].get<int64_t>();
+  if (v < lo || v > hi)
+    throw InvalidRequest(key, "'" + key + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                                  "], got " + j[key].dump());
+  return v;
+}
+
+std::vector<int32_t> token_list(const json& v, const std::string& key, int64_t vocab) {
+  if (!v.is_array()) throw InvalidRequest(key, "'" + key + "' must be a list of token ids");
+  std::vector<int32_t> ids;
+  for (const json& t : v) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab)
+      throw InvalidRequest(key, "'" + key + "' holds " + t.dump() + ", not a token id in [0, " +
+                                    std::to_string(vocab - 1) + "]");
+    ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  return ids;
+}
+
+}  // namespace
+
+CompletionRequest parse_completion(const std::string& body, const io::Tokenizer& tokenizer, int64_t vocab,
+                                   int64_t context, uint64_t default_seed) {
+  const json j = parse_object(body, {"model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "min_p",
+                                     "repetition_penalty", "seed", "stop", "stream", "n", "user", "ignore_eos"});
+  CompletionRequest r;
+  if (!j.contains("prompt")) throw InvalidRequest("prompt", "'prompt' is required");
+  const json& p = j["prompt"];
+  if (p.is_string()) {
+    r.prompt.push_back(tokenizer.bos_id());
+    for (int32_t t : tokenizer.encode(p.get<std::string>())) r.prompt.push_back(t);
+  } else if (p.is_array()) {
+    r.prompt = token_list(p, "prompt", vocab);
+    if (r.prompt.empty()) throw InvalidRequest("prompt", "'prompt' holds no tokens");
+  } else {
+    throw InvalidRequest("prompt", "'prompt' must be a string or a list of token ids");
+  }
+  if (j.contains("model") && !j["model"].is_string()) throw InvalidRequest("model", "'model' must be a string");
+  if (j.contains("user") && !j["user"].is_string()) throw InvalidRequest("user", "'user' must be a string");
+  integer(j, "n", 1, 1, 1);
+  const int64_t room = context - static_cast<int64_t>(r.prompt.size());
+  if (room < 1)
+    throw InvalidRequest("prompt", "the prompt's " + std::to_string(r.prompt.size()) +
+                                       " tokens leave no room in the context of " + std::to_string(context));
+  r.rules.max_tokens = integer(j, "max_tokens", std::min<int64_t>(16, room), 1, room);
+  if (j.contains("ignore_eos") && !j["ignore_eos"].is_boolean())
+    throw InvalidRequest("ignore_eos", "'ignore_eos' must be true or false");
+  r.rules.eos = j.value("ignore_eos", false) ? -1 : tokenizer.eos_id();
+  r.sampling.temperature = number(j, "temperature", 1.0, 0.0, 100.0);
+  r.sampling.top_p = number(j, "top_p", 1.0, 0.0, 1.0, /*lo_open=*/true);
+  r.sampling.top_k = integer(j, "top_k", 0, 0, vocab);
+  r.sampling.min_p = number(j, "min_p", 0.0, 0.0, 1.0);
+  r.sampling.repetition_penalty = number(j, "repetition_penalty", 1.0, 0.0, 100.0, /*lo_open=*/true);
+  r.sampling.seed = static_cast<uint64_t>(integer(j, "seed", static_cast<int64_t>(default_seed >> 1), 0, INT64_MAX));
+  if (j.contains("stop") && !j["stop"].is_null()) {
+    const json& s = j["stop"];
+    std::vector<json> items = s.is_array() ? std::vector<json>(s.begin(), s.end()) : std::vector<json>{s};
+    if (items.size() > 4) throw InvalidRequest("stop", "'stop' holds at most 4 strings");
+    for (const json& x : items) {
+      if (!x.is_string() || x.get<std::string>().empty())
+        throw InvalidRequest("stop", "'stop' must be a non-empty string or a list of them");
+      r.rules.stop.push_back(x.get<std::string>());
+    }
+  }
+  if (j.contains("stream") && !j["stream"].is_boolean()) throw InvalidRequest("stream", "'stream' must be true or false");
+  r.stream = j.value("stream", false);
+  return r;
+}
+
+std::vector<int32_t> parse_tokenize(const std::string& body, const io::Tokenizer& tokenizer) {
+  const json j = parse_object(body, {"content", "add_bos"});
+  if (!j.contains("content") || !j["content"].is_string()) throw InvalidRequest("content", "'content' must be a string");
+  if (j.contains("add_bos") && !j["add_bos"].is_boolean()) throw InvalidRequest("add_bos", "'add_bos' must be true or false");
+  std::vector<int32_t> ids;
+  if (j.value("add_bos", false)) ids.push_back(tokenizer.bos_id());
+  for (int32_t t : tokenizer.encode(j["content"].get<std::string>())) ids.push_back(t);
+  return ids;
+}
+
+std::vector<int32_t> parse_detokenize(const std::string& body, int64_t vocab) {
+  const json j = parse_object(body, {"tokens"});
+  if (!j.contains("tokens")) throw InvalidRequest("tokens", "'tokens' is required");
+  return token_list(j["tokens"], "tokens", vocab);
+}
+
+}  // namespace gatedlm::serve

@@ -1,0 +1,238 @@
+#include "serve/http_server.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include "core/error.h"
+#include "infer/scheduler.h"
+#include "serve/completion_request.h"
+
+namespace gatedlm::serve {
+
+using nlohmann::json;
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_stop_signal(int) { g_stop = true; }
+
+void send_json(httplib::Response& res, int status, const json& j) {
+  res.status = status;
+  res.set_content(j.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+void send_error(httplib::Response& res, int status, const std::string& message, const std::string& param,
+                const std::string& type = "invalid_request_error") {
+  send_json(res, status,
+            {{"error", {{"message", message}, {"type", type}, {"param", param.empty() ? json() : json(param)}}}});
+}
+
+std::string finish_reason(infer::FinishReason r) {
+  return r == infer::FinishReason::length ? "length" : "stop";  // OpenAI's words: EOS and stop strings are "stop"
+}
+
+// Per-request ids: cmpl-<counter>.
+std::string next_id() {
+  static std::atomic<uint64_t> counter{0};
+  return "cmpl-" + std::to_string(++counter);
+}
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const ServeOptions& o) {
+  if (o.max_batch < 1) fail("--max-batch must be at least 1, got ", o.max_batch);
+  if (o.max_queue < 0) fail("--max-queue must not be negative, got ", o.max_queue);
+  if (o.port < 0 || o.port > 65535) fail("--port must be in [0, 65535], got ", o.port);
+  infer::Scheduler scheduler(model, {o.max_batch, o.max_queue, o.context});
+  const int64_t vocab = model.config().vocab_size, context = scheduler.context();
+  std::random_device entropy;
+  std::mutex seed_mu;
+  std::mt19937_64 seeds((static_cast<uint64_t>(entropy()) << 32) ^ entropy());
+
+  // Responses still being written; SIGTERM waits for them (httplib's stop() would cut a
+  // chunked response short) while new completions get 503.
+  std::atomic<int64_t> open_responses{0};
+  std::atomic<bool> draining{false};
+
+  httplib::Server svr;
+  const int threads = o.threads;
+  svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  svr.set_payload_max_length(static_cast<size_t>(o.max_body_bytes));
+  svr.set_read_timeout(30, 0);
+  svr.set_write_timeout(30, 0);
+  svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
+    if (o.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (req.get_header_value("Authorization") == "Bearer " + o.api_key)
+      return httplib::Server::HandlerResponse::Unhandled;
+    res.set_header("WWW-Authenticate", "Bearer");
+    send_error(res, 401, "missing or wrong API key (Authorization: Bearer KEY)", "", "authentication_error");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // 413 (body over the limit) and 404 come from the library with an empty body: give them JSON.
+  svr.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 413)
+      send_error(res, 413, "the request body is over the server's limit (--max-body-bytes)", "");
+    else if (res.status == 404)
+      send_error(res, 404, "no such endpoint", "");
+    else
+      send_error(res, res.status, "request failed", "");
+  });
+
+  svr.Get("/health", [&](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200, {{"status", "ok"}, {"active", scheduler.active()}, {"queued", scheduler.queued()}});
+  });
+  svr.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200,
+              {{"object", "list"},
+               {"data", {{{"id", o.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "gatedlm"},
+                          {"context_length", context}}}}});
+  });
+  svr.Post("/tokenize", [&](const httplib::Request& req, httplib::Response& res) {
+    try {
+      send_json(res, 200, {{"tokens", parse_tokenize(req.body, tokenizer)}});
+    } catch (const InvalidRequest& e) {
+      send_error(res, 400, e.what(), e.param);
+    }
+  });
+  svr.Post("/detokenize", [&](const httplib::Request& req, httplib::Response& res) {
+    try {
+      send_json(res, 200, {{"content", tokenizer.decode(parse_detokenize(req.body, tokenizer.vocab_size()))}});
+    } catch (const InvalidRequest& e) {
+      send_error(res, 400, e.what(), e.param);
+    }
+  });
+  svr.Post("/v1/completions", [&](const httplib::Request& req, httplib::Response& res) {
+    CompletionRequest cr;
+    uint64_t seed;
+    {
+      std::lock_guard<std::mutex> lock(seed_mu);
+      seed = seeds();
+    }
+    try {
+      cr = parse_completion(req.body, tokenizer, vocab, context, seed);
+    } catch (const InvalidRequest& e) {
+      return send_error(res, 400, e.what(), e.param);
+    }
+    if (draining) {
+      res.set_header("Retry-After", "5");
+      return send_error(res, 503, "the server is shutting down", "", "server_busy");
+    }
+    std::shared_ptr<infer::Request> r;
+    try {
+      r = scheduler.submit(cr.prompt, cr.sampling, cr.rules, &tokenizer);
+    } catch (const Error& e) {
+      return send_error(res, 400, e.what(), "max_tokens");
+    }
+    if (!r) {
+      res.set_header("Retry-After", "1");
+      return send_error(res, 503, "the request queue is full; retry later", "", "server_busy");
+    }
+    const std::string id = next_id(), name = o.model_name;
+    const int64_t created = unix_now();
+    auto choice = [&](const std::string& text, const json& reason) {
+      return json{{"text", text}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason}};
+    };
+    auto body = [id, created, name](const json& ch) {
+      return json{{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", name},
+                  {"choices", json::array({ch})}};
+    };
+    // Both answers are written by a content provider that waits on the request: a write
+    // that fails (the client left) cancels it, which frees its slot. Heartbeats while
+    // nothing comes: an SSE comment, or JSON's insignificant leading whitespace.
+    auto finished = std::make_shared<bool>(false);
+    ++open_responses;
+    auto release = [r, finished, &open_responses](bool) {
+      if (!*finished) r->cancel();
+      --open_responses;
+    };
+    if (cr.stream) {
+      res.set_header("Cache-Control", "no-cache");
+      res.set_chunked_content_provider(
+          "text/event-stream",
+          [r, finished, body, choice](size_t, httplib::DataSink& sink) {
+            std::string text;
+            const bool done = r->wait(text, std::chrono::milliseconds(500));
+            std::string out;
+            if (!text.empty()) out += "data: " + body(choice(text, nullptr)).dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+            if (done) {
+              json last = body(choice("", finish_reason(r->finish_reason())));
+              last["usage"] = {{"prompt_tokens", r->prompt_tokens()}, {"completion_tokens", r->completion_tokens()},
+                               {"total_tokens", r->prompt_tokens() + r->completion_tokens()}};
+              if (!r->error().empty()) last["error"] = {{"message", r->error()}};
+              out += "data: " + last.dump() + "\n\ndata: [DONE]\n\n";
+            }
+            if (out.empty()) out = ": waiting\n\n";
+            if (!sink.write(out.data(), out.size())) return false;
+            if (done) {
+              *finished = true;
+              sink.done();
+            }
+            return true;
+          },
+          release);
+      return;
+    }
+    res.set_chunked_content_provider(
+        "application/json",
+        [r, finished, body, choice](size_t, httplib::DataSink& sink) {
+          std::string text;
+          std::string all;
+          for (;;) {
+            const bool done = r->wait(text, std::chrono::milliseconds(1000));
+            if (done) break;
+            if (!sink.write(" ", 1)) return false;
+          }
+          json j = body(choice(text, finish_reason(r->finish_reason())));
+          j["usage"] = {{"prompt_tokens", r->prompt_tokens()}, {"completion_tokens", r->completion_tokens()},
+                        {"total_tokens", r->prompt_tokens() + r->completion_tokens()}};
+          if (!r->error().empty()) j["error"] = {{"message", r->error()}};
+          all = j.dump(-1, ' ', false, json::error_handler_t::replace);
+          if (!sink.write(all.data(), all.size())) return false;
+          *finished = true;
+          sink.done();
+          return true;
+        },
+        release);
+  });
+
+  // SIGTERM/SIGINT: stop listening; listen() returns once the requests in flight are done.
+  g_stop = false;
+  std::signal(SIGTERM, on_stop_signal);
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGPIPE, SIG_IGN);
+  const int port = o.port == 0 ? svr.bind_to_any_port(o.host) : (svr.bind_to_port(o.host, o.port) ? o.port : -1);
+  if (port < 0) fail("serve: cannot listen on ", o.host, ":", o.port, " (in use, or not a local address)");
+  std::fprintf(stderr, "listening on http://%s:%d (max batch %lld, queue %lld, context %lld)\n", o.host.c_str(), port,
+               static_cast<long long>(o.max_batch), static_cast<long long>(o.max_queue),
+               static_cast<long long>(context));
+  std::fflush(stderr);
+  std::atomic<bool> listening_done{false};
+  std::thread watcher([&] {
+    while (!g_stop && !listening_done) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (g_stop) {
+      std::fprintf(stderr, "stopping: finishing the requests in flight\n");
+      draining = true;
+      while (open_responses > 0 || scheduler.active() > 0 || scheduler.queued() > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      svr.stop();
+    }
+  });
+  svr.listen_after_bind();
+  listening_done = true;
+  watcher.join();
+  scheduler.drain();
+  std::fprintf(stderr, "stopped\n");
+}
+
+}  // namespace gatedlm::serve

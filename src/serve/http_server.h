@@ -1,0 +1,42 @@
+#pragma once
+// `gatedlm serve`: an OpenAI-compatible completions server over the continuous-batching
+// scheduler (infer/scheduler.h). The only room of the tree that knows HTTP (cpp-httplib).
+//
+//   POST /v1/completions   {prompt, max_tokens, temperature, top_p, top_k, min_p,
+//                           repetition_penalty, seed, stop, stream, model, n, user,
+//                           ignore_eos (an extension, as llama.cpp's: generate past EOS)}
+//                           stream: true answers with server-sent events
+//   GET  /v1/models, GET /health
+//   POST /tokenize {content, add_bos?} -> {tokens};  POST /detokenize {tokens} -> {content}
+//
+// Bad input: malformed JSON, unknown fields, wrong types or out-of-range values answer
+// 400 with {"error": {"message", "type", "param"}} naming the field; a body over the
+// limit 413; a full queue 503 with Retry-After; with an API key, a request without
+// "Authorization: Bearer KEY" 401 (/health stays open). A client that disconnects frees
+// its slot. SIGTERM (or SIGINT) stops accepting, finishes the requests in flight and
+// returns.
+#include <cstdint>
+#include <string>
+
+#include "io/tokenizer.h"
+#include "model/model.h"
+
+namespace gatedlm::serve {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;              // 0: any free port (printed)
+  int64_t max_batch = 8;
+  int64_t max_queue = 64;
+  int64_t context = 0;          // tokens per sequence; 0 = the model's max_seq_len
+  std::string api_key;          // empty: no authentication
+  int64_t max_body_bytes = 1 << 20;
+  int threads = 32;             // HTTP worker threads (each in-flight request holds one)
+  std::string model_name = "gatedlm";
+};
+
+// Serves until SIGTERM/SIGINT. Prints "listening on http://HOST:PORT" to stderr (and
+// flushes) once the socket is bound.
+void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const ServeOptions& options);
+
+}  // namespace gatedlm::serve

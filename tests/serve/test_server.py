@@ -1,0 +1,279 @@
+#!/usr/bin/python3
+"""`gatedlm serve` spoken to over real HTTP on a free loopback port.
+
+Makes a small random checkpoint (gatedlm init, byte tokenizer), starts the server with
+--port 0 (it prints the port it got), and checks: /health, /v1/models, /tokenize and
+/detokenize round trip; a completion with a seed equals `gatedlm generate` with that seed,
+alone and while other requests decode beside it (continuous batching); streaming (SSE)
+gives the same text; malformed JSON, unknown fields and out-of-range values answer 400
+naming the field; a body over the limit 413; a full queue 503 with Retry-After; a client
+that disconnects frees its slot; --api-key answers 401 without the bearer token; SIGTERM
+finishes a request in flight, then the server exits 0.
+
+Usage: /usr/bin/python3 tests/serve/test_server.py --gatedlm build/gatedlm
+"""
+import argparse
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+CONFIG = dict(vocab_size=258, d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=16, ffn_hidden=128,
+              max_seq_len=64, gate={"position": "sdpa"})
+FAILURES = []
+
+
+def check(cond, what):
+    print(("ok    " if cond else "FAIL  ") + what)
+    sys.stdout.flush()
+    if not cond:
+        FAILURES.append(what)
+
+
+class Server:
+    def __init__(self, binary, ckpt, workdir, *extra):
+        self.log_path = os.path.join(workdir, f"serve_{len(os.listdir(workdir))}.log")
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([binary, "serve", "--checkpoint", ckpt, "--tokenizer", "byte", "--port", "0",
+                                      *extra], stdout=self.log, stderr=self.log)
+        deadline = time.time() + 60
+        self.port = None
+        while time.time() < deadline and self.port is None:
+            time.sleep(0.1)
+            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", open(self.log_path).read())
+            if m:
+                self.port = int(m.group(1))
+            if self.proc.poll() is not None:
+                break
+        if self.port is None:
+            raise RuntimeError("server did not start:\n" + open(self.log_path).read())
+
+    def conn(self, timeout=120):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, headers=None, raw=None):
+        c = self.conn()
+        data = raw if raw is not None else (json.dumps(body) if body is not None else None)
+        c.request(method, path, body=data, headers=headers or {"Content-Type": "application/json"})
+        r = c.getresponse()
+        text = r.read().decode("utf-8", errors="replace")
+        c.close()
+        try:
+            payload = json.loads(text)
+        except ValueError:
+            payload = None
+        return r.status, payload, r
+
+    def wait_health(self, pred, timeout=20):
+        """Polls /health until pred(its JSON) holds (or the time is up); returns the last JSON."""
+        deadline = time.time() + timeout
+        while True:
+            _, j, _ = self.request("GET", "/health")
+            if pred(j) or time.time() > deadline:
+                return j
+            time.sleep(0.05)
+
+    def stop(self, sig=signal.SIGTERM, timeout=60):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return None
+        finally:
+            self.log.close()
+
+
+def generate_cli(binary, ckpt, prompt, seed, max_tokens, temperature):
+    out = subprocess.run([binary, "generate", "--checkpoint", ckpt, "--tokenizer", "byte", "--prompt", prompt,
+                          "--seed", str(seed), "--max-tokens", str(max_tokens), "--temperature", str(temperature),
+                          "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True, timeout=120)
+    return json.loads(out.stdout)
+
+
+def sse_text(server, body):
+    """The text of a streaming completion and the event count."""
+    c = server.conn()
+    c.request("POST", "/v1/completions", body=json.dumps({**body, "stream": True}),
+              headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    assert r.status == 200, r.status
+    text, events, done, reason = "", 0, False, None
+    for line in r.read().decode("utf-8", errors="replace").split("\n"):
+        if not line.startswith("data: "):
+            continue
+        if line == "data: [DONE]":
+            done = True
+            continue
+        ev = json.loads(line[6:])
+        events += 1
+        text += ev["choices"][0]["text"]
+        reason = ev["choices"][0]["finish_reason"] or reason
+    c.close()
+    return text, events, done, reason
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gatedlm", required=True)
+    args = ap.parse_args()
+    binary = os.path.abspath(args.gatedlm)
+    work = tempfile.mkdtemp(prefix="gatedlm_serve_")
+    try:
+        cfg = os.path.join(work, "config.json")
+        with open(cfg, "w") as f:
+            json.dump(CONFIG, f)
+        ckpt = os.path.join(work, "ck")
+        subprocess.run([binary, "init", "--config", cfg, "--out", ckpt, "--seed", "5"], check=True,
+                       stdout=subprocess.DEVNULL)
+        run_main_server(binary, ckpt, work)
+        run_busy_server(binary, ckpt, work)
+        run_auth_server(binary, ckpt, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"{len(FAILURES)} failed")
+    return 1 if FAILURES else 0
+
+
+def run_main_server(binary, ckpt, work):
+    s = Server(binary, ckpt, work, "--max-batch", "4", "--context", "2048")
+    try:
+        st, j, _ = s.request("GET", "/health")
+        check(st == 200 and j["status"] == "ok", "GET /health")
+        st, j, _ = s.request("GET", "/v1/models")
+        check(st == 200 and j["object"] == "list" and j["data"][0]["id"] == "gatedlm", "GET /v1/models")
+        st, j, _ = s.request("POST", "/tokenize", {"content": "Héllo"})
+        check(st == 200 and j["tokens"] == list("Héllo".encode()), "POST /tokenize (bytes of the text)")
+        st, j2, _ = s.request("POST", "/detokenize", {"tokens": j["tokens"]})
+        check(st == 200 and j2["content"] == "Héllo", "POST /detokenize round trip")
+
+        want = generate_cli(binary, ckpt, "The cat", 11, 24, 0.8)
+        body = {"prompt": "The cat", "seed": 11, "max_tokens": 24, "temperature": 0.8}
+        st, j, _ = s.request("POST", "/v1/completions", body)
+        check(st == 200 and j["choices"][0]["text"] == want["text"] and j["usage"]["completion_tokens"] == 24,
+              "completion with a seed equals gatedlm generate with that seed")
+        check(j["object"] == "text_completion" and j["choices"][0]["finish_reason"] == "length",
+              "completion object and finish_reason")
+        text, events, done, reason = sse_text(s, body)
+        check(text == want["text"] and done and events >= 2 and reason == "length",
+              f"stream: true gives the same text over {events} server-sent events and [DONE]")
+
+        # Concurrent: eight requests with different seeds at once, each equal to its own generate.
+        wants = {seed: generate_cli(binary, ckpt, f"p{seed}", seed, 16, 1.0)["text"] for seed in range(8)}
+        got = {}
+
+        def one(seed):
+            _, jj, _ = s.request("POST", "/v1/completions",
+                                 {"prompt": f"p{seed}", "seed": seed, "max_tokens": 16, "temperature": 1.0})
+            got[seed] = jj["choices"][0]["text"] if jj and "choices" in jj else None
+        threads = [threading.Thread(target=one, args=(seed,)) for seed in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        check(got == wants, "8 concurrent seeded requests (batched together) each equal their gatedlm generate")
+
+        for bad, param in [({"prompt": "x", "temperature": -1}, "temperature"),
+                           ({"prompt": "x", "top_p": 1.5}, "top_p"),
+                           ({"prompt": "x", "max_tokens": 0}, "max_tokens"),
+                           ({"prompt": "x", "max_tokens": 10 ** 9}, "max_tokens"),
+                           ({"prompt": "x", "stream": "yes"}, "stream"),
+                           ({"prompt": "x", "frequency_penalty": 0.5}, "frequency_penalty"),
+                           ({"prompt": 5}, "prompt"),
+                           ({"max_tokens": 3}, "prompt"),
+                           ({"prompt": [1, 99999]}, "prompt")]:
+            st, j, _ = s.request("POST", "/v1/completions", bad)
+            check(st == 400 and j["error"]["param"] == param, f"400 naming '{param}' for {json.dumps(bad)}")
+        st, j, _ = s.request("POST", "/v1/completions", raw="{\"prompt\": ")
+        check(st == 400 and "malformed JSON" in j["error"]["message"], "400 for malformed JSON")
+        st, j, _ = s.request("POST", "/tokenize", {"text": "x"})
+        check(st == 400 and j["error"]["param"] == "text", "400 for an unknown /tokenize field")
+        st, j, _ = s.request("POST", "/v1/completions", raw=json.dumps({"prompt": "x" * (2 << 20)}))
+        check(st == 413, "413 for a body over the limit")
+
+        # A client that disconnects mid-stream frees its slot.
+        c = s.conn()
+        c.request("POST", "/v1/completions", body=json.dumps({"prompt": "long", "max_tokens": 2000, "stream": True, "ignore_eos": True,
+                                                             "seed": 1}), headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        r.fp.readline()
+        st, j, _ = s.request("GET", "/health")
+        check(j["active"] == 1, "a long streaming request is active")
+        c.sock.shutdown(socket.SHUT_RDWR)
+        c.close()
+        j = s.wait_health(lambda h: h["active"] == 0)
+        check(j["active"] == 0, "the disconnected client's slot is freed")
+
+        # SIGTERM with a request in flight: it completes, then the server exits 0.
+        result = {}
+
+        def inflight():
+            result["r"] = s.request("POST", "/v1/completions", {"prompt": "bye", "max_tokens": 60, "seed": 2,
+                                                                        "ignore_eos": True})
+        t = threading.Thread(target=inflight)
+        t.start()
+        s.wait_health(lambda h: h["active"] == 1)
+        code = s.stop(signal.SIGTERM)
+        t.join(timeout=60)
+        st, j, _ = result.get("r", (None, None, None))
+        check(st == 200 and j["usage"]["completion_tokens"] == 60,
+              f"SIGTERM lets the request in flight finish (status {st}, body {json.dumps(j)[:200]})")
+        check(code == 0, f"the server exits 0 after SIGTERM (got {code})")
+    finally:
+        s.stop(signal.SIGKILL)
+
+
+def run_busy_server(binary, ckpt, work):
+    s = Server(binary, ckpt, work, "--max-batch", "1", "--max-queue", "1", "--context", "4096")
+    try:
+        c1 = s.conn()
+        c1.request("POST", "/v1/completions", body=json.dumps({"prompt": "a", "max_tokens": 3000, "stream": True,
+                                                                          "ignore_eos": True}),
+                   headers={"Content-Type": "application/json"})
+        r1 = c1.getresponse()
+        r1.fp.readline()  # the first event: the request holds the only slot
+        done = {}
+
+        def queued():
+            done["r"] = s.request("POST", "/v1/completions", {"prompt": "b", "max_tokens": 2})
+        t = threading.Thread(target=queued)
+        t.start()
+        s.wait_health(lambda h: h["queued"] == 1)
+        st, j, r = s.request("POST", "/v1/completions", {"prompt": "c", "max_tokens": 2})
+        check(st == 503 and r.getheader("Retry-After") is not None,
+              f"503 with Retry-After when the queue is full (status {st}, queued {j})")
+        c1.sock.shutdown(socket.SHUT_RDWR)
+        c1.close()
+        t.join(timeout=60)
+        check(done.get("r", (None,))[0] == 200, "the queued request runs once the slot frees")
+    finally:
+        s.stop(signal.SIGKILL)
+
+
+def run_auth_server(binary, ckpt, work):
+    s = Server(binary, ckpt, work, "--api-key", "sekrit")
+    try:
+        st, _, _ = s.request("POST", "/v1/completions", {"prompt": "x", "max_tokens": 1})
+        check(st == 401, "401 without the bearer token")
+        st, _, _ = s.request("GET", "/v1/models", headers={"Authorization": "Bearer wrong"})
+        check(st == 401, "401 with a wrong token")
+        st, j, _ = s.request("POST", "/v1/completions", {"prompt": "x", "max_tokens": 1},
+                             headers={"Authorization": "Bearer sekrit", "Content-Type": "application/json"})
+        check(st == 200 and j["usage"]["completion_tokens"] >= 0, "200 with the bearer token")
+        st, _, _ = s.request("GET", "/health")
+        check(st == 200, "/health needs no token")
+    finally:
+        s.stop(signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+// gatedlm generate, stream-eval and bench generate through the binary: the same seed
+// gives the same text, the JSON they print, the errors for bad flags, and stream-eval's
+// window without eviction equal to the full cache.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_runner.h"
+#include "test_files.h"
+
+namespace gatedlm::testing {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kTinyConfig =
+    R"({"vocab_size": 258, "d_model": 32, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "head_dim": 8,
+        "ffn_hidden": 48, "max_seq_len": 32, "gate": {"position": "sdpa"}})";
+
+json last_json_line(const std::string& output) {
+  const size_t line = output.rfind("\n{");
+  return json::parse(output.substr(line == std::string::npos ? 0 : line + 1));
+}
+
+// A random checkpoint of the tiny config in dir/ck.
+std::string make_checkpoint(const TempDir& dir) {
+  write_file(dir / "tiny.json", kTinyConfig);
+  const CliResult r = run_gatedlm({"init", "--config", (dir / "tiny.json").string(), "--out", (dir / "ck").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return (dir / "ck").string();
+}
+
+TEST(GenerateCliTest, SameSeedSameTextAndJsonKeys) {
+  TempDir dir("generate");
+  const std::string ck = make_checkpoint(dir);
+  auto gen = [&](const std::string& seed) {
+    const CliResult r = run_gatedlm({"generate", "--checkpoint", ck, "--tokenizer", "byte", "--prompt", "Hello",
+                                     "--max-tokens", "12", "--seed", seed, "--top-k", "20", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return r.exit_code == 0 ? last_json_line(r.output) : json::object();
+  };
+  const json a = gen("7"), b = gen("7"), c = gen("8");
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a["ids"], b["ids"]);
+  EXPECT_EQ(a["text"], b["text"]);
+  EXPECT_NE(a["ids"], c["ids"]);
+  EXPECT_EQ(a["prompt_ids"].size(), 6u);  // BOS + 5 bytes
+  for (const char* key : {"text", "finish_reason", "prefill_tokens_per_s", "decode_tokens_per_s"})
+    EXPECT_TRUE(a.contains(key)) << key;
+  // The text streams to stdout without --json: the same text as the JSON's.
+  const CliResult plain = run_gatedlm({"generate", "--checkpoint", ck, "--tokenizer", "byte", "--prompt", "Hello",
+                                       "--max-tokens", "12", "--seed", "7", "--top-k", "20"});
+  EXPECT_EQ(plain.exit_code, 0);
+  std::string bytes;  // the byte tokenizer's text of the JSON's ids (raw, where the JSON escapes bad UTF-8)
+  for (const json& id : a["ids"])
+    if (id.get<int>() < 256) bytes += static_cast<char>(id.get<int>());
+  EXPECT_TRUE(contains(plain.output, bytes));
+}
+
+TEST(GenerateCliTest, ClearErrors) {
+  TempDir dir("generate_err");
+  const std::string ck = make_checkpoint(dir);
+  CliResult r = run_gatedlm({"generate", "--checkpoint", ck, "--prompt", "x"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "--tokenizer")) << r.output;
+  r = run_gatedlm({"generate", "--checkpoint", ck, "--tokenizer", "byte", "--prompt", "x", "--top-p", "1.5"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "--top-p")) << r.output;
+  r = run_gatedlm({"generate", "--checkpoint", ck, "--tokenizer", "byte"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "--prompt")) << r.output;
+  r = run_gatedlm({"generate", "--checkpoint", ck, "--tokenizer", "byte", "--prompt", "x", "--sinks", "2"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "--window")) << r.output;
+}
+
+TEST(StreamEvalCliTest, WindowWithoutEvictionEqualsFullCache) {
+  TempDir dir("stream_eval");
+  const std::string ck = make_checkpoint(dir);
+  write_file(dir / "text.txt", std::string(300, 'a') + "the quick brown fox jumps over the lazy dog");
+  auto run = [&](const std::string& window) {
+    const CliResult r = run_gatedlm({"stream-eval", "--checkpoint", ck, "--tokenizer", "byte", "--text",
+                                     (dir / "text.txt").string(), "--window", window, "--sinks", "0,4", "--tokens",
+                                     "40", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return r.exit_code == 0 ? last_json_line(r.output) : json::object();
+  };
+  const json wide = run("60"), narrow = run("8");
+  ASSERT_FALSE(wide.empty());
+  ASSERT_EQ(wide["results"].size(), 3u);  // sinks 0, 4, then the full cache
+  const double full = wide["results"][2]["ppl"].get<double>();
+  EXPECT_EQ(wide["results"][2]["cache"], "full");
+  EXPECT_NEAR(wide["results"][0]["ppl"].get<double>(), full, 1e-4 * full);
+  EXPECT_NEAR(wide["results"][1]["ppl"].get<double>(), full, 1e-4 * full);
+  EXPECT_GT(narrow["results"][0]["tokens_after_fill"].get<int64_t>(), 0);
+  const CliResult r = run_gatedlm({"stream-eval", "--checkpoint", ck, "--tokenizer", "byte", "--text",
+                                   (dir / "text.txt").string(), "--window", "8", "--tokens", "100000"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "--tokens")) << r.output;
+}
+
+TEST(BenchGenerateCliTest, PrintsPrefillAndDecodeRates) {
+  TempDir dir("bench_generate");
+  write_file(dir / "tiny.json", kTinyConfig);
+  const CliResult r = run_gatedlm({"bench", "generate", "--config", (dir / "tiny.json").string(), "--batch", "1,4",
+                                   "--prompt-tokens", "8", "--new-tokens", "2", "--reps", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json j = last_json_line(r.output);
+  ASSERT_EQ(j["runs"].size(), 2u);
+  EXPECT_EQ(j["runs"][1]["batch"], 4);
+  for (const json& run : j["runs"]) {
+    EXPECT_GT(run["prefill_tokens_per_s"].get<double>(), 0);
+    EXPECT_GT(run["decode_tokens_per_s"].get<double>(), 0);
+  }
+}
+
+}  // namespace
+}  // namespace gatedlm::testing

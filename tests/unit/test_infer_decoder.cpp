@@ -1,0 +1,121 @@
+// The decode attention kernel against the reference attention, and the streaming window
+// against a naive recomputation: with one layer, a token's keys and values depend on the
+// token alone, so the rolling cache's logits for token t must equal the full forward over
+// the cache's contents (sinks, then the window) at positions 0.. (StreamingLLM's positions
+// inside the cache).
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "infer/decoder.h"
+#include "kernels/attention.h"
+#include "kernels/attention_decode.h"
+#include "model/init.h"
+#include "test_util.h"
+
+namespace gatedlm::infer {
+namespace {
+
+using testing::random_vector;
+using testing::rel_error;
+
+TEST(AttentionDecode, MatchesReferenceLastRowWithSplitSpans) {
+  const int64_t T = 37, nq = 4, nkv = 2, D = 8;
+  const auto q = random_vector<float>(T * nq * D, 1), k = random_vector<float>(T * nkv * D, 2),
+             v = random_vector<float>(T * nkv * D, 3), g = random_vector<float>(nq * D, 4);
+  const kernels::AttentionShape as{1, T, nq, nkv, D, 0.3};
+  std::vector<float> ref(T * nq * D), lse(T * nq);
+  kernels::attention_forward_reference(ref.data(), lse.data(), q.data(), k.data(), v.data(), as);
+  for (int64_t split : {T, int64_t{5}}) {  // one span, or rows 0..4 and 5..T-1 apart
+    std::vector<float> out(nq * D), gated(nq * D);
+    kernels::DecodeQuery<float> dq{q.data() + (T - 1) * nq * D, out.data(), g.data(), gated.data(), {}};
+    dq.spans.push_back({k.data() + split % T * nkv * D, v.data() + split % T * nkv * D, T - split % T});
+    if (split < T) dq.spans.push_back({k.data(), v.data(), split});
+    kernels::attention_decode<float>(std::span(&dq, 1), {nq, nkv, D, 0.3});
+    const std::vector<float> want(ref.end() - nq * D, ref.end());
+    EXPECT_LT(rel_error(out, want), 1e-6);
+    for (int64_t i = 0; i < nq * D; ++i) EXPECT_FLOAT_EQ(gated[i], out[i] * g[i]);
+  }
+}
+
+model::ModelConfig small_config(int64_t layers) {
+  model::ModelConfig c;
+  c.vocab_size = 50, c.d_model = 32, c.n_layers = layers, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 8;
+  c.ffn_hidden = 48, c.max_seq_len = 16, c.rope_dims = 6;
+  c.rope_scaling = {model::RopeScalingType::yarn, 2.0, 16};  // a magnitude != 1 and partial RoPE
+  c.gate.position = model::GatePosition::sdpa;
+  c.init_std = 0.2;
+  return c;
+}
+
+model::Model<float> random_model(const model::ModelConfig& c) {
+  model::Model<float> m(c);
+  std::vector<float> p(m.layout().total());
+  model::init_params(p, m.layout(), c, 7);
+  m.load_params(p);
+  return m;
+}
+
+std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = static_cast<int32_t>(rng.below(vocab));
+  return t;
+}
+
+TEST(StreamingWindow, EqualsFullForwardOverCacheContents) {
+  const model::ModelConfig c = small_config(1);
+  model::Model<float> m = random_model(c), ref = random_model(c);
+  const int64_t N = 30, W = 5, V = c.vocab_size;
+  const auto text = random_tokens(N, V, 11);
+  for (int64_t sinks : {0, 1, 3})
+    for (int64_t prompt : {1, 4, 12}) {  // a prefill that fits, and one that wraps the window
+      Decoder dec(m, {1, 0, W, sinks});
+      std::vector<float> got;  // logits of tokens prompt-1 .. N-1
+      const float* lg = dec.step(std::vector<Chunk>{{0, std::span(text).first(prompt)}}, true);
+      got.assign(lg, lg + prompt * V);
+      for (int64_t t = prompt; t < N; ++t) {
+        lg = dec.step(std::vector<Chunk>{{0, std::span(text).subspan(t, 1)}});
+        got.insert(got.end(), lg, lg + V);
+      }
+      for (int64_t t = 0; t < N; ++t) {
+        std::vector<int32_t> window;  // the cache's contents as token t's query sees them
+        for (int64_t u = 0; u < std::min(sinks, t + 1); ++u) window.push_back(text[u]);
+        for (int64_t u = std::max(sinks, t - W + 1); u <= t; ++u) window.push_back(text[u]);
+        const int64_t L = static_cast<int64_t>(window.size());
+        ref.forward(window.data(), nullptr, 1, L);
+        const std::vector<float> want(ref.logits() + (L - 1) * V, ref.logits() + L * V);
+        const std::vector<float> row(got.begin() + t * V, got.begin() + (t + 1) * V);
+        EXPECT_LT(rel_error(row, want), 1e-5) << "sinks " << sinks << " prompt " << prompt << " token " << t;
+      }
+    }
+}
+
+TEST(StreamingWindow, WithoutEvictionEqualsFullCache) {
+  const model::ModelConfig c = small_config(2);
+  model::Model<float> m = random_model(c);
+  const int64_t N = 12, V = c.vocab_size;
+  const auto text = random_tokens(N, V, 5);
+  m.forward(text.data(), nullptr, 1, N);
+  const std::vector<float> full(m.logits(), m.logits() + N * V);
+  Decoder dec(m, {1, 0, N - 2, 2});
+  std::vector<float> got;
+  for (int64_t t = 0; t < N; ++t) {
+    const float* lg = dec.step(std::vector<Chunk>{{0, std::span(text).subspan(t, 1)}});
+    got.insert(got.end(), lg, lg + V);
+  }
+  EXPECT_LT(rel_error(got, full), 1e-5);
+}
+
+TEST(Decoder, RejectsOverflowAndBadChunks) {
+  const model::ModelConfig c = small_config(1);
+  model::Model<float> m = random_model(c);
+  Decoder dec(m, {2, 4});
+  const std::vector<int32_t> five{1, 2, 3, 4, 5};
+  EXPECT_THROW(dec.step(std::vector<Chunk>{{0, five}}), Error);
+  EXPECT_THROW(dec.step(std::vector<Chunk>{{2, std::span(five).first(1)}}), Error);
+  EXPECT_THROW(dec.step(std::vector<Chunk>{{0, std::span(five).first(1)}, {0, std::span(five).first(1)}}), Error);
+  EXPECT_THROW(Decoder(m, {1, 0, 0, 2}), Error);  // sinks without a window
+}
+
+}  // namespace
+}  // namespace gatedlm::infer
