@@ -22,6 +22,12 @@ EvalResult evaluate(model::Model<float>& model, const std::vector<int32_t>& stre
     total += mean * static_cast<double>(model.counted_targets());
     tokens += model.counted_targets();
   }
+  if (!(bytes_per_token > 0) || !std::isfinite(bytes_per_token))
+    fail("evaluation: ", bytes_per_token, " source bytes per token cannot give bits per byte (the data's byte count "
+         "is missing or zero)");
+  if (!std::isfinite(total))
+    fail("evaluation: the loss is ", total, " (non-finite) over ", tokens,
+         " tokens: the model gives NaN or Inf logits (check the checkpoint's weights)");
   EvalResult r;
   r.tokens = tokens;
   r.loss = total / static_cast<double>(tokens);

@@ -1,11 +1,13 @@
 #include "io/checkpoint.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/memory.h"
 #include "io/safetensors.h"
 
 namespace gatedlm::io {
@@ -23,6 +25,12 @@ void save_checkpoint(const std::string& dir, const model::ModelConfig& config, c
   for (const model::ParamSpec& s : layout.specs()) refs.push_back({s.name, s.shape, params.data() + s.offset});
   write_safetensors((fs::path(dir) / "model.safetensors").string(), refs, {{"format", "pt"}});
   write_file_atomic((fs::path(dir) / "config.json").string(), model::config_to_json(config).dump(2) + "\n");
+}
+
+void require_finite(const float* values, int64_t n, const std::string& where) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(values[i]))
+      fail(where, ": element ", i, " is ", values[i], " (NaN or Inf weights give meaningless results)");
 }
 
 std::string resolve_checkpoint_dir(const std::string& path) {
@@ -56,6 +64,8 @@ Checkpoint load_checkpoint(const std::string& path) {
     if (!layout.find(name))
       fail(weights_path.string(), ": unexpected tensor ", name, " (the config in ", config_path.string(),
            " has no such parameter)");
+  require_memory(cat("loading ", weights_path.string()), saturating_mul(static_cast<uint64_t>(layout.total()), 4),
+                 "");
   ck.params.resize(layout.total());
   for (const model::ParamSpec& s : layout.specs()) {
     if (!reader.has(s.name)) fail(weights_path.string(), ": missing tensor ", s.name);
@@ -70,6 +80,7 @@ Checkpoint load_checkpoint(const std::string& path) {
            show(s.shape));
     }
     reader.read_f32(s.name, ck.params.data() + s.offset, s.numel);
+    require_finite(ck.params.data() + s.offset, s.numel, cat(weights_path.string(), ": tensor ", s.name));
   }
   return ck;
 }

@@ -20,6 +20,9 @@ void save_checkpoint(const std::string& dir, const model::ModelConfig& config, c
 // `dir` may also be a training run directory: its latest checkpoint is loaded.
 Checkpoint load_checkpoint(const std::string& dir);
 
+// Throws naming `where` and the element's index when a value is NaN or infinite.
+void require_finite(const float* values, int64_t n, const std::string& where);
+
 // A checkpoint directory as given, or a run directory's latest checkpoint
 // (RUN/latest names it, under RUN/checkpoints/). Throws when it is neither.
 std::string resolve_checkpoint_dir(const std::string& path);
