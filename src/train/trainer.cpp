@@ -196,7 +196,8 @@ RunSetup setup_resume(const TrainRequest& req, std::optional<RunLock>& lock) {
                                     ck.state.train_config.is_null() ? file.string() : "the checkpoint's train_config");
   if (!ck.state.train_config.is_null() && fs::exists(file)) {
     const json on_disk = train_config_to_json(train_config_from_json(read_json(file), file.string()));
-    for (auto& [key, value] : train_config_to_json(s.config).items())
+    const json in_checkpoint = train_config_to_json(s.config);
+    for (auto& [key, value] : in_checkpoint.items())
       if (on_disk[key] != value)
         std::fprintf(stderr,
                      "note: %s sets %s = %s but the checkpoint was trained with %s; the checkpoint's value is used "
