@@ -35,6 +35,8 @@ fi
 
 BUILD_DIR=${GATEDLM_BUILD_DIR:-build}
 if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  # GATEDLM_CMAKE_ARGS: extra options (scripts/test.sh --sanitize sets -DGATEDLM_SANITIZE=ON).
+  # shellcheck disable=SC2086
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${GATEDLM_CMAKE_ARGS:-} >/dev/null
 fi
 cmake --build "$BUILD_DIR" -j "$(nproc)"

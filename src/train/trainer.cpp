@@ -124,6 +124,15 @@ RunSetup plan_new_run(const TrainRequest& req) {
     fail("--out ", req.out, ": already exists and is not empty (continue it with --resume ", req.out,
          ", or choose another --out)");
   if (req.data.empty()) fail("train: --data DIR is required for a new run");
+  if (!fs::exists(run, ec)) {  // can it be created? (tried, and undone: it is made after all checks)
+    fs::path first_new = fs::absolute(run);
+    while (first_new.has_parent_path() && first_new.parent_path() != first_new &&
+           !fs::exists(first_new.parent_path(), ec))
+      first_new = first_new.parent_path();
+    fs::create_directories(run, ec);
+    if (ec) fail("--out ", req.out, ": cannot create the run directory (", ec.message(), ")");
+    fs::remove_all(first_new, ec);
+  }
   RunSetup s;
   s.config = req.config;
   s.config.validate();
@@ -316,7 +325,8 @@ TrainOutcome train_loop(const TrainRequest& req, RunSetup& s, const fs::path& ru
   // A resumed run's current step is already its latest checkpoint (never rewritten in place).
   bool saved_at_step = req.resume, evaluated_at_step = false;
   const int64_t first_step = state.step;
-  while (state.planned_steps == 0 || state.step < state.planned_steps) {
+  auto at_stop = [&] { return req.stop_at_step > 0 && state.step >= req.stop_at_step; };
+  while ((state.planned_steps == 0 || state.step < state.planned_steps) && !at_stop()) {
     if (tc.minutes > 0 && elapsed() >= tc.minutes * 60.0) break;
     const auto t0 = std::chrono::steady_clock::now();
     model.zero_grads();
@@ -380,6 +390,11 @@ TrainOutcome train_loop(const TrainRequest& req, RunSetup& s, const fs::path& ru
     return TrainOutcome::interrupted;
   }
   progress.finish(cat("step ", state.step));
+  if (at_stop() && !req.stop_is_final && (state.planned_steps == 0 || state.step < state.planned_steps)) {
+    if (!saved_at_step) save();
+    summary("paused");
+    return TrainOutcome::paused;
+  }
   if (!evaluated_at_step) evaluate();
   if (!saved_at_step) save();
   summary("completed");

@@ -18,9 +18,15 @@ struct TrainRequest {
   TrainConfig config;          // hyper-parameters after file + flags
   // On resume: the flags the user gave explicitly (only budget flags may change).
   std::vector<std::string> explicit_flags;
+  // Stop once this many steps are done (0 = run to the budget), keeping the schedule planned
+  // for the whole budget: the demo trains two models in interleaved segments under one
+  // wall-clock cap. At a non-final stop the run is checkpointed and "paused"; a final stop
+  // (stop_is_final) ends it like a completed run (final evaluation, outcome completed).
+  int64_t stop_at_step = 0;
+  bool stop_is_final = false;
 };
 
-enum class TrainOutcome { completed, interrupted };
+enum class TrainOutcome { completed, interrupted, paused };
 
 // Throws gatedlm::Error on bad input and on a NaN/Inf loss or gradient (after which the
 // last good checkpoint stays the latest).
