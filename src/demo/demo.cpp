@@ -493,24 +493,42 @@ DemoOutcome run_demo(const DemoOptions& opt) {
   write_file_atomic(plan_path.string(), plan.dump(2) + "\n");
 
   // 6. Training, the same steps, seed, data order and schedule for both: in interleaved
-  // segments (baseline to step b, gated to step b, ...), so that when the machine gets slower
-  // than the speed probe said, both are cut at the same step before the budget runs out.
-  const int64_t segments = probe_pair_s > 0 ? std::min<int64_t>(8, steps) : 1;
-  const double deadline_s = minutes * 60.0;
-  int64_t final_step = steps, done = 0;
-  double slowest = 0;  // training's seconds per step pair / the probe's
-  json budget_record = json::object();
+  // segments, so that when the machine gets slower than the speed probe said, both are cut
+  // at the same step before the budget runs out. In each segment the baseline trains for
+  // about its share of the segment's time (a wall-clock cap, so a slowdown costs at most one
+  // short segment) and the gated model then trains to exactly the same step.
   for (auto& r : runs) r.key = key_of({"run", data_key, model::config_to_json(r.config), train::train_config_to_json(tc)});
-  for (int64_t k = 1; k <= segments && done < final_step; ++k) {
-    const int64_t target = std::min(final_step, (steps * k + segments - 1) / segments);
-    double pair_s = 0;  // seconds per training step, summed over the models trained in this segment
-    int64_t trained_here = 0;
-    for (auto& r : runs) {
+  const bool capped = probe_pair_s > 0;
+  const double deadline_s = minutes * 60.0;
+  int64_t final_step = steps;
+  double slowest = 0;       // training's seconds per step pair / the probe's
+  double pair_s = probe_pair_s;  // seconds per step pair, as last measured
+  json budget_record = json::object();
+  int64_t done = steps;  // the step both runs have reached
+  for (const auto& r : runs) {
+    const json s = read_json_file(fs::path(r.dir) / "summary.json");
+    const bool ours = !opt.fresh && read_stamp(fs::path(r.dir).string() + ".key") == r.key;
+    done = std::min(done, ours && s.is_object() ? s.value("steps", int64_t{0}) : 0);
+  }
+  if (done >= final_step) done = 0;  // finished runs are reused below, unfinished ones continue
+  bool first = true;
+  for (bool more = true; more;) {
+    // The next segment: about 1/8 of the training time left (1/16 first, to notice a slowdown
+    // early), at least 2 seconds, at the speed measured last.
+    const double left_s = deadline_s - since_start() - reserve_after_s * std::max(1.0, pair_s / probe_pair_s);
+    const double segment_s = std::max(2.0, left_s / (first ? 16.0 : 8.0));
+    const int64_t target =
+        capped ? std::min(final_step, done + std::max<int64_t>(1, static_cast<int64_t>(segment_s / pair_s))) : final_step;
+    int64_t reached = target;  // the baseline's step after this segment; the gated model follows it
+    double measured_pair_s = 0;
+    int64_t measured = 0;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      RunInfo& r = runs[i];
       if (r.diverged) continue;
-      const RunAction action = decide_run(r, opt.fresh && k == 1);
+      const RunAction action = decide_run(r, opt.fresh && first);
       const json prior = read_json_file(fs::path(r.dir) / "summary.json");
       if (action == RunAction::reuse) {
-        if (k == 1) say("train", cat(r.name, ": reusing the finished run ", r.dir));
+        if (first) say("train", cat(r.name, ": reusing the finished run ", r.dir));
         continue;
       }
       if (action == RunAction::start && !opt.fresh && fs::exists(fs::path(r.dir).string() + ".key") &&
@@ -526,11 +544,14 @@ DemoOutcome run_demo(const DemoOptions& opt) {
       req.model_config = r.config_path;
       req.data = data_dir.string();
       req.config = tc;
-      req.stop_at_step = target;
-      req.stop_is_final = target == final_step;
+      req.stop_at_step = i == 0 ? target : reached;
+      req.stop_is_final = req.stop_at_step == final_step;
+      // The baseline's time share of the segment (1.5x slack); the gated model is never capped.
+      if (capped && i == 0 && runs.size() > 1 && probe_pair_s > 0)
+        req.stop_after_s = 1.5 * segment_s * (plan["calibration"].value("baseline_step_s", 0.0) / probe_pair_s);
       if (action == RunAction::resume) {
         req.resume = true;
-        if (k == 1) say("train", cat(r.name, ": resuming the interrupted run ", r.dir));
+        if (first) say("train", cat(r.name, ": resuming the interrupted run ", r.dir));
       } else {
         std::error_code ec;
         fs::remove_all(r.dir, ec);
@@ -555,24 +576,27 @@ DemoOutcome run_demo(const DemoOptions& opt) {
       }
       // This segment's pure training speed (the summary's tokens/s leaves out evaluation and saving).
       const json after = read_json_file(fs::path(r.dir) / "summary.json");
+      const int64_t now_at = after.is_object() ? after.value("steps", before) : before;
+      if (i == 0) reached = now_at;
       const double tps = after.is_object() && after.contains("tokens_per_s") && after["tokens_per_s"].is_number()
                              ? after["tokens_per_s"].get<double>()
                              : 0.0;
-      if ((after.is_object() ? after.value("steps", before) : before) > before && tps > 0) {
-        pair_s += static_cast<double>(tc.tokens_per_step()) / tps;
-        ++trained_here;
+      if (now_at > before && tps > 0) {
+        measured_pair_s += static_cast<double>(tc.tokens_per_step()) / tps;
+        ++measured;
       }
     }
-    const int64_t seg_steps = target - done;
-    done = target;
-    if (probe_pair_s <= 0 || trained_here == 0 || seg_steps <= 0 || done >= final_step) continue;
+    first = false;
+    done = std::max(done, reached);
+    more = capped && done < final_step && measured > 0;
+    if (!more) break;
     // Both models' step time now against the probe's, and what is left of the budget after the
     // evaluations and probes (which slow down by the same factor).
-    pair_s *= static_cast<double>(runs.size()) / static_cast<double>(trained_here);
+    pair_s = measured_pair_s * static_cast<double>(runs.size()) / static_cast<double>(measured);
     const double slowdown = std::max(1.0, pair_s / probe_pair_s);
     slowest = std::max(slowest, pair_s / probe_pair_s);
-    const double left_s = deadline_s - since_start() - reserve_after_s * slowdown;
-    const int64_t fits = done + std::max<int64_t>(0, static_cast<int64_t>(left_s / pair_s));
+    const double budget_left_s = deadline_s - since_start() - reserve_after_s * slowdown;
+    const int64_t fits = done + std::max<int64_t>(0, static_cast<int64_t>(budget_left_s / pair_s));
     if (fits < final_step) {
       final_step = std::max(done, fits);
       say("train", cat("the machine is slower than the speed probe measured (", fixed2(slowdown),
@@ -590,6 +614,7 @@ DemoOutcome run_demo(const DemoOptions& opt) {
           req.stop_is_final = true;
           if (train::run_training(req) == train::TrainOutcome::interrupted) return DemoOutcome::interrupted;
         }
+        more = false;
       }
     }
   }

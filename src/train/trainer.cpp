@@ -326,7 +326,12 @@ TrainOutcome train_loop(const TrainRequest& req, RunSetup& s, const fs::path& ru
   bool saved_at_step = req.resume, evaluated_at_step = false;
   const int64_t first_step = state.step;
   auto at_stop = [&] { return req.stop_at_step > 0 && state.step >= req.stop_at_step; };
+  bool out_of_time = false;  // req.stop_after_s reached: a pause, never the end of the run
   while ((state.planned_steps == 0 || state.step < state.planned_steps) && !at_stop()) {
+    if (req.stop_after_s > 0 && elapsed() - elapsed_before >= req.stop_after_s) {
+      out_of_time = true;
+      break;
+    }
     if (tc.minutes > 0 && elapsed() >= tc.minutes * 60.0) break;
     const auto t0 = std::chrono::steady_clock::now();
     model.zero_grads();
@@ -390,7 +395,8 @@ TrainOutcome train_loop(const TrainRequest& req, RunSetup& s, const fs::path& ru
     return TrainOutcome::interrupted;
   }
   progress.finish(cat("step ", state.step));
-  if (at_stop() && !req.stop_is_final && (state.planned_steps == 0 || state.step < state.planned_steps)) {
+  if ((out_of_time || (at_stop() && !req.stop_is_final)) &&
+      (state.planned_steps == 0 || state.step < state.planned_steps)) {
     if (!saved_at_step) save();
     summary("paused");
     return TrainOutcome::paused;

@@ -24,6 +24,7 @@ struct TrainRequest {
   // (stop_is_final) ends it like a completed run (final evaluation, outcome completed).
   int64_t stop_at_step = 0;
   bool stop_is_final = false;
+  double stop_after_s = 0;  // > 0: also pause once this call has trained this many seconds
 };
 
 enum class TrainOutcome { completed, interrupted, paused };
