@@ -29,7 +29,7 @@ for t in "${TARGETS[@]}"; do
   mkdir -p "$corpus" "$artifacts"
   echo "fuzz: $t for ${SECONDS_PER_TARGET}s" >&2
   # -rss_limit_mb: the entry functions refuse what does not fit long before this.
-  if ! "$BUILD/fuzz_$t" "$corpus" "tests/fuzz/corpus/$t" -max_total_time="$SECONDS_PER_TARGET" \
+  if ! "$BUILD/tests/fuzz/fuzz_$t" "$corpus" "tests/fuzz/corpus/$t" -max_total_time="$SECONDS_PER_TARGET" \
       -max_len=65536 -rss_limit_mb=4096 -timeout=20 -artifact_prefix="$artifacts/" -print_final_stats=1 \
       2>"$BUILD/fuzz_$t.log"; then
     echo "fuzz: $t FOUND A CRASH: see $BUILD/fuzz_$t.log and $artifacts/" >&2

@@ -30,6 +30,10 @@ int64_t dtype_size(const std::string& dtype) {
 constexpr uint64_t kMaxSafetensorsHeader = 100'000'000;
 
 int64_t TensorEntry::numel() const {
+  // An entry that passed the header checks fits in its file; a zero anywhere makes it empty
+  // (checked first, so that [2^62, 2^62, 0] does not overflow on the way).
+  for (int64_t s : shape)
+    if (s == 0) return 0;
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
   return n;

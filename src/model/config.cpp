@@ -184,7 +184,8 @@ void ModelConfig::validate() const {
   for (auto [key, v] : {std::pair{"d_model", d_model}, {"n_layers", n_layers}, {"n_heads", n_heads},
                         {"n_kv_heads", n_kv_heads}, {"head_dim", head_dim}, {"ffn_hidden", ffn_hidden}})
     require(v <= (int64_t{1} << 31), key, cat("must be at most 2^31, got ", v));
-  const long double layer = static_cast<long double>(d_model) * static_cast<long double>(2 * q_dim() + 2 * kv_dim()) +
+  const long double layer = static_cast<long double>(d_model) * 2.0L *
+                                (static_cast<long double>(q_dim()) + static_cast<long double>(kv_dim())) +
                             3.0L * static_cast<long double>(d_model) * static_cast<long double>(ffn_hidden) +
                             static_cast<long double>(gate_out()) * static_cast<long double>(std::max<int64_t>(gate_in(), 1)) +
                             4.0L * static_cast<long double>(d_model + head_dim);
