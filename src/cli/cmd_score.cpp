@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "core/error.h"
 #include "io/checkpoint.h"
 #include "io/token_ids.h"
 #include "model/model.h"
@@ -29,7 +30,8 @@ void register_score(CLI::App& app) {
     // Weights read straight into the model: one copy in memory.
     model::Model<float> m(io::load_checkpoint_config(opt->checkpoint));
     io::load_checkpoint_weights(opt->checkpoint, m.config(), m.params());
-    const auto sequences = io::read_token_ids(opt->token_ids);
+    const auto sequences = io::read_token_ids(
+        opt->token_ids, io::TokenIdLimits{m.config().vocab_size, m.config().max_seq_len, 2, "max_seq_len"});
     double total = 0.0;
     int64_t tokens = 0;
     std::vector<std::vector<double>> logprobs;
@@ -46,7 +48,10 @@ void register_score(CLI::App& app) {
       tokens += len - 1;
       logprobs.push_back(std::move(lp));
     }
-    const double mean = tokens ? total / static_cast<double>(tokens) : 0.0;
+    const double mean = total / static_cast<double>(tokens);  // tokens > 0: every line has two ids or more
+    if (!std::isfinite(mean))
+      fail("the mean loss over ", opt->token_ids, " is ", mean, " (non-finite): the checkpoint ", opt->checkpoint,
+           " gives NaN or Inf logits");
     if (opt->json) {
       nlohmann::json j{{"tokens", tokens}, {"mean_loss", mean}};
       if (opt->logprobs) j["logprobs"] = logprobs;

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "train/data_parallel.h"
+#include "core/json_file.h"
 #include "train/trainer.h"
 
 namespace gatedlm::cli {
@@ -59,12 +60,7 @@ void register_train(CLI::App& app) {
     // File first, then every flag given explicitly on top of it.
     nlohmann::json merged = nlohmann::json::object();
     if (!opt->train_config.empty()) {
-      std::ifstream in(opt->train_config);
-      try {
-        merged = nlohmann::json::parse(in);
-      } catch (const nlohmann::json::parse_error& e) {
-        fail(opt->train_config, ": not valid JSON (", e.what(), ")");
-      }
+      merged = read_json_file(opt->train_config, "training config");
       train::train_config_from_json(merged, opt->train_config);  // reject unknown keys early
     }
     const nlohmann::json flag_values = train::train_config_to_json(opt->flags);

@@ -2,8 +2,10 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/number_checks.h"
 #include "core/error.h"
 #include "kernels/bf16_support.h"
 
@@ -34,12 +36,20 @@ int main(int argc, char** argv) {
   gatedlm::cli::register_generate(app);
   gatedlm::cli::register_stream_eval(app);
   gatedlm::cli::register_serve(app);
+  gatedlm::cli::add_strict_number_checks(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const gatedlm::Error& e) {
     std::fprintf(stderr, "gatedlm: error: %s\n", e.what());
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A file-system failure not caught nearer (it names the path): the user's to fix.
+    std::fprintf(stderr, "gatedlm: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "gatedlm: error: out of memory (lower the sizes given: batch, sequence length, model)\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gatedlm: internal error: %s\n", e.what());

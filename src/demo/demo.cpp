@@ -201,9 +201,11 @@ Speed measure_speed(const model::ModelConfig& cfg, const train::TrainConfig& tc,
     opt.step(m.params(), m.grads(), tc.min_lr);
   };
   step(0);  // warm-up: first-touch allocation, oneDNN primitive creation
-  const int timed = 2;
+  // At least 3 timed steps and 2 seconds (at most 20 steps): a 2-step probe was noise. The
+  // plan is still only a plan: training enforces the wall-clock cap as it goes.
+  int timed = 0;
   const auto t0 = Clock::now();
-  for (int i = 1; i <= timed; ++i) step(i);
+  while (timed < 3 || (timed < 20 && std::chrono::duration<double>(Clock::now() - t0).count() < 2.0)) step(++timed);
   Speed s;
   s.step_s = std::chrono::duration<double>(Clock::now() - t0).count() / timed;
   const int64_t n = std::min<int64_t>(tc.batch_size * tc.seq_len, static_cast<int64_t>(val.size()) - 1);
@@ -261,8 +263,15 @@ std::string find_preset(const std::string& name) {
   fail("demo: no preset \"", name, "\" (a JSON file, or NAME for configs/demo/NAME.json; looked at:", tried, ")");
 }
 
+std::string fixed2(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
 DemoOutcome run_demo(const DemoOptions& opt) {
   g_start = Clock::now();
+  std::string contention_note;  // set when training ran much slower than the speed probe
   const Preset preset = load_preset(opt.preset);
   const double minutes = opt.minutes > 0 ? opt.minutes : preset.minutes;
   const int64_t fixed_steps = opt.steps > 0 ? opt.steps : (opt.minutes > 0 ? 0 : preset.steps);
@@ -420,11 +429,16 @@ DemoOutcome run_demo(const DemoOptions& opt) {
   if (tc.seq_len > models.baseline.max_seq_len)
     fail(preset.path, ": train.seq_len ", tc.seq_len, " exceeds model.max_seq_len ", models.baseline.max_seq_len);
   const std::string plan_key = key_of({"plan", preset.file_sha, minutes, fixed_steps, data_key});
+  double probe_pair_s = 0, reserve_after_s = 0;  // set when the steps are planned from a time budget
   const fs::path plan_path = out / "plan.json";
   json plan = read_json_file(plan_path);
   int64_t steps = 0;
   if (!opt.fresh && plan.is_object() && plan.value("key", "") == plan_key) {
     steps = plan.at("steps").get<int64_t>();
+    if (plan.contains("calibration")) {
+      probe_pair_s = plan["calibration"].value("baseline_step_s", 0.0) + plan["calibration"].value("gated_step_s", 0.0);
+      reserve_after_s = plan["calibration"].value("reserve_s", 0.0);
+    }
     say("plan", cat("reusing the plan in ", plan_path.string(), ": ", steps, " steps per model"));
   } else {
     plan = {{"key", plan_key}, {"preset", preset.name}, {"preset_file", preset.path}, {"minutes", minutes}};
@@ -454,6 +468,8 @@ DemoOutcome run_demo(const DemoOptions& opt) {
       const int64_t min_steps = 10;
       steps = std::max<int64_t>(min_steps, static_cast<int64_t>(left_s / (sb.step_s + sg.step_s)));
       plan["budget"] = "minutes";
+      probe_pair_s = sb.step_s + sg.step_s;
+      reserve_after_s = reserve_s;
       plan["calibration"] = {{"baseline_step_s", sb.step_s}, {"gated_step_s", sg.step_s},
                              {"forward_tokens_per_s", fwd_tps}, {"reserve_s", reserve_s},
                              {"training_s", left_s},           {"elapsed_before_training_s", since_start()}};
@@ -476,52 +492,138 @@ DemoOutcome run_demo(const DemoOptions& opt) {
   plan["tokens_per_model"] = steps * tc.tokens_per_step();
   write_file_atomic(plan_path.string(), plan.dump(2) + "\n");
 
-  // 6. Training, the same steps, seed, data order and schedule for both.
-  for (auto& r : runs) {
-    r.key = key_of({"run", data_key, model::config_to_json(r.config), train::train_config_to_json(tc)});
-    const RunAction action = decide_run(r, opt.fresh);
-    const json prior = read_json_file(fs::path(r.dir) / "summary.json");
-    if (action == RunAction::reuse) {
-      say("train", cat(r.name, ": reusing the finished run ", r.dir));
-      continue;
+  // 6. Training, the same steps, seed, data order and schedule for both: in interleaved
+  // segments, so that when the machine gets slower than the speed probe said, both are cut
+  // at the same step before the budget runs out. In each segment the baseline trains for
+  // about its share of the segment's time (a wall-clock cap, so a slowdown costs at most one
+  // short segment) and the gated model then trains to exactly the same step.
+  for (auto& r : runs) r.key = key_of({"run", data_key, model::config_to_json(r.config), train::train_config_to_json(tc)});
+  const bool capped = probe_pair_s > 0;
+  const double deadline_s = minutes * 60.0;
+  int64_t final_step = steps;
+  double slowest = 0;       // training's seconds per step pair / the probe's
+  double pair_s = probe_pair_s;  // seconds per step pair, as last measured
+  json budget_record = json::object();
+  int64_t done = steps;  // the step both runs have reached
+  for (const auto& r : runs) {
+    const json s = read_json_file(fs::path(r.dir) / "summary.json");
+    const bool ours = !opt.fresh && read_stamp(fs::path(r.dir).string() + ".key") == r.key;
+    done = std::min(done, ours && s.is_object() ? s.value("steps", int64_t{0}) : 0);
+  }
+  if (done >= final_step) done = 0;  // finished runs are reused below, unfinished ones continue
+  bool first = true;
+  for (bool more = true; more;) {
+    // The next segment: about 1/8 of the training time left (1/16 first, to notice a slowdown
+    // early), at least 2 seconds, at the speed measured last.
+    const double left_s = deadline_s - since_start() - reserve_after_s * std::max(1.0, pair_s / probe_pair_s);
+    const double segment_s = std::max(2.0, left_s / (first ? 16.0 : 8.0));
+    const int64_t target =
+        capped ? std::min(final_step, done + std::max<int64_t>(1, static_cast<int64_t>(segment_s / pair_s))) : final_step;
+    int64_t reached = target;  // the baseline's step after this segment; the gated model follows it
+    double measured_pair_s = 0;
+    int64_t measured = 0;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      RunInfo& r = runs[i];
+      if (r.diverged) continue;
+      const RunAction action = decide_run(r, opt.fresh && first);
+      const json prior = read_json_file(fs::path(r.dir) / "summary.json");
+      if (action == RunAction::reuse) {
+        if (first) say("train", cat(r.name, ": reusing the finished run ", r.dir));
+        continue;
+      }
+      if (action == RunAction::start && !opt.fresh && fs::exists(fs::path(r.dir).string() + ".key") &&
+          read_stamp(fs::path(r.dir).string() + ".key") == r.key && prior.is_object() &&
+          prior.value("outcome", "") == "non-finite") {
+        say("train", cat(r.name, ": this run diverged before (non-finite loss); not training it again"));
+        r.diverged = true;
+        continue;
+      }
+      const int64_t before = action == RunAction::resume && prior.is_object() ? prior.value("steps", int64_t{0}) : 0;
+      train::TrainRequest req;
+      req.out = r.dir;
+      req.model_config = r.config_path;
+      req.data = data_dir.string();
+      req.config = tc;
+      req.stop_at_step = i == 0 ? target : reached;
+      req.stop_is_final = req.stop_at_step == final_step;
+      // The baseline's time share of the segment (1.5x slack); the gated model is never capped.
+      if (capped && i == 0 && runs.size() > 1 && probe_pair_s > 0)
+        req.stop_after_s = 1.5 * segment_s * (plan["calibration"].value("baseline_step_s", 0.0) / probe_pair_s);
+      if (action == RunAction::resume) {
+        req.resume = true;
+        if (first) say("train", cat(r.name, ": resuming the interrupted run ", r.dir));
+      } else {
+        std::error_code ec;
+        fs::remove_all(r.dir, ec);
+        write_stamp(r.dir + ".key", r.key);
+        say("train", cat(r.name, " (", model::describe_gate(r.config), "): ", steps, " steps of ",
+                         thousands(tc.tokens_per_step()), " tokens, lr ", tc.lr, " (warmup ", tc.warmup,
+                         ", cosine to ", tc.min_lr, "), seed ", tc.seed, " -> ", r.dir));
+      }
+      train::TrainOutcome outcome;
+      try {
+        outcome = train::run_training(req);
+      } catch (const Error& e) {
+        const json s = read_json_file(fs::path(r.dir) / "summary.json");
+        if (!(s.is_object() && s.value("outcome", "") == "non-finite")) throw;
+        say("train", cat(r.name, ": DIVERGED: ", e.what()));
+        r.diverged = true;
+        continue;
+      }
+      if (outcome == train::TrainOutcome::interrupted) {
+        say("interrupted", cat("the ", r.name, " run is saved; run the same command again to resume it", ""));
+        return DemoOutcome::interrupted;
+      }
+      // This segment's pure training speed (the summary's tokens/s leaves out evaluation and saving).
+      const json after = read_json_file(fs::path(r.dir) / "summary.json");
+      const int64_t now_at = after.is_object() ? after.value("steps", before) : before;
+      if (i == 0) reached = now_at;
+      const double tps = after.is_object() && after.contains("tokens_per_s") && after["tokens_per_s"].is_number()
+                             ? after["tokens_per_s"].get<double>()
+                             : 0.0;
+      if (now_at > before && tps > 0) {
+        measured_pair_s += static_cast<double>(tc.tokens_per_step()) / tps;
+        ++measured;
+      }
     }
-    if (action == RunAction::start && !opt.fresh && fs::exists(fs::path(r.dir).string() + ".key") &&
-        read_stamp(fs::path(r.dir).string() + ".key") == r.key && prior.is_object() &&
-        prior.value("outcome", "") == "non-finite") {
-      say("train", cat(r.name, ": this run diverged before (non-finite loss); not training it again"));
-      r.diverged = true;
-      continue;
+    first = false;
+    done = std::max(done, reached);
+    more = capped && done < final_step && measured > 0;
+    if (!more) break;
+    // Both models' step time now against the probe's, and what is left of the budget after the
+    // evaluations and probes (which slow down by the same factor).
+    pair_s = measured_pair_s * static_cast<double>(runs.size()) / static_cast<double>(measured);
+    const double slowdown = std::max(1.0, pair_s / probe_pair_s);
+    slowest = std::max(slowest, pair_s / probe_pair_s);
+    const double budget_left_s = deadline_s - since_start() - reserve_after_s * slowdown;
+    const int64_t fits = done + std::max<int64_t>(0, static_cast<int64_t>(budget_left_s / pair_s));
+    if (fits < final_step) {
+      final_step = std::max(done, fits);
+      say("train", cat("the machine is slower than the speed probe measured (", fixed2(slowdown),
+                       "x per step): both models stop at step ", final_step, " of the ", steps,
+                       " planned, with the schedule unchanged, to hold --minutes ", minutes));
+      budget_record = {{"planned_steps", steps}, {"trained_steps", final_step}, {"slowdown", slowdown}};
+      if (final_step == done) {  // nothing more fits: end both runs at this step
+        for (auto& r : runs) {
+          if (r.diverged) continue;
+          train::TrainRequest req;
+          req.out = r.dir;
+          req.resume = true;
+          req.config = tc;
+          req.stop_at_step = final_step;
+          req.stop_is_final = true;
+          if (train::run_training(req) == train::TrainOutcome::interrupted) return DemoOutcome::interrupted;
+        }
+        more = false;
+      }
     }
-    train::TrainRequest req;
-    req.out = r.dir;
-    req.model_config = r.config_path;
-    req.data = data_dir.string();
-    req.config = tc;
-    if (action == RunAction::resume) {
-      req.resume = true;
-      say("train", cat(r.name, ": resuming the interrupted run ", r.dir));
-    } else {
-      std::error_code ec;
-      fs::remove_all(r.dir, ec);
-      write_stamp(r.dir + ".key", r.key);
-      say("train", cat(r.name, " (", model::describe_gate(r.config), "): ", steps, " steps of ",
-                       thousands(tc.tokens_per_step()), " tokens, lr ", tc.lr, " (warmup ", tc.warmup,
-                       ", cosine to ", tc.min_lr, "), seed ", tc.seed, " -> ", r.dir));
-    }
-    train::TrainOutcome outcome;
-    try {
-      outcome = train::run_training(req);
-    } catch (const Error& e) {
-      const json s = read_json_file(fs::path(r.dir) / "summary.json");
-      if (!(s.is_object() && s.value("outcome", "") == "non-finite")) throw;
-      say("train", cat(r.name, ": DIVERGED: ", e.what()));
-      r.diverged = true;
-      continue;
-    }
-    if (outcome == train::TrainOutcome::interrupted) {
-      say("interrupted", cat("the ", r.name, " run is saved; run the same command again to resume it", ""));
-      return DemoOutcome::interrupted;
-    }
+  }
+  if (slowest > 1.25)
+    contention_note = cat("tok/s measured under contention: training steps took up to ", fixed2(slowest),
+                          "x as long as in the speed probe (another program was using the cores)");
+  if (!budget_record.empty()) {
+    plan["budget_cut"] = budget_record;
+    write_file_atomic(plan_path.string(), plan.dump(2) + "\n");
   }
 
   // 7. Held-out evaluation and the probes.
@@ -626,6 +728,7 @@ DemoOutcome run_demo(const DemoOptions& opt) {
   in.report = report_path;
   in.report_note = report_note;
   in.wall_s = since_start();
+  in.contention_note = contention_note;
   for (const auto& r : runs) in.runs.push_back({r.name, r.label, r.dir, r.diverged});
   const Results results = collect_results(in);
   write_file_atomic((out / "results.json").string(), results.json_text);

@@ -195,13 +195,15 @@ Results collect_results(const ResultsInput& in) {
        {"runs", runs},
        {"report", in.report.empty() ? json(nullptr) : json(in.report)},
        {"report_note", in.report_note.empty() ? json(nullptr) : json(in.report_note)},
-       {"wall_s", in.wall_s}};
+       {"wall_s", in.wall_s},
+       {"contention", in.contention_note.empty() ? json(nullptr) : json(in.contention_note)}};
   res.json_text = j.dump(2) + "\n";
 
   // The table, in the form of the paper's Table 4.
   std::vector<std::vector<std::string>> rows = {{"Method", "Act-Func", "Params", "Tokens", "Gate Score",
                                                  "Sparsity", "M-Act", "F-Attn", "Val PPL", "Val BPB",
-                                                 "Held-out BPB", "Spikes", "tok/s"}};
+                                                 "Held-out BPB", "Spikes",
+                                                 in.contention_note.empty() ? "tok/s" : "tok/s*"}};
   const std::vector<bool> left = {true, true, false, false, false, false, false, false, false, false, false, false,
                                   false};
   for (const json& r : runs) {
@@ -288,6 +290,7 @@ Results collect_results(const ResultsInput& in) {
             Progress::format_duration(in.wall_s), train_times.empty() ? "" : "; training took " + train_times,
             " (stages already done are reused, so a repeated invocation is quick).\n\n");
   md += tab + "\n";
+  if (!in.contention_note.empty()) md += "\\* " + in.contention_note + ".\n\n";
   if (!delta.empty()) md += "Gated vs baseline: " + delta + ".\n\n";
   md += setup + "\n" + columns + "\n\n" + caveat + "\n\n";
   if (!in.report.empty()) md += cat("Report: `", in.report, "`\n");
@@ -296,6 +299,7 @@ Results collect_results(const ResultsInput& in) {
 
   std::string t = "\nTable 4 in miniature: baseline vs SDPA elementwise sigmoid gate (G1), measured here\n\n";
   t += tab + "\n";
+  if (!in.contention_note.empty()) t += "* " + in.contention_note + ".\n";
   if (!delta.empty()) t += "Gated vs baseline: " + delta + ".\n";
   t += setup;
   if (!in.report.empty()) t += cat("\nReport: ", in.report, "\n");

@@ -27,6 +27,7 @@ struct ResultsInput {
   std::vector<int64_t> ffn_hidden;  // baseline, gated
   std::string report, report_note;
   double wall_s = 0;
+  std::string contention_note;  // non-empty: the tok/s column was measured under contention
   std::vector<ResultsRun> runs;  // baseline first
 };
 

@@ -33,6 +33,12 @@ EvalResult eval_result(const BatchLosses& sums, double bytes_per_token) {
     total += sums.loss_sum[k];
     tokens += sums.tokens[k];
   }
+  if (!(bytes_per_token > 0) || !std::isfinite(bytes_per_token))
+    fail("evaluation: ", bytes_per_token, " source bytes per token cannot give bits per byte (the data's byte count "
+         "is missing or zero)");
+  if (!std::isfinite(total))
+    fail("evaluation: the loss is ", total, " (non-finite) over ", tokens,
+         " tokens: the model gives NaN or Inf logits (check the checkpoint's weights)");
   EvalResult r;
   r.tokens = static_cast<int64_t>(tokens);
   r.loss = total / tokens;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <set>
 
 #include "core/error.h"
 
@@ -75,12 +76,11 @@ Plan make_plan(TaskKind kind, const io::Tokenizer& tok, double depth, Rng& rng, 
       p.instruction = kNiahInstruction;
       p.needles.push_back({encode(tok, niah_needle(p.key, v)), depth, v});
       if (kind == TaskKind::niah_multikey) {
-        std::vector<std::string> used{p.key};
+        std::set<std::string> used{p.key};
         for (int64_t d = 0; d < shape.multikey_distractors; ++d) {
           std::string other;
           do other = random_key(rng);
-          while (std::find(used.begin(), used.end(), other) != used.end());
-          used.push_back(other);
+          while (!used.insert(other).second);  // ends: validate() keeps distractors below the key space
           p.needles.push_back({encode(tok, niah_needle(other, magic_value(rng))), rng.uniform(), ""});
         }
       }
@@ -90,12 +90,11 @@ Plan make_plan(TaskKind kind, const io::Tokenizer& tok, double depth, Rng& rng, 
     case TaskKind::niah_multivalue: {
       p.key = random_key(rng);
       p.instruction = kNiahInstruction;
-      std::vector<std::string> values;
+      std::set<std::string> values;
       for (int64_t i = 0; i < std::max<int64_t>(shape.multivalue_values, 1); ++i) {
         std::string v;
         do v = magic_value(rng);
-        while (std::find(values.begin(), values.end(), v) != values.end());
-        values.push_back(v);
+        while (!values.insert(v).second);
         p.needles.push_back({encode(tok, niah_needle(p.key, v)), i == 0 ? depth : rng.uniform(), v});
       }
       p.question = niah_multivalue_question(p.key);
@@ -105,7 +104,28 @@ Plan make_plan(TaskKind kind, const io::Tokenizer& tok, double depth, Rng& rng, 
   return p;
 }
 
+// Tokens of everything but filler: BOS, instruction, needles, question and the answer(s).
+int64_t fixed_tokens(TaskKind kind, const io::Tokenizer& tok, const Plan& plan) {
+  int64_t fixed = 1 + static_cast<int64_t>(encode(tok, plan.instruction).size() + encode(tok, plan.question).size());
+  const int64_t separator = static_cast<int64_t>(encode(tok, ", ").size());
+  const size_t answers = kind == TaskKind::niah_multivalue ? plan.needles.size() : 1;
+  for (size_t a = 0; a < answers; ++a)
+    fixed += static_cast<int64_t>(encode(tok, plan.needles[a].value).size()) + (a > 0 ? separator : 0);
+  for (const Needle& n : plan.needles) fixed += static_cast<int64_t>(n.ids.size());
+  return fixed;
+}
+
 }  // namespace
+
+int64_t TaskShape::key_space() { return static_cast<int64_t>(std::size(kAdjectives) * std::size(kNouns)); }
+
+void TaskShape::validate() const {
+  if (multikey_distractors < 0 || multikey_distractors > key_space() - 1)
+    fail("--distractors ", multikey_distractors, ": must be between 0 and ", key_space() - 1,
+         " (there are ", key_space(), " distinct keys, one of them the queried key)");
+  if (multivalue_values < 1 || multivalue_values > kMaxValues)
+    fail("--values ", multivalue_values, ": must be between 1 and ", kMaxValues);
+}
 
 std::string to_string(TaskKind kind) {
   switch (kind) {
@@ -177,6 +197,7 @@ int64_t Filler::snap(int64_t offset) const {
 TaskExample make_task_example(TaskKind kind, const io::Tokenizer& tok, const Filler& filler, int64_t length,
                               double depth, Rng& rng, const TaskShape& shape) {
   if (!(depth >= 0.0 && depth <= 1.0)) fail("needle depth ", depth, " is not in [0, 1]");
+  shape.validate();
   Plan plan = make_plan(kind, tok, depth, rng, shape);
   const std::vector<int32_t> instruction = encode(tok, plan.instruction);
   const std::vector<int32_t> question = encode(tok, plan.question);
@@ -188,11 +209,7 @@ TaskExample make_task_example(TaskKind kind, const io::Tokenizer& tok, const Fil
     answer_needles.resize(plan.needles.size());
     std::iota(answer_needles.begin(), answer_needles.end(), size_t{0});
   }
-  int64_t fixed = 1 + static_cast<int64_t>(instruction.size() + question.size());
-  for (size_t a = 0; a < answer_needles.size(); ++a)
-    fixed += static_cast<int64_t>(encode(tok, plan.needles[answer_needles[a]].value).size()) +
-             (a > 0 ? static_cast<int64_t>(separator.size()) : 0);
-  for (const Needle& n : plan.needles) fixed += static_cast<int64_t>(n.ids.size());
+  const int64_t fixed = fixed_tokens(kind, tok, plan);
   const int64_t fill = length - fixed;
   if (fill < 0)
     fail(to_string(kind), ": a length of ", length, " tokens is too short (this example needs ", fixed,
@@ -256,12 +273,10 @@ TaskExample make_task_example(TaskKind kind, const io::Tokenizer& tok, const Fil
 
 int64_t task_min_length(TaskKind kind, const io::Tokenizer& tok, const TaskShape& shape) {
   // Keys and values differ in tokens from example to example: the most over a few draws.
-  const Filler filler = Filler::neutral(tok);
-  const int64_t big = 1 << 12;
+  shape.validate();
   int64_t worst = 0;
   Rng rng(Rng::derive(0, "task_min_length"));
-  for (int i = 0; i < 256; ++i)
-    worst = std::max(worst, big - make_task_example(kind, tok, filler, big, 0.5, rng, shape).filler_tokens);
+  for (int i = 0; i < 256; ++i) worst = std::max(worst, fixed_tokens(kind, tok, make_plan(kind, tok, 0.5, rng, shape)));
   return worst;
 }
 

@@ -70,6 +70,10 @@ struct TaskExample {
 struct TaskShape {
   int64_t multikey_distractors = 3;  // other keys' needles in niah_multikey
   int64_t multivalue_values = 4;     // values of the key in niah_multivalue
+  static constexpr int64_t kMaxValues = 100000;
+  static int64_t key_space();  // distinct keys (adjective-noun pairs)
+  // Throws naming --distractors / --values when a key or value could not be drawn unique.
+  void validate() const;
 };
 
 // One example of exactly `length` tokens whose target needle starts at about `depth` of

@@ -1,11 +1,13 @@
 #include "io/checkpoint.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/memory.h"
 #include "io/safetensors.h"
 
 namespace gatedlm::io {
@@ -23,6 +25,12 @@ void save_checkpoint(const std::string& dir, const model::ModelConfig& config, c
   for (const model::ParamSpec& s : layout.specs()) refs.push_back({s.name, s.shape, params.data() + s.offset});
   write_safetensors((fs::path(dir) / "model.safetensors").string(), refs, {{"format", "pt"}});
   write_file_atomic((fs::path(dir) / "config.json").string(), model::config_to_json(config).dump(2) + "\n");
+}
+
+void require_finite(const float* values, int64_t n, const std::string& where) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(values[i]))
+      fail(where, ": element ", i, " is ", values[i], " (NaN or Inf weights give meaningless results)");
 }
 
 std::string resolve_checkpoint_dir(const std::string& path) {
@@ -61,7 +69,12 @@ CheckpointFiles checkpoint_files(const std::string& path) {
 }  // namespace
 
 model::ModelConfig load_checkpoint_config(const std::string& path) {
-  return model::load_config(checkpoint_files(path).config.string());
+  const CheckpointFiles files = checkpoint_files(path);
+  model::ModelConfig config = model::load_config(files.config.string());
+  // The caller allocates the fp32 weights next: refuse a model this machine cannot hold.
+  require_memory(cat("loading ", files.weights.string()),
+                 saturating_mul(static_cast<uint64_t>(model::ParamLayout(config).total()), 4), "");
+  return config;
 }
 
 void load_checkpoint_weights(const std::string& path, const model::ModelConfig& config, std::span<float> out) {
@@ -89,6 +102,7 @@ void load_checkpoint_weights(const std::string& path, const model::ModelConfig& 
            show(s.shape));
     }
     reader.read_f32(s.name, out.data() + s.offset, s.numel);
+    require_finite(out.data() + s.offset, s.numel, cat(weights_path.string(), ": tensor ", s.name));
   }
 }
 

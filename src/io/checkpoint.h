@@ -26,6 +26,9 @@ Checkpoint load_checkpoint(const std::string& dir);
 model::ModelConfig load_checkpoint_config(const std::string& dir);
 void load_checkpoint_weights(const std::string& dir, const model::ModelConfig& config, std::span<float> out);
 
+// Throws naming `where` and the element's index when a value is NaN or infinite.
+void require_finite(const float* values, int64_t n, const std::string& where);
+
 // A checkpoint directory as given, or a run directory's latest checkpoint
 // (RUN/latest names it, under RUN/checkpoints/). Throws when it is neither.
 std::string resolve_checkpoint_dir(const std::string& path);

@@ -1,5 +1,6 @@
 #include "io/safetensors.h"
 
+#include <algorithm>
 #include <bit>
 #include <filesystem>
 #include <fstream>
@@ -7,6 +8,8 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/json_file.h"
+#include "core/memory.h"
 
 namespace gatedlm::io {
 namespace {
@@ -17,13 +20,20 @@ int64_t dtype_size(const std::string& dtype) {
   if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
   if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
   if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
-  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL") return 1;
+  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL" || dtype == "F8_E4M3" || dtype == "F8_E5M2") return 1;
   return 0;
 }
 
 }  // namespace
 
+// The format's own limit on the JSON header (the reference implementation refuses more).
+constexpr uint64_t kMaxSafetensorsHeader = 100'000'000;
+
 int64_t TensorEntry::numel() const {
+  // An entry that passed the header checks fits in its file; a zero anywhere makes it empty
+  // (checked first, so that [2^62, 2^62, 0] does not overflow on the way).
+  for (int64_t s : shape)
+    if (s == 0) return 0;
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
   return n;
@@ -31,6 +41,7 @@ int64_t TensorEntry::numel() const {
 
 SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) {
   std::error_code ec;
+  if (std::filesystem::is_directory(path_, ec)) fail(path_, ": is a directory, not a safetensors file");
   const uint64_t file_size = std::filesystem::file_size(path_, ec);
   if (ec) fail(path_, ": cannot open (", ec.message(), ")");
   std::ifstream in(path_, std::ios::binary);
@@ -38,27 +49,37 @@ SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) 
   if (file_size < 8) fail(path_, ": truncated (", file_size, " bytes, no safetensors header)");
   uint64_t header_len = 0;
   in.read(reinterpret_cast<char*>(&header_len), 8);
+  if (header_len > kMaxSafetensorsHeader)
+    fail(path_, ": the safetensors header says ", header_len, " bytes, more than the format's limit of ",
+         kMaxSafetensorsHeader, " (not a safetensors file?)");
   if (header_len > file_size - 8)
     fail(path_, ": truncated or not safetensors (header says ", header_len, " bytes, file has ", file_size, ")");
   std::string header(header_len, '\0');
   in.read(header.data(), static_cast<std::streamsize>(header_len));
+  if (!in) fail(path_, ": read error in the safetensors header");
   data_start_ = 8 + header_len;
-  const uint64_t data_size = file_size - data_start_;
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(header);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(path_, ": the safetensors header is not valid JSON (", e.what(), ")");
-  }
-  if (!j.is_object()) fail(path_, ": the safetensors header is not a JSON object");
+  parse_safetensors_header(header, file_size - data_start_, path_, tensors_, metadata_);
+}
+
+void parse_safetensors_header(std::string_view header, uint64_t data_size, const std::string& path,
+                              std::map<std::string, TensorEntry>& tensors,
+                              std::map<std::string, std::string>& metadata) {
+  const nlohmann::json j = parse_json_strict(header, path + ": the safetensors header");
+  if (!j.is_object()) fail(path, ": the safetensors header is not a JSON object");
   for (auto& [name, v] : j.items()) {
     if (name == "__metadata__") {
-      if (v.is_object())
-        for (auto& [key, value] : v.items())
-          if (value.is_string()) metadata_[key] = value.get<std::string>();
+      if (!v.is_object()) fail(path, ": __metadata__ must be an object of strings, got ", v.type_name());
+      for (auto& [key, value] : v.items()) {
+        if (!value.is_string())
+          fail(path, ": __metadata__ key \"", key, "\" must map to a string, got ", value.type_name());
+        metadata[key] = value.get<std::string>();
+      }
       continue;
     }
     try {
+      if (!v.is_object()) fail("expected an object {dtype, shape, data_offsets}");
+      for (auto& [key, unused] : v.items())
+        if (key != "dtype" && key != "shape" && key != "data_offsets") fail("unexpected field \"", key, "\"");
       TensorEntry e;
       e.dtype = v.at("dtype").get<std::string>();
       e.shape = v.at("shape").get<std::vector<int64_t>>();
@@ -68,19 +89,43 @@ SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) 
       e.end = offsets[1];
       const int64_t size = dtype_size(e.dtype);
       if (size == 0) fail("unknown dtype ", e.dtype);
-      for (int64_t s : e.shape)
+      uint64_t bytes = static_cast<uint64_t>(size);
+      for (int64_t s : e.shape) {
         if (s < 0) fail("negative dimension");
-      if (e.end < e.begin || e.end - e.begin != static_cast<uint64_t>(e.numel() * size))
-        fail("data_offsets [", e.begin, ", ", e.end, "] do not match shape and dtype");
+        bytes = saturating_mul(bytes, static_cast<uint64_t>(s));
+      }
+      if (bytes > data_size) fail("shape needs ", bytes, " bytes but the file holds ", data_size, " data bytes");
+      if (e.end < e.begin || e.end - e.begin != bytes)
+        fail("data_offsets [", e.begin, ", ", e.end, "] do not match shape and dtype (", bytes, " bytes)");
       if (e.end > data_size)
         fail("data ends at byte ", e.end, " but the file holds ", data_size, " data bytes (truncated?)");
-      tensors_[name] = e;
+      tensors[name] = e;
     } catch (const nlohmann::json::exception& ex) {
-      fail(path_, ": tensor ", name, ": malformed header entry (", ex.what(), ")");
+      fail(path, ": tensor ", name, ": malformed header entry (", ex.what(), ")");
     } catch (const Error& ex) {
-      fail(path_, ": tensor ", name, ": ", ex.what());
+      fail(path, ": tensor ", name, ": ", ex.what());
     }
   }
+  // The data section is the tensors back to back: from byte 0, no gap, no overlap, nothing after.
+  std::vector<std::pair<const std::string*, const TensorEntry*>> by_offset;
+  for (const auto& [name, e] : tensors) by_offset.emplace_back(&name, &e);
+  std::sort(by_offset.begin(), by_offset.end(), [](const auto& a, const auto& b) {
+    return a.second->begin != b.second->begin ? a.second->begin < b.second->begin : a.second->end < b.second->end;
+  });
+  uint64_t expected = 0;
+  const std::string* previous = nullptr;
+  for (const auto& [name, e] : by_offset) {
+    if (e->begin < expected)
+      fail(path, ": tensor ", *name, " (data_offsets [", e->begin, ", ", e->end, "]) overlaps tensor ", *previous);
+    if (e->begin > expected)
+      fail(path, ": a gap in the data: bytes ", expected, "..", e->begin, " before tensor ", *name,
+           " belong to no tensor");
+    expected = e->end;
+    previous = name;
+  }
+  if (expected != data_size)
+    fail(path, ": ", data_size - expected, " trailing bytes after the last tensor's data (the data section holds ",
+         data_size, " bytes, the tensors ", expected, ")");
 }
 
 const TensorEntry& SafetensorsReader::entry(const std::string& name) const {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gatedlm::io {
@@ -35,6 +36,13 @@ class SafetensorsReader {
   std::map<std::string, TensorEntry> tensors_;
   std::map<std::string, std::string> metadata_;
 };
+
+// Checks a header's JSON against the format's rules (no duplicate keys, entries with
+// exactly dtype/shape/data_offsets, __metadata__ string to string, tensors contiguous from
+// byte 0 of a data section of data_size bytes with nothing after) and fills the maps.
+void parse_safetensors_header(std::string_view header, uint64_t data_size, const std::string& path,
+                              std::map<std::string, TensorEntry>& tensors,
+                              std::map<std::string, std::string>& metadata);
 
 struct TensorRef {
   std::string name;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <system_error>
 
 #include "core/error.h"
@@ -35,6 +36,7 @@ std::vector<std::string> collect_text_files(const std::vector<std::string>& inpu
   for (const std::string& input : inputs) {
     std::error_code ec;
     const fs::file_status status = fs::status(input, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory) fail(input, ": cannot read (", ec.message(), ")");
     if (!fs::exists(status)) fail(input, ": no such file or directory");
     if (fs::is_regular_file(status)) {
       files.push_back(input);
@@ -44,13 +46,31 @@ std::vector<std::string> collect_text_files(const std::vector<std::string>& inpu
     std::vector<fs::path> found;
     fs::recursive_directory_iterator it(input, fs::directory_options::follow_directory_symlink, ec), end;
     if (ec) fail(input, ": cannot read directory (", ec.message(), ")");
+    // Directories already walked (by canonical path): a symlink back up the tree is skipped
+    // instead of being followed until the path is too long.
+    std::set<fs::path> walked{fs::canonical(input, ec)};
     for (; it != end; it.increment(ec)) {
       if (ec) fail(input, ": cannot read directory (", ec.message(), ")");
+      std::error_code entry_ec;
+      const bool is_dir = it->is_directory(entry_ec);
       if (hidden(it->path())) {
-        if (it->is_directory()) it.disable_recursion_pending();
+        if (is_dir) it.disable_recursion_pending();
         continue;
       }
-      if (it->is_regular_file()) found.push_back(it->path());
+      if (is_dir) {
+        const fs::path real = fs::canonical(it->path(), entry_ec);
+        if (entry_ec || !walked.insert(real).second) {
+          std::fprintf(stderr, "gatedlm: skipping %s (a symlink loop back to %s)\n", it->path().string().c_str(),
+                       real.string().c_str());
+          it.disable_recursion_pending();
+        }
+        continue;
+      }
+      if (it->is_symlink(entry_ec) && !fs::exists(it->path(), entry_ec)) {
+        std::fprintf(stderr, "gatedlm: skipping %s (a broken or looping symlink)\n", it->path().string().c_str());
+        continue;
+      }
+      if (it->is_regular_file(entry_ec)) found.push_back(it->path());
     }
     if (ec) fail(input, ": cannot read directory (", ec.message(), ")");
     std::sort(found.begin(), found.end());

@@ -25,6 +25,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/json_file.h"
 #include "core/sha256.h"
 #include "io/text_corpus.h"
 
@@ -243,16 +244,7 @@ TokenDataset TokenDataset::open(const std::string& dir) {
   if (!fs::exists(path, ec)) {
     fail(path, ": missing, so ", dir, " is not a prepared dataset (make one with `gatedlm data prepare`)");
   }
-  json j;
-  {
-    std::ifstream in(path);
-    if (!in) fail(path, ": cannot read");
-    try {
-      j = json::parse(in);
-    } catch (const json::exception& e) {
-      fail(path, ": not valid JSON (", e.what(), ")");
-    }
-  }
+  const json j = read_json_file(path, "dataset manifest");
   if (!j.is_object()) fail(path, ": must hold a JSON object");
   const int version = manifest_value<int>(j, "format_version", path);
   if (version != kManifestVersion) {
@@ -275,6 +267,16 @@ TokenDataset TokenDataset::open(const std::string& dir) {
   if (m.bos_id < 0 || m.bos_id >= m.vocab_size) fail(path, ": bos_id ", m.bos_id, " is outside the vocabulary");
   if (m.eos_id < 0 || m.eos_id >= m.vocab_size) fail(path, ": eos_id ", m.eos_id, " is outside the vocabulary");
   if (!(val_fraction >= 0 && val_fraction < 1)) fail(path, ": val_fraction ", val_fraction, " is not in [0, 1)");
+  for (const auto& [name, info] : {std::pair{"train", &m.train}, std::pair{"val", &m.val}})
+    if (info->tokens < 0 || info->documents < 0 || info->bytes < 0 || (info->tokens > 0 && info->bytes == 0))
+      fail(path, ": splits.", name, " has ", info->tokens, " tokens from ", info->bytes,
+           " bytes of text (bits per byte need the bytes; counts cannot be negative)");
+  if (m.tokenizer == "byte" && (m.vocab_size != Tokenizer::load("byte")->vocab_size() ||
+                                m.bos_id != Tokenizer::load("byte")->bos_id() ||
+                                m.eos_id != Tokenizer::load("byte")->eos_id()))
+    fail(path, ": vocab_size ", m.vocab_size, ", bos_id ", m.bos_id, ", eos_id ", m.eos_id,
+         " do not match the byte tokenizer (", Tokenizer::load("byte")->vocab_size(), ", ",
+         Tokenizer::load("byte")->bos_id(), ", ", Tokenizer::load("byte")->eos_id(), ")");
   if (m.tokenizer != "byte" && !fs::exists(join(dir, "tokenizer.model"), ec)) {
     fail(join(dir, "tokenizer.model"), ": missing (the dataset was made with tokenizer ", m.tokenizer, ")");
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/json_file.h"
 
 namespace gatedlm::model {
 namespace {
@@ -107,6 +108,10 @@ class Reader {
   std::set<std::string> used_;
 };
 
+// Limits that keep sizes computable and tables allocatable (2^22 positions is 4M tokens).
+constexpr int64_t kMaxSeqLen = int64_t{1} << 22;
+constexpr int64_t kMaxParams = int64_t{1} << 44;  // 17.6e12 parameters, 70 TB of fp32
+
 void require(bool ok, const std::string& key, const std::string& why) {
   if (!ok) fail("model config: key \"", key, "\" ", why);
 }
@@ -171,7 +176,26 @@ void ModelConfig::validate() const {
   require(rope_scaling.original_max_seq_len >= 0, "rope_scaling.original_max_seq_len",
           cat("must be positive, got ", rope_scaling.original_max_seq_len));
   require(norm_eps > 0.0, "norm_eps", cat("must be positive, got ", norm_eps));
-  require(max_seq_len >= 1, "max_seq_len", cat("must be positive, got ", max_seq_len));
+  require(max_seq_len >= 1 && max_seq_len <= kMaxSeqLen, "max_seq_len",
+          cat("must be in 1..", kMaxSeqLen, " (the RoPE table and attention are sized by it), got ", max_seq_len));
+  require(std::isfinite(rope_base) && std::isfinite(norm_eps) && std::isfinite(init_std) &&
+              std::isfinite(residual_clip),
+          "rope_base", "/ norm_eps / init_std / residual_clip must be finite numbers");
+  // Each count is at most 2^31, so the estimate below cannot overflow a long double; the
+  // limit keeps every int64 parameter offset exact.
+  for (auto [key, v] : {std::pair{"d_model", d_model}, {"n_layers", n_layers}, {"n_heads", n_heads},
+                        {"n_kv_heads", n_kv_heads}, {"head_dim", head_dim}, {"ffn_hidden", ffn_hidden}})
+    require(v <= (int64_t{1} << 31), key, cat("must be at most 2^31, got ", v));
+  const long double layer = static_cast<long double>(d_model) * 2.0L *
+                                (static_cast<long double>(q_dim()) + static_cast<long double>(kv_dim())) +
+                            3.0L * static_cast<long double>(d_model) * static_cast<long double>(ffn_hidden) +
+                            static_cast<long double>(gate_out()) * static_cast<long double>(std::max<int64_t>(gate_in(), 1)) +
+                            4.0L * static_cast<long double>(d_model + head_dim);
+  const long double total = static_cast<long double>(n_layers) * layer +
+                            2.0L * static_cast<long double>(vocab_size) * static_cast<long double>(d_model);
+  require(total <= static_cast<long double>(kMaxParams), "d_model",
+          cat("/ ffn_hidden / n_layers / vocab_size give about ", static_cast<double>(total),
+              " parameters, more than the limit of ", kMaxParams));
   require(init_std >= 0.0, "init_std", cat("must not be negative, got ", init_std));
   require(residual_clip >= 0.0, "residual_clip", cat("must be 0 (off) or positive, got ", residual_clip));
   if (!has_gate()) return;
@@ -293,15 +317,7 @@ json config_to_json(const ModelConfig& c) {
 }
 
 ModelConfig load_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail(path, ": cannot open the model config");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    fail(path, ": not valid JSON (", e.what(), ")");
-  }
-  return config_from_json(j, path);
+  return config_from_json(read_json_file(path, "model config"), path);
 }
 
 void save_config(const ModelConfig& c, const std::string& path) {

@@ -1,11 +1,20 @@
 #include "train/run_dir.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <set>
 #include <filesystem>
 #include <fstream>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/json_file.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
 
@@ -66,20 +75,20 @@ TrainingCheckpoint load_training_checkpoint(const std::string& run_dir) {
   const fs::path opt = fs::path(dir) / "optimizer.safetensors";
   if (!fs::exists(opt)) fail(dir, ": no optimizer.safetensors (not a training checkpoint)");
   io::SafetensorsReader reader(opt.string());
+  for (const char* name : {"exp_avg", "exp_avg_sq"})
+    if (!reader.has(name) || reader.entry(name).numel() != static_cast<int64_t>(ck.params.size()))
+      fail(opt.string(), ": optimizer moment ", name, " is missing or does not match the model's ", ck.params.size(),
+           " parameters");
   reader.read_f32("exp_avg", ck.adam_m);
   reader.read_f32("exp_avg_sq", ck.adam_v);
-  if (ck.adam_m.size() != ck.params.size() || ck.adam_v.size() != ck.params.size())
-    fail(opt.string(), ": optimizer moments do not match the model's ", ck.params.size(), " parameters");
+  io::require_finite(ck.adam_m.data(), static_cast<int64_t>(ck.adam_m.size()), opt.string() + ": exp_avg");
+  io::require_finite(ck.adam_v.data(), static_cast<int64_t>(ck.adam_v.size()), opt.string() + ": exp_avg_sq");
   const fs::path state_path = fs::path(dir) / "trainer_state.json";
-  std::ifstream in(state_path);
-  if (!in) fail(state_path.string(), ": missing");
-  nlohmann::json js;
-  try {
-    js = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    fail(state_path.string(), ": malformed (", e.what(), ")");
-  }
-  ck.state = training_state_from_json(js, state_path.string());
+  const std::string where = state_path.string();
+  ck.state = training_state_from_json(read_json_file(where, "trainer state"), where);
+  const std::string dir_name = fs::path(dir).filename().string();
+  if (dir_name != step_name(ck.state.step))
+    fail(where, ": \"step\" is ", ck.state.step, " but the checkpoint directory is ", dir_name);
   return ck;
 }
 
@@ -90,22 +99,89 @@ nlohmann::json training_state_to_json(const TrainingState& state) {
           {"elapsed_s", state.elapsed_s},
           {"planned_steps", state.planned_steps},
           {"loss_history", state.loss_history},
-          {"spike_steps", state.spike_steps}};
+          {"spike_steps", state.spike_steps},
+          {"train_config", state.train_config}};
 }
 
-TrainingState training_state_from_json(const nlohmann::json& js, const std::string& source) {
+TrainingState training_state_from_json(const nlohmann::json& js, const std::string& where) {
+  if (!js.is_object()) fail(where, ": expected a JSON object");
+  auto count = [&](const char* key) {
+    if (!js.contains(key) || !js[key].is_number_integer() || js[key].get<int64_t>() < 0)
+      fail(where, ": key \"", key, "\" must be a non-negative integer, got ",
+           js.contains(key) ? js[key].dump() : std::string("nothing"));
+    return js[key].get<int64_t>();
+  };
   TrainingState state;
+  state.step = count("step");
+  state.tokens_seen = count("tokens_seen");
+  state.planned_steps = count("planned_steps");
+  if (!js.contains("elapsed_s") || !js["elapsed_s"].is_number() || !(js["elapsed_s"].get<double>() >= 0) ||
+      !std::isfinite(js["elapsed_s"].get<double>()))
+    fail(where, ": key \"elapsed_s\" must be a non-negative number");
+  state.elapsed_s = js["elapsed_s"].get<double>();
   try {
-    state.step = js.at("step").get<int64_t>();
-    state.tokens_seen = js.at("tokens_seen").get<int64_t>();
-    state.elapsed_s = js.at("elapsed_s").get<double>();
-    state.planned_steps = js.at("planned_steps").get<int64_t>();
     state.loss_history = js.at("loss_history").get<std::vector<double>>();
     state.spike_steps = js.at("spike_steps").get<std::vector<int64_t>>();
   } catch (const nlohmann::json::exception& e) {
-    fail(source, ": malformed (", e.what(), ")");
+    fail(where, ": malformed loss_history or spike_steps (", e.what(), ")");
+  }
+  for (double l : state.loss_history)
+    if (!std::isfinite(l)) fail(where, ": loss_history holds a non-finite loss");
+  if (js.contains("train_config") && !js["train_config"].is_null()) {
+    if (!js["train_config"].is_object()) fail(where, ": key \"train_config\" must be an object");
+    state.train_config = js["train_config"];
   }
   return state;
+}
+
+RunLock::RunLock(const std::string& run_dir) {
+  const std::string path = (fs::path(run_dir) / ".lock").string();
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail(path, ": cannot create the run's lock file (", std::strerror(errno), ")");
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char buf[32] = {};
+    const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
+    ::close(fd_);
+    fd_ = -1;
+    const std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("?");
+    if (err == EWOULDBLOCK)
+      fail(run_dir, ": another gatedlm process (pid ", holder.substr(0, holder.find_first_of("\n")),
+           ") is writing this run directory; wait for it or stop it (lock file ", path, ")");
+    fail(path, ": cannot lock (", std::strerror(err), ")");
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
+    // the pid is only informative
+  }
+}
+
+RunLock::~RunLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+}
+
+bool is_unstarted_run(const std::string& run_dir) {
+  std::error_code ec;
+  if (!fs::is_directory(run_dir, ec) || fs::exists(fs::path(run_dir) / "latest", ec)) return false;
+  static const std::set<std::string> written_at_start = {"config.json", "train_config.json", "run.json",
+                                                         "metrics.jsonl", "summary.json", ".lock"};
+  for (const auto& e : fs::directory_iterator(run_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name == "checkpoints" && e.is_directory()) {
+      for (const auto& c : fs::directory_iterator(e.path(), ec))
+        if (!c.path().filename().string().ends_with(".partial")) return false;
+      continue;
+    }
+    if (!written_at_start.count(name) && !name.starts_with("config.json.tmp.") &&
+        !name.starts_with("train_config.json.tmp.") && !name.starts_with("run.json.tmp."))
+      return false;
+  }
+  return !ec;
+}
+
+void clear_unstarted_run(const std::string& run_dir) {
+  for (const auto& e : fs::directory_iterator(run_dir))
+    if (e.path().filename() != ".lock") fs::remove_all(e.path());
 }
 
 }  // namespace gatedlm::train

@@ -27,6 +27,9 @@ struct TrainingState {
   int64_t planned_steps = 0;
   std::vector<double> loss_history;  // the spike detector's window
   std::vector<int64_t> spike_steps;
+  // The hyper-parameters in force when the checkpoint was written (train_config.json's
+  // keys); null in checkpoints written before it was recorded.
+  nlohmann::json train_config;
 };
 
 struct TrainingCheckpoint {
@@ -38,10 +41,30 @@ struct TrainingCheckpoint {
 void save_training_checkpoint(const std::string& run_dir, const model::ModelConfig& config,
                               const std::vector<float>& params, const std::vector<float>& adam_m,
                               const std::vector<float>& adam_v, const TrainingState& state, int64_t keep);
+// Checks trainer_state.json (step agrees with the checkpoint's directory name, counts are
+// non-negative, the loss history finite) and throws naming the file and key.
 TrainingCheckpoint load_training_checkpoint(const std::string& run_dir);
 
 // trainer_state.json's content (also how rank 0 hands the state to the other ranks).
 nlohmann::json training_state_to_json(const TrainingState& state);
 TrainingState training_state_from_json(const nlohmann::json& j, const std::string& source);
+// An exclusive flock on RUN/.lock for as long as the object lives: a second writer (train
+// or resume of the same run) is refused with a message naming the run and the holder's pid.
+class RunLock {
+ public:
+  explicit RunLock(const std::string& run_dir);
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// A run directory that never reached its first checkpoint (no `latest`, and only the files
+// a starting run writes): it may be started again from scratch without manual cleanup.
+bool is_unstarted_run(const std::string& run_dir);
+// Removes what a starting run wrote (the lock file stays, it is held by the caller).
+void clear_unstarted_run(const std::string& run_dir);
 
 }  // namespace gatedlm::train

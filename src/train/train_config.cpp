@@ -28,6 +28,13 @@ void TrainConfig::validate() const {
   require(batch_size >= 1, "batch_size", cat("must be positive, got ", batch_size));
   require(seq_len >= 2, "seq_len", cat("must be at least 2, got ", seq_len));
   require(grad_accum >= 1, "grad_accum", cat("must be positive, got ", grad_accum));
+  // A step past this many tokens would run for days between checkpoints and signals.
+  constexpr int64_t kMaxTokensPerStep = int64_t{1} << 30;
+  int64_t per_step = 0;
+  require(!__builtin_mul_overflow(batch_size, seq_len, &per_step) &&
+              !__builtin_mul_overflow(per_step, grad_accum, &per_step) && per_step <= kMaxTokensPerStep,
+          "grad_accum", cat("x batch_size x seq_len (", grad_accum, " x ", batch_size, " x ", seq_len,
+                            ") is more than the limit of ", kMaxTokensPerStep, " tokens per optimizer step"));
   require(steps >= 0 && tokens >= 0 && minutes >= 0, "steps", "/ tokens / minutes must not be negative");
   require(steps > 0 || tokens > 0 || minutes > 0, "steps",
           "no budget: give --steps, --tokens or --minutes");
@@ -40,6 +47,9 @@ void TrainConfig::validate() const {
   require(eps > 0, "eps", cat("must be positive, got ", eps));
   require(clip >= 0, "clip", cat("must be 0 (off) or positive, got ", clip));
   require(eval_every >= 0 && save_every >= 0, "eval_every", "/ save_every must not be negative");
+  require(eval_tokens >= 0, "eval_tokens", cat("must be 0 (the whole split) or positive, got ", eval_tokens));
+  for (double v : {minutes, lr, min_lr, weight_decay, beta1, beta2, eps, clip, spike_margin})
+    require(std::isfinite(v), "lr", "/ min_lr / minutes / weight_decay / betas / eps / clip must be finite numbers");
   require(keep_checkpoints >= 1, "keep_checkpoints", "must be at least 1");
   require(spike_margin > 0, "spike_margin", "must be positive");
   require(spike_window >= 1, "spike_window", "must be at least 1");
@@ -59,8 +69,11 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& s
       if (!v.is_string()) fail(source, ": key \"", key, "\": expected a string, got ", v.dump());
     } else if constexpr (std::is_floating_point_v<F>) {
       if (!v.is_number()) fail(source, ": key \"", key, "\": expected a number, got ", v.dump());
+    } else if constexpr (std::is_unsigned_v<F>) {
+      if (!v.is_number_unsigned()) fail(source, ": key \"", key, "\": expected a non-negative integer, got ", v.dump());
     } else {
-      if (!v.is_number_integer()) fail(source, ": key \"", key, "\": expected an integer, got ", v.dump());
+      if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX}))
+        fail(source, ": key \"", key, "\": expected an integer, got ", v.dump());
     }
     field = v.get<F>();
   });

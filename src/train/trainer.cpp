@@ -8,9 +8,12 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/json_file.h"
+#include "core/memory.h"
 #include "core/progress.h"
 #include "dist/collectives.h"
 #include "dist/gradient_sum.h"
@@ -42,15 +45,7 @@ bool may_change_on_resume(const std::string& key) {
          key == "keep_checkpoints" || key == "eval_tokens";
 }
 
-json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) fail(path.string(), ": missing");
-  try {
-    return json::parse(in);
-  } catch (const json::parse_error& e) {
-    fail(path.string(), ": not valid JSON (", e.what(), ")");
-  }
-}
+json read_json(const fs::path& path) { return read_json_file(path.string(), "run file"); }
 
 // Keeps the records of steps <= last_step (those the checkpoint has seen).
 void truncate_metrics(const fs::path& path, int64_t last_step) {
@@ -79,12 +74,61 @@ void scale(std::span<float> g, float factor) {
   for (size_t i = 0; i < g.size(); ++i) g[i] *= factor;
 }
 
-RunSetup setup_new_run(const TrainRequest& req) {
+// Weights, gradients and the two AdamW moments, plus a lower bound on one micro-batch's
+// activations (logits and their gradient, and a few d_model/ffn-wide rows per layer).
+void require_training_memory(const model::ModelConfig& m, const TrainConfig& c) {
+  const uint64_t params = static_cast<uint64_t>(model::ParamLayout(m).total());
+  const uint64_t rows = saturating_mul(static_cast<uint64_t>(c.batch_size), static_cast<uint64_t>(c.seq_len));
+  const uint64_t per_row = saturating_add(
+      saturating_mul(2, static_cast<uint64_t>(m.vocab_size)),
+      saturating_mul(static_cast<uint64_t>(m.n_layers),
+                     saturating_add(saturating_mul(8, static_cast<uint64_t>(m.d_model)),
+                                    saturating_mul(3, static_cast<uint64_t>(m.ffn_hidden)))));
+  const uint64_t bytes = saturating_mul(4, saturating_add(saturating_mul(4, params), saturating_mul(rows, per_row)));
+  require_memory(cat("training this model with batch_size ", c.batch_size, " x seq_len ", c.seq_len), bytes,
+                 "lower --batch-size or --seq-len (use --grad-accum for larger steps), or use a smaller model");
+}
+
+// Checks the run against its data before anything is written: the model's vocabulary and
+// length, one training sequence and one evaluation window.
+void check_against_data(const RunSetup& s, const io::DatasetManifest& mf, int64_t train_tokens, int64_t val_tokens) {
+  const TrainConfig& tc = s.config;
+  if (mf.vocab_size > s.model.vocab_size)
+    fail("the data in ", s.data, " uses a tokenizer of ", mf.vocab_size, " ids (", mf.tokenizer,
+         "), more than the model's vocab_size ", s.model.vocab_size);
+  if (tc.seq_len > s.model.max_seq_len)
+    fail("--seq-len ", tc.seq_len, " is above the model's max_seq_len ", s.model.max_seq_len,
+         " (lower --seq-len, or raise max_seq_len in the model config)");
+  if (train_tokens < tc.seq_len + 1)
+    fail(s.data, ": the training split has ", train_tokens, " tokens, fewer than one sequence of ", tc.seq_len,
+         " (lower --seq-len)");
+  if (tc.eval_tokens > 0 && tc.eval_tokens < tc.seq_len)
+    fail("--eval-tokens ", tc.eval_tokens, " is less than one evaluation window of --seq-len ", tc.seq_len,
+         " tokens (give at least ", tc.seq_len, ", or 0 for the whole validation split)");
+  if (val_tokens < tc.seq_len)
+    fail(s.data, ": the validation split has ", val_tokens, " tokens, fewer than one evaluation window of --seq-len ",
+         tc.seq_len, " (lower --seq-len, or prepare the data with a larger --val-fraction)");
+}
+
+// Everything a new run needs, checked before anything is written.
+RunSetup plan_new_run(const TrainRequest& req) {
   const fs::path run(req.out);
-  if (fs::exists(run) && !(fs::is_directory(run) && fs::is_empty(run)))
-    fail(req.out, ": already exists and is not empty (continue it with --resume ", req.out,
+  std::error_code ec;
+  if (fs::exists(run, ec) && !fs::is_directory(run, ec))
+    fail("--out ", req.out, ": exists and is a file, not a run directory (choose another --out)");
+  if (fs::exists(run, ec) && !fs::is_empty(run, ec) && !is_unstarted_run(req.out))
+    fail("--out ", req.out, ": already exists and is not empty (continue it with --resume ", req.out,
          ", or choose another --out)");
   if (req.data.empty()) fail("train: --data DIR is required for a new run");
+  if (!fs::exists(run, ec)) {  // can it be created? (tried, and undone: it is made after all checks)
+    fs::path first_new = fs::absolute(run);
+    while (first_new.has_parent_path() && first_new.parent_path() != first_new &&
+           !fs::exists(first_new.parent_path(), ec))
+      first_new = first_new.parent_path();
+    fs::create_directories(run, ec);
+    if (ec) fail("--out ", req.out, ": cannot create the run directory (", ec.message(), ")");
+    fs::remove_all(first_new, ec);
+  }
   RunSetup s;
   s.config = req.config;
   s.config.validate();
@@ -103,25 +147,68 @@ RunSetup setup_new_run(const TrainRequest& req) {
   } else {
     if (req.model_config.empty()) fail("train: --config MODEL.json is required for a new run");
     s.model = model::load_config(req.model_config);
+    require_training_memory(s.model, s.config);
     model::init_params(s.params, model::ParamLayout(s.model), s.model, s.config.seed);
   }
   s.adam_m.assign(s.params.size(), 0.0f);
   s.adam_v.assign(s.params.size(), 0.0f);
   s.state.planned_steps = s.config.planned_steps();
-  fs::create_directories(run);
+  s.state.train_config = train_config_to_json(s.config);
+  return s;
+}
+
+// Creates (or, when it never reached a checkpoint, clears) the run directory, locks it and
+// writes its description. Returns whether the directory was created here.
+bool create_run_dir(const TrainRequest& req, const RunSetup& s, std::optional<RunLock>& lock) {
+  const fs::path run(req.out);
+  std::error_code ec;
+  const bool existed = fs::exists(run, ec);
+  fs::create_directories(run, ec);
+  if (ec) fail("--out ", req.out, ": cannot create the run directory (", ec.message(), ")");
+  lock.emplace(req.out);
+  if (!fs::is_empty(run, ec)) {  // checked again under the lock: another run may have started meanwhile
+    if (!is_unstarted_run(req.out))
+      fail("--out ", req.out, ": already exists and is not empty (continue it with --resume ", req.out,
+           ", or choose another --out)");
+    if (fs::exists(run / "config.json") || fs::exists(run / "metrics.jsonl"))
+      std::fprintf(stderr, "note: %s never reached its first checkpoint; starting it again\n", req.out.c_str());
+    clear_unstarted_run(req.out);
+  }
   write_file_atomic((run / "config.json").string(), model::config_to_json(s.model).dump(2) + "\n");
   write_file_atomic((run / "train_config.json").string(), train_config_to_json(s.config).dump(2) + "\n");
   json info{{"data", fs::absolute(req.data).string()}, {"init_from", req.init_from}};
   write_file_atomic((run / "run.json").string(), info.dump(2) + "\n");
-  return s;
+  return !existed;
 }
 
-RunSetup setup_resume(const TrainRequest& req) {
+RunSetup setup_resume(const TrainRequest& req, std::optional<RunLock>& lock) {
   const fs::path run(req.out);
+  std::error_code ec;
+  if (!fs::is_directory(run, ec)) fail("--resume ", req.out, ": no such run directory");
+  lock.emplace(req.out);
+  if (!fs::exists(run / "latest") && is_unstarted_run(req.out))
+    fail("--resume ", req.out, ": the run never reached its first checkpoint, so there is nothing to resume; start it "
+         "again with --out ", req.out, " and the same flags");
   if (!fs::exists(run / "latest"))
     fail(req.out, ": no checkpoint to resume from (", (run / "latest").string(), " is missing)");
   RunSetup s;
-  s.config = train_config_from_json(read_json(run / "train_config.json"), (run / "train_config.json").string());
+  TrainingCheckpoint ck = load_training_checkpoint(req.out);
+  // The checkpoint's own record of its hyper-parameters is authoritative: train_config.json is
+  // only rewritten at checkpoints, so a resume that failed before one cannot change the budget
+  // behind the next resume's back, and a hand edit is noticed instead of used.
+  const fs::path file = run / "train_config.json";
+  s.config = train_config_from_json(ck.state.train_config.is_null() ? read_json(file) : ck.state.train_config,
+                                    ck.state.train_config.is_null() ? file.string() : "the checkpoint's train_config");
+  if (!ck.state.train_config.is_null() && fs::exists(file)) {
+    const json on_disk = train_config_to_json(train_config_from_json(read_json(file), file.string()));
+    const json in_checkpoint = train_config_to_json(s.config);
+    for (auto& [key, value] : in_checkpoint.items())
+      if (on_disk[key] != value)
+        std::fprintf(stderr,
+                     "note: %s sets %s = %s but the checkpoint was trained with %s; the checkpoint's value is used "
+                     "(change the budget with flags such as --steps)\n",
+                     file.string().c_str(), key.c_str(), on_disk[key].dump().c_str(), value.dump().c_str());
+  }
   const json saved = train_config_to_json(s.config), given = train_config_to_json(req.config);
   json merged = saved;
   for (const std::string& key : req.explicit_flags) {
@@ -137,7 +224,6 @@ RunSetup setup_resume(const TrainRequest& req) {
   }
   s.config = train_config_from_json(merged, "resume");
   s.config.validate();
-  TrainingCheckpoint ck = load_training_checkpoint(req.out);
   if (!req.model_config.empty() &&
       model::config_to_json(model::load_config(req.model_config)) != model::config_to_json(ck.config))
     fail("--resume ", req.out, ": ", req.model_config, " differs from the run's model config (",
@@ -148,37 +234,21 @@ RunSetup setup_resume(const TrainRequest& req) {
   s.adam_m = std::move(ck.adam_m);
   s.adam_v = std::move(ck.adam_v);
   s.state = ck.state;
-  if (merged != saved) {  // a new budget: re-plan and record it
-    s.state.planned_steps = std::max(s.config.planned_steps(), s.state.step);
-    write_file_atomic((run / "train_config.json").string(), train_config_to_json(s.config).dump(2) + "\n");
+  if (merged != saved) {  // a new budget: re-plan (recorded at the next checkpoint)
+    // A minutes-only budget (planned 0) is re-estimated from this segment's first steps.
+    s.state.planned_steps = s.config.planned_steps() > 0 ? std::max(s.config.planned_steps(), s.state.step) : 0;
   }
+  s.state.train_config = train_config_to_json(s.config);
   truncate_metrics(run / "metrics.jsonl", s.state.step);
   return s;
 }
 
-}  // namespace
-
-TrainOutcome run_training(const TrainRequest& request) {
-  std::unique_ptr<dist::Communicator> own_comm = request.comm ? nullptr : dist::single_process();
-  dist::Communicator& comm = request.comm ? *request.comm : *own_comm;
+TrainOutcome train_loop(const TrainRequest& req, RunSetup& s, const fs::path& run, const io::TokenDataset& data,
+                        const std::vector<int32_t>& train_stream, const std::vector<int32_t>& val_stream,
+                        dist::Communicator& comm, const MicroBatchShare& share) {
   const bool rank0 = comm.rank() == 0;
-  // --grad-accum is per rank; the run directory records the step's global micro-batches.
-  TrainRequest req = request;
-  req.config.grad_accum *= comm.size();
-  RunSetup s = set_up_on_rank0(comm, [&] { return req.resume ? setup_resume(req) : setup_new_run(req); });
-  const fs::path run(req.out);
   const TrainConfig& tc = s.config;
-  const MicroBatchShare share = micro_batch_share(tc, comm);
-  const io::TokenDataset data = io::TokenDataset::open(s.data);
   const io::DatasetManifest& mf = data.manifest();
-  if (mf.vocab_size > s.model.vocab_size)
-    fail("the data in ", s.data, " uses a tokenizer of ", mf.vocab_size, " ids (", mf.tokenizer,
-         "), more than the model's vocab_size ", s.model.vocab_size);
-  const std::vector<int32_t> train_stream = data.load_split("train");
-  const std::vector<int32_t> val_stream = data.load_split("val");
-  if (static_cast<int64_t>(train_stream.size()) < tc.seq_len + 1)
-    fail(s.data, ": the training split has ", train_stream.size(), " tokens, fewer than one sequence of ",
-         tc.seq_len, " (lower --seq-len)");
   const double val_bytes_per_token =
       mf.val.tokens > 0 ? static_cast<double>(mf.val.bytes) / static_cast<double>(mf.val.tokens) : 1.0;
 
@@ -188,7 +258,7 @@ TrainOutcome run_training(const TrainRequest& request) {
   if (tc.precision == "bf16") {
     // Said once, before the first step: without bf16 units the products are emulated.
     const std::string warning = kernels::bf16_emulation_warning("--precision bf16");
-    if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
+    if (!warning.empty() && rank0) std::fprintf(stderr, "%s\n", warning.c_str());
   }
   AdamW<float> optimizer(model.layout(), AdamWConfig{tc.beta1, tc.beta2, tc.eps, tc.weight_decay});
   optimizer.m() = s.adam_m;
@@ -223,6 +293,8 @@ TrainOutcome run_training(const TrainRequest& request) {
     state.spike_steps = spikes.spike_steps();
     std::vector<float> params(model.params().begin(), model.params().end());
     save_training_checkpoint(req.out, s.model, params, optimizer.m(), optimizer.v(), state, tc.keep_checkpoints);
+    // After the checkpoint (which holds its own copy): the file a reader sees agrees with it.
+    write_file_atomic((run / "train_config.json").string(), train_config_to_json(tc).dump(2) + "\n");
   };
   json last_eval;
   auto evaluate = [&] {
@@ -267,15 +339,26 @@ TrainOutcome run_training(const TrainRequest& request) {
                                      : cat(tc.minutes, " minutes").c_str(),
                  comm.size() > 1 ? cat(", data-parallel on ", comm.describe()).c_str() : "");
   Progress progress("train", std::max<int64_t>(state.planned_steps, 1));
-  bool saved_at_step = false, evaluated_at_step = false;
-  while (state.planned_steps == 0 || state.step < state.planned_steps) {
+  // A resumed run's current step is already its latest checkpoint (never rewritten in place).
+  bool saved_at_step = req.resume, evaluated_at_step = false;
+  const int64_t first_step = state.step;
+  auto at_stop = [&] { return req.stop_at_step > 0 && state.step >= req.stop_at_step; };
+  bool out_of_time = false;  // req.stop_after_s reached: a pause, never the end of the run
+  // One process drops a step that a signal interrupts; ranks finish it together (the
+  // gradient sum is collective) and stop after it.
+  auto stop_mid_step = [&] { return comm.size() == 1 && g_interrupted; };
+  while ((state.planned_steps == 0 || state.step < state.planned_steps) && !at_stop()) {
     // Rank 0's clock decides time budgets, so that every rank stops at the same step.
+    if (req.stop_after_s > 0 && dist::from_root(comm, elapsed() - elapsed_before) >= req.stop_after_s) {
+      out_of_time = true;
+      break;
+    }
     if (tc.minutes > 0 && dist::from_root(comm, elapsed()) >= tc.minutes * 60.0) break;
     const auto t0 = std::chrono::steady_clock::now();
     // This rank's micro-batches of the step, each gradient added into grad_sum, which
     // sums over the ranks and leaves the step's mean gradient in model.grads().
     std::vector<double> micro_losses(share.count);
-    for (int64_t i = 0; i < share.count; ++i) {
+    for (int64_t i = 0; i < share.count && !stop_mid_step(); ++i) {
       model.zero_grads();
       Batch b = training_batch(train_stream, tc.batch_size, tc.seq_len, mf.bos_id, tc.seed, state.step,
                                share.first + i);
@@ -283,6 +366,7 @@ TrainOutcome run_training(const TrainRequest& request) {
       model.backward();
       grad_sum.add(model.grads());
     }
+    if (stop_mid_step()) break;  // the partial step is dropped, the state saved below
     grad_sum.finish(model.grads(), tc.grad_accum);
     const double loss = step_mean_loss(comm, micro_losses);
     const double norm = global_norm(model.grads());
@@ -309,9 +393,13 @@ TrainOutcome run_training(const TrainRequest& request) {
     if (comm.size() > 1) rec["allreduce_s"] = grad_sum.last_reduce_seconds();
     record(rec);
     // A minutes-only budget fixes its step count after a few steps, from their speed.
-    if (state.planned_steps == 0 && state.step == 3)
-      state.planned_steps =
-          std::max<int64_t>(4, static_cast<int64_t>(tc.minutes * 60.0 / (dist::from_root(comm, elapsed()) / 3.0)));
+    // (On a resume with a new minutes budget, from this segment's first 3 steps.)
+    if (state.planned_steps == 0 && state.step - first_step == 3) {
+      const double now = dist::from_root(comm, elapsed());
+      const double per_step = (now - elapsed_before) / 3.0;
+      const double left_s = std::max(0.0, tc.minutes * 60.0 - now);
+      state.planned_steps = std::max<int64_t>(state.step + 1, state.step + static_cast<int64_t>(left_s / per_step));
+    }
     evaluated_at_step = saved_at_step = false;
     if (tc.eval_every > 0 && state.step % tc.eval_every == 0) {
       evaluate();
@@ -325,16 +413,26 @@ TrainOutcome run_training(const TrainRequest& request) {
       progress.update(state.step, cat("loss ", std::to_string(loss).substr(0, 6), "  ",
                                       static_cast<int64_t>(tps), " tok/s"));
     if (dist::any_rank(comm, g_interrupted)) {  // all ranks stop at the same step
-      std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C stops at once
-      if (!saved_at_step) save();
-      summary("interrupted");
-      if (rank0)
-        std::fprintf(stderr, "\ninterrupted at step %lld: checkpoint saved; continue with gatedlm train --resume %s\n",
-                   static_cast<long long>(state.step), req.out.c_str());
-      return TrainOutcome::interrupted;
+      g_interrupted = true;
+      break;
     }
   }
+  if (g_interrupted) {
+    std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C stops at once
+    if (!saved_at_step) save();
+    summary("interrupted");
+    if (rank0)
+      std::fprintf(stderr, "\ninterrupted at step %lld: checkpoint saved; continue with gatedlm train --resume %s\n",
+                   static_cast<long long>(state.step), req.out.c_str());
+    return TrainOutcome::interrupted;
+  }
   if (rank0) progress.finish(cat("step ", state.step));
+  if ((out_of_time || (at_stop() && !req.stop_is_final)) &&
+      (state.planned_steps == 0 || state.step < state.planned_steps)) {
+    if (!saved_at_step) save();
+    summary("paused");
+    return TrainOutcome::paused;
+  }
   if (!evaluated_at_step) evaluate();
   if (!saved_at_step) save();
   summary("completed");
@@ -343,6 +441,47 @@ TrainOutcome run_training(const TrainRequest& request) {
                static_cast<long long>(state.step), last_eval["val_loss"].get<double>(),
                last_eval["val_bpb"].get<double>(), spikes.spike_steps().size());
   return TrainOutcome::completed;
+}
+
+}  // namespace
+
+TrainOutcome run_training(const TrainRequest& request) {
+  std::unique_ptr<dist::Communicator> own_comm = request.comm ? nullptr : dist::single_process();
+  dist::Communicator& comm = request.comm ? *request.comm : *own_comm;
+  // --grad-accum is per rank; the run directory records the step's global micro-batches.
+  TrainRequest req = request;
+  req.config.grad_accum *= comm.size();
+  std::optional<RunLock> lock;  // rank 0 holds it for the whole run
+  bool created = false;
+  RunSetup s = set_up_on_rank0(comm, [&] {
+    RunSetup setup = req.resume ? setup_resume(req, lock) : plan_new_run(req);
+    const io::TokenDataset checked = io::TokenDataset::open(setup.data);
+    const io::DatasetManifest& mf = checked.manifest();
+    check_against_data(setup, mf, mf.train.tokens, mf.val.tokens);
+    // A new run's directory is made only now, when everything has been checked; if the run
+    // then fails before its first checkpoint, what it wrote is removed again.
+    created = !req.resume && create_run_dir(req, setup, lock);
+    return setup;
+  });
+  const fs::path run(req.out);
+  const MicroBatchShare share = micro_batch_share(s.config, comm);
+  const io::TokenDataset data = io::TokenDataset::open(s.data);
+  const std::vector<int32_t> train_stream = data.load_split("train");
+  const std::vector<int32_t> val_stream = data.load_split("val");
+  try {
+    return train_loop(req, s, run, data, train_stream, val_stream, comm, share);
+  } catch (...) {
+    std::error_code ec;
+    // A diverged run keeps its summary ("non-finite") for the record; it can still be started
+    // again with --out, like any run without a checkpoint.
+    const bool diverged = fs::exists(run / "summary.json", ec) &&
+                          read_whole_file((run / "summary.json").string()).find("\"non-finite\"") != std::string::npos;
+    if (comm.rank() == 0 && !req.resume && !diverged && !fs::exists(run / "latest", ec)) {
+      clear_unstarted_run(req.out);
+      if (created) fs::remove_all(run, ec);
+    }
+    throw;
+  }
 }
 
 }  // namespace gatedlm::train

@@ -24,9 +24,16 @@ struct TrainRequest {
   std::vector<std::string> explicit_flags;
   // The ranks of a data-parallel run (null: one process). grad_accum above is per rank.
   dist::Communicator* comm = nullptr;
+  // Stop once this many steps are done (0 = run to the budget), keeping the schedule planned
+  // for the whole budget: the demo trains two models in interleaved segments under one
+  // wall-clock cap. At a non-final stop the run is checkpointed and "paused"; a final stop
+  // (stop_is_final) ends it like a completed run (final evaluation, outcome completed).
+  int64_t stop_at_step = 0;
+  bool stop_is_final = false;
+  double stop_after_s = 0;  // > 0: also pause once this call has trained this many seconds
 };
 
-enum class TrainOutcome { completed, interrupted };
+enum class TrainOutcome { completed, interrupted, paused };
 
 // Throws gatedlm::Error on bad input and on a NaN/Inf loss or gradient (after which the
 // last good checkpoint stays the latest).
