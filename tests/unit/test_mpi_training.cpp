@@ -206,7 +206,9 @@ struct SignalledJob {
 
 class MpiSignals : public MpiTraining {
  protected:
-  static constexpr int kSteps = 150;
+  // Long enough that the signal, sent once step 10 is saved, lands well before the end on
+  // a quiet machine too (150 steps of this model take about a second there).
+  static constexpr int kSteps = 1500;
 
   static SignalledJob signal_job(const fs::path& run, int signal, bool to_launcher) {
     const fs::path log = run.string() + ".log";
