@@ -12,9 +12,8 @@ namespace gatedlm::cli {
 // The text of `gatedlm --version`: version, oneDNN and its instruction set, bf16 path.
 std::string version_text();
 
-// Bounded spinning of idle OpenMP threads by default (openmp_waiting.cpp): re-executes
-// the process once with GOMP_SPINCOUNT set unless the user chose OMP_WAIT_POLICY or
-// GOMP_SPINCOUNT. Call first thing in main.
+// GATEDLM_OPENMP_WAITING=passive: passive OpenMP waiting for shared machines
+// (openmp_waiting.cpp; re-executes the process once). Call first thing in main.
 void choose_openmp_waiting(char** argv);
 
 void register_params(CLI::App& app);
