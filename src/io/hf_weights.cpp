@@ -161,22 +161,12 @@ void encode_floats(std::string& out, const float* values, int64_t n, StoreDtype 
 
 void write_safetensors_as(const std::string& path, const std::vector<TensorSource>& tensors, StoreDtype dtype,
                           const std::map<std::string, std::string>& metadata) {
-  nlohmann::ordered_json header;
-  if (!metadata.empty()) header["__metadata__"] = metadata;
-  std::set<std::string> seen;
-  uint64_t offset = 0;
-  for (const TensorSource& t : tensors) {
-    if (!seen.insert(t.name).second) fail(path, ": tensor ", t.name, " given twice");
-    const uint64_t bytes = static_cast<uint64_t>(t.numel() * store_dtype_size(dtype));
-    header[t.name] = {{"dtype", safetensors_dtype_name(dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
-    offset += bytes;
-  }
-  std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');  // keep the data 8-byte aligned
-  const uint64_t header_len = text.size();
+  std::vector<HeaderEntry> entries;
+  for (const TensorSource& t : tensors)
+    entries.push_back({t.name, safetensors_dtype_name(dtype), t.shape,
+                       static_cast<uint64_t>(t.numel() * store_dtype_size(dtype))});
   AtomicFile file(path);
-  file.write(&header_len, 8);
-  file.write(text);
+  write_safetensors_header(file, path, entries, metadata);
   std::vector<float> values;
   std::string bytes;
   for (const TensorSource& t : tensors) {

@@ -149,29 +149,35 @@ void SafetensorsReader::read_f32(const std::string& name, float* out, int64_t nu
   if (!in) fail(path_, ": tensor ", name, ": read failed (truncated?)");
 }
 
-void write_safetensors(const std::string& path, const std::vector<TensorRef>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+void write_safetensors_header(AtomicFile& file, const std::string& path, const std::vector<HeaderEntry>& entries,
+                              const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header;
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
-  for (const TensorRef& t : tensors) {
-    int64_t numel = 1;
-    for (int64_t s : t.shape) numel *= s;
-    const uint64_t bytes = static_cast<uint64_t>(numel) * 4;
-    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
-    offset += bytes;
+  for (const HeaderEntry& e : entries) {
+    if (header.contains(e.name)) fail(path, ": tensor ", e.name, " given twice");
+    header[e.name] = {{"dtype", e.dtype}, {"shape", e.shape}, {"data_offsets", {offset, offset + e.bytes}}};
+    offset += e.bytes;
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // keep the data 8-byte aligned
   const uint64_t header_len = text.size();
-  AtomicFile file(path);
   file.write(&header_len, 8);
   file.write(text);
-  for (const TensorRef& t : tensors) {
-    int64_t numel = 1;
-    for (int64_t s : t.shape) numel *= s;
-    file.write(t.data, static_cast<size_t>(numel) * 4);
-  }
+}
+
+void write_safetensors(const std::string& path, const std::vector<TensorRef>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  auto numel = [](const TensorRef& t) {
+    int64_t n = 1;
+    for (int64_t s : t.shape) n *= s;
+    return n;
+  };
+  std::vector<HeaderEntry> entries;
+  for (const TensorRef& t : tensors) entries.push_back({t.name, "F32", t.shape, static_cast<uint64_t>(numel(t)) * 4});
+  AtomicFile file(path);
+  write_safetensors_header(file, path, entries, metadata);
+  for (const TensorRef& t : tensors) file.write(t.data, static_cast<size_t>(numel(t)) * 4);
   file.commit();
 }
 

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/atomic_file.h"
+
 namespace gatedlm::io {
 
 struct TensorEntry {
@@ -49,6 +51,19 @@ struct TensorRef {
   std::vector<int64_t> shape;
   const float* data;
 };
+
+// One tensor of a header being written: its bytes follow the previous tensor's.
+struct HeaderEntry {
+  std::string name, dtype;  // dtype as the format spells it: "F32", "BF16", "F16"
+  std::vector<int64_t> shape;
+  uint64_t bytes;
+};
+
+// Writes the 8-byte header length and the JSON header (padded so the data stays 8-byte
+// aligned) of these tensors, contiguous in the order given; the caller writes the data.
+// A name given twice is refused, naming the file.
+void write_safetensors_header(AtomicFile& file, const std::string& path, const std::vector<HeaderEntry>& entries,
+                              const std::map<std::string, std::string>& metadata);
 
 // Writes F32 tensors atomically, in the order given.
 void write_safetensors(const std::string& path, const std::vector<TensorRef>& tensors,

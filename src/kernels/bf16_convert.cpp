@@ -1,5 +1,5 @@
-// to_bf16, compiled once per kernel set (kernel_set_begin.h): fp32 -> bf16 bits with
-// round to nearest even, NaN kept quiet. The avx512 set uses the AVX512-BF16 conversion
+// to_bf16 and round_to_bf16, compiled once per kernel set (kernel_set_begin.h): fp32 ->
+// bf16 with round to nearest even, NaN kept quiet, as bits or as the rounded fp32 value. The avx512 set uses the AVX512-BF16 conversion
 // instruction where the CPU has it (checked at run time: x86-64-v4 does not include it).
 #include "kernels/kernel_sets.h"
 
@@ -8,15 +8,17 @@
 namespace gatedlm::kernels::GATEDLM_KSET {
 namespace {
 
-// The bit-level rule, which compilers vectorise.
+// The bit-level rule: the upper 16 bits of x rounded to nearest even; NaN stays a quiet NaN.
+inline uint16_t bf16_bits(float x) {
+  const uint32_t bits = std::bit_cast<uint32_t>(x);
+  const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+  const uint32_t rounded = bits + 0x7fffu + ((bits >> 16) & 1u);
+  return nan ? static_cast<uint16_t>((bits >> 16) | 0x40u) : static_cast<uint16_t>(rounded >> 16);
+}
+
 void to_bf16_rounding(uint16_t* out, const float* in, int64_t n) {
 #pragma omp simd
-  for (int64_t j = 0; j < n; ++j) {
-    const uint32_t bits = std::bit_cast<uint32_t>(in[j]);
-    const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
-    const uint32_t rounded = bits + 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even
-    out[j] = nan ? static_cast<uint16_t>((bits >> 16) | 0x40u) : static_cast<uint16_t>(rounded >> 16);
-  }
+  for (int64_t j = 0; j < n; ++j) out[j] = bf16_bits(in[j]);
 }
 
 #if GATEDLM_KSET_AVX512
@@ -42,6 +44,11 @@ void to_bf16(uint16_t* out, const float* in, int64_t n) {
   if (has_instruction) return to_bf16_instruction(out, in, n);
 #endif
   to_bf16_rounding(out, in, n);
+}
+
+void round_to_bf16(float* out, const float* in, int64_t n) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) out[j] = std::bit_cast<float>(static_cast<uint32_t>(bf16_bits(in[j])) << 16);
 }
 
 }  // namespace gatedlm::kernels::GATEDLM_KSET

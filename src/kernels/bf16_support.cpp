@@ -1,8 +1,6 @@
 #include "kernels/bf16_support.h"
 
 #include <atomic>
-#include <bit>
-#include <cstdint>
 #include <dnnl.hpp>
 
 namespace gatedlm::kernels {
@@ -92,16 +90,6 @@ std::string bf16_emulation_warning(const std::string& flag) {
   return "warning: " + flag + ": " + s.reason +
          "; running the emulated bf16 path instead (operands rounded to bf16, products and sums in fp32: "
          "the same numerics, but slower than fp32). Use --precision fp32 for speed on this CPU.";
-}
-
-void round_to_bf16(float* out, const float* in, long n) {
-#pragma omp simd
-  for (long i = 0; i < n; ++i) {
-    const uint32_t bits = std::bit_cast<uint32_t>(in[i]);
-    const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
-    const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;  // nearest even
-    out[i] = std::bit_cast<float>(nan ? (bits | 0x00400000u) & 0xffff0000u : rounded);
-  }
 }
 
 }  // namespace gatedlm::kernels

@@ -7,6 +7,7 @@
 // fp32 by the fp32 product. A product of two bf16 values is exact in fp32, so the two
 // paths differ only in the order of the fp32 sums, and the emulation is slower than a
 // plain fp32 product (two extra rounding passes).
+#include <cstdint>
 #include <string>
 
 namespace gatedlm::kernels {
@@ -34,7 +35,7 @@ void force_bf16_emulation(bool on);
 std::string bf16_emulation_warning(const std::string& flag);
 
 // out[i] = in[i] rounded to the nearest bf16 (ties to even), kept in fp32 storage; NaN
-// stays NaN. The operand rounding of the emulated path.
-void round_to_bf16(float* out, const float* in, long n);
+// stays NaN. The operand rounding of the emulated path (a kernel: bf16_convert.cpp).
+void round_to_bf16(float* out, const float* in, int64_t n);
 
 }  // namespace gatedlm::kernels

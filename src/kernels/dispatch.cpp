@@ -2,6 +2,7 @@
 // The switch costs a load and a branch per call, nothing beside a kernel's work.
 #include "kernels/kernel_set.h"
 #include "kernels/kernel_sets.h"
+#include "kernels/bf16_support.h"
 #include "kernels/matmul.h"
 
 namespace gatedlm::kernels {
@@ -83,6 +84,7 @@ void attention_backward<float>(float* dq, float* dk, float* dv, const float* dou
 }
 
 void to_bf16(uint16_t* out, const float* in, int64_t n) { GATEDLM_DISPATCH(to_bf16(out, in, n)); }
+void round_to_bf16(float* out, const float* in, int64_t n) { GATEDLM_DISPATCH(round_to_bf16(out, in, n)); }
 
 #undef GATEDLM_DISPATCH
 

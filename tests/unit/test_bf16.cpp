@@ -137,7 +137,7 @@ TEST(Bf16PathsTest, RoundToBf16MatchesToBf16) {
   in.push_back(std::numeric_limits<float>::quiet_NaN());
   in.push_back(-0.0f);
   std::vector<float> rounded(in.size());
-  round_to_bf16(rounded.data(), in.data(), static_cast<long>(in.size()));
+  round_to_bf16(rounded.data(), in.data(), static_cast<int64_t>(in.size()));
   const std::vector<float> expect = bf16_rounded(in);
   for (size_t i = 0; i < in.size(); ++i) {
     if (std::isnan(expect[i])) {
