@@ -10,14 +10,16 @@ random ids prefilled in one pass, then --new-tokens greedy decode steps.
     same weights read from CK/model.safetensors, a preallocated KV cache, SDPA over it.
     Its logits are checked against the engine's first (`gatedlm debug decode`) so the peer
     computes the same model;
-  - llama.cpp (optional): give --gguf MODEL.gguf (the same checkpoint exported to GGUF F32
-    by gatedlm's GGUF export) and --llama-bench BIN (llama-bench from node-llama-cpp's
-    prebuilt CPU binaries); it runs `BIN -m MODEL -p P -n N -t threads -b B` at batch 1.
+  - llama.cpp: the same checkpoint exported to GGUF F32 by `gatedlm export --format gguf`,
+    run by llama.cpp's own library from npm's @node-llama-cpp/linux-x64 prebuilt CPU
+    binaries (fetched once into ~/.cache/gatedlm, as tests/reference/test_gguf_llama.py
+    does) through `llama_probe --bench` (build/tests/llama_probe; the package ships no
+    llama-bench): batch 1, the same prompt length, decode steps, threads and reps.
 Targets (issue 13): decode at batch 1 >= llama.cpp F32; decode >= 3x PyTorch's; aggregate
 decode at batch 8 >= 4x batch 1.
 
 Usage: /usr/bin/python3 bench/compare_generate.py [--gatedlm build/gatedlm] [--threads 2]
-          [--prompt-tokens 128] [--new-tokens 64] [--reps 3] [--gguf M.gguf --llama-bench BIN]
+          [--prompt-tokens 128] [--new-tokens 64] [--reps 3] [--llama-probe BIN | --no-llama]
 Prints a markdown report (paste into bench/RESULTS.md with the command and `lscpu` model).
 Run it on a quiet machine: nothing else may be running."""
 import argparse
@@ -130,8 +132,9 @@ def main():
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--gguf", help="the same checkpoint as GGUF F32 (from gatedlm's GGUF export)")
-    ap.add_argument("--llama-bench", help="llama-bench binary (node-llama-cpp's prebuilt CPU build)")
+    ap.add_argument("--llama-probe", default=os.path.join(HERE, "..", "build", "tests", "llama_probe"),
+                    help="tests/llama/llama_probe built by the project (its --bench mode times llama.cpp)")
+    ap.add_argument("--no-llama", action="store_true", help="leave llama.cpp out")
     ap.add_argument("--workdir", help="keep the checkpoint here (default: a temporary directory)")
     a = ap.parse_args()
     import torch
@@ -172,24 +175,34 @@ def main():
         print(f"| {b} | {gp:.0f} | {gd:.1f} | {tp:.0f} | {td:.1f} | {gd / td:.2f}x |")
     if len(rows) >= 2:
         print(f"\nbatch {rows[1][0]} aggregate decode / batch {rows[0][0]}: {rows[1][2] / rows[0][2]:.2f}x (target >= 4x)")
-    if a.gguf and a.llama_bench:
-        p = subprocess.run([a.llama_bench, "-m", a.gguf, "-p", str(a.prompt_tokens), "-n", str(a.new_tokens), "-t",
-                            str(a.threads), "-o", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if p.returncode:
-            print(f"\nllama.cpp: llama-bench failed:\n{p.stderr[-2000:]}")
-        else:
-            res = json.loads(p.stdout)
-            print("\n| llama.cpp (F32) | tok/s |\n| --- | ---: |")
-            for r in res:
-                kind = "prefill" if r.get("n_prompt", 0) else "decode"
-                print(f"| {kind} batch 1 | {r.get('avg_ts', float('nan')):.1f} |")
-            dec = [r for r in res if not r.get("n_prompt", 0)]
-            if dec:
-                print(f"\ngatedlm / llama.cpp decode at batch 1: {rows[0][2] / dec[0]['avg_ts']:.2f}x (target >= 1x)")
-    else:
-        print("\nllama.cpp: not run (give --gguf MODEL.gguf, the same checkpoint exported to GGUF F32, and "
-              "--llama-bench BIN)")
-
+    if a.no_llama:
+        return
+    from test_gguf_llama import byte_level_tokenizer, fetch_llama_libs
+    libdir, why = fetch_llama_libs()
+    if libdir is None or not os.path.exists(a.llama_probe):
+        print(f"\nllama.cpp: not run ({why or a.llama_probe + ' is missing: build the project first'})")
+        return
+    gguf = os.path.join(work, "gguf_f32")
+    vocab_file = os.path.join(ck, "tokenizer.json")  # llama.cpp loads no model without a vocabulary
+    if not os.path.exists(vocab_file):
+        with open(vocab_file, "w") as f:
+            json.dump(byte_level_tokenizer(json.load(open(os.path.join(ck, "config.json")))["vocab_size"]), f)
+    if not os.path.exists(os.path.join(gguf, "model.gguf")):
+        subprocess.run([a.gatedlm, "export", ck, "--format", "gguf", "--dtype", "f32", "--out", gguf], check=True,
+                       stdout=subprocess.DEVNULL)
+    p = subprocess.run([a.llama_probe, "--bench", libdir, os.path.join(gguf, "model.gguf"), str(a.threads),
+                        str(a.prompt_tokens), str(a.new_tokens), str(a.reps)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode:
+        print(f"\nllama.cpp: llama_probe --bench failed:\n{p.stderr[-2000:]}")
+        return
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    print("\n| batch 1 | gatedlm tok/s | llama.cpp F32 tok/s | ratio |\n| --- | ---: | ---: | ---: |")
+    print(f"| prefill | {rows[0][1]:.0f} | {res['prefill_tokens_per_s']:.0f} | "
+          f"{rows[0][1] / res['prefill_tokens_per_s']:.2f}x |")
+    print(f"| decode | {rows[0][2]:.1f} | {res['decode_tokens_per_s']:.1f} | "
+          f"{rows[0][2] / res['decode_tokens_per_s']:.2f}x |")
+    print(f"\ngatedlm / llama.cpp decode at batch 1: {rows[0][2] / res['decode_tokens_per_s']:.2f}x (target >= 1x)")
 
 if __name__ == "__main__":
     main()

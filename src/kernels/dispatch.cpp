@@ -85,6 +85,10 @@ void attention_backward<float>(float* dq, float* dk, float* dv, const float* dou
 
 void to_bf16(uint16_t* out, const float* in, int64_t n) { GATEDLM_DISPATCH(to_bf16(out, in, n)); }
 void round_to_bf16(float* out, const float* in, int64_t n) { GATEDLM_DISPATCH(round_to_bf16(out, in, n)); }
+void skinny_matmul_f32(float* C, int64_t ldc, const float* A, int64_t lda, const float* B, int64_t ldb, int64_t M,
+                       int64_t N, int64_t K, bool accumulate) {
+  GATEDLM_DISPATCH(skinny_matmul_f32(C, ldc, A, lda, B, ldb, M, N, K, accumulate));
+}
 
 #undef GATEDLM_DISPATCH
 

@@ -112,6 +112,10 @@ void matmul<float>(float* C, const float* A, const float* B, MatmulShape s) {
         for (int64_t j = 0; j < s.N; ++j) C[i * s.ldc + j] = 0.0f;
     return;
   }
+  if (!t_bf16 && !s.trans_a && s.trans_b && s.M <= kSkinnyRows) {
+    skinny_matmul_f32(C, s.ldc, A, s.lda, B, s.ldb, s.M, s.N, s.K, s.accumulate);
+    return;
+  }
   OneDnn& dnn = OneDnn::get();
   // bf16 scope: native products take bf16 operands; the emulation rounds the operands to
   // bf16 in fp32 storage and runs the fp32 product (bf16_support.h).

@@ -1,6 +1,7 @@
 #pragma once
 // Row-major matrix products. Every product in the model goes through here: float uses
-// oneDNN (about 200 GFLOP/s on two Zen 4 cores), double uses the naive reference, which
+// oneDNN (about 200 GFLOP/s on two Zen 4 cores) except a few rows times a transposed
+// matrix (decoding), which streams the matrix by hand; double uses the naive reference, which
 // exists for the fp64 finite-difference gradient checks and as the test oracle.
 #include <cstdint>
 
@@ -40,6 +41,13 @@ class MatmulPrecisionScope {
 // fp32 -> bf16 with round-to-nearest-even (NaN kept quiet); the bits of a bf16 value.
 // Where the build targets AVX512-BF16, denormal inputs become signed zeros.
 void to_bf16(uint16_t* out, const float* in, int64_t n);
+
+// C[M,N] (+)= A[M,K] B[N,K]^T with row strides lda, ldb, ldc, streaming B once: the
+// product of decoding (M = the batch, B a weight matrix stored [out, in]), which
+// matmul<float> takes for M <= kSkinnyRows outside a bf16 scope. Exposed for the tests.
+inline constexpr int64_t kSkinnyRows = 4;  // measured: oneDNN wins from about 5 rows on Zen 4
+void skinny_matmul_f32(float* C, int64_t ldc, const float* A, int64_t lda, const float* B, int64_t ldb, int64_t M,
+                       int64_t N, int64_t K, bool accumulate);
 
 // The naive triple loop with a double accumulator: the oracle for tests.
 template <typename T>

@@ -1,12 +1,20 @@
 // Runs a GGUF model through llama.cpp's own library, loaded at run time from a directory
 // of prebuilt binaries (npm's @node-llama-cpp/linux-x64 ships them), to check gatedlm's
-// GGUF export against llama.cpp itself (tests/reference/test_gguf_llama.py).
+// GGUF export against llama.cpp itself (tests/reference/test_gguf_llama.py) and to time
+// llama.cpp's generation beside gatedlm's (bench/compare_generate.py).
 //
 //   llama_probe LIBDIR MODEL.gguf N_GENERATE TOKEN...
 //
 // Feeds the prompt one token at a time and prints, per position, "logits" and the values of
 // that position's next-token logits; then greedily generates N_GENERATE tokens and prints
 // "greedy" and their ids.
+//
+//   llama_probe --bench LIBDIR MODEL.gguf THREADS PROMPT_TOKENS NEW_TOKENS REPS
+//
+// Times batch-1 generation as llama-bench does (npm's package has no llama-bench binary):
+// per rep, a fresh KV cache, the prompt (token ids 1..PROMPT_TOKENS modulo the vocabulary)
+// prefilled in one llama_decode call, then NEW_TOKENS single-token decode calls. Prints one
+// JSON line with the medians: prefill_tokens_per_s, decode_tokens_per_s.
 //
 // No llama.h is compiled in: the few functions are looked up with dlsym. The structs they
 // take and return by value (model/context params, batch) are all larger than 16 bytes, so
@@ -15,6 +23,8 @@
 // independent of the structs' layouts (it uses llama.cpp's defaults throughout).
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -35,53 +45,135 @@ void* must(void* lib, const char* name) {
   return f;
 }
 
-}  // namespace
+// llama.cpp's entry points, looked up once.
+struct Llama {
+  Opaque (*model_params)();
+  void* (*load)(const char*, Opaque);
+  Opaque (*context_params)();
+  void* (*init)(void*, Opaque);
+  void (*free_context)(void*);
+  void (*set_threads)(void*, int32_t, int32_t);
+  Opaque (*batch_one)(int32_t*, int32_t);
+  int32_t (*decode)(void*, Opaque);
+  float* (*logits_ith)(void*, int32_t);
+  const void* (*get_vocab)(const void*);
+  int32_t (*n_tokens)(const void*);
+};
 
-int main(int argc, char** argv) {
-  if (argc < 5) {
-    std::fprintf(stderr, "usage: llama_probe LIBDIR MODEL.gguf N_GENERATE TOKEN...\n");
-    return 2;
-  }
-  const std::string dir = argv[1];
+Llama open_llama(const std::string& dir) {
   void* ggml = dlopen((dir + "/libggml.so").c_str(), RTLD_NOW | RTLD_GLOBAL);
   void* llama = dlopen((dir + "/libllama.so").c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (!ggml || !llama) {
     std::fprintf(stderr, "llama_probe: cannot load the libraries in %s (%s)\n", dir.c_str(), dlerror());
-    return 2;
+    std::exit(2);
   }
   reinterpret_cast<void (*)(const char*)>(must(ggml, "ggml_backend_load_all_from_path"))(dir.c_str());
   reinterpret_cast<void (*)()>(must(llama, "llama_backend_init"))();
-  auto model_params = reinterpret_cast<Opaque (*)()>(must(llama, "llama_model_default_params"));
-  auto load = reinterpret_cast<void* (*)(const char*, Opaque)>(must(llama, "llama_model_load_from_file"));
-  auto context_params = reinterpret_cast<Opaque (*)()>(must(llama, "llama_context_default_params"));
-  auto init = reinterpret_cast<void* (*)(void*, Opaque)>(must(llama, "llama_init_from_model"));
-  auto batch_one = reinterpret_cast<Opaque (*)(int32_t*, int32_t)>(must(llama, "llama_batch_get_one"));
-  auto decode = reinterpret_cast<int32_t (*)(void*, Opaque)>(must(llama, "llama_decode"));
-  auto logits_ith = reinterpret_cast<float* (*)(void*, int32_t)>(must(llama, "llama_get_logits_ith"));
-  auto get_vocab = reinterpret_cast<const void* (*)(const void*)>(must(llama, "llama_model_get_vocab"));
-  auto n_tokens = reinterpret_cast<int32_t (*)(const void*)>(must(llama, "llama_vocab_n_tokens"));
+  Llama l;
+  l.model_params = reinterpret_cast<Opaque (*)()>(must(llama, "llama_model_default_params"));
+  l.load = reinterpret_cast<void* (*)(const char*, Opaque)>(must(llama, "llama_model_load_from_file"));
+  l.context_params = reinterpret_cast<Opaque (*)()>(must(llama, "llama_context_default_params"));
+  l.init = reinterpret_cast<void* (*)(void*, Opaque)>(must(llama, "llama_init_from_model"));
+  l.free_context = reinterpret_cast<void (*)(void*)>(must(llama, "llama_free"));
+  l.set_threads = reinterpret_cast<void (*)(void*, int32_t, int32_t)>(must(llama, "llama_set_n_threads"));
+  l.batch_one = reinterpret_cast<Opaque (*)(int32_t*, int32_t)>(must(llama, "llama_batch_get_one"));
+  l.decode = reinterpret_cast<int32_t (*)(void*, Opaque)>(must(llama, "llama_decode"));
+  l.logits_ith = reinterpret_cast<float* (*)(void*, int32_t)>(must(llama, "llama_get_logits_ith"));
+  l.get_vocab = reinterpret_cast<const void* (*)(const void*)>(must(llama, "llama_model_get_vocab"));
+  l.n_tokens = reinterpret_cast<int32_t (*)(const void*)>(must(llama, "llama_vocab_n_tokens"));
+  return l;
+}
 
-  void* model = load(argv[2], model_params());
+void* load_model(const Llama& l, const char* path) {
+  void* model = l.load(path, l.model_params());
   if (!model) {
-    std::fprintf(stderr, "llama_probe: llama.cpp could not load %s\n", argv[2]);
-    return 1;
+    std::fprintf(stderr, "llama_probe: llama.cpp could not load %s\n", path);
+    std::exit(1);
   }
-  void* ctx = init(model, context_params());
+  return model;
+}
+
+void* new_context(const Llama& l, void* model) {
+  void* ctx = l.init(model, l.context_params());
   if (!ctx) {
     std::fprintf(stderr, "llama_probe: no context\n");
-    return 1;
+    std::exit(1);
   }
-  const int32_t vocab = n_tokens(get_vocab(model));
+  return ctx;
+}
+
+void decode_or_die(const Llama& l, void* ctx, int32_t* tokens, int32_t n) {
+  if (l.decode(ctx, l.batch_one(tokens, n)) != 0) {
+    std::fprintf(stderr, "llama_probe: llama_decode failed\n");
+    std::exit(1);
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int bench(int argc, char** argv) {
+  if (argc != 8) {
+    std::fprintf(stderr, "usage: llama_probe --bench LIBDIR MODEL.gguf THREADS PROMPT_TOKENS NEW_TOKENS REPS\n");
+    return 2;
+  }
+  const Llama l = open_llama(argv[2]);
+  void* model = load_model(l, argv[3]);
+  const int threads = std::atoi(argv[4]), prompt = std::atoi(argv[5]), generate = std::atoi(argv[6]),
+            reps = std::atoi(argv[7]);
+  if (threads < 1 || prompt < 1 || generate < 1 || reps < 1) {
+    std::fprintf(stderr, "llama_probe: THREADS, PROMPT_TOKENS, NEW_TOKENS and REPS must be >= 1\n");
+    return 2;
+  }
+  const int32_t vocab = std::max<int32_t>(l.n_tokens(l.get_vocab(model)), 2);
+  using clock = std::chrono::steady_clock;
+  std::vector<double> prefill_s, decode_s;
+  for (int rep = 0; rep <= reps; ++rep) {  // rep 0 warms up
+    void* ctx = new_context(l, model);
+    l.set_threads(ctx, threads, threads);
+    std::vector<int32_t> ids(prompt);
+    for (int i = 0; i < prompt; ++i) ids[i] = 1 + i % (vocab - 1);
+    const auto t0 = clock::now();
+    decode_or_die(l, ctx, ids.data(), prompt);
+    const auto t1 = clock::now();
+    for (int i = 0; i < generate; ++i) {
+      int32_t next = 1 + (prompt + i) % (vocab - 1);
+      decode_or_die(l, ctx, &next, 1);
+    }
+    const auto t2 = clock::now();
+    l.free_context(ctx);
+    if (rep == 0) continue;
+    prefill_s.push_back(std::chrono::duration<double>(t1 - t0).count());
+    decode_s.push_back(std::chrono::duration<double>(t2 - t1).count());
+  }
+  std::printf("{\"threads\": %d, \"prompt_tokens\": %d, \"new_tokens\": %d, \"reps\": %d, "
+              "\"prefill_tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f}\n",
+              threads, prompt, generate, reps, prompt / median(prefill_s), generate / median(decode_s));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--bench") return bench(argc, argv);
+  if (argc < 5) {
+    std::fprintf(stderr,
+                 "usage: llama_probe LIBDIR MODEL.gguf N_GENERATE TOKEN...\n"
+                 "       llama_probe --bench LIBDIR MODEL.gguf THREADS PROMPT_TOKENS NEW_TOKENS REPS\n");
+    return 2;
+  }
+  const Llama l = open_llama(argv[1]);
+  void* model = load_model(l, argv[2]);
+  void* ctx = new_context(l, model);
+  const int32_t vocab = l.n_tokens(l.get_vocab(model));
   const int generate = std::atoi(argv[3]);
   std::vector<int32_t> tokens;
   for (int i = 4; i < argc; ++i) tokens.push_back(std::atoi(argv[i]));
   auto step = [&](int32_t token) {
-    int32_t t = token;
-    if (decode(ctx, batch_one(&t, 1)) != 0) {
-      std::fprintf(stderr, "llama_probe: llama_decode failed\n");
-      std::exit(1);
-    }
-    return logits_ith(ctx, -1);
+    decode_or_die(l, ctx, &token, 1);
+    return l.logits_ith(ctx, -1);
   };
   auto argmax = [&](const float* l) {
     int32_t best = 0;

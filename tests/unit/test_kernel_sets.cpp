@@ -10,6 +10,7 @@
 #include "kernels/attention.h"
 #include "kernels/kernel_set.h"
 #include "kernels/kernel_sets.h"
+#include "kernels/matmul.h"
 #include "test_util.h"
 
 namespace gatedlm::kernels {
@@ -59,6 +60,17 @@ void attention_with(KernelSet set, float* out, float* lse, const float* q, const
     case KernelSet::avx2: return avx2::attention_forward_f32(out, lse, q, k, v, s, g, gated);
 #endif
     default: return generic::attention_forward_f32(out, lse, q, k, v, s, g, gated);
+  }
+}
+
+void skinny_with(KernelSet set, float* C, int64_t ldc, const float* A, int64_t lda, const float* B, int64_t ldb,
+                 int64_t M, int64_t N, int64_t K, bool accumulate) {
+  switch (set) {
+#if GATEDLM_X86_KERNEL_SETS
+    case KernelSet::avx512: return avx512::skinny_matmul_f32(C, ldc, A, lda, B, ldb, M, N, K, accumulate);
+    case KernelSet::avx2: return avx2::skinny_matmul_f32(C, ldc, A, lda, B, ldb, M, N, K, accumulate);
+#endif
+    default: return generic::skinny_matmul_f32(C, ldc, A, lda, B, ldb, M, N, K, accumulate);
   }
 }
 
@@ -117,6 +129,35 @@ TEST(KernelSetsTest, EveryRunnableSetMatchesTheReferenceAttention) {
     EXPECT_LT(rel_error(lse, ref_lse), 1e-5) << kernel_set_name(set);
     EXPECT_LT(rel_error(gated, ref_gated), 1e-5) << kernel_set_name(set);
   }
+}
+
+// The decode product C (+)= A B^T for 1 to 9 rows of A (the kernel's register tiles, and
+// the split past its widest), K with and without a partial vector at the end, row
+// strides wider than the rows, overwrite and accumulate; in every runnable set against
+// the double-precision reference. matmul<float> must take it for a few rows.
+TEST(KernelSetsTest, EveryRunnableSetMatchesTheReferenceSkinnyProduct) {
+  for (const int64_t K : {5, 16, 64, 77, 200})
+    for (int64_t M = 1; M <= 9; ++M) {
+      const int64_t N = 37, lda = K + 3, ldb = K + 1, ldc = N + 2;
+      auto A = random_vector<float>(M * lda, 10 + M), B = random_vector<float>(N * ldb, 20 + K);
+      auto C0 = random_vector<float>(M * ldc, 30);
+      const MatmulShape shape{.M = M, .N = N, .K = K, .trans_b = true, .lda = lda, .ldb = ldb, .ldc = ldc};
+      std::vector<double> Ad(A.begin(), A.end()), Bd(B.begin(), B.end());
+      for (const bool accumulate : {false, true}) {
+        std::vector<double> ref(C0.begin(), C0.end());
+        MatmulShape s = shape;
+        s.accumulate = accumulate;
+        matmul_reference(ref.data(), Ad.data(), Bd.data(), s);
+        for (KernelSet set : runnable_kernel_sets()) {
+          std::vector<float> C = C0;
+          skinny_with(set, C.data(), ldc, A.data(), lda, B.data(), ldb, M, N, K, accumulate);
+          EXPECT_LT(rel_error(C, ref), 1e-6) << kernel_set_name(set) << " M=" << M << " K=" << K << " acc=" << accumulate;
+        }
+        std::vector<float> C = C0;
+        matmul(C.data(), A.data(), B.data(), s);  // the public path (skinny or oneDNN)
+        EXPECT_LT(rel_error(C, ref), 1e-6) << "matmul M=" << M << " K=" << K << " acc=" << accumulate;
+      }
+    }
 }
 
 }  // namespace
