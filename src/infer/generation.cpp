@@ -46,6 +46,10 @@ std::span<const int32_t> Generation::pending() const {
 std::string Generation::accept(std::span<const float> logits) {
   if (finished()) fail("generation: accept after the end");
   prompt_fed_ = true;
+  // Ids past the tokenizer's vocabulary (a model's padded embedding rows, or a model
+  // paired with a smaller tokenizer) have no text: they are never sampled.
+  if (tokenizer_ && tokenizer_->vocab_size() < static_cast<int64_t>(logits.size()))
+    logits = logits.first(static_cast<size_t>(tokenizer_->vocab_size()));
   const int32_t next = sampler_.sample(logits, history_);
   history_.push_back(next);
   if (next == rules_.eos && rules_.eos >= 0) {

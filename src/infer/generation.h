@@ -32,8 +32,9 @@ class Generation {
 
   // The tokens to run next: the whole prompt first, then the last sampled token.
   std::span<const int32_t> pending() const;
-  // Takes the logits [vocab] of the last pending token: samples, applies the stop rules
-  // and returns the newly final text ("" when none, or when there is no tokenizer).
+  // Takes the logits [vocab] of the last pending token: samples (with a tokenizer, only
+  // among the ids it can decode), applies the stop rules and returns the newly final
+  // text ("" when none, or when there is no tokenizer).
   std::string accept(std::span<const float> logits);
 
   bool finished() const { return reason_ != FinishReason::none; }

@@ -99,7 +99,13 @@ void Scheduler::run() {
     }
     for (size_t i = 0; i < order.size(); ++i) {
       Request& r = *slots_[order[i]];
-      const std::string text = r.gen.accept(std::span<const float>(logits + i * V, V));
+      std::string text;
+      try {
+        text = r.gen.accept(std::span<const float>(logits + i * V, V));
+      } catch (const Error& e) {  // this request's failure (say, an id its tokenizer cannot decode), not the server's
+        finish(order[i], e.what());
+        continue;
+      }
       if (!text.empty()) {
         std::lock_guard<std::mutex> lock(r.mu);
         r.text_ += text;

@@ -176,5 +176,30 @@ TEST(Generation, StopStringsUtf8EosAndLength) {
   }
 }
 
+// A model whose vocabulary is larger than its tokenizer's (padded embedding rows, or a
+// random model served with the byte tokenizer): ids the tokenizer cannot decode are never
+// sampled, even where they carry the largest logit; without a tokenizer every id can be.
+TEST(Generation, NeverSamplesIdsTheTokenizerCannotDecode) {
+  auto tok = io::Tokenizer::load("byte");
+  const int64_t V = tok->vocab_size() + 100;
+  std::vector<float> logits(V, 0.0f);
+  logits[V - 1] = 50.0f;  // past the tokenizer
+  logits['x'] = 10.0f;    // the best id it can decode
+  for (const double temperature : {0.0, 1.0}) {
+    SamplingParams p;
+    p.temperature = temperature;
+    p.seed = 7;
+    Generation g({tok->bos_id()}, p, {20, {}, -1}, tok.get());
+    while (!g.finished()) g.accept(logits);
+    for (int32_t id : g.generated()) EXPECT_LT(id, tok->vocab_size()) << "temperature " << temperature;
+    if (temperature == 0.0) EXPECT_EQ(g.text(), std::string(20, 'x'));
+  }
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  Generation raw({1}, greedy, {1, {}, -1}, nullptr);
+  raw.accept(logits);
+  EXPECT_EQ(raw.generated().front(), V - 1);
+}
+
 }  // namespace
 }  // namespace gatedlm::infer
