@@ -11,7 +11,8 @@
 #   WINDOW     recent tokens kept (default: half the models' max_seq_len)
 #   TOKENS     predictions scored (default: 8 x max_seq_len)
 # Env: GATEDLM (default build/gatedlm), TOKENIZER (when the runs record none), OMP_NUM_THREADS.
-# Prints a markdown table.
+# Prints a markdown table and saves each model's result as DEMO_DIR/runs/RUN/stream_eval.json,
+# which `gatedlm report DEMO_DIR/runs/*` shows in its "Streaming windows" section.
 set -euo pipefail
 demo=${1:?usage: $0 DEMO_DIR TEXT_FILE [WINDOW] [TOKENS]}
 text=${2:?usage: $0 DEMO_DIR TEXT_FILE [WINDOW] [TOKENS]}
@@ -27,6 +28,7 @@ for run in baseline gated-sdpa; do
   json=$("$bin" stream-eval --checkpoint "$demo/runs/$run" ${TOKENIZER:+--tokenizer "$TOKENIZER"} --text "$text" \
     --window "$window" --sinks 0,1,4 \
     --tokens "$tokens" --json)
+  printf '%s\n' "$json" > "$demo/runs/$run/stream_eval.json"  # `gatedlm report` shows it
   /usr/bin/python3 - "$run" "$json" <<'PY'
 import json, sys
 run, j = sys.argv[1], json.loads(sys.argv[2])

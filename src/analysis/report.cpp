@@ -20,6 +20,8 @@
 #include <set>
 #include <sstream>
 
+#include "analysis/html_text.h"
+#include "analysis/report_stream_eval.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_file.h"
@@ -32,7 +34,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kDash = "—";
 constexpr double kEma = 0.9;  // loss smoothing: ema = 0.9 ema + 0.1 loss, starting at the first loss
 const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
@@ -48,6 +49,7 @@ struct Run {
   std::string analysis_path;
   json last_eval;  // the last eval record of metrics.jsonl
   json longctx;    // a `gatedlm longctx` result (docs/longctx.md), null when absent
+  json stream_eval;  // a `gatedlm stream-eval --json` result (stream_eval.json in a run), null when absent
   std::string color;
 };
 
@@ -136,15 +138,26 @@ Run load_input(const std::string& input, std::vector<std::string>& warnings) {
     }
     if (analysis.empty() && fs::exists(p / "analysis.json")) analysis = p / "analysis.json";
     if (fs::exists(p / "longctx.json")) r.longctx = read_json(p / "longctx.json");
+    if (fs::exists(p / "stream_eval.json")) {
+      r.stream_eval = read_json(p / "stream_eval.json");
+      if (!is_stream_eval(r.stream_eval))
+        fail((p / "stream_eval.json").string(), ": not a `gatedlm stream-eval --json` result (no \"results\" "
+             "records with \"cache\", \"sinks\" and \"ppl\")");
+    }
     if (!analysis.empty()) {
       r.analysis = read_json(analysis);
       check_analysis(r.analysis, analysis.string());
       r.analysis_path = analysis.string();
     }
-    if (r.train.empty() && r.val.empty() && r.summary.is_null() && r.analysis.is_null() && r.longctx.is_null())
-      fail(input, ": a directory with none of metrics.jsonl, summary.json, analysis.json, longctx.json");
+    if (r.train.empty() && r.val.empty() && r.summary.is_null() && r.analysis.is_null() && r.longctx.is_null() &&
+        r.stream_eval.is_null())
+      fail(input, ": a directory with none of metrics.jsonl, summary.json, analysis.json, longctx.json, "
+           "stream_eval.json");
   } else if (json j = read_json(p); is_longctx(j)) {
     r.longctx = std::move(j);
+    r.label = p.stem().string();
+  } else if (is_stream_eval(j)) {
+    r.stream_eval = std::move(j);
     r.label = p.stem().string();
   } else {
     r.analysis = read_json(p);
@@ -158,21 +171,6 @@ Run load_input(const std::string& input, std::vector<std::string>& warnings) {
   return r;
 }
 
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 // A gnuplot single-quoted string: only '' needs escaping.
 std::string gp_str(const std::string& s) {
   std::string out = "'";
@@ -182,13 +180,6 @@ std::string gp_str(const std::string& s) {
     else out += c;
   }
   return out + "'";
-}
-
-std::string fmt(std::optional<double> v, const char* format) {
-  if (!v || !std::isfinite(*v)) return kDash;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, *v);
-  return buf;
 }
 
 std::string num(double v) {
@@ -749,6 +740,20 @@ ReportResult render_checked(const ReportOptions& options) {
   h << "<h2>Long context</h2>\n";
   section_fig("longctx_ppl", "longctx");
   section_fig("longctx_accuracy", "longctx");
+  h << "<h2>Streaming windows</h2>\n";
+  std::vector<std::pair<std::string, json>> streams;
+  for (const Run& r : runs)
+    if (r.stream_eval.is_object()) streams.emplace_back(r.label, r.stream_eval);
+  if (streams.empty()) {
+    h << "<p class=\"note\">" << kDash << " no streaming-window evaluation among the inputs (run `gatedlm stream-eval "
+         "--json` and save it as RUN/stream_eval.json, or pass the JSON file)</p>\n";
+  } else {
+    h << "<p>Perplexity of a text longer than the training length through a rolling KV cache of the last W tokens "
+         "plus K sink tokens (StreamingLLM; positions inside the cache), beside the full cache. A model that parks "
+         "attention on the first tokens blows up at K = 0; in parentheses: the tokens scored after the window "
+         "filled.</p>\n"
+      << stream_eval_table_html(streams);
+  }
 
   // Inputs.
   h << "<h2>Inputs</h2>\n<table>\n<tr><th class=\"l\">Name</th><th class=\"l\">Input</th><th class=\"l\">Analysis</th>"
