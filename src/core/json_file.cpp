@@ -14,11 +14,18 @@ namespace gatedlm {
 
 using nlohmann::json;
 
+namespace {
+constexpr int kMaxJsonDepth = 256;
+}  // namespace
+
 json parse_json_strict(std::string_view text, const std::string& source) {
   // One set of keys per open object (depth-first), to catch a key given twice.
   std::vector<std::set<std::string>> open_objects;
   std::string duplicate;
-  auto callback = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+  auto callback = [&](int depth, json::parse_event_t event, json& parsed) {
+    // No file of ours nests more than a few levels; code that recurses once per level
+    // (json::dump in messages) would overflow the stack on a file of a million '['.
+    if (depth > kMaxJsonDepth) fail(source, ": nests arrays or objects deeper than ", kMaxJsonDepth, " levels");
     switch (event) {
       case json::parse_event_t::object_start: open_objects.emplace_back(); break;
       case json::parse_event_t::object_end:

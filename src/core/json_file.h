@@ -1,7 +1,8 @@
 #pragma once
 // JSON read from files and untrusted text, strictly: every failure (missing file, a
 // directory in its place, a read error, bad syntax, a number out of range such as 1e400,
-// a key given twice in one object) becomes a gatedlm::Error naming the file. nlohmann::json
+// a key given twice in one object, nesting deeper than 256 levels) becomes a gatedlm::Error
+// naming the file. nlohmann::json
 // alone would keep the last of two duplicate keys silently.
 #include <nlohmann/json.hpp>
 #include <string>

@@ -9,13 +9,17 @@ namespace gatedlm::eval {
 
 BatchLosses evaluate_batches(model::Model<float>& model, const std::vector<int32_t>& stream, int32_t bos,
                              int64_t seq_len, int64_t max_tokens, int64_t batch_size, int64_t shard,
-                             int64_t shards) {
+                             int64_t shards, const std::function<bool()>& should_stop) {
   const auto offsets = train::evaluation_offsets(static_cast<int64_t>(stream.size()), seq_len, max_tokens);
   if (offsets.empty())
     fail("evaluation needs at least ", seq_len, " tokens, the held-out stream has ", stream.size());
   const size_t batches = (offsets.size() + batch_size - 1) / batch_size;
   BatchLosses sums{std::vector<double>(batches, 0.0), std::vector<double>(batches, 0.0)};
   for (size_t k = static_cast<size_t>(shard); k < batches; k += static_cast<size_t>(shards)) {
+    if (should_stop && should_stop()) {
+      sums.stopped = true;
+      break;
+    }
     const size_t first = k * batch_size;
     const int64_t rows = std::min<int64_t>(batch_size, static_cast<int64_t>(offsets.size() - first));
     train::Batch b{rows, seq_len, std::vector<int32_t>(rows * seq_len), std::vector<int32_t>(rows * seq_len)};

@@ -8,12 +8,12 @@
 #include <algorithm>
 #include <array>
 #include <climits>
-#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/json_file.h"
 
 namespace gatedlm::io {
 
@@ -44,23 +44,67 @@ size_t utf8_length(unsigned char c) {
   return 1;
 }
 
+// The offset of the first byte that does not start a valid UTF-8 sequence (RFC 3629: no
+// overlong forms, no surrogates, nothing past U+10FFFF), or npos when the text is valid.
+// PCRE2 is told not to check (a check per match would make splitting quadratic), so the
+// text is checked once here: PCRE2 on invalid UTF-8 is undefined behaviour.
+size_t first_invalid_utf8(std::string_view text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned char c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    uint32_t cp = 0, min = 0;
+    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F, min = 0x80;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F, min = 0x800;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07, min = 0x10000;
+    else return i;
+    if (n - i < len) return i;
+    for (size_t k = 1; k < len; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+// The largest token id accepted: twice the tokens the file lists, plus some room. Real
+// vocabularies are dense; an id far past the count would only size the id table (one
+// string per id) from a number in the file.
+int64_t id_limit(const json& j) {
+  int64_t listed = 0;
+  if (j.contains("model") && j["model"].is_object() && j["model"].contains("vocab") && j["model"]["vocab"].is_object())
+    listed += static_cast<int64_t>(j["model"]["vocab"].size());
+  if (j.contains("added_tokens") && j["added_tokens"].is_array())
+    listed += static_cast<int64_t>(j["added_tokens"].size());
+  return 2 * listed + 256;
+}
+
 class HfBpeTokenizer final : public Tokenizer {
  public:
   explicit HfBpeTokenizer(const std::string& path) : path_(path) {
-    std::ifstream in(path);
-    if (!in) fail(path, ": cannot open the tokenizer");
-    json j;
+    const json j = read_json_file(path, "tokenizer.json");
+    if (!j.is_object()) fail(path, ": a tokenizer.json must be a JSON object");
+    id_limit_ = id_limit(j);
+    // A key of the wrong type or a missing one surfaces as nlohmann's exception, here
+    // turned into a message naming the file.
     try {
-      j = json::parse(in);
-    } catch (const json::parse_error& e) {
-      fail(path, ": not valid JSON (", e.what(), ")");
+      read_normalizer(j);
+      read_pre_tokenizer(j);
+      if (j.contains("decoder") && !j["decoder"].is_null() && j["decoder"].value("type", "") != "ByteLevel")
+        fail(path, ": decoder ", j["decoder"].value("type", "?"), " is not supported (ByteLevel only)");
+      read_model(j.at("model"));
+      read_added_tokens(j);
+    } catch (const json::exception& e) {
+      fail(path, ": malformed tokenizer.json (", e.what(), ")");
     }
-    read_normalizer(j);
-    read_pre_tokenizer(j);
-    if (j.contains("decoder") && !j["decoder"].is_null() && j["decoder"].value("type", "") != "ByteLevel")
-      fail(path, ": decoder ", j["decoder"].value("type", "?"), " is not supported (ByteLevel only)");
-    read_model(j.at("model"));
-    read_added_tokens(j);
     build_byte_map();
   }
   ~HfBpeTokenizer() override {
@@ -68,14 +112,27 @@ class HfBpeTokenizer final : public Tokenizer {
   }
 
   std::vector<int32_t> encode(std::string_view text) const override {
+    if (const size_t bad = first_invalid_utf8(text); bad != std::string_view::npos)
+      fail(path_, ": cannot encode text that is not valid UTF-8 (byte ", bad, " of the ", text.size(),
+           " given starts no valid UTF-8 character)");
     std::vector<int32_t> ids;
+    // Where each added token occurs next at or after `at` (npos: nowhere), found again only
+    // once `at` has passed it: each token's search moves forward only, so many added tokens
+    // in a long text cost one pass per token, not one per occurrence.
+    std::vector<size_t> next(added_.size(), 0);
+    std::vector<bool> searched(added_.size(), false);
     size_t at = 0;
     while (at < text.size()) {
       // The next added token (earliest; the longest at the same position).
       size_t best = std::string_view::npos, best_len = 0;
       int32_t best_id = -1;
-      for (const auto& [content, id] : added_) {
-        const size_t p = text.find(content, at);
+      for (size_t k = 0; k < added_.size(); ++k) {
+        const auto& [content, id] = added_[k];
+        if (!searched[k] || (next[k] != std::string_view::npos && next[k] < at)) {
+          next[k] = text.find(content, at);
+          searched[k] = true;
+        }
+        const size_t p = next[k];
         if (p < best || (p == best && p != std::string_view::npos && content.size() > best_len))
           best = p, best_len = content.size(), best_id = id;
       }
@@ -163,6 +220,17 @@ class HfBpeTokenizer final : public Tokenizer {
     pcre2_jit_compile(regex_, PCRE2_JIT_COMPLETE);  // optional: falls back to the interpreter
   }
 
+  // An id in [0, id_limit_), or an error naming `what` and the value.
+  int64_t token_id(const json& v, const std::string& what) const {
+    if (!v.is_number_integer()) fail(path_, ": ", what, " is ", v.dump(), ", not an integer");
+    const bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() < static_cast<uint64_t>(id_limit_)
+                                                 : v.get<int64_t>() >= 0 && v.get<int64_t>() < id_limit_;
+    if (!in_range)
+      fail(path_, ": ", what, " is ", v.dump(), ", out of range [0, ", id_limit_,
+           ") (vocabularies are dense: ids below twice the tokens listed, plus 256)");
+    return v.get<int64_t>();
+  }
+
   void read_model(const json& m) {
     if (m.value("type", "") != "BPE") fail(path_, ": model type ", m.value("type", "?"), " is not supported (BPE)");
     if (m.value("byte_fallback", false)) fail(path_, ": BPE byte_fallback is not supported");
@@ -171,9 +239,10 @@ class HfBpeTokenizer final : public Tokenizer {
         fail(path_, ": BPE ", key, " is not supported");
     if (m.contains("dropout") && !m["dropout"].is_null()) fail(path_, ": BPE dropout is not supported");
     ignore_merges_ = m.value("ignore_merges", false);
+    if (!m.at("vocab").is_object()) fail(path_, ": model.vocab must be an object of token: id");
     for (const auto& [token, id] : m.at("vocab").items()) {
-      const int64_t i = id.get<int64_t>();
-      if (i < 0 || i >= INT32_MAX) fail(path_, ": vocab id ", i, " out of range");
+      const int64_t i = token_id(id, "vocab id of \"" + token + "\"");
+      if (token.empty()) fail(path_, ": the vocabulary holds an empty token (id ", i, ")");
       if (static_cast<int64_t>(tokens_.size()) <= i) tokens_.resize(i + 1);
       tokens_[i] = token;
       vocab_[token] = static_cast<int32_t>(i);
@@ -187,6 +256,7 @@ class HfBpeTokenizer final : public Tokenizer {
         if (space == std::string::npos) fail(path_, ": merge \"", s, "\" is not \"left right\"");
         left = s.substr(0, space), right = s.substr(space + 1);
       } else {
+        if (!mg.is_array() || mg.size() != 2) fail(path_, ": merge ", mg.dump(), " is not [\"left\", \"right\"]");
         left = mg.at(0).get<std::string>(), right = mg.at(1).get<std::string>();
       }
       merges_.emplace(left + '\0' + right, rank++);
@@ -195,11 +265,12 @@ class HfBpeTokenizer final : public Tokenizer {
 
   void read_added_tokens(const json& j) {
     for (const json& a : j.value("added_tokens", json::array())) {
-      const int64_t id = a.at("id").get<int64_t>();
+      const int64_t id = token_id(a.at("id"), "added token id");
       const std::string content = a.at("content").get<std::string>();
       if (a.value("lstrip", false) || a.value("rstrip", false) || a.value("single_word", false))
         fail(path_, ": added token ", content, ": lstrip, rstrip and single_word are not supported");
-      if (id < 0 || id >= INT32_MAX) fail(path_, ": added token id ", id, " out of range");
+      // An empty added token would match everywhere and never advance the encoder.
+      if (content.empty()) fail(path_, ": added token ", id, " is empty");
       if (static_cast<int64_t>(tokens_.size()) <= id) tokens_.resize(id + 1);
       tokens_[id] = content;
       added_.emplace_back(content, static_cast<int32_t>(id));
@@ -223,6 +294,9 @@ class HfBpeTokenizer final : public Tokenizer {
   std::string normalize(std::string_view text) const {
     if (!nfc_ || std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
       return std::string(text);
+    // ICU counts in int32_t; the output buffer holds 3 UTF-16 units per input unit.
+    if (text.size() > static_cast<size_t>(INT32_MAX / 4))
+      fail(path_, ": cannot normalize ", text.size(), " bytes at once (at most ", INT32_MAX / 4, ")");
     UErrorCode status = U_ZERO_ERROR;
     const UNormalizer2* nfc = unorm2_getNFCInstance(&status);
     int32_t n16 = 0;
@@ -320,8 +394,12 @@ class HfBpeTokenizer final : public Tokenizer {
       }
     }
     ids.insert(ids.end(), out.begin(), out.end());
+    // Short pieces only, within a byte budget: a server's cache lives as long as the
+    // process, and long pieces (one per hostile request) would only fill it.
+    if (piece.size() > kMaxCachedPiece) return;
     std::lock_guard<std::mutex> lock(cache_mutex_);
-    if (cache_.size() < 1'000'000) cache_.emplace(piece, std::move(out));
+    const size_t cost = piece.size() + out.size() * sizeof(int32_t) + 64;
+    if (cache_bytes_ + cost <= kCacheBytes && cache_.emplace(piece, std::move(out)).second) cache_bytes_ += cost;
   }
 
   std::string path_;
@@ -334,6 +412,9 @@ class HfBpeTokenizer final : public Tokenizer {
   std::array<std::string, 256> byte_to_unicode_;
   std::unordered_map<std::string, unsigned char> unicode_to_byte_;
   int32_t document_id_ = -1;
+  int64_t id_limit_ = 0;
+  static constexpr size_t kMaxCachedPiece = 256, kCacheBytes = size_t{64} << 20;
+  mutable size_t cache_bytes_ = 0;
   mutable std::mutex cache_mutex_;
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
 };

@@ -3,16 +3,26 @@
 #include <cmath>
 #include <set>
 
+#include "core/error.h"
+
 namespace gatedlm::serve {
 
 using nlohmann::json;
 
 namespace {
 
+// Deeper than any request needs; a body of a million '[' would otherwise reach code that
+// recurses once per level (json::dump for the error message) and overflow the stack.
+constexpr int kMaxDepth = 32;
+
 json parse_object(const std::string& body, const std::set<std::string>& known) {
   json j;
   try {
-    j = json::parse(body);
+    j = json::parse(body, [](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxDepth)
+        throw InvalidRequest("", "the body nests arrays or objects deeper than " + std::to_string(kMaxDepth) + " levels");
+      return true;
+    });
   } catch (const json::parse_error& e) {
     throw InvalidRequest("", std::string("malformed JSON: ") + e.what());
   }
@@ -57,6 +67,23 @@ std::vector<int32_t> token_list(const json& v, const std::string& key, int64_t v
   return ids;
 }
 
+// The tokenizer's refusal (text it cannot encode, an id it cannot decode) as a 400 about
+// `param`, without the server's tokenizer path that the message starts with.
+InvalidRequest tokenizer_refusal(const Error& e, const io::Tokenizer& tokenizer, const std::string& param) {
+  std::string message = e.what();
+  const std::string prefix = tokenizer.name() + ": ";
+  if (message.starts_with(prefix)) message.erase(0, prefix.size());
+  return InvalidRequest(param, "'" + param + "': " + message);
+}
+
+std::vector<int32_t> encode(const io::Tokenizer& tokenizer, const std::string& text, const std::string& param) {
+  try {
+    return tokenizer.encode(text);
+  } catch (const Error& e) {
+    throw tokenizer_refusal(e, tokenizer, param);
+  }
+}
+
 }  // namespace
 
 CompletionRequest parse_completion(const std::string& body, const io::Tokenizer& tokenizer, int64_t vocab,
@@ -68,7 +95,7 @@ CompletionRequest parse_completion(const std::string& body, const io::Tokenizer&
   const json& p = j["prompt"];
   if (p.is_string()) {
     r.prompt.push_back(tokenizer.bos_id());
-    for (int32_t t : tokenizer.encode(p.get<std::string>())) r.prompt.push_back(t);
+    for (int32_t t : encode(tokenizer, p.get<std::string>(), "prompt")) r.prompt.push_back(t);
   } else if (p.is_array()) {
     r.prompt = token_list(p, "prompt", vocab);
     if (r.prompt.empty()) throw InvalidRequest("prompt", "'prompt' holds no tokens");
@@ -113,7 +140,7 @@ std::vector<int32_t> parse_tokenize(const std::string& body, const io::Tokenizer
   if (j.contains("add_bos") && !j["add_bos"].is_boolean()) throw InvalidRequest("add_bos", "'add_bos' must be true or false");
   std::vector<int32_t> ids;
   if (j.value("add_bos", false)) ids.push_back(tokenizer.bos_id());
-  for (int32_t t : tokenizer.encode(j["content"].get<std::string>())) ids.push_back(t);
+  for (int32_t t : encode(tokenizer, j["content"].get<std::string>(), "content")) ids.push_back(t);
   return ids;
 }
 
@@ -121,6 +148,15 @@ std::vector<int32_t> parse_detokenize(const std::string& body, int64_t vocab) {
   const json j = parse_object(body, {"tokens"});
   if (!j.contains("tokens")) throw InvalidRequest("tokens", "'tokens' is required");
   return token_list(j["tokens"], "tokens", vocab);
+}
+
+std::string detokenize(const std::string& body, const io::Tokenizer& tokenizer) {
+  const std::vector<int32_t> ids = parse_detokenize(body, tokenizer.vocab_size());
+  try {
+    return tokenizer.decode(ids);
+  } catch (const Error& e) {
+    throw tokenizer_refusal(e, tokenizer, "tokens");
+  }
 }
 
 }  // namespace gatedlm::serve

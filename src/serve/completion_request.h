@@ -1,6 +1,8 @@
 #pragma once
 // The JSON bodies of the server's POST endpoints, parsed and checked. Every problem is an
-// InvalidRequest naming the field (param) it is about, for the 400 answer.
+// InvalidRequest naming the field (param) it is about, for the 400 answer; nothing else
+// is thrown (text the tokenizer refuses is an InvalidRequest about the field that held
+// it). Fuzzed without sockets by tests/fuzz (target serve_request).
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -32,5 +34,8 @@ CompletionRequest parse_completion(const std::string& body, const io::Tokenizer&
 std::vector<int32_t> parse_tokenize(const std::string& body, const io::Tokenizer& tokenizer);
 // POST /detokenize {tokens}: the ids (checked against vocab).
 std::vector<int32_t> parse_detokenize(const std::string& body, int64_t vocab);
+// POST /detokenize's answer: the ids of the body decoded (an id the tokenizer has no text
+// for, a hole in a tokenizer.json vocabulary, is an InvalidRequest too).
+std::string detokenize(const std::string& body, const io::Tokenizer& tokenizer);
 
 }  // namespace gatedlm::serve

@@ -107,7 +107,7 @@ void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const Ser
   });
   svr.Post("/detokenize", [&](const httplib::Request& req, httplib::Response& res) {
     try {
-      send_json(res, 200, {{"content", tokenizer.decode(parse_detokenize(req.body, tokenizer.vocab_size()))}});
+      send_json(res, 200, {{"content", detokenize(req.body, tokenizer)}});
     } catch (const InvalidRequest& e) {
       send_error(res, 400, e.what(), e.param);
     }

@@ -62,14 +62,16 @@ double step_mean_loss(dist::Communicator& comm, std::span<const double> mine) {
   return sum / static_cast<double>(all.size());
 }
 
-eval::EvalResult evaluate_shared(dist::Communicator& comm, model::Model<float>& model,
-                                 const std::vector<int32_t>& stream, int32_t bos, int64_t seq_len,
-                                 int64_t max_tokens, int64_t batch_size, double bytes_per_token) {
-  eval::BatchLosses sums =
-      eval::evaluate_batches(model, stream, bos, seq_len, max_tokens, batch_size, comm.rank(), comm.size());
+std::optional<eval::EvalResult> evaluate_shared(dist::Communicator& comm, model::Model<float>& model,
+                                                const std::vector<int32_t>& stream, int32_t bos, int64_t seq_len,
+                                                int64_t max_tokens, int64_t batch_size, double bytes_per_token,
+                                                const std::function<bool()>& should_stop) {
+  eval::BatchLosses sums = eval::evaluate_batches(model, stream, bos, seq_len, max_tokens, batch_size, comm.rank(),
+                                                  comm.size(), should_stop);
   // Each batch was computed by one rank and is 0 elsewhere; a sum with zeros is exact.
   comm.allreduce_sum(std::span<double>(sums.loss_sum));
   comm.allreduce_sum(std::span<double>(sums.tokens));
+  if (dist::any_rank(comm, sums.stopped)) return std::nullopt;
   return eval::eval_result(sums, bytes_per_token);
 }
 

@@ -12,6 +12,7 @@
 //     and takes the same optimizer step.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -55,8 +56,10 @@ MicroBatchShare micro_batch_share(const TrainConfig& config, const dist::Communi
 double step_mean_loss(dist::Communicator& comm, std::span<const double> mine);
 
 // eval::evaluate with the evaluation batches shared among the ranks: the same numbers.
-eval::EvalResult evaluate_shared(dist::Communicator& comm, model::Model<float>& model,
-                                 const std::vector<int32_t>& stream, int32_t bos, int64_t seq_len,
-                                 int64_t max_tokens, int64_t batch_size, double bytes_per_token);
+// Nothing (on every rank alike) when should_stop cut the evaluation short on any rank.
+std::optional<eval::EvalResult> evaluate_shared(dist::Communicator& comm, model::Model<float>& model,
+                                                const std::vector<int32_t>& stream, int32_t bos, int64_t seq_len,
+                                                int64_t max_tokens, int64_t batch_size, double bytes_per_token,
+                                                const std::function<bool()>& should_stop = {});
 
 }  // namespace gatedlm::train

@@ -30,6 +30,17 @@ std::string step_name(int64_t step) {
   return buf;
 }
 
+// The second name of a step's checkpoint, used while the first is the one `latest` names.
+constexpr const char* kResavedSuffix = ".resaved";
+
+// The checkpoint name `latest` holds ("" when there is none yet).
+std::string latest_name(const fs::path& run_dir) {
+  std::ifstream in(run_dir / "latest");
+  std::string name;
+  std::getline(in, name);
+  return name;
+}
+
 }  // namespace
 
 void save_training_checkpoint(const std::string& run_dir, const model::ModelConfig& config,
@@ -37,8 +48,14 @@ void save_training_checkpoint(const std::string& run_dir, const model::ModelConf
                               const std::vector<float>& adam_v, const TrainingState& state, int64_t keep) {
   const fs::path root = fs::path(run_dir) / "checkpoints";
   fs::create_directories(root);
-  const std::string name = step_name(state.step);
-  const fs::path tmp = root / (name + ".partial");
+  // The directory `latest` names is never removed nor replaced in place: saving the step it
+  // already holds (a resumed run writing that step again) goes under the step's other name,
+  // and `latest` moves to it atomically. A crash at any instant leaves `latest` naming a
+  // complete checkpoint: the old one, or the new one.
+  const std::string current = latest_name(run_dir);
+  const std::string canonical = step_name(state.step);
+  const std::string name = current == canonical ? canonical + kResavedSuffix : canonical;
+  const fs::path tmp = root / (canonical + ".partial");
   fs::remove_all(tmp);
   io::save_checkpoint(tmp.string(), config, params);
   const int64_t n = static_cast<int64_t>(adam_m.size());
@@ -47,10 +64,12 @@ void save_training_checkpoint(const std::string& run_dir, const model::ModelConf
   write_file_atomic((tmp / "trainer_state.json").string(), training_state_to_json(state).dump(1) + "\n");
   fsync_directory(tmp.string());  // each file was fsynced as it was written
   const fs::path final_dir = root / name;
-  fs::remove_all(final_dir);
+  fs::remove_all(final_dir);  // a stale copy: never the one `latest` names (see above)
   fs::rename(tmp, final_dir);
   fsync_directory(root.string());
   write_file_atomic((fs::path(run_dir) / "latest").string(), name + "\n");
+  // The copy of this step that `latest` named until now.
+  if (current != name && (current == canonical || current == canonical + kResavedSuffix)) fs::remove_all(root / current);
   // Prune the oldest complete checkpoints beyond `keep`, and stale partial ones.
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(root)) {
@@ -87,7 +106,7 @@ TrainingCheckpoint load_training_checkpoint(const std::string& run_dir) {
   const std::string where = state_path.string();
   ck.state = training_state_from_json(read_json_file(where, "trainer state"), where);
   const std::string dir_name = fs::path(dir).filename().string();
-  if (dir_name != step_name(ck.state.step))
+  if (dir_name != step_name(ck.state.step) && dir_name != step_name(ck.state.step) + kResavedSuffix)
     fail(where, ": \"step\" is ", ck.state.step, " but the checkpoint directory is ", dir_name);
   return ck;
 }

@@ -10,7 +10,9 @@
 //   RUN/latest                the name of the newest complete checkpoint
 // A checkpoint is written into a temporary directory, fsynced, renamed into place, and
 // only then named in `latest` (atomically), so a crash at any instant leaves the previous
-// checkpoint loadable.
+// checkpoint loadable. The directory `latest` names is never removed or overwritten: a
+// step saved again while `latest` names it goes to step_NNNNNNNN.resaved (and back to
+// step_NNNNNNNN the time after), and the older copy is removed once `latest` has moved.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>

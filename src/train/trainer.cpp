@@ -63,6 +63,21 @@ void truncate_metrics(const fs::path& path, int64_t last_step) {
   write_file_atomic(path.string(), kept);
 }
 
+// Whether metrics.jsonl holds the evaluation of `step` (one cut short by a signal is not
+// recorded, and the resumed run does it first).
+bool has_evaluation_record(const fs::path& path, int64_t step) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    try {
+      const json j = json::parse(line);
+      if (j.contains("val_loss") && j.value("step", int64_t{-1}) == step) return true;
+    } catch (const json::parse_error&) {
+    }
+  }
+  return false;
+}
+
 double global_norm(std::span<const float> g) {
   double s = 0.0;
   for (float x : g) s += static_cast<double>(x) * static_cast<double>(x);
@@ -297,13 +312,20 @@ TrainOutcome train_loop(const TrainRequest& req, RunSetup& s, const fs::path& ru
     write_file_atomic((run / "train_config.json").string(), train_config_to_json(tc).dump(2) + "\n");
   };
   json last_eval;
+  // False when a signal cut the evaluation short (on any rank): nothing is recorded, the
+  // run stops as interrupted (a long held-out pass must not keep Ctrl-C waiting).
   auto evaluate = [&] {
-    eval::EvalResult r = evaluate_shared(comm, model, val_stream, mf.bos_id, tc.seq_len, tc.eval_tokens,
-                                         tc.batch_size, val_bytes_per_token);
-    last_eval = {{"step", state.step}, {"val_loss", r.loss}, {"val_ppl", r.ppl}, {"val_bpb", r.bpb},
-                 {"val_tokens", r.tokens}};
+    const std::optional<eval::EvalResult> r =
+        evaluate_shared(comm, model, val_stream, mf.bos_id, tc.seq_len, tc.eval_tokens, tc.batch_size,
+                        val_bytes_per_token, [] { return g_interrupted.load(); });
+    if (!r) {
+      g_interrupted = true;
+      return false;
+    }
+    last_eval = {{"step", state.step}, {"val_loss", r->loss}, {"val_ppl", r->ppl}, {"val_bpb", r->bpb},
+                 {"val_tokens", r->tokens}};
     record(last_eval);
-    return r;
+    return true;
   };
   auto summary = [&](const std::string& outcome) {
     if (!rank0) return;
@@ -344,6 +366,22 @@ TrainOutcome train_loop(const TrainRequest& req, RunSetup& s, const fs::path& ru
   const int64_t first_step = state.step;
   auto at_stop = [&] { return req.stop_at_step > 0 && state.step >= req.stop_at_step; };
   bool out_of_time = false;  // req.stop_after_s reached: a pause, never the end of the run
+  auto stop_interrupted = [&] {
+    std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C stops at once
+    if (!saved_at_step) save();
+    summary("interrupted");
+    if (rank0)
+      std::fprintf(stderr, "\ninterrupted at step %lld: checkpoint saved; continue with gatedlm train --resume %s\n",
+                   static_cast<long long>(state.step), req.out.c_str());
+    return TrainOutcome::interrupted;
+  };
+  // An evaluation cut short by a signal is not recorded: the resumed run does it first, so
+  // that its metrics are those of a run never stopped. (Rank 0 reads the metrics.)
+  if (req.resume && tc.eval_every > 0 && state.step > 0 && state.step % tc.eval_every == 0 &&
+      dist::any_rank(comm, rank0 && !has_evaluation_record(run / "metrics.jsonl", state.step))) {
+    if (!evaluate()) return stop_interrupted();
+    evaluated_at_step = true;
+  }
   // One process drops a step that a signal interrupts; ranks finish it together (the
   // gradient sum is collective) and stop after it.
   auto stop_mid_step = [&] { return comm.size() == 1 && g_interrupted; };
@@ -401,10 +439,7 @@ TrainOutcome train_loop(const TrainRequest& req, RunSetup& s, const fs::path& ru
       state.planned_steps = std::max<int64_t>(state.step + 1, state.step + static_cast<int64_t>(left_s / per_step));
     }
     evaluated_at_step = saved_at_step = false;
-    if (tc.eval_every > 0 && state.step % tc.eval_every == 0) {
-      evaluate();
-      evaluated_at_step = true;
-    }
+    if (tc.eval_every > 0 && state.step % tc.eval_every == 0) evaluated_at_step = evaluate();
     if (tc.save_every > 0 && state.step % tc.save_every == 0) {
       save();
       saved_at_step = true;
@@ -417,15 +452,7 @@ TrainOutcome train_loop(const TrainRequest& req, RunSetup& s, const fs::path& ru
       break;
     }
   }
-  if (g_interrupted) {
-    std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C stops at once
-    if (!saved_at_step) save();
-    summary("interrupted");
-    if (rank0)
-      std::fprintf(stderr, "\ninterrupted at step %lld: checkpoint saved; continue with gatedlm train --resume %s\n",
-                   static_cast<long long>(state.step), req.out.c_str());
-    return TrainOutcome::interrupted;
-  }
+  if (g_interrupted) return stop_interrupted();
   if (rank0) progress.finish(cat("step ", state.step));
   if ((out_of_time || (at_stop() && !req.stop_is_final)) &&
       (state.planned_steps == 0 || state.step < state.planned_steps)) {
@@ -433,7 +460,7 @@ TrainOutcome train_loop(const TrainRequest& req, RunSetup& s, const fs::path& ru
     summary("paused");
     return TrainOutcome::paused;
   }
-  if (!evaluated_at_step) evaluate();
+  if (!evaluated_at_step && !evaluate()) return stop_interrupted();
   if (!saved_at_step) save();
   summary("completed");
   if (rank0)

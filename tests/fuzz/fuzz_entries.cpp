@@ -6,15 +6,19 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "analysis/report.h"
 #include "core/error.h"
+#include "fixed_tokenizer_json.h"
 #include "io/safetensors.h"
 #include "io/token_dataset.h"
 #include "io/token_ids.h"
 #include "io/tokenizer.h"
+#include "io/tokenizer_json.h"
 #include "model/config.h"
 #include "model/param_layout.h"
+#include "serve/completion_request.h"
 
 namespace gatedlm::fuzz {
 namespace {
@@ -111,6 +115,91 @@ void tokenizer_model(const uint8_t* data, size_t size) {
   });
 }
 
+// A property the code promises and broke: a finding like a crash (std::logic_error is not
+// a gatedlm::Error, so it escapes refusals_allowed).
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::logic_error("fuzz property broken: " + what);
+}
+
+// The texts every loaded tokenizer.json encodes: ASCII, contractions, many scripts and
+// combining marks (for NFC), emoji, whitespace runs, the added tokens.
+const char* const kSampleTexts[] = {
+    "Hello, world. The pass key is 31415.",
+    "I'm you're we've they'll it's   \t\t\n\n  x",
+    "Gr\xc3\xbc\xc3\x9f" "e, na\xc3\xafve e\xcc\x81 \xe4\xbd\xa0\xe5\xa5\xbd \xf0\x9f\x98\x80",
+    "<|endoftext|>the<|im_start|>user\n",
+};
+
+void tokenizer_json(const uint8_t* data, size_t size) {
+  const fs::path p = write("tokenizer.json", data, size);
+  refusals_allowed([&] {
+    const auto t = io::load_tokenizer_json(p.string());
+    for (const char* text : kSampleTexts) {
+      std::vector<int32_t> ids;
+      try {
+        ids = t->encode(text);  // a regex from the file may fail (PCRE2's match limit): a refusal
+      } catch (const Error&) {
+        continue;
+      }
+      for (int32_t id : ids) require(id >= 0 && id < t->vocab_size(), "encode gave an id outside the vocabulary");
+      (void)t->decode(ids);
+    }
+    // Every id alone (a hole in the ids is refused by name).
+    for (int32_t id = 0; id < std::min<int64_t>(t->vocab_size(), 4096); ++id) refusals_allowed([&] { t->decode({id}); });
+  });
+}
+
+// The fixed tokenizer (fixed_tokenizer_json.h), loaded once.
+const io::Tokenizer& fixed_tokenizer() {
+  static const std::unique_ptr<io::Tokenizer> t = [] {
+    const std::string json = kFixedTokenizerJson;
+    return io::load_tokenizer_json(
+        write("fixed_tokenizer.json", reinterpret_cast<const uint8_t*>(json.data()), json.size()).string());
+  }();
+  return *t;
+}
+
+// Any bytes through the fixed tokenizer: refused (not UTF-8) or encoded to ids that decode
+// to the very bytes (byte-level BPE without a normalizer loses nothing).
+void tokenizer_json_text(const uint8_t* data, size_t size) {
+  const io::Tokenizer& t = fixed_tokenizer();
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  std::vector<int32_t> ids;
+  try {
+    ids = t.encode(text);
+  } catch (const Error&) {
+    return;
+  }
+  for (int32_t id : ids) require(id >= 0 && id < t.vocab_size(), "encode gave an id outside the vocabulary");
+  require(t.decode(ids) == text, "decode(encode(text)) is not the text");
+}
+
+// One body through the three POST endpoints' parsers (as http_server.cpp calls them): an
+// answer or an InvalidRequest (the 400), nothing else; what is accepted is within limits.
+void serve_request(const uint8_t* data, size_t size) {
+  const io::Tokenizer& t = fixed_tokenizer();
+  const std::string body(reinterpret_cast<const char*>(data), size);
+  const int64_t vocab = t.vocab_size(), context = 64;
+  try {
+    const serve::CompletionRequest r = serve::parse_completion(body, t, vocab, context, 12345);
+    require(!r.prompt.empty() && static_cast<int64_t>(r.prompt.size()) < context, "prompt length");
+    require(r.rules.max_tokens >= 1 && r.rules.max_tokens + static_cast<int64_t>(r.prompt.size()) <= context,
+            "max_tokens past the context");
+    for (int32_t id : r.prompt) require(id >= 0 && id < vocab, "prompt id outside the vocabulary");
+    require(r.sampling.top_k >= 0 && r.sampling.top_k <= vocab, "top_k");
+    require(r.sampling.temperature >= 0 && r.sampling.top_p > 0 && r.sampling.top_p <= 1, "temperature or top_p");
+  } catch (const serve::InvalidRequest&) {
+  }
+  try {
+    for (int32_t id : serve::parse_tokenize(body, t)) require(id >= 0 && id < vocab, "tokenize id outside the vocabulary");
+  } catch (const serve::InvalidRequest&) {
+  }
+  try {
+    (void)serve::detokenize(body, t);
+  } catch (const serve::InvalidRequest&) {
+  }
+}
+
 void report_analysis(const uint8_t* data, size_t size) {
   const fs::path p = write("analysis.json", data, size);
   refusals_allowed([&] {
@@ -127,7 +216,9 @@ void report_analysis(const uint8_t* data, size_t size) {
 const std::vector<Target>& targets() {
   static const std::vector<Target> all{{"safetensors", safetensors},         {"config_json", config_json},
                                        {"dataset", dataset},                 {"token_ids", token_ids},
-                                       {"tokenizer_model", tokenizer_model}, {"report_analysis", report_analysis}};
+                                       {"tokenizer_model", tokenizer_model}, {"report_analysis", report_analysis},
+                                       {"tokenizer_json", tokenizer_json},   {"tokenizer_json_text", tokenizer_json_text},
+                                       {"serve_request", serve_request}};
   return all;
 }
 
