@@ -357,6 +357,8 @@ def test_finite_differences(names, h=1e-6):
         gen = torch.Generator().manual_seed(7)
         params = dict(model.named_parameters())
         for pname, p in params.items():
+            if name.endswith("_ties") and "_router." in pname:
+                continue  # a zeroed router sits on exact ties: the loss has no derivative there
             g = ref["grad." + pname]
             u = torch.randn(p.shape, generator=gen, dtype=torch.float64)
             u /= u.norm()
