@@ -11,6 +11,7 @@
 #include "model/init.h"
 #include "model/model.h"
 #include "model/param_layout.h"
+#include "model/switch_heads.h"
 #include "train/optimizer.h"
 
 namespace gatedlm::bench {
@@ -22,9 +23,12 @@ int64_t matmul_params(const model::ModelConfig& c) {
   int64_t n = 0;
   for (const auto& s : layout.specs()) {
     const bool matrix = s.kind == model::ParamKind::matrix || s.kind == model::ParamKind::lm_head ||
+                        s.kind == model::ParamKind::switch_router ||
                         (s.kind == model::ParamKind::gate && s.shape.size() == 2);
     if (matrix) n += s.numel;
   }
+  const model::SwitchHeadsCounts sw = model::switch_heads_counts(c);
+  n -= sw.experts - sw.experts_active;  // a token runs top_k of the n_experts switch-head experts
   if (c.tie_embeddings) n += c.vocab_size * c.d_model;  // the tied LM head is still a product
   return n;
 }

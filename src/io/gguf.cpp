@@ -168,6 +168,7 @@ void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& token
   if (c.sdpa_transform != model::SdpaTransform::none) refuse("sdpa_transform", "must be none");
   if (c.sandwich_norm) refuse("sandwich_norm", "must be false");
   if (c.residual_clip != 0.0) refuse("residual_clip", "must be 0");
+  if (c.switch_heads.on()) refuse("switch_heads", "must be absent (llama.cpp's qwen3 has no switch heads)");
 
   Bytes kv;
   kv.kv_str("general.architecture", "qwen3");

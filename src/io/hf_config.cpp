@@ -208,6 +208,7 @@ nlohmann::ordered_json config_to_hf(const ModelConfig& c, HfFormat format, const
   if (c.sdpa_transform != model::SdpaTransform::none) refuse("sdpa_transform", "must be none");
   if (c.sandwich_norm) refuse("sandwich_norm", "must be false");
   if (c.residual_clip != 0.0) refuse("residual_clip", "must be 0");
+  if (c.switch_heads.on()) refuse("switch_heads", "must be absent (neither format has switch heads)");
   if (c.attn_qkv_bias != c.attn_o_bias)
     refuse("attn_o_bias", "must equal attn_qkv_bias (the format's one bias key covers q, k, v and o)");
   if (c.rope_scaling.type == model::RopeScalingType::ntk) refuse("rope_scaling.type", "\"ntk\" has no Hugging Face equivalent");

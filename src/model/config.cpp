@@ -52,6 +52,7 @@ const EnumNames<GateInit> kInits{{{"normal", GateInit::normal}, {"zero", GateIni
 const EnumNames<SdpaTransform> kTransforms{{{"none", SdpaTransform::none},
                                             {"rmsnorm", SdpaTransform::rmsnorm},
                                             {"silu", SdpaTransform::silu}}};
+const EnumNames<SwitchTarget> kSwitchTargets{{{"v", SwitchTarget::v}, {"kv", SwitchTarget::kv}}};
 const EnumNames<RopeScalingType> kRopeScalings{{{"none", RopeScalingType::none},
                                                 {"linear", RopeScalingType::linear},
                                                 {"ntk", RopeScalingType::ntk},
@@ -111,6 +112,7 @@ class Reader {
 // Limits that keep sizes computable and tables allocatable (2^22 positions is 4M tokens).
 constexpr int64_t kMaxSeqLen = int64_t{1} << 22;
 constexpr int64_t kMaxParams = int64_t{1} << 44;  // 17.6e12 parameters, 70 TB of fp32
+constexpr int64_t kMaxSwitchExperts = 1024;
 
 void require(bool ok, const std::string& key, const std::string& why) {
   if (!ok) fail("model config: key \"", key, "\" ", why);
@@ -181,6 +183,7 @@ void ModelConfig::validate() const {
   require(std::isfinite(rope_base) && std::isfinite(norm_eps) && std::isfinite(init_std) &&
               std::isfinite(residual_clip),
           "rope_base", "/ norm_eps / init_std / residual_clip must be finite numbers");
+  validate_switch_heads();
   // Each count is at most 2^31, so the estimate below cannot overflow a long double; the
   // limit keeps every int64 parameter offset exact.
   for (auto [key, v] : {std::pair{"d_model", d_model}, {"n_layers", n_layers}, {"n_heads", n_heads},
@@ -190,7 +193,10 @@ void ModelConfig::validate() const {
                                 (static_cast<long double>(q_dim()) + static_cast<long double>(kv_dim())) +
                             3.0L * static_cast<long double>(d_model) * static_cast<long double>(ffn_hidden) +
                             static_cast<long double>(gate_out()) * static_cast<long double>(std::max<int64_t>(gate_in(), 1)) +
-                            4.0L * static_cast<long double>(d_model + head_dim);
+                            4.0L * static_cast<long double>(d_model + head_dim) +
+                            static_cast<long double>(std::max<int64_t>(switch_heads.n_experts, 0)) *
+                                static_cast<long double>(d_model) *
+                                (2.0L * static_cast<long double>(kv_dim()) + static_cast<long double>(n_kv_heads));
   const long double total = static_cast<long double>(n_layers) * layer +
                             2.0L * static_cast<long double>(vocab_size) * static_cast<long double>(d_model);
   require(total <= static_cast<long double>(kMaxParams), "d_model",
@@ -215,6 +221,17 @@ void ModelConfig::validate() const {
   // The gate's bias rides in the fused q|k|v|gate product, which needs the whole input.
   require(!(gate_has_bias() && gate_in() != d_model), "attn_qkv_bias",
           cat("needs a gate that reads all of d_model (gate.input_dims is ", gate.input_dims, ")"));
+}
+
+void ModelConfig::validate_switch_heads() const {
+  const SwitchHeadsConfig& sw = switch_heads;
+  require(sw.n_experts >= 0 && sw.n_experts <= kMaxSwitchExperts, "switch_heads.n_experts",
+          cat("must be in 1..", kMaxSwitchExperts, ", got ", sw.n_experts));
+  if (!sw.on()) return;
+  require(sw.top_k >= 1 && sw.top_k <= sw.n_experts, "switch_heads.top_k",
+          cat("must be in 1..n_experts (", sw.n_experts, "), got ", sw.top_k));
+  require(!attn_qkv_bias, "attn_qkv_bias",
+          "must be false with switch_heads (the expert projections carry no biases)");
 }
 
 ModelConfig config_from_json(const json& j, const std::string& source) {
@@ -263,6 +280,15 @@ ModelConfig config_from_json(const json& j, const std::string& source) {
   c.residual_clip = r.number("residual_clip", c.residual_clip);
   c.attn_qkv_bias = r.boolean("attn_qkv_bias", c.attn_qkv_bias);
   c.attn_o_bias = r.boolean("attn_o_bias", c.attn_o_bias);
+  if (r.has("switch_heads")) {
+    Reader sr(r.raw("switch_heads"), source + ": switch_heads");
+    SwitchHeadsConfig& sw = c.switch_heads;
+    sw.n_experts = sr.integer("n_experts", std::nullopt);
+    if (sw.n_experts < 1) fail(sr.at("n_experts"), ": must be at least 1, got ", sw.n_experts);
+    sw.top_k = sr.integer("top_k", std::nullopt);
+    sw.experts_on = sr.choice("experts_on", kSwitchTargets, sw.experts_on);
+    sr.reject_unknown();
+  }
   r.reject_unknown();
   try {
     c.validate();
@@ -301,12 +327,16 @@ static json config_to_json_unscaled(const ModelConfig& c) {
               {"residual_clip", c.residual_clip}};
 }
 
-// rope_scaling and the attention biases are written only when used, so configs without
+// rope_scaling, the attention biases and switch_heads are written only when used, so configs without
 // them stay as they were.
 json config_to_json(const ModelConfig& c) {
   json j = config_to_json_unscaled(c);
   if (c.attn_qkv_bias) j["attn_qkv_bias"] = true;
   if (c.attn_o_bias) j["attn_o_bias"] = true;
+  if (c.switch_heads.on())
+    j["switch_heads"] = json{{"n_experts", c.switch_heads.n_experts},
+                             {"top_k", c.switch_heads.top_k},
+                             {"experts_on", kSwitchTargets.name(c.switch_heads.experts_on)}};
   if (c.rope_scaling.type != RopeScalingType::none)
     j["rope_scaling"] = json{{"type", kRopeScalings.name(c.rope_scaling.type)},
                              {"factor", c.rope_scaling.factor},
@@ -328,6 +358,13 @@ void save_config(const ModelConfig& c, const std::string& path) {
 }
 
 std::string to_string(GatePosition p) { return kPositions.name(p); }
+std::string to_string(SwitchTarget t) { return kSwitchTargets.name(t); }
+
+std::string describe_switch_heads(const ModelConfig& c) {
+  if (!c.switch_heads.on()) return "none";
+  return cat("switch ", to_string(c.switch_heads.experts_on), ", ", c.switch_heads.n_experts, "top",
+             c.switch_heads.top_k);
+}
 
 std::string describe_gate(const ModelConfig& c) {
   if (!c.has_gate()) return "none";

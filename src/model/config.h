@@ -29,6 +29,22 @@ struct GateConfig {
   GateInit init = GateInit::normal;  // default zero for input=constant (the paper's choice)
 };
 
+// Switch heads (Csordás et al., "SwitchHead"; the paper's Appendix A.1, Table 6): per KV
+// head, the value projection (experts_on v) or the key and value projections (kv) are a
+// mixture of n_experts expert projections. A sigmoid router per head scores the experts
+// for each token; the top_k highest (ties: the lower expert index wins) are computed and
+// summed, each weighted by its own sigmoid score (no renormalisation). With experts_on kv
+// one router picks the experts of both k and v. n_experts 0 = off (the plain projections).
+// src/model/switch_heads.h has the computation.
+enum class SwitchTarget { v, kv };
+struct SwitchHeadsConfig {
+  int64_t n_experts = 0;  // 0 = off
+  int64_t top_k = 0;
+  SwitchTarget experts_on = SwitchTarget::v;
+  bool on() const { return n_experts > 0; }
+  bool switches_k() const { return on() && experts_on == SwitchTarget::kv; }
+};
+
 struct ModelConfig {
   int64_t vocab_size = 0, d_model = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0,
           ffn_hidden = 0;
@@ -49,6 +65,7 @@ struct ModelConfig {
   // q_proj and share its bias); attn_o_bias adds one to o_proj.
   bool attn_qkv_bias = false;
   bool attn_o_bias = false;
+  SwitchHeadsConfig switch_heads;  // switch_heads: {n_experts, top_k, experts_on}
 
   bool has_gate() const { return gate.position != GatePosition::none; }
   int64_t q_dim() const { return n_heads * head_dim; }
@@ -64,6 +81,7 @@ struct ModelConfig {
 
   // Throws gatedlm::Error naming the offending key.
   void validate() const;
+  void validate_switch_heads() const;  // the switch_heads part of validate()
 };
 
 // Parses and validates; `source` names the file in messages.
@@ -73,6 +91,8 @@ ModelConfig load_config(const std::string& path);
 void save_config(const ModelConfig& c, const std::string& path);
 
 std::string to_string(GatePosition p);
+std::string to_string(SwitchTarget t);  // "v" or "kv"
+std::string describe_switch_heads(const ModelConfig& c);  // e.g. "switch v, 8top2" or "none"
 std::string describe_gate(const ModelConfig& c);  // e.g. "G1 sdpa elementwise sigmoid multiply"
 
 }  // namespace gatedlm::model

@@ -10,7 +10,7 @@ void init_params(std::vector<T>& params, const ParamLayout& layout, const ModelC
   for (const ParamSpec& spec : layout.specs()) {
     T* p = params.data() + spec.offset;
     bool normal = spec.kind == ParamKind::embedding || spec.kind == ParamKind::lm_head ||
-                  spec.kind == ParamKind::matrix ||
+                  spec.kind == ParamKind::matrix || spec.kind == ParamKind::switch_router ||
                   (spec.kind == ParamKind::gate && c.gate.init == GateInit::normal);
     if (spec.kind == ParamKind::norm) {
       std::fill_n(p, spec.numel, T(1));

@@ -12,6 +12,7 @@
 #include "kernels/matmul.h"
 #include "kernels/rmsnorm.h"
 #include "model/gate.h"
+#include "model/switch_heads.h"
 
 namespace gatedlm::model {
 
@@ -39,6 +40,7 @@ struct LayerActivations {
   std::vector<T> fgu;              // [n, 2 * ffn]: gate_proj | up_proj outputs, one product
   std::vector<T> fa;               // [n, ffn] SwiGLU output
   std::vector<T> f0, f1, rstd_f;   // [n, d] down_proj output, after sandwich norm
+  SwitchHeadsState<T> sw;          // switch heads: routing and expert outputs (k0/v0 come from them)
 };
 
 template <typename T>
@@ -53,6 +55,7 @@ struct Model<T>::State {
   std::vector<T> qkvg;  // [n, qkv_width]: the fused q|k|v(|gate) product, split into the layer's q0, k0, ...
   // Backward scratch, reused by every block.
   std::vector<T> dres, dh, da, db, dc, dq0, dq1, dq2, dk0, dk1, dk2, dv0, dv1, dfa, dfgu, dgate, dscore, dqkvg;
+  SwitchHeadsScratch<T> sw_scratch;
 };
 
 namespace {
@@ -99,8 +102,17 @@ bool gate_in_attention_epilogue(const ModelConfig& c) {
 bool keeps_gate_pre(const ModelConfig& c) {
   return c.has_gate() && !(gate_in_qkv_product(c) && gate_grad_from_score(GateShape::of(c)));
 }
+// Switch heads compute k (experts_on kv) and v from their experts: those leave the product.
+int64_t k_product_width(const ModelConfig& c) { return c.switch_heads.switches_k() ? 0 : c.kv_dim(); }
+int64_t v_product_width(const ModelConfig& c) { return c.switch_heads.on() ? 0 : c.kv_dim(); }
+// The first column of the gate's pre-activations in the fused product.
+int64_t gate_product_column(const ModelConfig& c) { return c.q_dim() + k_product_width(c) + v_product_width(c); }
 int64_t qkv_width(const ModelConfig& c) {
-  return c.q_dim() + 2 * c.kv_dim() + (gate_in_qkv_product(c) ? c.gate_out() : 0);
+  return gate_product_column(c) + (gate_in_qkv_product(c) ? c.gate_out() : 0);
+}
+template <typename T>
+SwitchHeadsWeights<T> switch_weights(const LayerViews<T>& w) {
+  return {w.switch_router, w.k_experts, w.v_experts};
 }
 
 // A block of columns of a row-major [n, ld] matrix and its packed [n, width] copy.
@@ -143,9 +155,10 @@ Model<T>::Model(const ModelConfig& config)
   w_ = make_views(layout_, config_, params_.data());
   // The fused products rely on the layout's adjacency of their weights.
   const int64_t d = config_.d_model, qd = config_.q_dim(), kvd = config_.kv_dim();
+  const int64_t kw = k_product_width(config_), vw = v_product_width(config_);
   for (const LayerViews<T>& w : w_.layers) {
-    const bool adjacent = w.wk == w.wq + qd * d && w.wv == w.wk + kvd * d &&
-                          (!gate_in_qkv_product(config_) || w.gate == w.wv + kvd * d) &&
+    const bool adjacent = (!kw || w.wk == w.wq + qd * d) && (!vw || w.wv == w.wq + (qd + kw) * d) &&
+                          (!gate_in_qkv_product(config_) || w.gate == w.wq + gate_product_column(config_) * d) &&
                           w.w_up == w.w_gate + config_.ffn_hidden * d &&
                           (!config_.attn_qkv_bias ||
                            (w.bk == w.bq + qd && w.bv == w.bk + kvd &&
@@ -215,7 +228,8 @@ BlockProbe<T> Model<T>::probe(int64_t layer) const {
   }
   const bool gated = c.has_gate();
   return BlockProbe<T>{s_->resid[layer + 1].data(), a.qr.data(), a.kr.data(), sdpa, gate_y,
-                       gated ? a.gated.data() : nullptr, gated ? a.gate_score.data() : nullptr};
+                       gated ? a.gated.data() : nullptr, gated ? a.gate_score.data() : nullptr,
+                       c.switch_heads.on() ? &a.sw : nullptr};
 }
 
 template <typename T>
@@ -382,11 +396,13 @@ void Model<T>::block_forward(int64_t l, const AttentionFn<T>* attend) {
   k::linear_forward(s.qkvg.data(), a.h.data(), w.wq, n, d, qkv_w);
   if (w.bq) k::bias_forward(s.qkvg.data(), w.bq, n, qkv_w);  // q|k|v(|gate) biases, adjacent
   split_columns<T>(s.qkvg.data(), n, qkv_w,
-                   {{a.q0.data(), qd}, {a.k0.data(), kvd}, {a.v0.data(), kvd},
+                   {{a.q0.data(), qd}, {a.k0.data(), k_product_width(c)}, {a.v0.data(), v_product_width(c)},
                     {keeps_gate_pre(c) ? a.gate_pre.data() : nullptr, fused_gate ? gs.gate_out : 0}});
+  if (c.switch_heads.on())
+    switch_heads_forward(a.k0.data(), a.v0.data(), a.sw, s.sw_scratch, a.h.data(), n, switch_weights(w), c);
   // The gate's pre-activations [n, gate_out]: in place in the fused product unless kept.
   const bool pre_in_place = fused_gate && !keeps_gate_pre(c);
-  const T* pre = pre_in_place ? s.qkvg.data() + qd + 2 * kvd : a.gate_pre.data();
+  const T* pre = pre_in_place ? s.qkvg.data() + gate_product_column(c) : a.gate_pre.data();
   const int64_t ld_pre = pre_in_place ? qkv_w : gs.gate_out;
   if (c.has_gate() && !fused_gate) gate_project(a.gate_pre.data(), a.h.data(), w.gate, n, gs);
   auto gate = [&](const T* y_in) {
@@ -492,7 +508,7 @@ void Model<T>::block_backward(int64_t l) {
   LayerActivations<T>& a = s.layers[l];
   const LayerViews<T>& w = w_.layers[l];
   const LayerViews<T>& g = g_.layers[l];
-  const int64_t n = s.n, d = c.d_model, qd = c.q_dim(), kvd = c.kv_dim(), f = c.ffn_hidden;
+  const int64_t n = s.n, d = c.d_model, qd = c.q_dim(), f = c.ffn_hidden;
   const GatePosition gp = c.gate.position;
   const GateShape gs = GateShape::of(c);
   T* dres = s.dres.data();
@@ -526,7 +542,7 @@ void Model<T>::block_backward(int64_t l) {
   // comes last, with q, k and v's. pre is null when not kept (backward uses the score).
   const bool fused_gate = gate_in_qkv_product(c);
   const int64_t qkv_w = qkv_width(c);
-  T* dpre = fused_gate ? s.dqkvg.data() + qd + 2 * kvd : s.dgate.data();
+  T* dpre = fused_gate ? s.dqkvg.data() + gate_product_column(c) : s.dgate.data();
   const int64_t ld_dpre = fused_gate ? qkv_w : gs.gate_out;
   const T* pre = keeps_gate_pre(c) ? a.gate_pre.data() : nullptr;
   if (gp == GatePosition::dense) {
@@ -614,11 +630,14 @@ void Model<T>::block_backward(int64_t l) {
   }
   // d loss / d h and the weight gradients of q|k|v(|gate), one product each (the gate's
   // columns hold dpre already).
-  gather_columns<T>(s.dqkvg.data(), n, qkv_w, {{dq, qd}, {dk, kvd}, {dv, kvd}});
+  gather_columns<T>(s.dqkvg.data(), n, qkv_w, {{dq, qd}, {dk, k_product_width(c)}, {dv, v_product_width(c)}});
   if (g.bq) k::bias_backward(g.bq, s.dqkvg.data(), n, qkv_w);
   k::linear_backward(dh, g.wq, s.dqkvg.data(), a.h.data(), w.wq, n, d, qkv_w, /*accumulate_dx=*/false);
   if (c.has_gate() && !fused_gate)
     gate_project_backward(dh, g.gate, s.dgate.data(), a.h.data(), w.gate, n, gs);
+  if (c.switch_heads.on())
+    switch_heads_backward(dh, SwitchHeadsGrads<T>{g.switch_router, g.k_experts, g.v_experts}, s.sw_scratch, dk, dv,
+                          a.h.data(), a.sw, switch_weights(w), c);
   k::rmsnorm_backward(dres, g.input_norm, dh, s.resid[l].data(), w.input_norm, a.rstd_attn.data(), n, d);
 }
 

@@ -18,6 +18,8 @@ namespace gatedlm::model {
 
 template <typename T>
 struct LayerActivations;  // model.cpp: the saved tensors of one block
+template <typename T>
+struct SwitchHeadsState;  // switch_heads.h: one block's routing
 
 // Read-only views of one block's tensors from the last forward, for the probes of
 // analysis/ (n = batch*seq tokens; null where the config has no such tensor).
@@ -30,6 +32,7 @@ struct BlockProbe {
   const T* gate_y;          // [n, gate target size] Y at the gate's position, before the gate
   const T* gate_y_out;      // [n, gate target size] Y' after the gate
   const T* gate_score;      // [n, gate target size] effective score applied to each element
+  const SwitchHeadsState<T>* switch_heads;  // routing of the switch heads, or null
 };
 
 // One block's attention in the incremental path (infer/): the block hands over the

@@ -1,6 +1,7 @@
 #include "model/param_layout.h"
 
 #include "core/error.h"
+#include "model/switch_heads.h"
 
 namespace gatedlm::model {
 
@@ -14,8 +15,9 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
   for (int64_t i = 0; i < c.n_layers; ++i) {
     add(layer_param(i, "input_layernorm.weight"), {d}, ParamKind::norm);
     add(layer_param(i, "self_attn.q_proj.weight"), {c.q_dim(), d}, ParamKind::matrix);
-    add(layer_param(i, "self_attn.k_proj.weight"), {c.kv_dim(), d}, ParamKind::matrix);
-    add(layer_param(i, "self_attn.v_proj.weight"), {c.kv_dim(), d}, ParamKind::matrix);
+    // Switch heads replace v_proj (and k_proj) by experts, added after the gate below.
+    if (!c.switch_heads.switches_k()) add(layer_param(i, "self_attn.k_proj.weight"), {c.kv_dim(), d}, ParamKind::matrix);
+    if (!c.switch_heads.on()) add(layer_param(i, "self_attn.v_proj.weight"), {c.kv_dim(), d}, ParamKind::matrix);
     // The gate's rows follow v_proj's so that q|k|v|gate is one [rows, d] matrix: the
     // model multiplies them in one product (model.cpp). gate_proj|up_proj below likewise.
     if (c.has_gate()) {
@@ -31,6 +33,8 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
       add(layer_param(i, "self_attn.v_proj.bias"), {c.kv_dim()}, ParamKind::bias);
       if (c.gate_has_bias()) add(layer_param(i, "self_attn.gate.bias"), {c.gate_out()}, ParamKind::bias);
     }
+    for (const SwitchHeadsTensor& t : switch_heads_tensors(c))
+      add(layer_param(i, t.suffix), t.shape, t.router ? ParamKind::switch_router : ParamKind::matrix);
     add(layer_param(i, "self_attn.o_proj.weight"), {d, c.q_dim()}, ParamKind::matrix);
     if (c.attn_o_bias) add(layer_param(i, "self_attn.o_proj.bias"), {d}, ParamKind::bias);
     if (c.qk_norm) {
@@ -97,7 +101,9 @@ ModelViews<T> make_views(const ParamLayout& layout, const ModelConfig& c, T* bas
         p("post_attention_layernorm.weight"), p("post_attn_branch_norm.weight"),
         p("post_ffn_branch_norm.weight"), p("mlp.gate_proj.weight"), p("mlp.up_proj.weight"),
         p("mlp.down_proj.weight"), p("self_attn.q_proj.bias"), p("self_attn.k_proj.bias"),
-        p("self_attn.v_proj.bias"), p("self_attn.gate.bias"), p("self_attn.o_proj.bias")});
+        p("self_attn.v_proj.bias"), p("self_attn.gate.bias"), p("self_attn.o_proj.bias"),
+        c.switch_heads.on() ? ptr(layer_param(i, switch_router_suffix(c))) : nullptr,
+        p("self_attn.k_experts.0.weight"), p("self_attn.v_experts.0.weight")});
   }
   return v;
 }

@@ -10,7 +10,9 @@
 
 namespace gatedlm::model {
 
-enum class ParamKind { embedding, lm_head, matrix, norm, gate, bias };
+// switch_router: the routers of switch heads (model/switch_heads.h); their experts are
+// matrices.
+enum class ParamKind { embedding, lm_head, matrix, norm, gate, bias, switch_router };
 
 struct ParamSpec {
   std::string name;
@@ -52,6 +54,9 @@ struct LayerViews {
   // Attention biases (null when the config has none); bq..bgate are adjacent, so bq
   // spans the whole fused q|k|v|gate product's bias.
   T *bq, *bk, *bv, *bgate, *bo;
+  // Switch heads (null when off): the router and the first of the adjacent experts; with
+  // switch heads on, wv (and wk with experts_on kv) is null.
+  T *switch_router, *k_experts, *v_experts;
 };
 template <typename T>
 struct ModelViews {

@@ -16,6 +16,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import switch_heads_reference as swr
+
 GATE_POSITIONS = ("none", "sdpa", "value", "key", "query", "dense")
 GATE_GRANULARITIES = ("elementwise", "headwise")
 GATE_COMBINES = ("multiply", "add")
@@ -150,6 +152,7 @@ class ModelConfig:
     residual_clip: float = 0.0          # 0 = off
     attn_qkv_bias: bool = False         # biases on q, k, v (and a hidden-input gate)
     attn_o_bias: bool = False           # bias on o_proj
+    switch_heads: Optional[swr.SwitchHeadsConfig] = None   # switch_heads_reference.py
 
     @classmethod
     def from_json(cls, d):
@@ -190,6 +193,8 @@ class ModelConfig:
             cfg.attn_qkv_bias = _check_bool("attn_qkv_bias", d["attn_qkv_bias"])
         if "attn_o_bias" in d:
             cfg.attn_o_bias = _check_bool("attn_o_bias", d["attn_o_bias"])
+        if "switch_heads" in d:
+            cfg.switch_heads = swr.SwitchHeadsConfig.from_json(d["switch_heads"], ConfigError)
         cfg.validate()
         return cfg
 
@@ -197,7 +202,7 @@ class ModelConfig:
         d = dataclasses.asdict(self)
         d["rope_dims"] = self.rotary_dims
         d["gate"] = self.gate.to_json()
-        for key in ("attn_qkv_bias", "attn_o_bias"):
+        for key in ("attn_qkv_bias", "attn_o_bias", "switch_heads"):
             if not d[key]:
                 del d[key]            # written only when on, as the engine does
         if self.rope_scaling.type == "none":
@@ -244,6 +249,8 @@ class ModelConfig:
             raise ConfigError("head_shared gates have the elementwise shape")
         if self.gate_has_bias() and self.gate_in() != self.d_model:
             raise ConfigError("attn_qkv_bias needs a gate that reads all of d_model")
+        if self.switch_heads is not None and self.attn_qkv_bias:
+            raise ConfigError("switch_heads: the experts have no biases (attn_qkv_bias must be false)")
 
     def gate_has_bias(self):
         return self.attn_qkv_bias and self.gate.position != "none" and self.gate.input == "hidden"
@@ -282,8 +289,13 @@ def parameter_shapes(cfg):
         p = f"model.layers.{i}."
         shapes[p + "input_layernorm.weight"] = (d,)
         shapes[p + "self_attn.q_proj.weight"] = (nq * dk, d)
-        shapes[p + "self_attn.k_proj.weight"] = (nk * dk, d)
-        shapes[p + "self_attn.v_proj.weight"] = (nk * dk, d)
+        sw = cfg.switch_heads
+        if sw is None or not sw.switches_k:
+            shapes[p + "self_attn.k_proj.weight"] = (nk * dk, d)
+        if sw is None:
+            shapes[p + "self_attn.v_proj.weight"] = (nk * dk, d)
+        else:
+            shapes.update(swr.parameter_shapes(cfg, p))
         shapes[p + "self_attn.o_proj.weight"] = (d, nq * dk)
         if cfg.attn_qkv_bias:
             shapes[p + "self_attn.q_proj.bias"] = (nq * dk,)
@@ -410,8 +422,13 @@ class Attention(nn.Module):
         d, dk, nq, nk = cfg.d_model, cfg.head_dim, cfg.n_heads, cfg.n_kv_heads
         qkv_bias = cfg.attn_qkv_bias
         self.q_proj = Weight(nq * dk, d, device=device, bias=nq * dk if qkv_bias else None)
-        self.k_proj = Weight(nk * dk, d, device=device, bias=nk * dk if qkv_bias else None)
-        self.v_proj = Weight(nk * dk, d, device=device, bias=nk * dk if qkv_bias else None)
+        sw = cfg.switch_heads
+        if sw is None or not sw.switches_k:
+            self.k_proj = Weight(nk * dk, d, device=device, bias=nk * dk if qkv_bias else None)
+        if sw is None:
+            self.v_proj = Weight(nk * dk, d, device=device, bias=nk * dk if qkv_bias else None)
+        else:
+            swr.add_modules(self, cfg, Weight, device)
         self.o_proj = Weight(d, nq * dk, device=device, bias=d if cfg.attn_o_bias else None)
         if cfg.qk_norm:
             self.q_norm = Weight(dk, device=device)
@@ -463,8 +480,13 @@ class Attention(nn.Module):
             trace[prefix + "gate_score"] = a.detach()
 
         q = self.q_proj.linear(h).reshape(B, T, nq, dk)
-        k = self.k_proj.linear(h).reshape(B, T, nk, dk)
-        v = self.v_proj.linear(h).reshape(B, T, nk, dk)
+        if cfg.switch_heads is None:
+            k = self.k_proj.linear(h).reshape(B, T, nk, dk)
+            v = self.v_proj.linear(h).reshape(B, T, nk, dk)
+        else:
+            k, v = swr.project(self, cfg, h, trace, prefix)
+            if k is None:
+                k = self.k_proj.linear(h).reshape(B, T, nk, dk)
         if g.position == "query":
             q = self.apply_gate(q, a)
         elif g.position == "key":

@@ -36,6 +36,7 @@ sys.path.insert(0, HERE)
 import torch  # noqa: E402
 
 import safetensors_io  # noqa: E402
+import switch_heads_reference  # noqa: E402
 from engine_harness import engine_binary, work_directory  # noqa: E402
 from reference_model import GatedLM, ModelConfig  # noqa: E402
 
@@ -108,6 +109,7 @@ CASES = {
     "qkv_o_bias_sdpa_elem_mqa": dict(attn_qkv_bias=True, attn_o_bias=True, n_kv_heads=1,
                                      **_gate(position="sdpa")),
 }
+CASES.update(switch_heads_reference.ENGINE_CASES)
 
 
 def case_config_json(name):
@@ -145,11 +147,17 @@ def build_case(name, attempt=0):
     gen = torch.Generator().manual_seed(_seed(name, attempt))
     model = GatedLM(cfg).to(torch.float32)
     random_weights(model, gen)
+    switch_heads_reference.adjust_case_weights(name, model)
     tokens = torch.randint(0, cfg.vocab_size, (BATCH, SEQ), generator=gen, dtype=torch.int64)
     return cfg_json, model, tokens
 
 
 # ---- reference computation --------------------------------------------------------------
+
+def _trace_stats(cfg, trace, stats):
+    _clip_stats(cfg, trace, stats)
+    switch_heads_reference.selection_stats(cfg, trace, stats)
+
 
 def _clip_stats(cfg, trace, stats):
     c = cfg.residual_clip
@@ -181,7 +189,7 @@ def reference_outputs(model32, tokens, dtype=torch.float64, adamw=ADAMW):
     model = copy.deepcopy(model32).to(dtype)
     trace = {}
     logits = model(tokens, trace=trace)
-    _clip_stats(cfg, trace, stats)
+    _trace_stats(cfg, trace, stats)
     loss = model.loss_from_logits(logits, tokens)
     model.zero_grad(set_to_none=True)
     loss.backward()
@@ -197,7 +205,7 @@ def reference_outputs(model32, tokens, dtype=torch.float64, adamw=ADAMW):
         opt.zero_grad(set_to_none=True)
         trace = {}
         l_ = opt_model.loss_from_logits(opt_model(tokens, trace=trace), tokens)
-        _clip_stats(cfg, trace, stats)
+        _trace_stats(cfg, trace, stats)
         losses.append(l_.detach())
         if step < adamw["steps"]:
             l_.backward()
@@ -215,8 +223,10 @@ def prepare_case(name):
             frac = stats["clipped"] / max(stats["total"], 1)
             if stats["min_margin"] < CLIP_MARGIN or not (CLIP_FRACTION[0] <= frac <= CLIP_FRACTION[1]):
                 continue
+        if not switch_heads_reference.selection_well_separated(stats):
+            continue
         return cfg_json, model, tokens, ref, stats
-    raise RuntimeError(f"{name}: could not find a seed with values away from the clip boundary")
+    raise RuntimeError(f"{name}: could not find a seed with values away from the clip or top-k boundary")
 
 
 def write_case(directory, cfg_json, model, tokens, ref):
