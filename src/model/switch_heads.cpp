@@ -1,8 +1,10 @@
 #include "model/switch_heads.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "core/error.h"
 #include "kernels/activations.h"
@@ -55,6 +57,21 @@ struct Dims {
 // Loops with less work than this run on the calling thread: a parallel region costs more
 // than the work for small groups and decoding (one token), above all on shared cores.
 constexpr int64_t kParallelWork = int64_t{1} << 15;
+
+// oneDNN keeps one primitive per product shape (kernels/matmul.cpp) and a group's row
+// count changes every step, so float products run on a few padded row counts: multiples
+// of an eighth of the largest power of two below, at least 16 (at most 1/8 extra rows). A
+// product's padded output rows spill into the next groups' rows, which are written after
+// it (groups run in order), or into the slack rows at the end of the buffer. Double (the
+// naive products of the finite-difference tests) has no primitives and is not padded.
+template <typename T>
+int64_t padded_rows(int64_t m) {
+  if (!std::is_same_v<T, float>) return m;
+  if (m <= 16) return 16;
+  const int64_t step = std::max<int64_t>(16, static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(m))) / 8);
+  return (m + step - 1) / step * step;
+}
+int64_t rows_with_slack(int64_t rows) { return rows + rows / 8 + 16; }
 
 template <typename T>
 void grow(std::vector<T>& v, int64_t size) {
@@ -116,11 +133,15 @@ void group_selections(SwitchHeadsState<T>& st, const Dims& m) {
   }
 }
 
-// x_g [m, d] = the rows of x [n, d] of the group's tokens.
+// x_g [padded_rows(m), d] = the rows of x [n, d] of the group's tokens, then zero rows.
 template <typename T>
-void gather_rows(T* x_g, const T* x, const int32_t* tokens, int64_t m, int64_t d) {
+void gather_rows(std::vector<T>& x_g, const T* x, const int32_t* tokens, int64_t m, int64_t d) {
+  const int64_t padded = padded_rows<T>(m);
+  grow(x_g, padded * d);
+  T* out = x_g.data();
 #pragma omp parallel for schedule(static) if (m * d > kParallelWork)
-  for (int64_t i = 0; i < m; ++i) std::copy_n(x + static_cast<int64_t>(tokens[i]) * d, d, x_g + i * d);
+  for (int64_t i = 0; i < m; ++i) std::copy_n(x + static_cast<int64_t>(tokens[i]) * d, d, out + i * d);
+  std::fill(out + m * d, out + padded * d, T(0));
 }
 
 // Rows h*hd .. (h+1)*hd of expert e's [kv_dim, d] projection: a contiguous [hd, d] block.
@@ -160,8 +181,8 @@ void switch_heads_forward(T* k0, T* v0, SwitchHeadsState<T>& st, SwitchHeadsScra
   grow(st.score, selections);
   grow(st.grouped_row, selections);
   grow(st.group_token, selections);
-  grow(st.v_out, selections * m.hd);
-  if (with_k) grow(st.k_out, selections * m.hd);
+  grow(st.v_out, rows_with_slack(selections) * m.hd);
+  if (with_k) grow(st.k_out, rows_with_slack(selections) * m.hd);
   kernels::linear_forward(st.router_pre.data(), x, w.router, n, m.d, m.H * m.E);
   select_experts(st, m);
   group_selections(st, m);
@@ -169,10 +190,9 @@ void switch_heads_forward(T* k0, T* v0, SwitchHeadsState<T>& st, SwitchHeadsScra
     for (int64_t e = 0; e < m.E; ++e) {
       const int64_t start = st.group_start[h * m.E + e], rows = st.group_start[h * m.E + e + 1] - start;
       if (rows == 0) continue;  // nobody chose this expert for this head: nothing to compute
-      grow(scratch.x, rows * m.d);
-      gather_rows(scratch.x.data(), x, st.group_token.data() + start, rows, m.d);
-      // [rows, d] x [hd, d]^T -> the group's rows of the expert outputs.
-      const MatmulShape shape{.M = rows, .N = m.hd, .K = m.d, .trans_b = true};
+      gather_rows(scratch.x, x, st.group_token.data() + start, rows, m.d);
+      // [rows, d] x [hd, d]^T -> the group's rows of the expert outputs (padded rows spill).
+      const MatmulShape shape{.M = padded_rows<T>(rows), .N = m.hd, .K = m.d, .trans_b = true};
       kernels::matmul(st.v_out.data() + start * m.hd, scratch.x.data(), head_block(w.v_experts, e, h, m), shape);
       if (with_k)
         kernels::matmul(st.k_out.data() + start * m.hd, scratch.x.data(), head_block(w.k_experts, e, h, m), shape);
@@ -189,8 +209,13 @@ void switch_heads_backward(T* dx, const SwitchHeadsGrads<T>& g, SwitchHeadsScrat
   const bool with_k = c.switch_heads.switches_k();
   const int64_t n = st.n, selections = n * m.H * m.K;
   grow(scratch.dpre, n * m.H * m.E);
-  grow(scratch.dv, selections * m.hd);
-  if (with_k) grow(scratch.dk, selections * m.hd);
+  // The padded products below read dP rows past a group's end: the next groups' (finite,
+  // multiplied by zero input rows) or the slack rows, zeroed here.
+  for (std::vector<T>* dp : {&scratch.dv, &scratch.dk}) {
+    if (dp == &scratch.dk && !with_k) continue;
+    grow(*dp, rows_with_slack(selections) * m.hd);
+    std::fill(dp->begin() + selections * m.hd, dp->end(), T(0));
+  }
   // Per selection: d expert output = score * d out; d score = d out . expert output; the
   // router pre-activation gets d score * sigmoid' (zero for experts not chosen).
 #pragma omp parallel for schedule(static) if (selections * m.hd > kParallelWork)
@@ -224,15 +249,15 @@ void switch_heads_backward(T* dx, const SwitchHeadsGrads<T>& g, SwitchHeadsScrat
       const int64_t start = st.group_start[h * m.E + e], rows = st.group_start[h * m.E + e + 1] - start;
       if (rows == 0) continue;
       const int32_t* tokens = st.group_token.data() + start;
-      grow(scratch.x, rows * m.d);
-      grow(scratch.dx, rows * m.d);
-      gather_rows(scratch.x.data(), x, tokens, rows, m.d);
+      const int64_t padded = padded_rows<T>(rows);
+      gather_rows(scratch.x, x, tokens, rows, m.d);  // zero past `rows`: padded dP rows add nothing
+      grow(scratch.dx, padded * m.d);
       auto one_kind = [&](T* d_experts, const T* experts, const T* d_out, bool accumulate_dx) {
         const T* dp = d_out + start * m.hd;
         kernels::matmul(head_block(d_experts, e, h, m), dp, scratch.x.data(),
-                        MatmulShape{.M = m.hd, .N = m.d, .K = rows, .trans_a = true, .accumulate = true});
+                        MatmulShape{.M = m.hd, .N = m.d, .K = padded, .trans_a = true, .accumulate = true});
         kernels::matmul(scratch.dx.data(), dp, head_block(experts, e, h, m),
-                        MatmulShape{.M = rows, .N = m.d, .K = m.hd, .accumulate = accumulate_dx});
+                        MatmulShape{.M = padded, .N = m.d, .K = m.hd, .accumulate = accumulate_dx});
       };
       one_kind(g.v_experts, w.v_experts, scratch.dv.data(), false);
       if (with_k) one_kind(g.k_experts, w.k_experts, scratch.dk.data(), true);

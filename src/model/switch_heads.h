@@ -74,7 +74,7 @@ struct SwitchHeadsState {
   std::vector<int64_t> grouped_row;  // [n*H*k] row of each selection in the grouped order
   std::vector<int64_t> group_start;  // [H*E + 1]: group (h, e) holds grouped rows start[h*E+e] ..
   std::vector<int32_t> group_token;  // [n*H*k] token of each grouped row
-  std::vector<T> v_out, k_out;       // [n*H*k, hd] the expert outputs, grouped order (k_out: kv only)
+  std::vector<T> v_out, k_out;       // [n*H*k (+ slack), hd] the expert outputs, grouped order (k_out: kv only)
 };
 
 // Buffers shared by every layer's forward and backward.
@@ -82,7 +82,7 @@ template <typename T>
 struct SwitchHeadsScratch {
   std::vector<T> x, dx;      // [rows of the largest group, d]: gathered inputs and their gradient
   std::vector<T> dpre;       // [n, H*E] router gradient
-  std::vector<T> dv, dk;     // [n*H*k, hd] gradients of the expert outputs, grouped order
+  std::vector<T> dv, dk;     // [n*H*k (+ slack), hd] gradients of the expert outputs, grouped order
 };
 
 // k0 (experts_on kv; else untouched, may be null) and v0 [n, kv_dim] from x [n, d].
