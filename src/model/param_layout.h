@@ -52,6 +52,11 @@ struct LayerViews {
   // Attention biases (null when the config has none); bq..bgate are adjacent, so bq
   // spans the whole fused q|k|v|gate product's bias.
   T *bq, *bk, *bv, *bgate, *bo;
+  // MoE layers (null elsewhere; model/moe.h): the router [E, d]; expert 0's gate_proj,
+  // with expert e's gate_proj|up_proj|down_proj at moe_experts + e * 3 * f * d; the shared
+  // expert's gate_proj (up_proj follows), its down_proj and its sigmoid gate [1, d].
+  T *moe_router = nullptr, *moe_experts = nullptr, *moe_shared = nullptr, *moe_shared_down = nullptr,
+    *moe_shared_gate = nullptr;
 };
 template <typename T>
 struct ModelViews {
