@@ -26,6 +26,18 @@ void grow(std::vector<T>& v, int64_t size) {
   if (static_cast<int64_t>(v.size()) < size) v.resize(static_cast<size_t>(size));
 }
 
+// Rows an expert's products run over: its token count rounded up so that few distinct
+// shapes occur (the matrix products keep one oneDNN primitive per shape, and a new shape
+// costs far more to create than these products take to run): multiples of 16 up to 128,
+// then 4 sizes per doubling, so at most a quarter of the rows are padding. The padding rows
+// are zeros in the inputs and in the output gradients, so they change no result.
+int64_t padded_rows(int64_t m) {
+  if (m == 0) return 0;
+  int64_t step = 16;
+  while (step * 8 < m) step *= 2;
+  return (m + step - 1) / step * step;
+}
+
 template <typename T>
 T sigmoid(T x) {
   return T(1) / (T(1) + std::exp(-x));
@@ -84,17 +96,19 @@ void MoeBlock<T>::route(const T* h, int64_t n, const MoeWeights<T>& w) {
   z_loss_ = z2 / static_cast<double>(n);
 }
 
-// Counting sort of the (token, slot) pairs by expert, token order kept within an expert.
+// Counting sort of the (token, slot) pairs by expert, token order kept within an expert;
+// each expert's segment is padded to padded_rows (token_of_ -1 on padding rows).
 template <typename T>
 void MoeBlock<T>::group() {
   const int64_t E = c_.n_experts, nk = n_ * c_.top_k;
   std::fill(counts_.begin(), counts_.end(), 0);
   for (int64_t i = 0; i < nk; ++i) ++counts_[chosen_[i]];
   offsets_[0] = 0;
-  for (int64_t e = 0; e < E; ++e) offsets_[e + 1] = offsets_[e] + counts_[e];
+  for (int64_t e = 0; e < E; ++e) offsets_[e + 1] = offsets_[e] + padded_rows(counts_[e]);
+  rows_ = offsets_[E];
   std::vector<int64_t> next(offsets_.begin(), offsets_.end() - 1);
   row_of_.resize(nk);
-  token_of_.resize(nk);
+  token_of_.assign(rows_, -1);
   for (int64_t i = 0; i < nk; ++i) {
     const int64_t r = next[chosen_[i]]++;
     row_of_[i] = r;
@@ -105,26 +119,30 @@ void MoeBlock<T>::group() {
 template <typename T>
 void MoeBlock<T>::forward(T* y, const T* h, int64_t n, const MoeWeights<T>& w, bool keep) {
   (void)keep;  // every buffer below is reused by the next forward; backward reads them
-  const int64_t K = c_.top_k, f = c_.expert_hidden, d = d_, nk = n * K;
+  const int64_t K = c_.top_k, f = c_.expert_hidden, d = d_;
   n_ = n;
   {
     Timed timer{times_.routing};
     route(h, n, w);
     group();
   }
-  grow(x_, nk * d);
-  grow(gu_, nk * 2 * f);
-  grow(act_, nk * f);
-  grow(out_, nk * d);
+  const int64_t rows = rows_;
+  grow(x_, rows * d);
+  grow(gu_, rows * 2 * f);
+  grow(act_, rows * f);
+  grow(out_, rows * d);
   {
     Timed timer{times_.permute};
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < nk; ++r) std::copy_n(h + token_of_[r] * d, d, x_.data() + r * d);
+    for (int64_t r = 0; r < rows; ++r) {
+      if (token_of_[r] >= 0) std::copy_n(h + token_of_[r] * d, d, x_.data() + r * d);
+      else std::fill_n(x_.data() + r * d, d, T(0));
+    }
   }
   {
     Timed timer{times_.experts};
     for (int64_t e = 0; e < c_.n_experts; ++e) {
-      const int64_t m = counts_[e], r0 = offsets_[e];
+      const int64_t m = offsets_[e + 1] - offsets_[e], r0 = offsets_[e];
       if (m == 0) continue;
       const T* we = w.experts + e * 3 * f * d;
       k::linear_forward(gu_.data() + r0 * 2 * f, x_.data() + r0 * d, we, m, d, 2 * f);
@@ -168,10 +186,11 @@ template <typename T>
 void MoeBlock<T>::backward(T* dh, const MoeGrads<T>& g, const T* dy, const T* h, const MoeWeights<T>& w,
                            std::span<const double> lb_weight, double z_weight) {
   const int64_t n = n_, E = c_.n_experts, K = c_.top_k, f = c_.expert_hidden, d = d_, nk = n * K;
-  grow(dout_, nk * d);
-  grow(dact_, nk * f);
-  grow(dgu_, nk * 2 * f);
-  grow(dx_, nk * d);
+  const int64_t rows = rows_;
+  grow(dout_, rows * d);
+  grow(dact_, rows * f);
+  grow(dgu_, rows * 2 * f);
+  grow(dx_, rows * d);
   grow(dz_, n * E);
   // d loss / d w_j (kept in dz_'s first n*k entries until the router's turn) and the
   // gradient of each grouped output row, w_j dy_t.
@@ -193,11 +212,14 @@ void MoeBlock<T>::backward(T* dh, const MoeGrads<T>& g, const T* dy, const T* h,
         }
         dweight[t * K + j] = static_cast<T>(dot);
       }
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r)  // padding rows: no gradient
+      if (token_of_[r] < 0) std::fill_n(dout_.data() + r * d, d, T(0));
   }
   {
     Timed timer{times_.experts};
     for (int64_t e = 0; e < E; ++e) {
-      const int64_t m = counts_[e], r0 = offsets_[e];
+      const int64_t m = offsets_[e + 1] - offsets_[e], r0 = offsets_[e];
       if (m == 0) continue;
       const T* we = w.experts + e * 3 * f * d;
       T* ge = g.experts + e * 3 * f * d;

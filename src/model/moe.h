@@ -11,7 +11,8 @@
 //   E_j, S: SwiGLU experts down(silu(gate h) * up h).
 // Tokens are grouped per expert (a counting sort that keeps token order), each expert runs
 // one gate|up product and one down product over its own rows only (an expert without
-// tokens runs nothing), and each token then sums its k rows (per token, so the result
+// tokens runs nothing; the row count is rounded up with zero rows to one of a few sizes,
+// moe.cpp padded_rows), and each token then sums its k rows (per token, so the result
 // does not depend on thread timing).
 //
 // Auxiliary losses of the layer (both reach only the router):
@@ -82,11 +83,13 @@ class MoeBlock {
   std::vector<int32_t> chosen_;           // [n * k] expert of token t's slot j at t * k + j
   std::vector<T> weight_;                 // [n * k] w_j
   std::vector<int64_t> counts_, offsets_; // [E], [E + 1]: expert e's rows are offsets[e]..offsets[e+1]
+                                          // (its counts_[e] tokens, then zero padding rows)
+  int64_t rows_ = 0;                      // grouped rows, padding included (>= n * k)
   std::vector<int64_t> row_of_;           // [n * k] row of (t, j) in the grouped buffers
-  std::vector<int64_t> token_of_;         // [n * k] token of each grouped row
+  std::vector<int64_t> token_of_;         // [rows_] token of each grouped row, -1 for padding
   std::vector<double> mean_p_;            // [E]
   double z_loss_ = 0;
-  // Grouped activations [n*k, ...] and the shared expert's [n, ...].
+  // Grouped activations [rows_, ...] and the shared expert's [n, ...].
   std::vector<T> x_, gu_, act_, out_;     // inputs [., d], gate|up [., 2f], SwiGLU [., f], outputs [., d]
   std::vector<T> sgu_, sact_, sout_, sgate_;  // shared: [n, 2fs], [n, fs], [n, d], sigmoid score [n]
   // Backward scratch.

@@ -47,6 +47,7 @@ MoeConfig moe_config_from_json(const json& j, const std::string& where) {
     if (!kKeys.count(key)) fail(where, ": unknown key \"", key, "\"");
   MoeConfig m;
   m.n_experts = int_key(j, where, "n_experts", std::nullopt);
+  if (m.n_experts < 1) fail(where, ": key \"n_experts\": must be at least 1, got ", m.n_experts);
   m.top_k = int_key(j, where, "top_k", std::nullopt);
   m.expert_hidden = int_key(j, where, "expert_hidden", std::nullopt);
   m.n_shared = int_key(j, where, "n_shared", m.n_shared);
