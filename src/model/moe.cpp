@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/activations.h"
+#include "kernels/batched_matmul.h"
 #include "kernels/matmul.h"
 
 namespace gatedlm::model {
@@ -103,8 +104,12 @@ void MoeBlock<T>::group() {
   const int64_t E = c_.n_experts, nk = n_ * c_.top_k;
   std::fill(counts_.begin(), counts_.end(), 0);
   for (int64_t i = 0; i < nk; ++i) ++counts_[chosen_[i]];
+  // One batched product over equal segments (the largest count, padded) when that wastes
+  // at most half the rows; otherwise a product per expert over its own padded rows.
+  const int64_t largest = padded_rows(*std::max_element(counts_.begin(), counts_.end()));
+  uniform_ = E > 1 && E * largest <= 2 * nk;
   offsets_[0] = 0;
-  for (int64_t e = 0; e < E; ++e) offsets_[e + 1] = offsets_[e] + padded_rows(counts_[e]);
+  for (int64_t e = 0; e < E; ++e) offsets_[e + 1] = offsets_[e] + (uniform_ ? largest : padded_rows(counts_[e]));
   rows_ = offsets_[E];
   std::vector<int64_t> next(offsets_.begin(), offsets_.end() - 1);
   row_of_.resize(nk);
@@ -141,13 +146,23 @@ void MoeBlock<T>::forward(T* y, const T* h, int64_t n, const MoeWeights<T>& w, b
   }
   {
     Timed timer{times_.experts};
-    for (int64_t e = 0; e < c_.n_experts; ++e) {
-      const int64_t m = offsets_[e + 1] - offsets_[e], r0 = offsets_[e];
-      if (m == 0) continue;
-      const T* we = w.experts + e * 3 * f * d;
-      k::linear_forward(gu_.data() + r0 * 2 * f, x_.data() + r0 * d, we, m, d, 2 * f);
-      k::swiglu_forward(act_.data() + r0 * f, gu_.data() + r0 * 2 * f, m, f);
-      k::linear_forward(out_.data() + r0 * d, act_.data() + r0 * f, we + 2 * f * d, m, f, d);
+    if (uniform_) {  // [E, M, .] segments: x W_gu^T, SwiGLU, act W_down^T, one call each
+      const int64_t E = c_.n_experts, M = rows / E, stride_w = 3 * f * d;
+      k::batched_matmul(gu_.data(), x_.data(), w.experts, k::MatmulShape{.M = M, .N = 2 * f, .K = d, .trans_b = true},
+                        k::BatchStrides{E, M * d, stride_w, M * 2 * f});
+      k::swiglu_forward(act_.data(), gu_.data(), rows, f);
+      k::batched_matmul(out_.data(), act_.data(), w.experts + 2 * f * d,
+                        k::MatmulShape{.M = M, .N = d, .K = f, .trans_b = true},
+                        k::BatchStrides{E, M * f, stride_w, M * d});
+    } else {
+      for (int64_t e = 0; e < c_.n_experts; ++e) {
+        const int64_t m = offsets_[e + 1] - offsets_[e], r0 = offsets_[e];
+        if (m == 0) continue;
+        const T* we = w.experts + e * 3 * f * d;
+        k::linear_forward(gu_.data() + r0 * 2 * f, x_.data() + r0 * d, we, m, d, 2 * f);
+        k::swiglu_forward(act_.data() + r0 * f, gu_.data() + r0 * 2 * f, m, f);
+        k::linear_forward(out_.data() + r0 * d, act_.data() + r0 * f, we + 2 * f * d, m, f, d);
+      }
     }
   }
   {
@@ -218,6 +233,23 @@ void MoeBlock<T>::backward(T* dh, const MoeGrads<T>& g, const T* dy, const T* h,
   }
   {
     Timed timer{times_.experts};
+    if (uniform_) {  // the per-expert products below as one batched call each
+      const int64_t M = rows / E, stride_w = 3 * f * d;
+      T* dact = dact_.data();
+      T* dgu = dgu_.data();
+      // dact = dout W_down; dW_down += dout^T act; SwiGLU; dx = dgu W_gu; dW_gu += dgu^T x.
+      k::batched_matmul(dact, dout_.data(), w.experts + 2 * f * d, k::MatmulShape{.M = M, .N = f, .K = d},
+                        k::BatchStrides{E, M * d, stride_w, M * f});
+      k::batched_matmul(g.experts + 2 * f * d, dout_.data(), act_.data(),
+                        k::MatmulShape{.M = d, .N = f, .K = M, .trans_a = true, .accumulate = true},
+                        k::BatchStrides{E, M * d, M * f, stride_w});
+      k::swiglu_backward(dgu, dact, gu_.data(), rows, f);
+      k::batched_matmul(dx_.data(), dgu, w.experts, k::MatmulShape{.M = M, .N = d, .K = 2 * f},
+                        k::BatchStrides{E, M * 2 * f, stride_w, M * d});
+      k::batched_matmul(g.experts, dgu, x_.data(),
+                        k::MatmulShape{.M = 2 * f, .N = d, .K = M, .trans_a = true, .accumulate = true},
+                        k::BatchStrides{E, M * 2 * f, M * d, stride_w});
+    } else
     for (int64_t e = 0; e < E; ++e) {
       const int64_t m = offsets_[e + 1] - offsets_[e], r0 = offsets_[e];
       if (m == 0) continue;

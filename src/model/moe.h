@@ -13,7 +13,10 @@
 // one gate|up product and one down product over its own rows only (an expert without
 // tokens runs nothing; the row count is rounded up with zero rows to one of a few sizes,
 // moe.cpp padded_rows), and each token then sums its k rows (per token, so the result
-// does not depend on thread timing).
+// does not depend on thread timing). When the loads are even enough (every expert padded
+// to the largest count wastes at most half the rows) all experts run as one batched
+// product per step of the expert instead (kernels/batched_matmul.h): on small products
+// the threads' start and synchronisation cost more than the arithmetic.
 //
 // Auxiliary losses of the layer (both reach only the router):
 //   load balance  LB = E * sum_i f_i P_i with f_i = c_i / sum_j c_j, the share of the
@@ -71,6 +74,8 @@ class MoeBlock {
   // The k experts chosen for each token of the last forward [n * k], best first.
   std::span<const int32_t> chosen() const { return chosen_; }
   MoeTimes& times() { return times_; }
+  // Whether the last forward ran the experts as one batched product (see above).
+  bool batched() const { return uniform_; }
 
  private:
   void route(const T* h, int64_t n, const MoeWeights<T>& w);
@@ -85,6 +90,7 @@ class MoeBlock {
   std::vector<int64_t> counts_, offsets_; // [E], [E + 1]: expert e's rows are offsets[e]..offsets[e+1]
                                           // (its counts_[e] tokens, then zero padding rows)
   int64_t rows_ = 0;                      // grouped rows, padding included (>= n * k)
+  bool uniform_ = false;                  // every segment has the same rows: batched products
   std::vector<int64_t> row_of_;           // [n * k] row of (t, j) in the grouped buffers
   std::vector<int64_t> token_of_;         // [rows_] token of each grouped row, -1 for padding
   std::vector<double> mean_p_;            // [E]

@@ -160,6 +160,7 @@ struct BlockCase {
   const char* name;
   json moe;
   const char* router_edit;  // "", "ties", "empty"
+  int64_t tokens = 9;       // enough, with even loads, for the batched products (MoeBlock::batched)
 };
 
 class MoeBlockTest : public ::testing::TestWithParam<BlockCase> {};
@@ -171,7 +172,7 @@ TEST_P(MoeBlockTest, ForwardMatchesNaiveAndBackwardMatchesFiniteDifferences) {
   j["n_layers"] = 1;
   const ModelConfig c = config_from_json(j, "block");
   const MoeConfig& m = c.moe;
-  const int64_t d = c.d_model, n = 9, E = m.n_experts;
+  const int64_t d = c.d_model, n = GetParam().tokens, E = m.n_experts;
   const ParamLayout layout(c);
   std::vector<double> W;
   init_params(W, layout, c, 3);
@@ -209,6 +210,9 @@ TEST_P(MoeBlockTest, ForwardMatchesNaiveAndBackwardMatchesFiniteDifferences) {
     return s + z_w * block.z_loss();
   };
   objective();
+  if (GetParam().tokens > 9) {
+    EXPECT_TRUE(block.batched()) << "the case is meant for the batched products";
+  }
   std::vector<std::vector<int>> chosen;
   const std::vector<double> want = naive_moe(m, d, h, n, W, router, experts, shared, &chosen);
   EXPECT_LT(testing::rel_error(y, want), 1e-12);
@@ -217,8 +221,12 @@ TEST_P(MoeBlockTest, ForwardMatchesNaiveAndBackwardMatchesFiniteDifferences) {
   int64_t total = 0;
   for (int64_t v : block.counts()) total += v;
   EXPECT_EQ(total, n * m.top_k);
-  if (edit == "ties") EXPECT_EQ(block.counts()[3], 0) << "a tie goes to the lower index";
-  if (edit == "empty") EXPECT_EQ(block.counts()[E - 1], 0);
+  if (edit == "ties") {
+    EXPECT_EQ(block.counts()[3], 0) << "a tie goes to the lower index";
+  }
+  if (edit == "empty") {
+    EXPECT_EQ(block.counts()[E - 1], 0);
+  }
 
   std::vector<double> G(W.size(), 0.0), dh(n * d);
   block.backward(dh.data(), MoeGrads<double>{G.data() + router, G.data() + experts, sh ? G.data() + shared : nullptr,
@@ -259,6 +267,7 @@ INSTANTIATE_TEST_SUITE_P(
     Variants, MoeBlockTest,
     ::testing::Values(
         BlockCase{"e4_k2_norm", {{"n_experts", 4}, {"top_k", 2}, {"expert_hidden", 6}}, ""},
+        BlockCase{"e3_k2_batched", {{"n_experts", 3}, {"top_k", 2}, {"expert_hidden", 5}, {"n_shared", 1}}, "", 40},
         BlockCase{"e5_k1_plain", {{"n_experts", 5}, {"top_k", 1}, {"expert_hidden", 4}, {"norm_topk_prob", false}}, ""},
         BlockCase{"e3_k3_shared",
                   {{"n_experts", 3}, {"top_k", 3}, {"expert_hidden", 4}, {"n_shared", 2}, {"shared_hidden", 3}},
