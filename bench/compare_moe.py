@@ -10,7 +10,8 @@ auxiliary losses included:
     expert and combining them back; experts; shared expert);
   - PyTorch eager (bench/torch_peer.py, MoeFFN): the usual loop over experts of Hugging
     Face's Qwen2-MoE / Qwen3-MoE blocks (topk, one_hot mask, index_add_), 2 threads,
-    OMP_WAIT_POLICY=PASSIVE (PyTorch's faster setting on a shared machine).
+    OMP_WAIT_POLICY=PASSIVE; gatedlm likewise with GATEDLM_OPENMP_WAITING=passive (the
+    faster setting for both on a shared machine, README "Shared cores").
 The two sides alternate (engine, torch, engine, torch) and each reports the median over
 its rounds, so a busy moment of the machine hits both.
 
@@ -62,7 +63,8 @@ def main():
         c = json.load(open(cfg))
         engine_ms, torch_ms, parts = [], [], []
         for _ in range(a.rounds):
-            r = run_json([a.gatedlm, "bench", "train", "--config", cfg] + common, {"OMP_NUM_THREADS": threads})
+            r = run_json([a.gatedlm, "bench", "train", "--config", cfg] + common,
+                         {"OMP_NUM_THREADS": threads, "GATEDLM_OPENMP_WAITING": "passive"})
             engine_ms.append(r["median_ms"])
             parts.append({k: v / r["median_ms"] * 100 for k, v in r["moe_ms"].items()})
             t = run_json(["/usr/bin/python3", os.path.join(HERE, "torch_peer.py"), "--config", cfg,

@@ -15,7 +15,8 @@ struct BatchStrides {
   int64_t a, b, c;  // elements between consecutive items of A, B and C
 };
 
-// float: one oneDNN product (a loop of matmul() under a bf16 MatmulPrecisionScope);
+// Implemented in matmul.cpp (its oneDNN primitive cache). float: one oneDNN product (a
+// loop of matmul() under a bf16 MatmulPrecisionScope);
 // double: a loop of the naive reference.
 template <typename T>
 void batched_matmul(T* C, const T* A, const T* B, MatmulShape shape, BatchStrides batch);
