@@ -31,6 +31,63 @@ def rotate_half(x):
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
+class MoeFFN(nn.Module):
+    """The usual PyTorch MoE FFN (as Hugging Face's Qwen2-MoE / Qwen3-MoE blocks): softmax
+    router, top-k, optional renormalisation, a Python loop over the experts with index_add_
+    back, a sigmoid-gated shared expert; plus the load-balancing and z losses of the step
+    (kept in self.aux for the loss)."""
+
+    def __init__(self, c):
+        super().__init__()
+        m, d = c["moe"], c["d_model"]
+        if m.get("every", 1) != 1:
+            raise SystemExit("torch_peer: only MoE in every layer (moe.every 1) is modelled")
+        self.E, self.k = m["n_experts"], m["top_k"]
+        self.norm = m.get("norm_topk_prob", True)
+        self.lb_coef, self.z_coef = m.get("lb_coef", 0.001), m.get("z_coef", 0.001)
+        f = m["expert_hidden"]
+        self.gate = nn.Linear(d, self.E, bias=False)
+        self.experts = nn.ModuleList(
+            nn.ModuleDict({"gate_proj": nn.Linear(d, f, bias=False), "up_proj": nn.Linear(d, f, bias=False),
+                           "down_proj": nn.Linear(f, d, bias=False)}) for _ in range(self.E))
+        fs = m.get("n_shared", 0) * m.get("shared_hidden", f)
+        self.shared = None
+        if fs:
+            self.shared = nn.ModuleDict({"gate_proj": nn.Linear(d, fs, bias=False),
+                                         "up_proj": nn.Linear(d, fs, bias=False),
+                                         "down_proj": nn.Linear(fs, d, bias=False)})
+            self.shared_gate = nn.Linear(d, 1, bias=False)
+        self.aux = 0.0
+
+    @staticmethod
+    def swiglu(e, x):
+        return e["down_proj"](F.silu(e["gate_proj"](x)) * e["up_proj"](x))
+
+    def forward(self, h):
+        shape = h.shape
+        x = h.reshape(-1, shape[-1])
+        logits = self.gate(x)
+        p = torch.softmax(logits, dim=-1, dtype=torch.float)
+        w, sel = torch.topk(p, self.k, dim=-1)
+        if self.norm:
+            w = w / w.sum(dim=-1, keepdim=True)
+        w = w.to(x.dtype)
+        y = torch.zeros_like(x)
+        mask = F.one_hot(sel, num_classes=self.E).permute(2, 1, 0)  # [E, k, N]
+        for e in range(self.E):
+            slot, tok = torch.where(mask[e])
+            if tok.numel() == 0:
+                continue
+            y.index_add_(0, tok, self.swiglu(self.experts[e], x[tok]) * w[tok, slot, None])
+        if self.shared is not None:
+            y = y + torch.sigmoid(self.shared_gate(x)) * self.swiglu(self.shared, x)
+        f = mask.sum(dim=(1, 2)).float()
+        lb = self.E * ((f / f.sum()).detach() * p.mean(dim=0)).sum()
+        z = torch.logsumexp(logits.float(), dim=-1).pow(2).mean()
+        self.aux = self.lb_coef * lb + self.z_coef * z
+        return y.reshape(shape)
+
+
 class Block(nn.Module):
     def __init__(self, c, gated):
         super().__init__()
@@ -43,9 +100,11 @@ class Block(nn.Module):
         self.o = nn.Linear(hq * dk, d, bias=False)
         self.q_norm, self.k_norm = RMSNorm(dk), RMSNorm(dk)
         self.gate = nn.Linear(d, hq * dk, bias=False) if gated else None
-        self.w_gate = nn.Linear(d, f, bias=False)
-        self.w_up = nn.Linear(d, f, bias=False)
-        self.w_down = nn.Linear(f, d, bias=False)
+        self.moe = MoeFFN(c) if "moe" in c else None
+        if self.moe is None:
+            self.w_gate = nn.Linear(d, f, bias=False)
+            self.w_up = nn.Linear(d, f, bias=False)
+            self.w_down = nn.Linear(f, d, bias=False)
 
     def forward(self, x, cos, sin, mask):
         b, t, _ = x.shape
@@ -64,6 +123,8 @@ class Block(nn.Module):
             y = y * torch.sigmoid(self.gate(h))
         x = x + self.o(y)
         h2 = self.norm2(x)
+        if self.moe is not None:
+            return x + self.moe(h2)
         return x + self.w_down(F.silu(self.w_gate(h2)) * self.w_up(h2))
 
 
@@ -114,6 +175,7 @@ def main():
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
             logits = model(tokens)
         loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.view(-1))
+        loss = loss + sum(b.moe.aux for b in model.blocks if b.moe is not None)  # MoE auxiliary losses
         loss.backward()
         opt.step()
         if i >= a.warmup_steps:

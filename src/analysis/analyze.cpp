@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "analysis/attention_sink.h"
+#include "analysis/expert_load.h"
 #include "analysis/gate_stats.h"
 #include "analysis/massive_activations.h"
 #include "core/error.h"
@@ -115,6 +116,7 @@ json analyze(model::Model<float>& m, const SequenceSet& seqs, const AnalyzeOptio
   AttentionSinkProbe sink(c, sink_opt);
   MassiveActivationProbe massive(c);
   GateStatsProbe gates(c);
+  ExpertLoadProbe experts(c);
 
   const int64_t L = seqs.length;
   std::vector<int32_t> targets(static_cast<size_t>(L));
@@ -130,6 +132,7 @@ json analyze(model::Model<float>& m, const SequenceSet& seqs, const AnalyzeOptio
     sink.observe(m);
     massive.observe(m);
     gates.observe(m);
+    experts.observe(m);
     if (progress) progress("probes", i + 1, seqs.count);
   }
   if (gates.gated()) {
@@ -157,6 +160,7 @@ json analyze(model::Model<float>& m, const SequenceSet& seqs, const AnalyzeOptio
   j["massive_activations"] = massive_json(massive.result());
   j["gates"] = gates_json(gate_result);
   j["sdpa_output"] = sdpa_json(gate_result);
+  j["experts"] = experts.result();  // null for a dense model
   j["elapsed_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (options.include_token_ids) {
     j["token_ids"] = seqs.rows();

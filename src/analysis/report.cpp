@@ -22,6 +22,7 @@
 
 #include "analysis/html_text.h"
 #include "analysis/report_stream_eval.h"
+#include "analysis/expert_load.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_file.h"
@@ -737,6 +738,11 @@ ReportResult render_checked(const ReportOptions& options) {
   section_fig("mean_abs_y", "analysis");
   section_fig("sparsity_1e-2", "analysis");
   section_fig("sparsity_1e-3", "analysis");
+  {
+    std::vector<std::pair<std::string, json>> loads;
+    for (const Run& r : runs) loads.push_back({html_escape(r.label), r.analysis});
+    expert_load_table(h, loads);
+  }
   h << "<h2>Long context</h2>\n";
   section_fig("longctx_ppl", "longctx");
   section_fig("longctx_accuracy", "longctx");

@@ -30,6 +30,8 @@ int64_t matmul_params(const model::ModelConfig& c) {
   const model::SwitchHeadsCounts sw = model::switch_heads_counts(c);
   n -= sw.experts - sw.experts_active;  // a token runs top_k of the n_experts switch-head experts
   if (c.tie_embeddings) n += c.vocab_size * c.d_model;  // the tied LM head is still a product
+  // A token runs top_k of each MoE layer's n_experts routed experts.
+  n -= c.moe.moe_layers(c.n_layers) * (c.moe.n_experts - c.moe.top_k) * c.moe.expert_params(c.d_model);
   return n;
 }
 
@@ -77,6 +79,16 @@ class StepTimer {
     }
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   }
+  void reset_moe_times() { m_.moe_times(/*reset=*/true); }
+  // The MoE parts' milliseconds per step over `steps` steps since the last reset.
+  void add_moe_times(SpeedResult& r, int64_t steps) {
+    const model::MoeTimes t = m_.moe_times();
+    const double per = 1e3 / static_cast<double>(steps);
+    r.moe_routing_ms = t.routing * per;
+    r.moe_permute_ms = t.permute * per;
+    r.moe_experts_ms = t.experts * per;
+    r.moe_shared_ms = t.shared * per;
+  }
   // Median/min/max, throughput and FLOPs of the timed steps.
   SpeedResult result(std::vector<double> step_ms) const {
     SpeedResult r;
@@ -113,10 +125,13 @@ SpeedResult measure_training_speed(const model::ModelConfig& c, const SpeedOptio
   StepTimer timer(c, o);
   std::vector<double> ms;
   for (int64_t i = 0; i < o.warmup_steps + o.steps; ++i) {
+    if (i == o.warmup_steps) timer.reset_moe_times();
     const double t = timer.step_ms();
     if (i >= o.warmup_steps) ms.push_back(t);
   }
-  return timer.result(std::move(ms));
+  SpeedResult r = timer.result(std::move(ms));
+  timer.add_moe_times(r, o.steps);
+  return r;
 }
 
 PairedSpeed measure_paired_speed(const model::ModelConfig& a, const model::ModelConfig& b, const SpeedOptions& o) {

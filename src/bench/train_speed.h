@@ -26,9 +26,13 @@ struct SpeedResult {
   double flops_per_step = 0;
   double gflops = 0;         // at the median step time
   int64_t peak_rss_bytes = 0;
+  // Mixture of experts: milliseconds per timed step in the MoE blocks' parts (model/moe.h
+  // MoeTimes: routing, permutation, experts, shared expert), summed over layers.
+  double moe_routing_ms = 0, moe_permute_ms = 0, moe_experts_ms = 0, moe_shared_ms = 0;
 };
 
-int64_t matmul_params(const model::ModelConfig& c);  // every weight that enters a matrix product
+int64_t matmul_params(const model::ModelConfig& c);  // every weight that enters a token's matrix products
+                                                     // (of an MoE layer's experts, the top_k a token runs)
 double step_flops(const model::ModelConfig& c, int64_t batch, int64_t seq, bool forward_only);
 SpeedResult measure_training_speed(const model::ModelConfig& c, const SpeedOptions& o);
 

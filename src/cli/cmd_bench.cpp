@@ -26,6 +26,9 @@ nlohmann::json speed_json(const bench::SpeedResult& r, const model::ModelConfig&
                    {"gflops", r.gflops},             {"peak_rss_bytes", r.peak_rss_bytes},
                    {"matmul_params", bench::matmul_params(c)}, {"precision", bf16 ? "bf16" : "fp32"}};
   if (bf16) j["bf16_path"] = kernels::bf16_path_name(kernels::bf16_path());
+  if (c.has_moe())  // ms per step in the MoE blocks' parts (model/moe.h MoeTimes)
+    j["moe_ms"] = {{"routing", r.moe_routing_ms}, {"permute", r.moe_permute_ms}, {"experts", r.moe_experts_ms},
+                   {"shared", r.moe_shared_ms}};
   return j;
 }
 

@@ -25,7 +25,8 @@ void register_debug(CLI::App& app) {
   debug->require_subcommand(1);
   CLI::App* sub = debug->add_subcommand(
       "grads",
-      "Forward and backward on equal-length token sequences; writes logits [B,T,V], loss [1], grad.<param> "
+      "Forward and backward on equal-length token sequences; writes logits [B,T,V], loss [1] (with MoE: "
+      "cross-entropy + lb_coef * aux_lb + z_coef * aux_z, and aux_lb [1], aux_z [1]), grad.<param> "
       "and adamw_losses [steps+1] (loss before the first update and after each) to a safetensors file.");
   sub->add_option("--checkpoint", opt->checkpoint, "checkpoint directory")->required();
   sub->add_option("--token-ids", opt->token_ids, "token ids, one sequence per line, all the same length")
@@ -56,8 +57,13 @@ void register_debug(CLI::App& app) {
         targets.push_back(t + 1 < T ? s[t + 1] : -1);
       }
     }
+    // The loss backward differentiates: the mean cross-entropy plus, with MoE, the weighted
+    // auxiliary losses (model/moe.h), which are also written alone (aux_lb, aux_z).
+    auto full_loss = [&] { return m.forward(tokens.data(), targets.data(), B, T) + m.moe_aux().total; };
     m.zero_grads();
-    const float loss = static_cast<float>(m.forward(tokens.data(), targets.data(), B, T));
+    const float loss = static_cast<float>(full_loss());
+    const model::MoeAuxLosses aux = m.moe_aux();
+    const float aux_lb = static_cast<float>(aux.lb), aux_z = static_cast<float>(aux.z);
     m.backward();
     const int64_t V = ck.config.vocab_size;
     std::vector<float> logits(m.logits(), m.logits() + B * T * V);
@@ -71,9 +77,13 @@ void register_debug(CLI::App& app) {
         m.backward();
       }
       optimizer.step(m.params(), m.grads(), opt->lr);
-      losses.push_back(static_cast<float>(m.forward(tokens.data(), targets.data(), B, T)));
+      losses.push_back(static_cast<float>(full_loss()));
     }
     std::vector<io::TensorRef> out{{"logits", {B, T, V}, logits.data()}, {"loss", {1}, &loss}};
+    if (ck.config.has_moe()) {
+      out.push_back({"aux_lb", {1}, &aux_lb});
+      out.push_back({"aux_z", {1}, &aux_z});
+    }
     for (const model::ParamSpec& s : m.layout().specs())
       out.push_back({"grad." + s.name, s.shape, grads.data() + s.offset});
     if (opt->adamw_steps > 0)

@@ -261,8 +261,14 @@ Results collect_results(const ResultsInput& in) {
                tc.value("min_lr", 0.0), "), weight decay ", tc.value("weight_decay", 0.0), ", clip ",
                tc.value("clip", 0.0), in.minutes > 0 ? cat("; steps chosen to fit a ", in.minutes, "-minute budget") : "",
                ".\n");
-  setup += cat("- Parameters: the gated model's FFN is narrowed (ffn_hidden ", in.ffn_hidden.at(0), " -> ",
-               in.ffn_hidden.at(1), ") so the totals match; difference ", in.param_difference >= 0 ? "+" : "",
+  // An all-MoE preset (ffn_hidden 0) keeps every expert: the totals differ by the gate, as
+  // in the paper's MoE rows.
+  const bool narrowed = in.ffn_hidden.at(0) != in.ffn_hidden.at(1) || in.ffn_hidden.at(0) > 0;
+  setup += cat("- Parameters: ",
+               narrowed ? cat("the gated model's FFN is narrowed (ffn_hidden ", in.ffn_hidden.at(0), " -> ",
+                              in.ffn_hidden.at(1), ") so the totals match")
+                        : std::string("the gated model adds the gate (the MoE experts are not narrowed)"),
+               "; difference ", in.param_difference >= 0 ? "+" : "",
                thousands(in.param_difference), b0.is_object() && b0["params"].is_number()
                    ? cat(" (", signed_fixed(100.0 * static_cast<double>(in.param_difference) /
                                                 b0["params"].get<double>(), 3), "%)")

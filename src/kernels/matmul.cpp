@@ -1,4 +1,5 @@
 #include "kernels/matmul.h"
+#include "kernels/batched_matmul.h"
 
 #include <cstring>
 #include <dnnl.hpp>
@@ -27,7 +28,8 @@ struct OneDnn {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::mutex mutex;
-  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, bool, bool>;
+  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t,
+                         int64_t, int64_t>;
   struct Entry {
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul prim;
@@ -39,19 +41,27 @@ struct OneDnn {
     return instance;
   }
 
-  const Entry& primitive(const MatmulShape& s, bool bf16) {
-    Key key{s.M, s.N, s.K, s.trans_a, s.trans_b, s.lda, s.ldb, s.ldc, s.accumulate, bf16};
+  // batch.batch > 1: a batched product (batched_matmul.h), items batch.a/b/c elements apart.
+  const Entry& primitive(const MatmulShape& s, bool bf16, const BatchStrides& batch = {1, 0, 0, 0}) {
+    Key key{s.M, s.N, s.K, s.trans_a, s.trans_b, s.lda, s.ldb, s.ldc, s.accumulate, bf16,
+            batch.batch, batch.a, batch.b, batch.c};
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
     using dt = dnnl::memory::data_type;
     // A transposed is stored K x M: logical [M,K] with strides {1, lda}.
     const dt in_type = bf16 ? dt::bf16 : dt::f32;
-    dnnl::memory::desc a_md({s.M, s.K}, in_type,
-                            s.trans_a ? dnnl::memory::dims{1, s.lda} : dnnl::memory::dims{s.lda, 1});
-    dnnl::memory::desc b_md({s.K, s.N}, in_type,
-                            s.trans_b ? dnnl::memory::dims{1, s.ldb} : dnnl::memory::dims{s.ldb, 1});
-    dnnl::memory::desc c_md({s.M, s.N}, dt::f32, dnnl::memory::dims{s.ldc, 1});
+    // Batched: a leading dimension of batch.batch items, the given elements apart.
+    auto desc = [&](int64_t rows, int64_t cols, dnnl::memory::dims strides, int64_t item, dt type) {
+      if (batch.batch == 1) return dnnl::memory::desc({rows, cols}, type, strides);
+      strides.insert(strides.begin(), item);
+      return dnnl::memory::desc({batch.batch, rows, cols}, type, strides);
+    };
+    const dnnl::memory::desc a_md = desc(s.M, s.K, s.trans_a ? dnnl::memory::dims{1, s.lda} : dnnl::memory::dims{s.lda, 1},
+                                         batch.a, in_type);
+    const dnnl::memory::desc b_md = desc(s.K, s.N, s.trans_b ? dnnl::memory::dims{1, s.ldb} : dnnl::memory::dims{s.ldb, 1},
+                                         batch.b, in_type);
+    const dnnl::memory::desc c_md = desc(s.M, s.N, dnnl::memory::dims{s.ldc, 1}, batch.c, dt::f32);
     dnnl::primitive_attr attr;
     if (s.accumulate) {
       dnnl::post_ops ops;
@@ -138,6 +148,29 @@ void matmul<float>(float* C, const float* A, const float* B, MatmulShape s) {
   }
   dnnl::memory a_mem(e.pd.src_desc(), dnn.engine, a_ptr);
   dnnl::memory b_mem(e.pd.weights_desc(), dnn.engine, b_ptr);
+  dnnl::memory c_mem(e.pd.dst_desc(), dnn.engine, C);
+  e.prim.execute(dnn.stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+  dnn.stream.wait();
+}
+
+template <>
+void batched_matmul<double>(double* C, const double* A, const double* B, MatmulShape s, BatchStrides b) {
+  for (int64_t i = 0; i < b.batch; ++i) matmul_reference(C + i * b.c, A + i * b.a, B + i * b.b, s);
+}
+
+template <>
+void batched_matmul<float>(float* C, const float* A, const float* B, MatmulShape s, BatchStrides b) {
+  resolve_strides(s);
+  if (b.batch < 1 || s.M == 0 || s.N == 0) return;
+  // One item, K == 0 and bf16 products (which convert their operands) go through matmul.
+  if (b.batch == 1 || s.K == 0 || t_bf16) {
+    for (int64_t i = 0; i < b.batch; ++i) matmul(C + i * b.c, A + i * b.a, B + i * b.b, s);
+    return;
+  }
+  OneDnn& dnn = OneDnn::get();
+  const OneDnn::Entry& e = dnn.primitive(s, /*bf16=*/false, b);
+  dnnl::memory a_mem(e.pd.src_desc(), dnn.engine, const_cast<float*>(A));
+  dnnl::memory b_mem(e.pd.weights_desc(), dnn.engine, const_cast<float*>(B));
   dnnl::memory c_mem(e.pd.dst_desc(), dnn.engine, C);
   e.prim.execute(dnn.stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
   dnn.stream.wait();

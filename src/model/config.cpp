@@ -159,7 +159,9 @@ void ModelConfig::validate() const {
   require(n_heads % n_kv_heads == 0, "n_heads",
           cat("(", n_heads, ") must be a multiple of n_kv_heads (", n_kv_heads, ")"));
   require(head_dim >= 2 && head_dim % 2 == 0, "head_dim", cat("must be even and positive, got ", head_dim));
-  require(ffn_hidden >= 1, "ffn_hidden", cat("must be positive, got ", ffn_hidden));
+  // With an MoE FFN in every layer (moe.every 1) the dense width is unused and may be 0.
+  require(ffn_hidden >= 1 || (has_moe() && moe.every == 1), "ffn_hidden",
+          cat("must be positive, got ", ffn_hidden));
   require(rope_base > 1.0, "rope_base", cat("must be greater than 1, got ", rope_base));
   require(rope_dims >= 0 && rope_dims <= head_dim, "rope_dims",
           cat("(", rope_dims, ") must be between 0 and head_dim (", head_dim, ")"));
@@ -204,6 +206,7 @@ void ModelConfig::validate() const {
               " parameters, more than the limit of ", kMaxParams));
   require(init_std >= 0.0, "init_std", cat("must not be negative, got ", init_std));
   require(residual_clip >= 0.0, "residual_clip", cat("must be 0 (off) or positive, got ", residual_clip));
+  validate_moe(moe, d_model, n_layers);
   if (!has_gate()) return;
   const std::string pos = to_string(gate.position);
   if (gate.granularity == GateGranularity::headwise) {
@@ -289,6 +292,7 @@ ModelConfig config_from_json(const json& j, const std::string& source) {
     sw.experts_on = sr.choice("experts_on", kSwitchTargets, sw.experts_on);
     sr.reject_unknown();
   }
+  if (r.has("moe")) c.moe = moe_config_from_json(r.raw("moe"), source + ": moe");
   r.reject_unknown();
   try {
     c.validate();
@@ -337,6 +341,7 @@ json config_to_json(const ModelConfig& c) {
     j["switch_heads"] = json{{"n_experts", c.switch_heads.n_experts},
                              {"top_k", c.switch_heads.top_k},
                              {"experts_on", kSwitchTargets.name(c.switch_heads.experts_on)}};
+  if (c.has_moe()) j["moe"] = moe_config_to_json(c.moe);
   if (c.rope_scaling.type != RopeScalingType::none)
     j["rope_scaling"] = json{{"type", kRopeScalings.name(c.rope_scaling.type)},
                              {"factor", c.rope_scaling.factor},

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/activations.h"
+#include "model/moe_config.h"
 #include "model/rope_scaling.h"
 
 namespace gatedlm::model {
@@ -66,8 +67,10 @@ struct ModelConfig {
   bool attn_qkv_bias = false;
   bool attn_o_bias = false;
   SwitchHeadsConfig switch_heads;  // switch_heads: {n_experts, top_k, experts_on}
+  MoeConfig moe;  // mixture-of-experts FFN (model/moe_config.h); n_experts 0 = dense FFN everywhere
 
   bool has_gate() const { return gate.position != GatePosition::none; }
+  bool has_moe() const { return moe.enabled(); }
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
   // Heads of the tensor the gate acts on (1 for the dense output) and their width.

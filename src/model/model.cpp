@@ -12,6 +12,7 @@
 #include "kernels/matmul.h"
 #include "kernels/rmsnorm.h"
 #include "model/gate.h"
+#include "model/moe.h"
 #include "model/switch_heads.h"
 
 namespace gatedlm::model {
@@ -51,6 +52,9 @@ struct Model<T>::State {
   std::vector<int32_t> positions;  // [n] RoPE position of each row (forward_tokens); empty: t of [batch, seq]
   std::vector<std::vector<T>> resid;  // [n_layers + 1][n, d]: input of block l, last = output
   std::vector<LayerActivations<T>> layers;
+  std::vector<std::unique_ptr<MoeBlock<T>>> moe;  // [n_layers]: the MoE FFN of each MoE layer, null elsewhere
+  std::vector<double> balance_counts;  // [moe_layers * E] loads f_i counts over (set_balance_counts); empty: own
+  bool routed_only = false;            // the last pass was route_counts (nothing for backward)
   std::vector<T> rstd_final, h_final, logits, losses, dlogits;
   std::vector<T> qkvg;  // [n, qkv_width]: the fused q|k|v(|gate) product, split into the layer's q0, k0, ...
   // Backward scratch, reused by every block.
@@ -159,12 +163,15 @@ Model<T>::Model(const ModelConfig& config)
   for (const LayerViews<T>& w : w_.layers) {
     const bool adjacent = (!kw || w.wk == w.wq + qd * d) && (!vw || w.wv == w.wq + (qd + kw) * d) &&
                           (!gate_in_qkv_product(config_) || w.gate == w.wq + gate_product_column(config_) * d) &&
-                          w.w_up == w.w_gate + config_.ffn_hidden * d &&
+                          (!w.w_gate || w.w_up == w.w_gate + config_.ffn_hidden * d) &&
                           (!config_.attn_qkv_bias ||
                            (w.bk == w.bq + qd && w.bv == w.bk + kvd &&
                             (!config_.gate_has_bias() || w.bgate == w.bv + kvd)));
     if (!adjacent) fail("internal error: the parameter layout does not keep the fused projections adjacent");
   }
+  s_->moe.resize(config_.n_layers);
+  for (int64_t l = 0; l < config_.n_layers; ++l)
+    if (config_.moe.is_moe_layer(l)) s_->moe[l] = std::make_unique<MoeBlock<T>>(config_.moe, d);
 }
 
 template <typename T>
@@ -246,7 +253,9 @@ void Model<T>::ensure_buffers(int64_t batch, int64_t seq, bool for_backward) {
   s.resid.assign(c.n_layers + 1, {});
   for (auto& r : s.resid) resize(r, n * d);
   s.layers.assign(c.n_layers, {});
+  int64_t layer = 0;
   for (auto& a : s.layers) {
+    const bool dense_ffn = !c.moe.is_moe_layer(layer++);
     resize(a.rstd_attn, n);
     resize(a.h, n * d);
     resize(a.q0, n * qd);
@@ -269,8 +278,8 @@ void Model<T>::ensure_buffers(int64_t batch, int64_t seq, bool for_backward) {
     resize(a.mid, n * d);
     resize(a.rstd_ffn, n);
     resize(a.h2, n * d);
-    resize(a.fgu, n * 2 * f);
-    resize(a.fa, n * f);
+    resize(a.fgu, n * 2 * f, dense_ffn);
+    resize(a.fa, n * f, dense_ffn);
     resize(a.f0, n * d);
     resize(a.f1, n * d, c.sandwich_norm);
     resize(a.rstd_f, n, c.sandwich_norm);
@@ -298,12 +307,9 @@ double Model<T>::forward(const int32_t* tokens, const int32_t* targets, int64_t 
   const ModelConfig& c = config_;
   if (batch < 1 || seq < 1) fail("forward: empty batch (", batch, " x ", seq, ")");
   k::MatmulPrecisionScope precision(bf16_matmuls_);
-  ensure_buffers(batch, seq, /*for_backward=*/true);
+  begin_forward(batch, seq);
   State& s = *s_;
   const int64_t n = s.n;
-  if (rope_.positions < seq && c.rope_dims > 0)
-    rope_ = model_rope_table(c, std::max(seq, c.max_seq_len));
-  s.positions.clear();
   s.targets.assign(n, -1);
   if (targets) s.targets.assign(targets, targets + n);
   for (int64_t r = 0; r < n; ++r)
@@ -319,6 +325,108 @@ double Model<T>::forward(const int32_t* tokens, const int32_t* targets, int64_t 
   const double total = k::cross_entropy(s.losses.data(), static_cast<T*>(nullptr), s.logits.data(),
                                         s.targets.data(), n, c.vocab_size, T(0));
   return total / static_cast<double>(counted_);
+}
+
+// Buffers, the RoPE table and the state of a training-shaped forward of [batch, seq].
+template <typename T>
+void Model<T>::begin_forward(int64_t batch, int64_t seq) {
+  ensure_buffers(batch, seq, /*for_backward=*/true);
+  if (rope_.positions < seq && config_.rope_dims > 0)
+    rope_ = model_rope_table(config_, std::max(seq, config_.max_seq_len));
+  s_->positions.clear();
+  s_->routed_only = false;
+}
+
+template <typename T>
+std::vector<int64_t> Model<T>::route_counts(const int32_t* tokens, int64_t batch, int64_t seq) {
+  const ModelConfig& c = config_;
+  if (!c.has_moe()) return {};
+  if (batch < 1 || seq < 1) fail("route_counts: empty batch (", batch, " x ", seq, ")");
+  k::MatmulPrecisionScope precision(bf16_matmuls_);
+  begin_forward(batch, seq);
+  s_->targets.assign(s_->n, -1);
+  embed(tokens);
+  int64_t last = 0;
+  for (int64_t l = 0; l < c.n_layers; ++l)
+    if (c.moe.is_moe_layer(l)) last = l;
+  for (int64_t l = 0; l <= last; ++l) block_forward(l, nullptr);
+  s_->routed_only = true;
+  counted_ = 0;
+  return expert_counts();
+}
+
+template <typename T>
+std::vector<int64_t> Model<T>::expert_counts() const {
+  std::vector<int64_t> all;
+  for (const auto& b : s_->moe)
+    if (b) all.insert(all.end(), b->counts().begin(), b->counts().end());
+  return all;
+}
+
+template <typename T>
+void Model<T>::set_balance_counts(std::span<const double> counts) {
+  const int64_t want = config_.moe.moe_layers(config_.n_layers) * config_.moe.n_experts;
+  if (!counts.empty() && static_cast<int64_t>(counts.size()) != want)
+    fail("set_balance_counts: ", counts.size(), " counts for ", want, " (MoE layers x experts)");
+  s_->balance_counts.assign(counts.begin(), counts.end());
+}
+
+// f_i of MoE layer number `index` (0-based among the MoE layers): the share of the
+// assignments that went to expert i, counted by set_balance_counts or by the last forward.
+template <typename T>
+std::vector<double> Model<T>::balance_shares(int64_t index) const {
+  const int64_t E = config_.moe.n_experts;
+  std::vector<double> f(E);
+  if (!s_->balance_counts.empty()) {
+    std::copy_n(s_->balance_counts.begin() + index * E, E, f.begin());
+  } else {
+    int64_t seen = 0;
+    for (const auto& b : s_->moe)
+      if (b && seen++ == index) std::copy(b->counts().begin(), b->counts().end(), f.begin());
+  }
+  double total = 0;
+  for (double v : f) total += v;
+  for (double& v : f) v = total > 0 ? v / total : 0.0;
+  return f;
+}
+
+template <typename T>
+MoeAuxLosses Model<T>::moe_aux() const {
+  const MoeConfig& m = config_.moe;
+  MoeAuxLosses aux;
+  if (!m.enabled() || s_->n == 0) return aux;
+  const double layers = static_cast<double>(m.moe_layers(config_.n_layers));
+  int64_t index = 0;
+  for (const auto& b : s_->moe) {
+    if (!b) continue;
+    const std::vector<double> f = balance_shares(index++);
+    double lb = 0;
+    for (int64_t e = 0; e < m.n_experts; ++e) lb += f[e] * b->mean_probs()[e];
+    aux.lb += static_cast<double>(m.n_experts) * lb / layers;
+    aux.z += b->z_loss() / layers;
+  }
+  aux.total = m.lb_coef * aux.lb + m.z_coef * aux.z;
+  return aux;
+}
+
+template <typename T>
+MoeTimes Model<T>::moe_times(bool reset) {
+  MoeTimes sum;
+  for (auto& b : s_->moe) {
+    if (!b) continue;
+    MoeTimes& t = b->times();
+    sum.routing += t.routing;
+    sum.permute += t.permute;
+    sum.experts += t.experts;
+    sum.shared += t.shared;
+    if (reset) t = MoeTimes{};
+  }
+  return sum;
+}
+
+template <typename T>
+const MoeBlock<T>* Model<T>::moe_block(int64_t layer) const {
+  return layer >= 0 && layer < config_.n_layers ? s_->moe[layer].get() : nullptr;
 }
 
 template <typename T>
@@ -459,11 +567,17 @@ void Model<T>::block_forward(int64_t l, const AttentionFn<T>* attend) {
   }
   add_clipped(a.mid.data(), x, o, n * d, c.residual_clip);
 
-  // FFN branch.
+  // FFN branch (dense SwiGLU, or the MoE block of model/moe.h).
   k::rmsnorm_forward(a.h2.data(), a.rstd_ffn.data(), a.mid.data(), w.ffn_norm, n, d, c.norm_eps);
-  k::linear_forward(a.fgu.data(), a.h2.data(), w.w_gate, n, d, 2 * f);  // gate_proj | up_proj
-  k::swiglu_forward(a.fa.data(), a.fgu.data(), n, f);
-  k::linear_forward(a.f0.data(), a.fa.data(), w.w_down, n, f, d);
+  if (MoeBlock<T>* moe = s.moe[l].get()) {
+    moe->forward(a.f0.data(), a.h2.data(), n,
+                 MoeWeights<T>{w.moe_router, w.moe_experts, w.moe_shared, w.moe_shared_down, w.moe_shared_gate},
+                 s.for_backward);
+  } else {
+    k::linear_forward(a.fgu.data(), a.h2.data(), w.w_gate, n, d, 2 * f);  // gate_proj | up_proj
+    k::swiglu_forward(a.fa.data(), a.fgu.data(), n, f);
+    k::linear_forward(a.f0.data(), a.fa.data(), w.w_down, n, f, d);
+  }
   const T* fo = a.f0.data();
   if (c.sandwich_norm) {
     k::rmsnorm_forward(a.f1.data(), a.rstd_f.data(), fo, w.ffn_branch_norm, n, d, c.norm_eps);
@@ -476,7 +590,8 @@ template <typename T>
 void Model<T>::backward() {
   const ModelConfig& c = config_;
   State& s = *s_;
-  if (s.n == 0 || !s.for_backward) fail("backward called before forward (forward_tokens keeps nothing for it)");
+  if (s.n == 0 || !s.for_backward || s.routed_only)
+    fail("backward called before forward (forward_tokens and route_counts keep nothing for it)");
   ensure_grads();
   k::MatmulPrecisionScope precision(bf16_matmuls_);
   const int64_t n = s.n, d = c.d_model;
@@ -522,10 +637,23 @@ void Model<T>::block_backward(int64_t l) {
                         n, d);
     df = s.db.data();
   }
-  k::linear_backward(s.dfa.data(), g.w_down, df, a.fa.data(), w.w_down, n, f, d, /*accumulate_dx=*/false);
-  k::swiglu_backward(s.dfgu.data(), s.dfa.data(), a.fgu.data(), n, f);
   T* dh = s.dh.data();
-  k::linear_backward(dh, g.w_gate, s.dfgu.data(), a.h2.data(), w.w_gate, n, d, 2 * f, /*accumulate_dx=*/false);
+  if (MoeBlock<T>* moe = s.moe[l].get()) {
+    int64_t index = 0;  // among the MoE layers
+    for (int64_t i = 0; i < l; ++i) index += s.moe[i] != nullptr;
+    // d loss / d P_i = lb_coef / layers * E * f_i (the loss is the mean over MoE layers).
+    const double layers = static_cast<double>(c.moe.moe_layers(c.n_layers));
+    std::vector<double> lb_weight = balance_shares(index);
+    for (double& v : lb_weight) v *= c.moe.lb_coef / layers * static_cast<double>(c.moe.n_experts);
+    moe->backward(dh, MoeGrads<T>{g.moe_router, g.moe_experts, g.moe_shared, g.moe_shared_down, g.moe_shared_gate},
+                  df, a.h2.data(),
+                  MoeWeights<T>{w.moe_router, w.moe_experts, w.moe_shared, w.moe_shared_down, w.moe_shared_gate},
+                  lb_weight, c.moe.z_coef / layers);
+  } else {
+    k::linear_backward(s.dfa.data(), g.w_down, df, a.fa.data(), w.w_down, n, f, d, /*accumulate_dx=*/false);
+    k::swiglu_backward(s.dfgu.data(), s.dfa.data(), a.fgu.data(), n, f);
+    k::linear_backward(dh, g.w_gate, s.dfgu.data(), a.h2.data(), w.w_gate, n, d, 2 * f, /*accumulate_dx=*/false);
+  }
   k::rmsnorm_backward(dres, g.ffn_norm, dh, a.mid.data(), w.ffn_norm, a.rstd_ffn.data(), n, d);
 
   // Attention branch: mid = x + clip(sandwich(gate_dense(o0))).

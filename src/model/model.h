@@ -12,6 +12,7 @@
 
 #include "kernels/rope.h"
 #include "model/config.h"
+#include "model/moe.h"
 #include "model/param_layout.h"
 
 namespace gatedlm::model {
@@ -98,7 +99,28 @@ class Model {
   BlockProbe<T> probe(int64_t layer) const;
   const kernels::RopeTable& rope() const { return rope_; }
 
+  // Mixture of experts (model/moe.h; all empty or zero without MoE).
+  // The auxiliary losses of the last forward, averaged over the MoE layers; backward()
+  // adds the gradient of their weighted sum (total) to that of the mean cross-entropy,
+  // which forward() returns alone.
+  MoeAuxLosses moe_aux() const;
+  // Tokens routed to each expert in the last forward, [moe_layers * n_experts].
+  std::vector<int64_t> expert_counts() const;
+  // The loads f_i of the balance loss count these assignments [moe_layers * n_experts]
+  // (the optimizer step's over all micro-batches and ranks, lb_scope global) instead of
+  // the last forward's own; an empty span goes back to the forward's own.
+  void set_balance_counts(std::span<const double> counts);
+  // Runs the blocks up to the last MoE layer (no loss, nothing for backward) and returns
+  // expert_counts(): the counting pass of the global load balance (train/moe_balance.h).
+  std::vector<int64_t> route_counts(const int32_t* tokens, int64_t batch, int64_t seq);
+  // Seconds in the MoE blocks' parts since the last reset, summed over layers.
+  MoeTimes moe_times(bool reset = false);
+  // The MoE block of a layer (null for a dense layer), for the probes of analysis/.
+  const MoeBlock<T>* moe_block(int64_t layer) const;
+
  private:
+  void begin_forward(int64_t batch, int64_t seq);
+  std::vector<double> balance_shares(int64_t moe_index) const;
   void ensure_buffers(int64_t batch, int64_t seq, bool for_backward);
   void ensure_grads();
   void embed(const int32_t* tokens);

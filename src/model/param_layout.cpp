@@ -48,6 +48,10 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
       add(layer_param(i, "post_attn_branch_norm.weight"), {d}, ParamKind::norm);
       add(layer_param(i, "post_ffn_branch_norm.weight"), {d}, ParamKind::norm);
     }
+    if (c.moe.is_moe_layer(i)) {  // router, experts, shared expert (model/moe_config.h)
+      for (const MoeTensor& t : moe_layer_tensors(c.moe, d)) add(layer_param(i, t.suffix), t.shape, ParamKind::matrix);
+      continue;
+    }
     add(layer_param(i, "mlp.gate_proj.weight"), {c.ffn_hidden, d}, ParamKind::matrix);
     add(layer_param(i, "mlp.up_proj.weight"), {c.ffn_hidden, d}, ParamKind::matrix);
     add(layer_param(i, "mlp.down_proj.weight"), {d, c.ffn_hidden}, ParamKind::matrix);
@@ -104,6 +108,12 @@ ModelViews<T> make_views(const ParamLayout& layout, const ModelConfig& c, T* bas
         p("self_attn.v_proj.bias"), p("self_attn.gate.bias"), p("self_attn.o_proj.bias"),
         c.switch_heads.on() ? ptr(layer_param(i, switch_router_suffix(c))) : nullptr,
         p("self_attn.k_experts.0.weight"), p("self_attn.v_experts.0.weight")});
+    LayerViews<T>& l = v.layers.back();
+    l.moe_router = p("mlp.gate.weight");
+    l.moe_experts = p("mlp.experts.0.gate_proj.weight");
+    l.moe_shared = p("mlp.shared_expert.gate_proj.weight");
+    l.moe_shared_down = p("mlp.shared_expert.down_proj.weight");
+    l.moe_shared_gate = p("mlp.shared_expert_gate.weight");
   }
   return v;
 }

@@ -57,6 +57,11 @@ struct LayerViews {
   // Switch heads (null when off): the router and the first of the adjacent experts; with
   // switch heads on, wv (and wk with experts_on kv) is null.
   T *switch_router, *k_experts, *v_experts;
+  // MoE layers (null elsewhere; model/moe.h): the router [E, d]; expert 0's gate_proj,
+  // with expert e's gate_proj|up_proj|down_proj at moe_experts + e * 3 * f * d; the shared
+  // expert's gate_proj (up_proj follows), its down_proj and its sigmoid gate [1, d].
+  T *moe_router = nullptr, *moe_experts = nullptr, *moe_shared = nullptr, *moe_shared_down = nullptr,
+    *moe_shared_gate = nullptr;
 };
 template <typename T>
 struct ModelViews {

@@ -25,6 +25,7 @@
 #include "model/model.h"
 #include "train/batches.h"
 #include "train/data_parallel.h"
+#include "train/moe_balance.h"
 #include "train/optimizer.h"
 #include "train/run_dir.h"
 #include "train/spikes.h"
@@ -99,7 +100,13 @@ void require_training_memory(const model::ModelConfig& m, const TrainConfig& c) 
       saturating_mul(static_cast<uint64_t>(m.n_layers),
                      saturating_add(saturating_mul(8, static_cast<uint64_t>(m.d_model)),
                                     saturating_mul(3, static_cast<uint64_t>(m.ffn_hidden)))));
-  const uint64_t bytes = saturating_mul(4, saturating_add(saturating_mul(4, params), saturating_mul(rows, per_row)));
+  // MoE layers keep per token k grouped rows (input, gate|up, SwiGLU, output) and E router values.
+  const uint64_t moe_row = static_cast<uint64_t>(m.moe.moe_layers(m.n_layers)) *
+                           (static_cast<uint64_t>(m.moe.top_k) * (2 * static_cast<uint64_t>(m.d_model) +
+                                                                  3 * static_cast<uint64_t>(m.moe.expert_hidden)) +
+                            3 * static_cast<uint64_t>(m.moe.n_experts));
+  const uint64_t bytes = saturating_mul(
+      4, saturating_add(saturating_mul(4, params), saturating_mul(rows, saturating_add(per_row, moe_row))));
   require_memory(cat("training this model with batch_size ", c.batch_size, " x seq_len ", c.seq_len), bytes,
                  "lower --batch-size or --seq-len (use --grad-accum for larger steps), or use a smaller model");
 }
@@ -292,6 +299,7 @@ TrainOutcome train_loop(const TrainRequest& req, RunSetup& s, const fs::path& ru
     if (rank0) metrics << j.dump() << "\n" << std::flush;
   };
   dist::GradientSum grad_sum(comm, model.grads().size(), share.count);
+  StepBalance balance(model, comm, share.count);  // MoE: the step's expert loads (train/moe_balance.h)
 
   const auto segment_start = std::chrono::steady_clock::now();
   const double elapsed_before = state.elapsed_s;
@@ -395,12 +403,23 @@ TrainOutcome train_loop(const TrainRequest& req, RunSetup& s, const fs::path& ru
     const auto t0 = std::chrono::steady_clock::now();
     // This rank's micro-batches of the step, each gradient added into grad_sum, which
     // sums over the ranks and leaves the step's mean gradient in model.grads().
-    std::vector<double> micro_losses(share.count);
+    std::vector<double> micro_losses(share.count), micro_lb(share.count), micro_z(share.count);
+    auto micro_batch = [&](int64_t i) {
+      return training_batch(train_stream, tc.batch_size, tc.seq_len, mf.bos_id, tc.seed, state.step,
+                            share.first + i);
+    };
+    balance.begin_step([&](int64_t i) {
+      const Batch b = micro_batch(i);
+      return model.route_counts(b.inputs.data(), b.batch, b.seq);
+    });
     for (int64_t i = 0; i < share.count && !stop_mid_step(); ++i) {
       model.zero_grads();
-      Batch b = training_batch(train_stream, tc.batch_size, tc.seq_len, mf.bos_id, tc.seed, state.step,
-                               share.first + i);
+      Batch b = micro_batch(i);
       micro_losses[i] = model.forward(b.inputs.data(), b.targets.data(), b.batch, b.seq);
+      balance.after_forward();
+      const model::MoeAuxLosses aux = model.moe_aux();
+      micro_lb[i] = aux.lb;
+      micro_z[i] = aux.z;
       model.backward();
       grad_sum.add(model.grads());
     }
@@ -429,6 +448,13 @@ TrainOutcome train_loop(const TrainRequest& req, RunSetup& s, const fs::path& ru
              {"grad_norm", norm},  {"tokens_per_s", tps}, {"elapsed_s", elapsed()}};
     if (spike) rec["spike"] = true;
     if (comm.size() > 1) rec["allreduce_s"] = grad_sum.last_reduce_seconds();
+    if (s.model.has_moe()) {  // the auxiliary losses (step means) and their weights
+      rec["lb_loss"] = step_mean_loss(comm, micro_lb);
+      rec["z_loss"] = step_mean_loss(comm, micro_z);
+      rec["lb_coef"] = s.model.moe.lb_coef;
+      rec["z_coef"] = s.model.moe.z_coef;
+      if (balance.global()) rec["lb_count_s"] = balance.last_seconds();
+    }
     record(rec);
     // A minutes-only budget fixes its step count after a few steps, from their speed.
     // (On a resume with a new minutes budget, from this segment's first 3 steps.)

@@ -17,6 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import switch_heads_reference as swr
+from moe_reference import MoeConfig, MoeMLP, aux_loss, moe_shapes
 
 GATE_POSITIONS = ("none", "sdpa", "value", "key", "query", "dense")
 GATE_GRANULARITIES = ("elementwise", "headwise")
@@ -153,6 +154,7 @@ class ModelConfig:
     attn_qkv_bias: bool = False         # biases on q, k, v (and a hidden-input gate)
     attn_o_bias: bool = False           # bias on o_proj
     switch_heads: Optional[swr.SwitchHeadsConfig] = None   # switch_heads_reference.py
+    moe: Optional["MoeConfig"] = None   # mixture-of-experts FFN (moe_reference.py)
 
     @classmethod
     def from_json(cls, d):
@@ -195,6 +197,8 @@ class ModelConfig:
             cfg.attn_o_bias = _check_bool("attn_o_bias", d["attn_o_bias"])
         if "switch_heads" in d:
             cfg.switch_heads = swr.SwitchHeadsConfig.from_json(d["switch_heads"], ConfigError)
+        if "moe" in d:
+            cfg.moe = MoeConfig.from_json(d["moe"])
         cfg.validate()
         return cfg
 
@@ -202,6 +206,8 @@ class ModelConfig:
         d = dataclasses.asdict(self)
         d["rope_dims"] = self.rotary_dims
         d["gate"] = self.gate.to_json()
+        if self.moe is None:
+            del d["moe"]
         for key in ("attn_qkv_bias", "attn_o_bias", "switch_heads"):
             if not d[key]:
                 del d[key]            # written only when on, as the engine does
@@ -319,6 +325,9 @@ def parameter_shapes(cfg):
         if cfg.sandwich_norm:
             shapes[p + "post_attn_branch_norm.weight"] = (d,)
             shapes[p + "post_ffn_branch_norm.weight"] = (d,)
+        if cfg.moe is not None and cfg.moe.is_moe_layer(i):
+            shapes.update({p + k: v for k, v in moe_shapes(cfg.moe, d).items()})
+            continue
         shapes[p + "mlp.gate_proj.weight"] = (cfg.ffn_hidden, d)
         shapes[p + "mlp.up_proj.weight"] = (cfg.ffn_hidden, d)
         shapes[p + "mlp.down_proj.weight"] = (d, cfg.ffn_hidden)
@@ -538,7 +547,7 @@ class MLP(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, cfg, device=None):
+    def __init__(self, cfg, device=None, layer_index=0):
         super().__init__()
         self.cfg = cfg
         d = cfg.d_model
@@ -548,7 +557,10 @@ class DecoderLayer(nn.Module):
         if cfg.sandwich_norm:
             self.post_attn_branch_norm = Weight(d, device=device)
             self.post_ffn_branch_norm = Weight(d, device=device)
-        self.mlp = MLP(cfg, device=device)
+        if cfg.moe is not None and cfg.moe.is_moe_layer(layer_index):
+            self.mlp = MoeMLP(cfg.moe, d, device=device)
+        else:
+            self.mlp = MLP(cfg, device=device)
 
     def _branch_out(self, o, norm, trace, key):
         cfg = self.cfg
@@ -581,7 +593,8 @@ class Backbone(nn.Module):
     def __init__(self, cfg, device=None):
         super().__init__()
         self.embed_tokens = Weight(cfg.vocab_size, cfg.d_model, device=device)
-        self.layers = nn.ModuleList([DecoderLayer(cfg, device=device) for _ in range(cfg.n_layers)])
+        self.layers = nn.ModuleList([DecoderLayer(cfg, device=device, layer_index=i)
+                                     for i in range(cfg.n_layers)])
         self.norm = Weight(cfg.d_model, device=device)
 
 
@@ -658,9 +671,11 @@ class GatedLM(nn.Module):
         return x @ w_out.t()
 
     def loss_from_logits(self, logits, tokens):
+        """Mean cross-entropy, plus with MoE the weighted auxiliary losses of the forward
+        that made the logits (moe_reference.aux_loss)."""
         V = logits.shape[-1]
         return F.cross_entropy(logits[:, :-1].reshape(-1, V), tokens[:, 1:].reshape(-1),
-                               reduction="mean")
+                               reduction="mean") + aux_loss(self)
 
     def loss(self, tokens):
         return self.loss_from_logits(self(tokens), tokens)

@@ -38,6 +38,7 @@ import torch  # noqa: E402
 import safetensors_io  # noqa: E402
 import switch_heads_reference  # noqa: E402
 from engine_harness import engine_binary, work_directory  # noqa: E402
+from moe_reference import min_routing_margin, moe_layers  # noqa: E402
 from reference_model import GatedLM, ModelConfig  # noqa: E402
 
 # ---- test parameters --------------------------------------------------------------------
@@ -54,6 +55,7 @@ CONST_GATE_STD = 1.0      # input-independent gate values
 CLIP_MARGIN = 1e-5        # no pre-clip value this close to +-clip (gradients well defined)
 CLIP_FRACTION = (0.05, 0.95)
 ENGINE_TIMEOUT_S = 300
+MOE_MARGIN = 1e-4         # no router top-k decision this close to a tie (unless an exact one)
 
 BASE = dict(vocab_size=61, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=8,
             ffn_hidden=48, max_seq_len=32, init_std=MATRIX_STD)
@@ -61,6 +63,11 @@ BASE = dict(vocab_size=61, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, head
 
 def _gate(**kw):
     return {"gate": kw}
+
+
+def _moe(**kw):
+    """An MoE FFN with auxiliary-loss weights large enough to show in the gradients."""
+    return {"moe": {"lb_coef": 0.1, "z_coef": 0.01, **kw}}
 
 
 # name -> overrides of BASE. Keys left out of the written config.json use their defaults,
@@ -108,6 +115,17 @@ CASES = {
     "qkv_bias_sdpa_headwise": dict(attn_qkv_bias=True, **_gate(position="sdpa", granularity="headwise")),
     "qkv_o_bias_sdpa_elem_mqa": dict(attn_qkv_bias=True, attn_o_bias=True, n_kv_heads=1,
                                      **_gate(position="sdpa")),
+    # Mixture of experts (src/model/moe.h): several E, k, shared experts, every k-th layer,
+    # exact ties and an expert that no token reaches ("__moe_weights__" edits the router).
+    "moe_e4_k1": _moe(n_experts=4, top_k=1, expert_hidden=16, norm_topk_prob=False),
+    "moe_e8_k2_norm": _moe(n_experts=8, top_k=2, expert_hidden=12),
+    "moe_e6_k3_shared_every2": dict(**_moe(n_experts=6, top_k=3, expert_hidden=8, n_shared=2,
+                                           shared_hidden=8, every=2, norm_topk_prob=False),
+                                    **_gate(position="sdpa")),
+    "moe_e4_k4_shared": _moe(n_experts=4, top_k=4, expert_hidden=8, n_shared=1, shared_hidden=20),
+    "moe_ties": dict(__moe_weights__="ties", **_moe(n_experts=5, top_k=2, expert_hidden=8)),
+    "moe_empty_expert": dict(__moe_weights__="empty",
+                             **_moe(n_experts=6, top_k=2, expert_hidden=8, norm_topk_prob=False)),
 }
 CASES.update(switch_heads_reference.ENGINE_CASES)
 
@@ -116,6 +134,7 @@ def case_config_json(name):
     """The dict written as config.json for a case."""
     over = copy.deepcopy(CASES[name])
     explicit = over.pop("__explicit__", False)
+    over.pop("__moe_weights__", None)
     d = {**BASE, **over}
     if explicit:
         d = ModelConfig.from_json(d).to_json()
@@ -140,6 +159,22 @@ def random_weights(model, gen):
                 p.copy_(1.0 + NORM_JITTER * torch.randn(p.shape, generator=gen))
 
 
+def edit_router(model, how):
+    """ties: in every MoE layer router rows 3 = 2 and 4 = 0 (exact ties, the lower index
+    wins); empty: rows 1 = -0, 3 = -2 and the last 0, so with top_k <= 2 the last expert
+    never wins (|a| and |b| beat 0) and receives no token."""
+    with torch.no_grad():
+        for mod in moe_layers(model):
+            r = mod.gate.weight
+            if how == "ties":
+                r[3] = r[2]
+                r[4] = r[0]
+            elif how == "empty":
+                r[1] = -r[0]
+                r[3] = -r[2]
+                r[-1] = 0.0
+
+
 def build_case(name, attempt=0):
     """(config dict, float32 model, tokens [B, T] int64) for a case."""
     cfg_json = case_config_json(name)
@@ -148,6 +183,8 @@ def build_case(name, attempt=0):
     model = GatedLM(cfg).to(torch.float32)
     random_weights(model, gen)
     switch_heads_reference.adjust_case_weights(name, model)
+    if "__moe_weights__" in CASES[name]:
+        edit_router(model, CASES[name]["__moe_weights__"])
     tokens = torch.randint(0, cfg.vocab_size, (BATCH, SEQ), generator=gen, dtype=torch.int64)
     return cfg_json, model, tokens
 
@@ -184,18 +221,27 @@ def reference_outputs(model32, tokens, dtype=torch.float64, adamw=ADAMW):
     Returns (outputs dict with engine-file keys, clip statistics).
     """
     cfg = model32.cfg
-    stats = {"min_margin": float("inf"), "clipped": 0, "total": 0}
+    stats = {"min_margin": float("inf"), "clipped": 0, "total": 0, "moe_margin": float("inf"),
+             "moe_counts": None}
 
     model = copy.deepcopy(model32).to(dtype)
     trace = {}
     logits = model(tokens, trace=trace)
     _trace_stats(cfg, trace, stats)
+    stats["moe_margin"] = min_routing_margin(model)
+    if moe_layers(model):
+        stats["moe_counts"] = [mod.last["counts"].tolist() for mod in moe_layers(model)]
     loss = model.loss_from_logits(logits, tokens)
     model.zero_grad(set_to_none=True)
     loss.backward()
     out = {"logits": logits.detach(), "loss": loss.detach().reshape(1)}
-    for n, p in model.named_parameters():
-        out["grad." + n] = p.grad.detach().clone()
+    if moe_layers(model):
+        from moe_reference import aux_losses
+        lb, z = aux_losses(model)
+        out["aux_lb"] = lb.detach().reshape(1)
+        out["aux_z"] = z.detach().reshape(1)
+    for n, p in model.named_parameters():  # an expert no token reached has no gradient: zeros
+        out["grad." + n] = p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p)
 
     opt_model = copy.deepcopy(model32).to(dtype)
     opt = torch.optim.AdamW(adamw_param_groups(opt_model, adamw["weight_decay"]), lr=adamw["lr"],
@@ -206,6 +252,7 @@ def reference_outputs(model32, tokens, dtype=torch.float64, adamw=ADAMW):
         trace = {}
         l_ = opt_model.loss_from_logits(opt_model(tokens, trace=trace), tokens)
         _trace_stats(cfg, trace, stats)
+        stats["moe_margin"] = min(stats["moe_margin"], min_routing_margin(opt_model))
         losses.append(l_.detach())
         if step < adamw["steps"]:
             l_.backward()
@@ -225,8 +272,17 @@ def prepare_case(name):
                 continue
         if not switch_heads_reference.selection_well_separated(stats):
             continue
+        if stats["moe_margin"] < MOE_MARGIN:
+            continue
+        how = CASES[name].get("__moe_weights__")
+        counts = stats["moe_counts"]
+        if how == "empty" and not all(c[-1] == 0 for c in counts):
+            raise RuntimeError(f"{name}: the last expert received tokens {counts}")
+        if how == "ties" and not any(c[2] > c[3] for c in counts):
+            continue  # want a tie decided by the index: expert 2 chosen where 3 ties with it
         return cfg_json, model, tokens, ref, stats
-    raise RuntimeError(f"{name}: could not find a seed with values away from the clip or top-k boundary")
+    raise RuntimeError(f"{name}: could not find a seed with values away from the clip or top-k boundary "
+                       "and router decisions away from ties")
 
 
 def write_case(directory, cfg_json, model, tokens, ref):

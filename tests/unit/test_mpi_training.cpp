@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "cli_runner.h"
+#include "core/error.h"
 #include "io/checkpoint.h"
 #include "tiny_training_data.h"
 
@@ -309,6 +310,33 @@ TEST_F(MpiTraining, AllreduceOnThreeRanksSumsExactly) {
     ++lines;
   }
   EXPECT_EQ(lines, 2) << r.output;
+}
+
+// MoE with the global load balance (train/moe_balance.h): the expert loads are summed over
+// the ranks, so 2 ranks give one process's run, with one micro-batch per rank (counts summed
+// between forward and backward) and with two (the counting pass first).
+TEST_F(MpiTraining, MoeGlobalLoadBalanceOverRanksGivesOneProcessResult) {
+  json c = json::parse(slurp(root_ / "model.json"));
+  c["moe"] = {{"n_experts", 8}, {"top_k", 2}, {"expert_hidden", 24}, {"lb_coef", 0.05}, {"z_coef", 0.001}};
+  const fs::path config = root_ / "moe.json";
+  std::ofstream(config) << c.dump();
+  auto args = [&](const fs::path& run, int grad_accum) {
+    std::vector<std::string> a = train_args(run, 12, grad_accum);
+    a[2] = config.string();  // --config
+    return a;
+  };
+  for (int per_rank : {1, 2}) {
+    const fs::path one = root_ / cat("moe_one_x", 2 * per_rank), two = root_ / cat("moe_two_x", per_rank);
+    auto r = testing::run_gatedlm(args(one, 2 * per_rank));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    r = mpirun(2, args(two, per_rank));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    expect_same_run(one, two, 1e-6);
+    const Metrics a = read_metrics(one), b = read_metrics(two);
+    for (size_t i = 0; i < a.steps.size(); ++i)
+      EXPECT_TRUE(close(a.steps[i]["lb_loss"].get<double>(), b.steps[i]["lb_loss"].get<double>(), 1e-9))
+          << "step " << i + 1 << ": " << a.steps[i]["lb_loss"] << " vs " << b.steps[i]["lb_loss"];
+  }
 }
 
 TEST(MpiBuild, VersionSaysWhetherMpiIsBuiltIn) {
