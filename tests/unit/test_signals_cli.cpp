@@ -25,9 +25,11 @@ using nlohmann::json;
 using testing::contains;
 using testing::read_file;
 
-// Within about a second on a quiet machine; the bound leaves room for a busy one (and for
-// a sanitized build), while an evaluation that ignores the signal runs far longer.
-constexpr double kHonouredWithinS = 3.0;
+// Within about a second on a quiet machine (the rest of the batch, the checkpoint's writes
+// and fsyncs); the bound leaves room for a loaded one (5.6 s was seen with a load average
+// over 12) and for a sanitized build, while the evaluation that ignored the signal ran
+// 32 s on its own, quiet.
+constexpr double kHonouredWithinS = 10.0;
 
 class SignalsDuringEvaluation : public ::testing::Test {
  protected:
@@ -52,15 +54,16 @@ class SignalsDuringEvaluation : public ::testing::Test {
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
 
-  // Starts gatedlm, waits until `ready` appears in its output (or `after` has passed when
-  // ready is empty) plus `settle`, checks it is still at work, sends `signal` and returns
-  // {exit code, seconds from the signal to the exit}.
+  // Starts gatedlm, waits until `ready` appears in the file `watch` (when given), then
+  // `settle`, checks it is still at work, sends `signal` and returns {exit code, seconds
+  // from the signal to the exit}.
   static std::pair<int, double> signal_midway(const std::vector<std::string>& args, const std::string& name,
-                                              int signal, const std::string& ready, std::chrono::milliseconds settle) {
+                                              int signal, const fs::path& watch, const std::string& ready,
+                                              std::chrono::milliseconds settle) {
     const fs::path log = root_ / (name + ".log");
     const pid_t pid = testing::spawn_gatedlm(args, log.string());
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!ready.empty() && !contains(read_file(log), ready) && std::chrono::steady_clock::now() < deadline)
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!watch.empty() && !contains(read_file(watch), ready) && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     std::this_thread::sleep_for(settle);
     int status = 0;
@@ -79,8 +82,8 @@ class SignalsDuringEvaluation : public ::testing::Test {
 };
 fs::path SignalsDuringEvaluation::root_;
 
-// Step 1 takes milliseconds, its evaluation over ~150k held-out tokens many seconds: the
-// signal lands in the evaluation. The run stops as interrupted with step 1's checkpoint,
+// Step 1 takes milliseconds, its evaluation over ~150k held-out tokens about 30 s: the
+// signal, sent once step 1 is recorded, lands in the evaluation. The run stops as interrupted with step 1's checkpoint,
 // records no evaluation for it, and resumes to completion.
 TEST_F(SignalsDuringEvaluation, TrainStopsInsideAnEvaluationPass) {
   for (int signal : {SIGINT, SIGTERM}) {
@@ -91,8 +94,9 @@ TEST_F(SignalsDuringEvaluation, TrainStopsInsideAnEvaluationPass) {
                                         "--seq-len", "64",         "--eval-every", "1",
                                         "--eval-tokens", "150000", "--save-every", "100",
                                         "--warmup", "1"};
-    const auto [code, took] = signal_midway(args, "train_" + std::to_string(signal), signal, "tokens/step",
-                                            std::chrono::milliseconds(1500));
+    // Step 1's record is written (and flushed) just before its evaluation starts.
+    const auto [code, took] = signal_midway(args, "train_" + std::to_string(signal), signal, run / "metrics.jsonl",
+                                            "\"step\":1", std::chrono::milliseconds(300));
     SCOPED_TRACE(read_file(root_ / ("train_" + std::to_string(signal) + ".log")));
     EXPECT_EQ(code, 130);
     EXPECT_LT(took, kHonouredWithinS) << "the signal took " << took << " s to stop the run";
@@ -146,7 +150,7 @@ TEST_F(SignalsDuringEvaluation, EvalScoreAnalyzeAndStreamEvalStopAtOnce) {
   for (const Case& c : cases) {
     for (int signal : {SIGINT, SIGTERM}) {
       SCOPED_TRACE(c.name + " with signal " + std::to_string(signal));
-      const auto [code, took] = signal_midway(c.args, c.name, signal, "", std::chrono::milliseconds(1500));
+      const auto [code, took] = signal_midway(c.args, c.name, signal, {}, "", std::chrono::milliseconds(1500));
       EXPECT_EQ(code, 128 + signal) << read_file(root_ / (c.name + ".log"));
       EXPECT_LT(took, kHonouredWithinS) << "the signal took " << took << " s to stop " << c.name;
     }
