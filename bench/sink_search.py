@@ -24,7 +24,10 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHAKESPEARE = os.path.join(ROOT, "..", "shared", "data", "tinyshakespeare.txt")
+# The shared data folder beside the checkout (../shared, or ../../shared from a worktree).
+SHAKESPEARE = next((p for p in (os.path.join(ROOT, *up, "shared", "data", "tinyshakespeare.txt")
+                                for up in (("..",), ("..", ".."))) if os.path.exists(p)),
+                   "tinyshakespeare.txt")
 
 # Defaults of every point; a point overrides what it names.
 BASE = {
@@ -38,8 +41,9 @@ BASE = {
 }
 
 # The grid, in the order it was tried (bench/RESULTS.md tells what each showed).
+TINY = {"d_model": 64, "n_layers": 1, "n_heads": 1, "head_dim": 64, "ffn_hidden": 256}
 GRID = {
-    "bb-L1-H1-d64": {"d_model": 64, "n_layers": 1, "n_heads": 1, "head_dim": 64, "ffn_hidden": 256},
+    "bb-L1-H1-d64": TINY,
     "bb-L2-H2-d128": {},
     "bb-L1-H1-d64-qknorm": {"d_model": 64, "n_layers": 1, "n_heads": 1, "head_dim": 64, "ffn_hidden": 256,
                             "qk_norm": True},
@@ -48,6 +52,12 @@ GRID = {
     "bb-L1-H4-d128": {"n_layers": 1, "n_heads": 4, "head_dim": 32},
     "bb-L3-H2-d128": {"n_layers": 3},
     "text-L2-H2-d128-lr1e-2-wd0.5": {"task": "text", "lr": 1e-2, "min_lr": 1e-3, "weight_decay": 0.5},
+    # 256-token windows: a head with nothing to do averages ~all of them (a near-constant output),
+    # so shorter windows, a smaller FFN (less room to cancel noise) and longer training:
+    "bb-L1-H1-d64-seq64": {**TINY, "seq_len": 64, "batch_size": 64},
+    "bb-L1-H1-d64-seq64-ffn32": {**TINY, "seq_len": 64, "batch_size": 64, "ffn_hidden": 32},
+    "bb-L1-H1-d64-seq64-lr1e-2-3k": {**TINY, "seq_len": 64, "batch_size": 64, "lr": 1e-2, "min_lr": 1e-3,
+                                     "steps": 3000, "saves": 6},
 }
 
 
