@@ -58,6 +58,16 @@ GRID = {
     "bb-L1-H1-d64-seq64-ffn32": {**TINY, "seq_len": 64, "batch_size": 64, "ffn_hidden": 32},
     "bb-L1-H1-d64-seq64-lr1e-2-3k": {**TINY, "seq_len": 64, "batch_size": 64, "lr": 1e-2, "min_lr": 1e-3,
                                      "steps": 3000, "saves": 6},
+    "bb-L1-H1-d64-seq64-3k": {**TINY, "seq_len": 64, "batch_size": 64, "steps": 3000, "saves": 6},
+    "bb-L1-H1-d64-seq32": {**TINY, "seq_len": 32, "batch_size": 128},
+    "bb-L1-H1-d64-seq64-lr1e-2-wd0.5-3k": {**TINY, "seq_len": 64, "batch_size": 64, "lr": 1e-2, "min_lr": 1e-3,
+                                           "weight_decay": 0.5, "steps": 3000, "saves": 6},
+    "bb-L1-H1-d64-seq64-ffn32-3k": {**TINY, "seq_len": 64, "batch_size": 64, "ffn_hidden": 32, "steps": 3000,
+                                    "saves": 6},
+    "bb-L2-H2-d64-seq64-ffn32-3k": {**TINY, "n_layers": 2, "n_heads": 2, "head_dim": 32, "seq_len": 64,
+                                    "batch_size": 64, "ffn_hidden": 32, "steps": 3000, "saves": 6},
+    "bb-L2-H2-d64-seq64-lr1e-2-3k": {**TINY, "n_layers": 2, "n_heads": 2, "head_dim": 32, "seq_len": 64,
+                                     "batch_size": 64, "lr": 1e-2, "min_lr": 1e-3, "steps": 3000, "saves": 6},
 }
 
 
