@@ -28,8 +28,9 @@ void register_demo(CLI::App& app) {
   sub->add_option("--steps", opt->demo.steps, "train each model exactly this many steps instead of a time budget")
       ->check(CLI::PositiveNumber);
   sub->add_option("--preset", opt->demo.preset,
-                  "smoke | small (2-core laptop, 15 min) | medium (8+ cores) | large (16+ cores, hours), or a "
-                  "preset JSON file (configs/demo/)")
+                  "smoke | small (2-core laptop, 15 min) | medium (8+ cores) | large (16+ cores, hours) | sink "
+                  "(the attention sink on Bigram-Backcopy data generated from the corpus, ~10 min), or a preset "
+                  "JSON file (configs/demo/)")
       ->capture_default_str();
   sub->add_option("--corpus", opt->demo.corpus,
                   "your own UTF-8 text (a file or a directory of .txt files) instead of the State of the Union");

@@ -18,6 +18,7 @@
 #include "core/sha256.h"
 #include "demo/corpus.h"
 #include "demo/results.h"
+#include "demo/synthetic_data.h"
 #include "eval/evaluate.h"
 #include "io/checkpoint.h"
 #include "io/text_corpus.h"
@@ -90,6 +91,8 @@ struct Preset {
   int64_t evals = 5, saves = 4;
   int64_t heldout_tokens = 32768;
   int64_t analyze_sequences = 16, analyze_seq_len = 256;
+  bool synthetic = false;  // "data": train on data generated from the corpus (demo/synthetic_data.h)
+  SyntheticData data;
 };
 
 Preset load_preset(const std::string& name) {
@@ -108,7 +111,7 @@ Preset load_preset(const std::string& name) {
   static const std::set<std::string> known{"description", "minutes",   "steps",  "tokenizer_vocab",
                                            "val_fraction", "model",    "train",  "warmup_fraction",
                                            "evals",        "saves",    "heldout_tokens", "analyze_sequences",
-                                           "analyze_seq_len"};
+                                           "analyze_seq_len", "data"};
   for (const auto& [k, v] : j.items())
     if (!known.count(k)) fail(p.path, ": unknown key \"", k, "\"");
   try {
@@ -131,6 +134,10 @@ Preset load_preset(const std::string& name) {
   if (p.model.contains("vocab_size")) fail(p.path, ": model.vocab_size comes from the tokenizer (tokenizer_vocab)");
   if (p.model.contains("gate")) fail(p.path, ": model.gate is set by the demo (baseline: none, gated: sdpa)");
   p.train = j.value("train", json::object());
+  if (j.contains("data")) {
+    p.synthetic = true;
+    p.data = synthetic_data_from_json(j["data"], p.path);
+  }
   for (const char* k : {"steps", "tokens", "minutes", "warmup", "eval_every", "save_every"})
     if (p.train.contains(k)) fail(p.path, ": train.", k, " is planned by the demo (use steps, minutes, warmup_fraction, evals, saves)");
   if (!(p.minutes > 0)) fail(p.path, ": minutes must be > 0");
@@ -329,7 +336,10 @@ DemoOutcome run_demo(const DemoOptions& opt) {
   std::string heldout_path, heldout_name;
   json heldout_info = nullptr;
   std::string heldout_note;
-  if (opt.heldout == "none") {
+  if (preset.synthetic) {
+    heldout_note = cat("held-out evaluation skipped: the preset trains on synthetic ", preset.data.task,
+                       " data, which no text shares");
+  } else if (opt.heldout == "none") {
     heldout_note = "held-out evaluation skipped (--heldout none)";
   } else if (!opt.heldout.empty()) {
     if (!fs::is_regular_file(opt.heldout) || fs::file_size(opt.heldout) == 0)
@@ -360,8 +370,12 @@ DemoOutcome run_demo(const DemoOptions& opt) {
 
   // 2. Tokenizer.
   const fs::path tok_path = out / "tokenizer.model";
+  const bool byte_tokenizer = preset.synthetic && preset.data.byte_tokenizer();
+  const std::string tok_spec = byte_tokenizer ? std::string("byte") : tok_path.string();
   const std::string tok_key = key_of({"tokenizer", corpus_fp, preset.vocab});
-  if (!opt.fresh && fs::exists(tok_path) && read_stamp(out / "tokenizer.key") == tok_key) {
+  if (byte_tokenizer) {
+    say("tokenizer", "bytes (the synthetic data's symbols are the corpus's bytes)");
+  } else if (!opt.fresh && fs::exists(tok_path) && read_stamp(out / "tokenizer.key") == tok_key) {
     say("tokenizer", cat("reusing ", tok_path.string()));
   } else {
     say("tokenizer", cat("training SentencePiece BPE, vocabulary ", preset.vocab, " ..."));
@@ -376,9 +390,21 @@ DemoOutcome run_demo(const DemoOptions& opt) {
 
   // 3. Token shards.
   const fs::path data_dir = out / "data";
-  const std::string data_key = key_of({"data", sha256_file_hex(tok_path.string()), corpus_fp, preset.val_fraction});
+  const std::string data_key =
+      preset.synthetic
+          ? key_of({"data", byte_tokenizer ? tok_spec : sha256_file_hex(tok_spec), corpus_fp, preset.data.to_json()})
+          : key_of({"data", sha256_file_hex(tok_path.string()), corpus_fp, preset.val_fraction});
+  json synthetic_record = nullptr;
   if (!opt.fresh && fs::exists(data_dir / "manifest.json") && read_stamp(out / "data.key") == data_key) {
     say("data", cat("reusing ", data_dir.string()));
+    if (preset.synthetic) synthetic_record = read_json_file(data_dir / "manifest.json").value("synthetic", json());
+  } else if (preset.synthetic) {
+    say("data", cat("generating ", thousands(preset.data.tokens), " tokens of ", preset.data.task,
+                    " from the corpus's bigram statistics into ", data_dir.string(), " ..."));
+    fs::remove(out / "data.key");
+    write_synthetic_data(preset.data, corpus_inputs, tok_spec, data_dir.string());
+    synthetic_record = read_json_file(data_dir / "manifest.json").value("synthetic", json());
+    write_stamp(out / "data.key", data_key);
   } else {
     say("data", cat("tokenizing into ", data_dir.string(), " (validation: the last ", preset.val_fraction * 100,
                     "% of every document) ..."));
@@ -716,12 +742,14 @@ DemoOutcome run_demo(const DemoOptions& opt) {
   in.heldout = heldout_info;
   in.heldout_name = heldout_name;
   in.heldout_note = heldout_note;
-  in.tokenizer = {{"type", "sentencepiece-bpe"}, {"vocab_size", mf.vocab_size}, {"path", tok_path.string()}};
+  in.tokenizer = byte_tokenizer ? json{{"type", "byte"}, {"vocab_size", mf.vocab_size}}
+                                : json{{"type", "sentencepiece-bpe"}, {"vocab_size", mf.vocab_size}, {"path", tok_path.string()}};
   in.data = {{"dir", data_dir.string()},
              {"train_tokens", mf.train.tokens},
              {"val_tokens", mf.val.tokens},
              {"val_bytes", mf.val.bytes},
-             {"val_fraction", preset.val_fraction}};
+             {"val_fraction", preset.synthetic ? preset.data.val_fraction : preset.val_fraction}};
+  if (preset.synthetic) in.data["synthetic"] = synthetic_record;
   in.train_config = train::train_config_to_json(tc);
   in.param_difference = param_diff;
   in.ffn_hidden = {models.baseline.ffn_hidden, models.gated.ffn_hidden};

@@ -237,16 +237,32 @@ Results collect_results(const ResultsInput& in) {
   std::string setup;
   const json& tc = in.train_config;
   const json& b0 = runs.empty() ? json() : runs[0];
-  setup += cat("- Corpus: ",
-               in.corpus.value("source", "") == "npm"
-                   ? cat("State of the Union addresses (npm ", in.corpus.value("package", ""), ", ",
-                         in.corpus.value("files", json(0)).get<int64_t>(), " documents, ",
-                         fixed(in.corpus.value("bytes", json(0)).get<double>() / 1e6, 1), " MB)")
-                   : cat("your text ", in.corpus.value("path", "")),
-               "; SentencePiece BPE, ", in.tokenizer.value("vocab_size", json(0)).get<int64_t>(),
-               " pieces; validation = the last ", fixed(in.data.value("val_fraction", json(0.0)).get<double>() * 100, 0),
-               "% of every document (", thousands(in.data.value("val_tokens", json(0)).get<int64_t>()),
-               " tokens, of which the first ", thousands(tc.value("eval_tokens", int64_t{0})), " are evaluated).\n");
+  const std::string corpus_text =
+      in.corpus.value("source", "") == "npm"
+          ? cat("State of the Union addresses (npm ", in.corpus.value("package", ""), ", ",
+                in.corpus.value("files", json(0)).get<int64_t>(), " documents, ",
+                fixed(in.corpus.value("bytes", json(0)).get<double>() / 1e6, 1), " MB)")
+          : cat("your text ", in.corpus.value("path", ""));
+  const json synthetic = in.data.value("synthetic", json());
+  if (synthetic.is_object()) {  // demo/synthetic_data.h: generated from the corpus's statistics
+    std::string triggers;
+    for (const json& t : synthetic.value("triggers", json::array()))
+      triggers += cat(triggers.empty() ? "" : ", ", json(t.value("text", std::string())).dump());
+    setup += cat("- Data: ", synthetic.value("task", std::string()), " chains over the ",
+                 synthetic.value("symbols", json(0)).get<int64_t>(), " ",
+                 in.tokenizer.value("type", std::string()) == "byte" ? "bytes" : "tokens", " of ", corpus_text,
+                 ", with its bigram statistics; triggers ", triggers, " (",
+                 fixed(100.0 * synthetic.value("trigger_share", json(0.0)).get<double>(), 1),
+                 "% of positions) are followed by a copy of the symbol before them; ",
+                 thousands(in.data.value("train_tokens", json(0)).get<int64_t>()), " training and ",
+                 thousands(in.data.value("val_tokens", json(0)).get<int64_t>()),
+                 " validation tokens, every window BOS + a stretch of one chain.\n");
+  } else {
+    setup += cat("- Corpus: ", corpus_text, "; SentencePiece BPE, ", in.tokenizer.value("vocab_size", json(0)).get<int64_t>(),
+                 " pieces; validation = the last ", fixed(in.data.value("val_fraction", json(0.0)).get<double>() * 100, 0),
+                 "% of every document (", thousands(in.data.value("val_tokens", json(0)).get<int64_t>()),
+                 " tokens, of which the first ", thousands(tc.value("eval_tokens", int64_t{0})), " are evaluated).\n");
+  }
   if (!in.heldout_name.empty()) {
     const json ht = runs.empty() ? json() : runs[0]["heldout_tokens"];
     setup += cat("- Held-out domain: ", in.heldout_name, " (", ht.is_number() ? thousands(ht.get<int64_t>()) : "?",

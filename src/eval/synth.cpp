@@ -33,7 +33,7 @@ void append_doc(std::vector<uint32_t>& out, const std::vector<int32_t>& ids, con
 
 SynthSummary synthesize_dataset(const SynthOptions& o) {
   if (o.task != "passkey" && o.task != "niah" && o.task != "all")
-    fail("--task: unknown task \"", o.task, "\" (passkey, niah or all)");
+    fail("--task: unknown task \"", o.task, "\" (passkey, niah, all or bigram-backcopy)");
   if (o.out.empty()) fail("--out DIR is required");
   if (o.tokenizer.empty()) fail("--tokenizer FILE|byte is required");
   if (o.seq_len < 2) fail("--seq-len must be at least 2, got ", o.seq_len);
