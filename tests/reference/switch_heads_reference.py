@@ -159,9 +159,12 @@ SELECTION_MARGIN = 1e-5   # no router pre-activation this close to the k-th/(k+1
 
 
 def adjust_case_weights(name, model):
-    if not name.endswith("_ties"):
-        return
+    """The switch *_ties cases: routers zeroed (layer 0) or their first E rows (the
+    others), so that the tie rule decides. Other cases (an MoE *_ties case among them)
+    are left alone."""
     cfg = model.cfg
+    if not name.endswith("_ties") or getattr(cfg, "switch_heads", None) is None:
+        return
     E = cfg.switch_heads.n_experts
     with torch.no_grad():
         for i, layer in enumerate(model.model.layers):
