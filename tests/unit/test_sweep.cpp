@@ -132,6 +132,32 @@ TEST(SweepSpec, Table1ParameterCountsAreMatchedByTheFfnWidth) {
   EXPECT_TRUE(contains(e, "narrower than one column") && contains(e, "\"match\": \"none\"")) << e;
 }
 
+TEST(SweepSpec, PresetsShareVariantsAndPairLearningRates) {
+  const std::string dir = std::string(GATEDLM_SOURCE_DIR) + "/configs/sweep/";
+  // The smoke-sized table1 runs table1's variants on its own base and budget.
+  const sweep::SweepSpec smoke = sweep::load_spec_file(dir + "table1-smoke.json");
+  const sweep::SweepSpec full = sweep::load_spec_file(dir + "table1.json");
+  ASSERT_EQ(smoke.variants.size(), full.variants.size());
+  EXPECT_EQ(smoke.variants.back().model, full.variants.back().model);
+  EXPECT_NE(smoke.base, full.base);
+  EXPECT_EQ(smoke.baseline, "baseline");
+  // lr-stability: 12 layers; each gated run is compared with the baseline at its own rate.
+  const sweep::SweepSpec lr = sweep::load_spec_file(dir + "lr-stability.json");
+  const sweep::Plan plan = sweep::plan_variants(lr, 1024);
+  EXPECT_GE(plan.base.n_layers, 12);
+  for (const char* m : {"1x", "2x", "4x", "8x"}) {
+    const sweep::Variant& g = plan.find(std::string("g1-lr") + m).variant;
+    const sweep::Variant& b = plan.find(std::string("baseline-lr") + m).variant;
+    EXPECT_EQ(g.compare_to, b.name);
+    EXPECT_EQ(sweep::train_config_for(lr, g, 1).lr, sweep::train_config_for(lr, b, 1).lr);
+  }
+  EXPECT_DOUBLE_EQ(sweep::train_config_for(lr, plan.find("g1-lr8x").variant, 1).lr,
+                   8 * sweep::train_config_for(lr, plan.find("g1-lr1x").variant, 1).lr);
+  json j = tiny_spec();
+  j["variants_from"] = "x.json";
+  EXPECT_TRUE(contains(spec_error(j), "not both")) << spec_error(j);
+}
+
 TEST(SweepSpec, EveryRunGetsTheSameScheduleForItsSeed) {
   const sweep::SweepSpec s = sweep::parse_spec(tiny_spec(), "spec.json", "");
   const train::TrainConfig a = sweep::train_config_for(s, s.variants[0], 7);
