@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -98,11 +99,13 @@ SweepPage sweep_page(const json& sw, const std::string& tag, const std::filesyst
   }
   // Series against the learning rate: every run a point, the means a line.
   std::map<std::string, std::ostringstream> series;
+  std::set<double> rates;
   for (const json& v : variants) {
     const std::string name = v.value("series", "");
     if (name.empty()) continue;
     for (const json& r : v["runs"]) {
       if (!r.is_object()) continue;
+      if (r["lr"].is_number()) rates.insert(r["lr"].get<double>());
       series[name] << num(jnum(r["lr"])) << ' ' << num(jnum(r["final_loss"])) << ' ' << num(jnum(r["val_loss"])) << ' '
                    << (r.value("diverged", false) ? 1 : 0) << '\n';
     }
@@ -112,7 +115,12 @@ SweepPage sweep_page(const json& sw, const std::string& tag, const std::filesyst
     Figure fl{"sweep" + tag + "_loss_vs_lr",
               "Final training loss (mean of the last 10 steps; solid) and validation loss (dashed) against the peak "
               "learning rate; open squares: runs that diverged (NaN runs have no point)"};
-    fl.setup = "set logscale x 2\nset format x '%g'\nset xlabel 'peak learning rate'\nset ylabel 'loss (nats)'\nset key below noenhanced\n";
+    // Ticks at the rates trained (log axis), with some room on both sides.
+    std::string tics;
+    for (double lr : rates) tics += (tics.empty() ? "" : ", ") + gp_str(fmt(lr, "%g")) + " " + num(lr);
+    fl.setup = "set logscale x 2\nset xtics (" + tics + ")\nset xrange [" + num(*rates.begin() / 1.25) + ":" +
+               num(*rates.rbegin() * 1.25) + "]\nset xlabel 'peak learning rate'\nset ylabel 'loss (nats)'\n" +
+               "set key below noenhanced\n";
     int k = 0;
     for (auto& [name, data] : series) {
       const std::string file = "data/sweep" + tag + "_lr_" + std::to_string(k) + ".dat";
