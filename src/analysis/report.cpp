@@ -1,5 +1,8 @@
 #include "analysis/report.h"
 
+#include "analysis/report_parts.h"
+#include "analysis/report_sweep.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -20,9 +23,8 @@
 #include <set>
 #include <sstream>
 
-#include "analysis/html_text.h"
-#include "analysis/report_stream_eval.h"
 #include "analysis/expert_load.h"
+#include "analysis/report_stream_eval.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_file.h"
@@ -45,6 +47,7 @@ struct Run {
   std::vector<std::pair<double, double>> train;  // step, loss
   std::vector<std::pair<double, double>> val;    // step, val_loss
   std::vector<double> step_tokens_per_s;
+  std::vector<std::array<double, 5>> probes;  // step, f_attn, sink_rate_percent, m_act, gate_mean (train --probe-every)
   std::set<int64_t> spike_steps;
   json summary, analysis, config;  // null when absent
   std::string analysis_path;
@@ -103,6 +106,9 @@ void load_metrics(Run& r, const fs::path& file, std::vector<std::string>& warnin
       if (is_number(rec, "tokens_per_s")) r.step_tokens_per_s.push_back(rec["tokens_per_s"].get<double>());
       if (rec.value("spike", false)) r.spike_steps.insert(static_cast<int64_t>(step));
     }
+    if (is_number(rec, "f_attn"))
+      r.probes.push_back({step, rec["f_attn"].get<double>(), jnum(rec.value("sink_rate_percent", json())),
+                          jnum(rec.value("m_act", json())), jnum(rec.value("gate_mean", json()))});
     if (is_number(rec, "val_loss")) {
       r.val.emplace_back(step, rec["val_loss"].get<double>());
       r.last_eval = rec;
@@ -172,26 +178,6 @@ Run load_input(const std::string& input, std::vector<std::string>& warnings) {
   return r;
 }
 
-// A gnuplot single-quoted string: only '' needs escaping.
-std::string gp_str(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') out += "''";
-    else if (c == '\n' || c == '\r') out += ' ';
-    else out += c;
-  }
-  return out + "'";
-}
-
-std::string num(double v) {
-  if (!std::isfinite(v)) return "NaN";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
-
-double jnum(const json& j) { return j.is_number() ? j.get<double>() : NAN; }
-
 // ---- what the table shows -------------------------------------------------------------
 
 std::string gate_variant(const Run& r) {
@@ -239,20 +225,6 @@ std::optional<double> spike_count(const Run& r) {
 }
 
 // ---- gnuplot ----------------------------------------------------------------------------
-
-struct Figure {
-  Figure(std::string n, std::string c) : name(std::move(n)), caption(std::move(c)) {}
-  std::string name, caption;
-  int width = 760, height = 520;
-  std::string setup;                 // gnuplot commands before `plot`
-  std::vector<std::string> elements;  // plot elements
-};
-
-void write_data(const fs::path& path, const std::string& content) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << content;
-  if (!f) fail(path.string(), ": cannot write");
-}
 
 std::string layer_axis(int64_t n_layers) {
   std::string s = "set xlabel 'layer'\n";
@@ -336,7 +308,25 @@ ReportResult render_checked(const ReportOptions& options) {
 
   ReportResult result;
   std::vector<Run> runs;
-  for (const std::string& in : options.inputs) runs.push_back(load_input(in, result.warnings));
+  std::vector<json> sweeps;  // a sweep directory: its tables, and its runs (the first seed of each variant)
+  for (const std::string& in : options.inputs) {
+    const fs::path p(in);
+    if (fs::is_directory(p) && fs::exists(p / "sweep.json")) {
+      json sw = read_json(p / "sweep.json");
+      if (!is_sweep(sw)) fail(in, "/sweep.json: not a gatedlm sweep (no \"format\": \"gatedlm-sweep\")");
+      for (const json& v : sw.at("variants"))
+        for (const json& seed : sw.at("seeds")) {
+          const fs::path dir = p / "runs" / v.at("name").get<std::string>() / ("seed-" + seed.dump());
+          if (!fs::exists(dir / "metrics.jsonl")) continue;
+          runs.push_back(load_input(dir.string(), result.warnings));
+          runs.back().label = v.at("name").get<std::string>() + " seed " + seed.dump();
+          break;
+        }
+      sweeps.push_back(std::move(sw));
+      continue;
+    }
+    runs.push_back(load_input(in, result.warnings));
+  }
   // Unique labels, colours by position.
   std::map<std::string, int> seen;
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -398,6 +388,51 @@ ReportResult render_checked(const ReportOptions& options) {
     else notes["train_loss"] = "no training metrics (metrics.jsonl) among the inputs";
     if (!val.elements.empty()) figures.push_back(val);
     else notes["val_loss"] = "no validation records among the inputs";
+  }
+
+  // ---- probes during training (train --probe-every) ----
+  {
+    const char* const names[] = {"probe_f_attn", "probe_sink_rate", "probe_m_act", "probe_gate_mean"};
+    const char* const captions[] = {"F-Attn during training: attention on the first token (rows t >= 1)",
+                                    "Sink rate during training (Gu et al., eps 0.3), percent of heads",
+                                    "M-Act during training: mean over layers of the largest |h|",
+                                    "Mean gate score during training"};
+    const char* const ylabels[] = {"set ylabel 'F-Attn'\nset yrange [0:*]\n", "set ylabel 'sink rate %'\nset yrange [0:*]\n",
+                                   "set ylabel 'M-Act'\nset logscale y\nset format y '%g'\n",
+                                   "set ylabel 'mean gate score'\nset yrange [0:*]\n"};
+    std::vector<Figure> probe_figs;
+    for (int k = 0; k < 4; ++k) {
+      probe_figs.emplace_back(names[k], captions[k]);
+      probe_figs.back().setup = std::string("set xlabel 'step'\n") + ylabels[k];
+    }
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const Run& r = runs[i];
+      if (r.probes.empty()) continue;
+      std::ostringstream d;
+      d << "# step f_attn sink_rate_percent m_act gate_mean\n";
+      bool gate = false;
+      for (const auto& p : r.probes) {
+        d << num(p[0]) << ' ' << num(p[1]) << ' ' << num(p[2]) << ' ' << num(p[3]) << ' ' << num(p[4]) << '\n';
+        gate |= std::isfinite(p[4]);
+      }
+      write_data(datadir / cat("probes_", i, ".dat"), d.str());
+      for (int k = 0; k < 4; ++k) {
+        if (k == 3 && !gate) continue;
+        probe_figs[k].elements.push_back(cat("'data/probes_", i, ".dat' using 1:", k + 2,
+                                             " with linespoints pt 7 ps 0.5 lw 2 lc rgb '", r.color, "' title ",
+                                             gp_str(r.label)));
+      }
+    }
+    for (Figure& f : probe_figs)
+      if (!f.elements.empty()) figures.push_back(std::move(f));
+    notes["probes"] = "no probe records among the inputs (train with --probe-every N)";
+  }
+
+  // ---- sweeps ----
+  std::vector<SweepPage> sweep_pages;
+  for (size_t k = 0; k < sweeps.size(); ++k) {
+    sweep_pages.push_back(sweep_page(sweeps[k], std::to_string(k), datadir));
+    for (const Figure& f : sweep_pages.back().figures) figures.push_back(f);
   }
 
   // ---- per-layer probe numbers, one data file per run with an analysis ----
@@ -691,6 +726,19 @@ ReportResult render_checked(const ReportOptions& options) {
     else if (notes.count(note_key)) h << "<p class=\"note\">" << kDash << " " << html_escape(notes[note_key]) << "</p>\n";
   };
 
+  for (const SweepPage& page : sweep_pages) {
+    // The page's text with its figures where it placed them.
+    std::string html = page.html;
+    for (size_t at; (at = html.find("@@FIGURE:")) != std::string::npos;) {
+      const size_t end = html.find("@@", at + 9);
+      const std::string name = html.substr(at + 9, end - at - 9);
+      h << html.substr(0, at);
+      if (const Figure* f = find_fig(name)) figure_html(*f);
+      html = html.substr(end + 2);
+    }
+    h << html;
+  }
+
   // Table 4 style summary.
   h << "<h2>Summary</h2>\n<p>In the style of the paper's Table 4. Gate score: mean over layers of the mean gate "
        "score; M-Act: mean over layers of the largest |h| after each block; F-Attn: attention on the first token, "
@@ -717,6 +765,13 @@ ReportResult render_checked(const ReportOptions& options) {
   h << "<h2>Training</h2>\n";
   section_fig("train_loss", "train_loss");
   section_fig("val_loss", "val_loss");
+
+  h << "<h2>Probes during training</h2>\n";
+  if (find_fig("probe_f_attn")) {
+    for (const char* name : {"probe_f_attn", "probe_sink_rate", "probe_m_act", "probe_gate_mean"}) section_fig(name, "");
+  } else {
+    h << "<p class=\"note\">" << kDash << " " << html_escape(notes["probes"]) << "</p>\n";
+  }
 
   h << "<h2>Attention sink</h2>\n";
   if (any_analysis) {

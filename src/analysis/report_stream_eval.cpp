@@ -4,7 +4,7 @@
 #include <optional>
 #include <sstream>
 
-#include "analysis/html_text.h"
+#include "analysis/report_parts.h"
 
 namespace gatedlm::analysis {
 

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "demo/demo.h"
 
@@ -41,14 +42,7 @@ void register_demo(CLI::App& app) {
   sub->add_flag("--fresh", opt->demo.fresh, "redo everything: fetch the corpora, retrain tokenizer and models");
   sub->callback([opt, sub] {
     demo::DemoOptions o = opt->demo;
-    o.command_line = "gatedlm demo";
-    for (const std::string& a : sub->remaining()) o.command_line += " " + a;
-    for (const CLI::Option* option : sub->get_options()) {
-      if (option->count() == 0 || option->get_name() == "--help") continue;
-      o.command_line += " " + option->get_name();
-      if (option->get_type_size() != 0)
-        for (const std::string& r : option->results()) o.command_line += " " + r;
-    }
+    o.command_line = command_line_of(*sub, "demo");
     if (demo::run_demo(o) == demo::DemoOutcome::interrupted) throw CLI::RuntimeError(130);
   });
 }

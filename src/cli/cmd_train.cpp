@@ -3,6 +3,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "analysis/training_probe.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "dist/communicator.h"
@@ -73,6 +74,7 @@ void register_train(CLI::App& app) {
       }
     });
     req.config = train::train_config_from_json(merged, opt->train_config.empty() ? "flags" : opt->train_config);
+    req.probe = analysis::make_training_probe();  // used when probe_every > 0 (--probe-every)
     // Under an MPI launcher: one rank of a data-parallel run (MPI is finalised when comm goes).
     std::unique_ptr<dist::Communicator> comm = dist::from_environment();
     req.comm = comm.get();

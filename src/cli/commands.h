@@ -36,5 +36,6 @@ void register_debug_decode(CLI::App& app);  // after register_debug: adds `debug
 void register_generate(CLI::App& app);
 void register_stream_eval(CLI::App& app);
 void register_serve(CLI::App& app);
+void register_sweep(CLI::App& app);
 
 }  // namespace gatedlm::cli

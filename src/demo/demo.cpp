@@ -21,6 +21,7 @@
 #include "demo/synthetic_data.h"
 #include "eval/evaluate.h"
 #include "io/checkpoint.h"
+#include "io/named_config.h"
 #include "io/text_corpus.h"
 #include "io/token_dataset.h"
 #include "io/tokenizer.h"
@@ -251,24 +252,7 @@ std::string fmt_minutes(double s) { return Progress::format_duration(s); }
 
 }  // namespace
 
-std::string find_preset(const std::string& name) {
-  if (name.empty()) fail("demo: empty --preset");
-  if (fs::is_regular_file(name)) return name;
-  std::vector<fs::path> candidates;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  const std::string file = name + ".json";
-  if (!ec) {
-    candidates.push_back(exe.parent_path().parent_path() / "configs/demo" / file);
-    candidates.push_back(exe.parent_path().parent_path().parent_path() / "configs/demo" / file);
-  }
-  candidates.push_back(fs::path("configs/demo") / file);
-  for (const auto& c : candidates)
-    if (fs::is_regular_file(c)) return c.lexically_normal().string();
-  std::string tried;
-  for (const auto& c : candidates) tried += "\n  " + c.lexically_normal().string();
-  fail("demo: no preset \"", name, "\" (a JSON file, or NAME for configs/demo/NAME.json; looked at:", tried, ")");
-}
+std::string find_preset(const std::string& name) { return io::find_named_config("demo", "demo", name); }
 
 std::string fixed2(double v) {
   char buf[32];

@@ -53,6 +53,8 @@ void TrainConfig::validate() const {
   require(keep_checkpoints >= 1, "keep_checkpoints", "must be at least 1");
   require(spike_margin > 0, "spike_margin", "must be positive");
   require(spike_window >= 1, "spike_window", "must be at least 1");
+  require(probe_every >= 0, "probe_every", cat("must be 0 (off) or positive, got ", probe_every));
+  require(probe_windows >= 1, "probe_windows", cat("must be at least 1, got ", probe_windows));
   require(precision == "fp32" || precision == "bf16", "precision", cat("must be fp32 or bf16, got ", precision));
 }
 

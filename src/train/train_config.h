@@ -32,6 +32,8 @@ struct TrainConfig {
   double spike_margin = 0.2;     // a spike: loss > (1 + margin) * median of the previous 100
   int64_t spike_window = 100;
   std::string precision = "fp32";  // fp32 | bf16 (bf16 matrix products, fp32 master weights)
+  int64_t probe_every = 0;    // 0 = off: F-Attn, sink rate, M-Act, gate mean every N steps
+  int64_t probe_windows = 8;  // validation windows of seq_len tokens per probe
 
   int64_t tokens_per_step() const { return batch_size * seq_len * grad_accum; }
   // Total steps the budget allows, ignoring minutes (which is checked as the run goes).
@@ -65,6 +67,12 @@ void for_each_train_field(TrainConfig& c, F&& f) {
   f("spike_margin", c.spike_margin, "loss spike: loss above (1 + margin) x median of the window");
   f("spike_window", c.spike_window, "loss spike: steps in the median window");
   f("precision", c.precision, "fp32, or bf16: bf16 matrix products with fp32 weights, optimizer and accumulation");
+  f("probe_every", c.probe_every,
+    "every N steps (and at the end) record F-Attn, sink rate, M-Act and gate mean on probe_windows fixed validation "
+    "windows in metrics.jsonl (0 = off). Cost per probe: one batch-1 forward over probe_windows x seq_len tokens "
+    "with every layer's attention materialised, about probe_windows / (3 x batch_size x grad_accum) of a step "
+    "(defaults: 8 windows, 1/6 of a step at batch 16), so N = 50 adds well under 1 %");
+  f("probe_windows", c.probe_windows, "validation windows per probe (drawn once, seed 0, as `analyze --seed 0`)");
 }
 
 TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& source);

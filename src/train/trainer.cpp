@@ -43,7 +43,7 @@ extern "C" void on_interrupt(int) { g_interrupted = true; }
 // Hyper-parameters a resumed run may change: the budget and the bookkeeping cadence.
 bool may_change_on_resume(const std::string& key) {
   return key == "steps" || key == "tokens" || key == "minutes" || key == "eval_every" || key == "save_every" ||
-         key == "keep_checkpoints" || key == "eval_tokens";
+         key == "keep_checkpoints" || key == "eval_tokens" || key == "probe_every";
 }
 
 json read_json(const fs::path& path) { return read_json_file(path.string(), "run file"); }
@@ -350,6 +350,16 @@ TrainOutcome train_loop(const TrainRequest& req, RunSetup& s, const fs::path& ru
     write_file_atomic((run / "summary.json").string(), j.dump(2) + "\n");
   };
 
+  // Probes on rank 0 only (the others wait for it at the next step's gradient sum).
+  bool probed_at_step = false;
+  auto probe = [&] {
+    probed_at_step = true;
+    if (!rank0) return;
+    json rec = req.probe(s.model, model.params(), ProbeInput{val_stream, mf.bos_id, tc.seq_len, tc.probe_windows});
+    rec["step"] = state.step;
+    record(rec);
+  };
+
   g_interrupted = false;
   auto previous_int = std::signal(SIGINT, on_interrupt);
   auto previous_term = std::signal(SIGTERM, on_interrupt);
@@ -464,7 +474,8 @@ TrainOutcome train_loop(const TrainRequest& req, RunSetup& s, const fs::path& ru
       const double left_s = std::max(0.0, tc.minutes * 60.0 - now);
       state.planned_steps = std::max<int64_t>(state.step + 1, state.step + static_cast<int64_t>(left_s / per_step));
     }
-    evaluated_at_step = saved_at_step = false;
+    evaluated_at_step = saved_at_step = probed_at_step = false;
+    if (tc.probe_every > 0 && state.step % tc.probe_every == 0) probe();
     if (tc.eval_every > 0 && state.step % tc.eval_every == 0) evaluated_at_step = evaluate();
     if (tc.save_every > 0 && state.step % tc.save_every == 0) {
       save();
@@ -486,6 +497,7 @@ TrainOutcome train_loop(const TrainRequest& req, RunSetup& s, const fs::path& ru
     summary("paused");
     return TrainOutcome::paused;
   }
+  if (tc.probe_every > 0 && !probed_at_step) probe();
   if (!evaluated_at_step && !evaluate()) return stop_interrupted();
   if (!saved_at_step) save();
   summary("completed");
@@ -511,6 +523,8 @@ TrainOutcome run_training(const TrainRequest& request) {
     const io::TokenDataset checked = io::TokenDataset::open(setup.data);
     const io::DatasetManifest& mf = checked.manifest();
     check_against_data(setup, mf, mf.train.tokens, mf.val.tokens);
+    if (setup.config.probe_every > 0 && !req.probe)
+      fail("--probe-every: this command cannot probe during training (use gatedlm train or gatedlm sweep)");
     // A new run's directory is made only now, when everything has been checked; if the run
     // then fails before its first checkpoint, what it wrote is removed again.
     created = !req.resume && create_run_dir(req, setup, lock);

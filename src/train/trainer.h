@@ -2,7 +2,10 @@
 // The training loop: batches, forward/backward with gradient accumulation, global-norm
 // clipping, AdamW with warmup + cosine, evaluation, loss-spike accounting, metrics,
 // atomic checkpoints, interrupt handling and exact resume.
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "train/train_config.h"
@@ -11,7 +14,24 @@ namespace gatedlm::dist {
 class Communicator;
 }
 
+namespace gatedlm::model {
+struct ModelConfig;
+}
+
 namespace gatedlm::train {
+
+// What a probe during training sees: the validation split it takes its windows from.
+struct ProbeInput {
+  std::span<const int32_t> val;  // the validation token stream
+  int32_t bos_id = 0;
+  int64_t seq_len = 0;   // window length, BOS included
+  int64_t windows = 0;   // number of windows
+};
+// Probes the weights after a step and returns the fields to record in metrics.jsonl (the
+// trainer adds "step"). The probes live in analysis/, above train/: the caller (cli, sweep)
+// hands them in. The weights are the training model's; a probe must not change them.
+using ProbeFn = std::function<nlohmann::json(const model::ModelConfig& config, std::span<const float> params,
+                                             const ProbeInput& input)>;
 
 struct TrainRequest {
   std::string out;             // the run directory
@@ -31,6 +51,8 @@ struct TrainRequest {
   int64_t stop_at_step = 0;
   bool stop_is_final = false;
   double stop_after_s = 0;  // > 0: also pause once this call has trained this many seconds
+  // Called every config.probe_every steps and at the final step (required when probe_every > 0).
+  ProbeFn probe;
 };
 
 enum class TrainOutcome { completed, interrupted, paused };
