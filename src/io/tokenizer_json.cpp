@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/json_file.h"
+#include "io/text_corpus.h"
 
 namespace gatedlm::io {
 
@@ -42,37 +43,6 @@ size_t utf8_length(unsigned char c) {
   if (c >= 0xE0) return 3;
   if (c >= 0xC0) return 2;
   return 1;
-}
-
-// The offset of the first byte that does not start a valid UTF-8 sequence (RFC 3629: no
-// overlong forms, no surrogates, nothing past U+10FFFF), or npos when the text is valid.
-// PCRE2 is told not to check (a check per match would make splitting quadratic), so the
-// text is checked once here: PCRE2 on invalid UTF-8 is undefined behaviour.
-size_t first_invalid_utf8(std::string_view text) {
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t n = text.size();
-  size_t i = 0;
-  while (i < n) {
-    const unsigned char c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len = 0;
-    uint32_t cp = 0, min = 0;
-    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F, min = 0x80;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F, min = 0x800;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07, min = 0x10000;
-    else return i;
-    if (n - i < len) return i;
-    for (size_t k = 1; k < len; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
-    i += len;
-  }
-  return std::string_view::npos;
 }
 
 // The largest token id accepted: twice the tokens the file lists, plus some room. Real
@@ -112,7 +82,7 @@ class HfBpeTokenizer final : public Tokenizer {
   }
 
   std::vector<int32_t> encode(std::string_view text) const override {
-    if (const size_t bad = first_invalid_utf8(text); bad != std::string_view::npos)
+    if (const int64_t bad = find_invalid_utf8(text); bad >= 0)
       fail(path_, ": cannot encode text that is not valid UTF-8 (byte ", bad, " of the ", text.size(),
            " given starts no valid UTF-8 character)");
     std::vector<int32_t> ids;
