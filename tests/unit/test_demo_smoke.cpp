@@ -77,6 +77,45 @@ class DemoSmokeTest : public ::testing::Test {
   fs::path dir_;
 };
 
+// The moe preset (issue 17) end to end: its own file, with only the budget and the
+// tokenizer made tiny. Both models are the preset's all-MoE decoder (the gated one with
+// G1), train the same steps with the global load balance logged, and are probed, with
+// the expert load in their analyses.
+TEST_F(DemoSmokeTest, MoePresetRunsEndToEndOnATinyBudget) {
+  json preset = json::parse(read(std::string(GATEDLM_SOURCE_DIR) + "/configs/demo/moe.json"));
+  ASSERT_TRUE(preset["model"]["moe"].is_object());
+  preset["tokenizer_vocab"] = 320;
+  preset["evals"] = 1;
+  preset["saves"] = 1;
+  preset["analyze_sequences"] = 2;
+  preset["analyze_seq_len"] = 64;
+  preset["heldout_tokens"] = 1024;
+  preset["train"]["eval_tokens"] = 1024;
+  preset["train"]["seq_len"] = 64;
+  std::ofstream(dir_ / "moe.json") << preset.dump(1);
+  const fs::path out = dir_ / "moe_out";
+  const auto r = run_gatedlm({"demo", "--preset", (dir_ / "moe.json").string(), "--corpus",
+                              (dir_ / "corpus.txt").string(), "--heldout", (dir_ / "heldout.txt").string(), "--steps",
+                              "3", "--out", out.string(), "--cache", (dir_ / "cache").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* run : {"baseline", "gated-sdpa"}) {
+    const fs::path rd = out / "runs" / run;
+    const json summary = json::parse(read(rd / "summary.json"));
+    EXPECT_EQ(summary["outcome"], "completed") << run;
+    EXPECT_EQ(summary["steps"], 3) << run;
+    const json config = json::parse(read(rd / "config.json"));
+    EXPECT_EQ(config["moe"]["n_experts"], preset["model"]["moe"]["n_experts"]) << run;
+    EXPECT_EQ(config["moe"]["top_k"], preset["model"]["moe"]["top_k"]) << run;
+    EXPECT_NE(read(rd / "metrics.jsonl").find("\"lb_loss\""), std::string::npos) << run;
+    const json analysis = json::parse(read(rd / "analysis.json"));
+    EXPECT_TRUE(analysis.contains("experts")) << run;
+    EXPECT_EQ(analysis["gates"].is_null(), std::string(run) == "baseline");
+  }
+  const json res = json::parse(read(out / "results.json"));
+  ASSERT_EQ(res["runs"].size(), 2u);
+  EXPECT_EQ(res["runs"][0]["tokens_seen"], res["runs"][1]["tokens_seen"]);
+}
+
 TEST_F(DemoSmokeTest, BothRunsAnalysesReportAndTable) {
   const fs::path out = dir_ / "out";
   std::vector<std::string> args = demo_args(out);

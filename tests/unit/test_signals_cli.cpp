@@ -82,8 +82,9 @@ class SignalsDuringEvaluation : public ::testing::Test {
 };
 fs::path SignalsDuringEvaluation::root_;
 
-// Step 1 takes milliseconds, its evaluation over ~150k held-out tokens about 30 s: the
-// signal, sent once step 1 is recorded, lands in the evaluation. The run stops as interrupted with step 1's checkpoint,
+// Step 1 takes milliseconds, its evaluation over ~150k held-out tokens about 0.7 s on a
+// quiet Zen 4 (much longer under load or sanitizers): the signal, sent 50 ms after step 1
+// is recorded, lands in the evaluation. The run stops as interrupted with step 1's checkpoint,
 // records no evaluation for it, and resumes to completion.
 TEST_F(SignalsDuringEvaluation, TrainStopsInsideAnEvaluationPass) {
   for (int signal : {SIGINT, SIGTERM}) {
@@ -96,7 +97,7 @@ TEST_F(SignalsDuringEvaluation, TrainStopsInsideAnEvaluationPass) {
                                         "--warmup", "1"};
     // Step 1's record is written (and flushed) just before its evaluation starts.
     const auto [code, took] = signal_midway(args, "train_" + std::to_string(signal), signal, run / "metrics.jsonl",
-                                            "\"step\":1", std::chrono::milliseconds(300));
+                                            "\"step\":1", std::chrono::milliseconds(50));
     SCOPED_TRACE(read_file(root_ / ("train_" + std::to_string(signal) + ".log")));
     EXPECT_EQ(code, 130);
     EXPECT_LT(took, kHonouredWithinS) << "the signal took " << took << " s to stop the run";
@@ -131,6 +132,16 @@ TEST_F(SignalsDuringEvaluation, EvalScoreAnalyzeAndStreamEvalStopAtOnce) {
     ids += "\n";
   }
   testing::write_file(root_ / "ids.txt", ids);
+  // eval: the corpus five times over, in windows of 16 one at a time (about 7 s on a quiet
+  // Zen 4; in its default batches the suite's data takes half a second, too short to signal).
+  const std::string corpus = read_file(root_ / "corpus.txt");
+  std::string big;
+  for (int i = 0; i < 5; ++i) big += corpus;
+  testing::write_file(root_ / "big_corpus.txt", big);
+  const auto prepared = testing::run_gatedlm({"data", "prepare", "--tokenizer", "byte", "--input",
+                                              (root_ / "big_corpus.txt").string(), "--val-fraction", "0.5", "--out",
+                                              (root_ / "big_data").string()});
+  ASSERT_EQ(prepared.exit_code, 0) << prepared.output;
   const std::string ck = (root_ / "ck").string(), data = (root_ / "data").string();
   const fs::path analysis = root_ / "analysis.json";
   struct Case {
@@ -138,10 +149,12 @@ TEST_F(SignalsDuringEvaluation, EvalScoreAnalyzeAndStreamEvalStopAtOnce) {
     std::vector<std::string> args;
   };
   const std::vector<Case> cases{
-      {"eval", {"eval", "--checkpoint", ck, "--data", data, "--split", "train", "--json"}},
+      {"eval",
+       {"eval", "--checkpoint", ck, "--data", (root_ / "big_data").string(), "--split", "train", "--batch-size", "1",
+        "--seq-len", "16", "--json"}},
       {"score", {"score", "--checkpoint", ck, "--token-ids", (root_ / "ids.txt").string(), "--json"}},
       {"analyze",
-       {"analyze", "--checkpoint", ck, "--data", data, "--sequences", "4000", "--seq-len", "128", "--out",
+       {"analyze", "--checkpoint", ck, "--data", data, "--sequences", "8000", "--seq-len", "128", "--out",
         analysis.string()}},
       {"stream-eval",
        {"stream-eval", "--checkpoint", ck, "--tokenizer", "byte", "--text", (root_ / "corpus.txt").string(),
@@ -150,7 +163,7 @@ TEST_F(SignalsDuringEvaluation, EvalScoreAnalyzeAndStreamEvalStopAtOnce) {
   for (const Case& c : cases) {
     for (int signal : {SIGINT, SIGTERM}) {
       SCOPED_TRACE(c.name + " with signal " + std::to_string(signal));
-      const auto [code, took] = signal_midway(c.args, c.name, signal, {}, "", std::chrono::milliseconds(1500));
+      const auto [code, took] = signal_midway(c.args, c.name, signal, {}, "", std::chrono::milliseconds(500));
       EXPECT_EQ(code, 128 + signal) << read_file(root_ / (c.name + ".log"));
       EXPECT_LT(took, kHonouredWithinS) << "the signal took " << took << " s to stop " << c.name;
     }
