@@ -1,5 +1,6 @@
 // gatedlm train: train a model on a prepared dataset, or resume a run.
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -81,9 +82,16 @@ void register_train(CLI::App& app) {
     train::TrainOutcome outcome;
     try {
       outcome = train::run_training(req);
-    } catch (const train::SharedFailure&) {
-      if (comm->rank() != 0) throw CLI::RuntimeError(1);  // rank 0 reports it
-      throw;
+    } catch (const train::SharedFailure& e) {
+      if (comm->size() == 1) throw;
+      // Rank 0 reports it, and the others leave only after it has: mpirun ends the whole
+      // job when the first rank exits with an error, which could cut rank 0 off mid-report.
+      if (comm->rank() == 0) {
+        std::fprintf(stderr, "gatedlm: error: %s\n", e.what());
+        std::fflush(stderr);
+      }
+      comm->barrier();
+      throw CLI::RuntimeError(1);
     } catch (const std::exception& e) {
       // Only this rank may have failed: the others would wait for it, so stop them all.
       if (comm->size() > 1) comm->abort(cat("gatedlm: error on rank ", comm->rank(), ": ", e.what()), 1);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "core/thread_governor.h"
 #include "dist/communicator.h"
 #include "kernels/bf16_support.h"
 #include "kernels/kernel_set.h"
@@ -23,6 +24,7 @@ std::string version_text() {
           (policy ? std::string("OMP_WAIT_POLICY=") + policy
                   : spin ? std::string("GOMP_SPINCOUNT=") + spin : std::string("libgomp's default spin")) +
           "\n";
+  text += "openmp threads: " + openmp_threads_description() + "\n";
   text += bf16.native ? "bf16 products: native (--precision bf16 runs on the bf16 units)"
                       : "bf16 products: emulated (" + bf16.reason +
                             "; --precision bf16 keeps its numerics but is slower than fp32)";

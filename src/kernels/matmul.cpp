@@ -3,12 +3,14 @@
 
 #include <cstring>
 #include <dnnl.hpp>
+#include <omp.h>
 #include <vector>
 #include <map>
 #include <mutex>
 #include <tuple>
 
 #include "core/error.h"
+#include "core/thread_governor.h"
 #include "kernels/bf16_support.h"
 
 namespace gatedlm::kernels {
@@ -28,8 +30,10 @@ struct OneDnn {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::mutex mutex;
+  // The thread count is part of the key: a primitive splits its work for the count it was
+  // created under and would run that many threads whatever the count is now.
   using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t,
-                         int64_t, int64_t>;
+                         int64_t, int64_t, int>;
   struct Entry {
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul prim;
@@ -44,7 +48,7 @@ struct OneDnn {
   // batch.batch > 1: a batched product (batched_matmul.h), items batch.a/b/c elements apart.
   const Entry& primitive(const MatmulShape& s, bool bf16, const BatchStrides& batch = {1, 0, 0, 0}) {
     Key key{s.M, s.N, s.K, s.trans_a, s.trans_b, s.lda, s.ldb, s.ldc, s.accumulate, bf16,
-            batch.batch, batch.a, batch.b, batch.c};
+            batch.batch, batch.a, batch.b, batch.c, omp_get_max_threads()};
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
@@ -114,6 +118,7 @@ void matmul<double>(double* C, const double* A, const double* B, MatmulShape s) 
 
 template <>
 void matmul<float>(float* C, const float* A, const float* B, MatmulShape s) {
+  adapt_openmp_threads();  // products are where a step's threads are spent: fewer while others need the cores
   resolve_strides(s);
   if (s.M == 0 || s.N == 0) return;
   if (s.K == 0) {
@@ -160,6 +165,7 @@ void batched_matmul<double>(double* C, const double* A, const double* B, MatmulS
 
 template <>
 void batched_matmul<float>(float* C, const float* A, const float* B, MatmulShape s, BatchStrides b) {
+  adapt_openmp_threads();
   resolve_strides(s);
   if (b.batch < 1 || s.M == 0 || s.N == 0) return;
   // One item, K == 0 and bf16 products (which convert their operands) go through matmul.

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <omp.h>
 #include <optional>
 
 #include "core/atomic_file.h"
@@ -457,6 +458,7 @@ TrainOutcome train_loop(const TrainRequest& req, RunSetup& s, const fs::path& ru
     json rec{{"step", state.step}, {"lr", lr},          {"loss", loss},
              {"grad_norm", norm},  {"tokens_per_s", tps}, {"elapsed_s", elapsed()}};
     if (spike) rec["spike"] = true;
+    rec["threads"] = omp_get_max_threads();  // fewer than the cores while other programs were busy (core/thread_governor.h)
     if (comm.size() > 1) rec["allreduce_s"] = grad_sum.last_reduce_seconds();
     if (s.model.has_moe()) {  // the auxiliary losses (step means) and their weights
       rec["lb_loss"] = step_mean_loss(comm, micro_lb);

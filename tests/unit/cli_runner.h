@@ -3,6 +3,7 @@
 // the background (to be signalled).
 #include <sys/types.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,23 @@ pid_t spawn_gatedlm(const std::vector<std::string>& args, const std::string& log
 CliResult run_program(const std::string& program, const std::vector<std::string>& args);
 pid_t spawn_program(const std::string& program, const std::vector<std::string>& args, const std::string& log_path);
 int wait_exit_code(pid_t pid);  // 128 + signal for a signalled process
+
+// Sets (or, with value null, removes) an environment variable for the binaries a test
+// starts while it lives; the old value comes back afterwards.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    value ? ::setenv(name, value, 1) : ::unsetenv(name);
+  }
+  ~ScopedEnv() { had_ ? ::setenv(name_, old_.c_str(), 1) : ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
 
 }  // namespace gatedlm::testing

@@ -18,21 +18,6 @@
 namespace gatedlm::testing {
 namespace {
 
-// Sets an environment variable for the binaries this test starts, restored afterwards.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() { had_ ? ::setenv(name_, old_.c_str(), 1) : ::unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
-
 size_t count(const std::string& s, const std::string& part) {
   size_t n = 0;
   for (size_t at = s.find(part); at != std::string::npos; at = s.find(part, at + 1)) ++n;

@@ -1,0 +1,157 @@
+// The OpenMP thread count under shared cores (core/thread_governor.h): the decision fed
+// with samples, the /proc parsing, and gatedlm train itself beside busy threads.
+#include "core/thread_governor.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli_runner.h"
+#include "test_files.h"
+#include "tiny_training_data.h"
+
+namespace gatedlm {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(ThreadGovernorTest, KeepsEveryThreadOnAQuietMachine) {
+  ThreadGovernor g(4, 4);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(g.observe(0), 4);
+}
+
+TEST(ThreadGovernorTest, ShrinksToTheFreeCoresAfterTwoBusySamples) {
+  ThreadGovernor g(4, 4);
+  EXPECT_EQ(g.observe(1), 4);  // one sample may be a passing task
+  EXPECT_EQ(g.observe(1), 3);
+  // Many more runnable threads than cores: one thread, never none.
+  EXPECT_EQ(g.observe(9), 3);
+  EXPECT_EQ(g.observe(9), 1);
+}
+
+TEST(ThreadGovernorTest, TwoBusySamplesAgreeOnTheLargerCount) {
+  ThreadGovernor g(8, 8);
+  g.observe(5);                // wants 3
+  EXPECT_EQ(g.observe(2), 6);  // wants 6: the busier sample does not decide alone
+}
+
+TEST(ThreadGovernorTest, AQuietSampleBetweenBusyOnesStartsCountingAgain) {
+  ThreadGovernor g(2, 2);
+  EXPECT_EQ(g.observe(3), 2);
+  EXPECT_EQ(g.observe(0), 2);
+  EXPECT_EQ(g.observe(3), 2);
+  EXPECT_EQ(g.observe(3), 1);
+}
+
+TEST(ThreadGovernorTest, GrowsBackOnlyAfterFiveQuietSamples) {
+  ThreadGovernor g(2, 2);
+  g.observe(4);
+  ASSERT_EQ(g.observe(4), 1);
+  for (int i = 1; i < ThreadGovernor::kSamplesToGrow; ++i) EXPECT_EQ(g.observe(0), 1) << i;
+  EXPECT_EQ(g.observe(0), 2);
+  // Its own single thread is not another program: the other program's one thread keeps it at 1.
+  g.observe(1);
+  EXPECT_EQ(g.observe(1), 1);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(g.observe(1), 1);
+}
+
+TEST(ThreadGovernorTest, NeverAboveTheMaximumEvenOnMoreCores) {
+  ThreadGovernor g(2, 16);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(g.observe(3), 2);
+}
+
+TEST(ThreadGovernorTest, ReadsTheRunnableTasksOfProcLoadavg) {
+  EXPECT_EQ(parse_runnable_tasks("0.89 2.42 2.70 1/79 7722\n"), 1);
+  EXPECT_EQ(parse_runnable_tasks("12.00 11.50 10.25 17/1234 99"), 17);
+  EXPECT_EQ(parse_runnable_tasks(""), -1);
+  EXPECT_EQ(parse_runnable_tasks("0.89 2.42 2.70"), -1);
+  EXPECT_EQ(parse_runnable_tasks("0.89 2.42 2.70 x/79 1"), -1);
+  EXPECT_EQ(parse_runnable_tasks("0.89 2.42 2.70 3 79"), -1);
+}
+
+TEST(ThreadGovernorTest, ReadsATaskStateAfterTheLastParenthesis) {
+  EXPECT_EQ(parse_task_state("1234 (gatedlm) R 1 2 3"), 'R');
+  EXPECT_EQ(parse_task_state("1234 (a) (S) b) S 1 2 3"), 'S');
+  EXPECT_EQ(parse_task_state("1234 (gatedlm)"), 0);
+  EXPECT_EQ(parse_task_state("garbage"), 0);
+}
+
+// The threads each step ran with (metrics.jsonl's "threads").
+std::vector<int> step_threads(const fs::path& run) {
+  std::vector<int> out;
+  std::ifstream in(run / "metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.contains("loss")) out.push_back(j.at("threads").get<int>());
+  }
+  return out;
+}
+
+class ThreadGovernorCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: nothing to share";
+    dir_ = fs::temp_directory_path() / ("gatedlm_governor_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    const auto r = testing::make_tiny_training_data(dir_);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  std::vector<std::string> train_args(const fs::path& run, int steps) const {
+    return {"train",   "--config", (dir_ / "model.json").string(), "--data", (dir_ / "data").string(), "--out",
+            run.string(), "--steps", std::to_string(steps), "--batch-size", "4", "--seq-len", "32",
+            "--eval-every", "0", "--save-every", "0"};
+  }
+  fs::path dir_;
+};
+
+// Busy threads on every core (twice over): the default drops to one thread, where no
+// barrier waits for a descheduled thread.
+TEST_F(ThreadGovernorCliTest, TrainingBesideBusyThreadsRunsOnFewerThreads) {
+  testing::ScopedEnv adaptive("OMP_NUM_THREADS", nullptr);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> burners;
+  for (unsigned i = 0; i < 2 * std::thread::hardware_concurrency(); ++i)
+    burners.emplace_back([&stop] {
+      volatile uint64_t x = 0;
+      while (!stop.load(std::memory_order_relaxed)) x = x * 6364136223846793005ULL + 1;
+    });
+  const fs::path run = dir_ / "busy";
+  const auto r = testing::run_gatedlm(train_args(run, 150));
+  stop = true;
+  for (auto& t : burners) t.join();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::vector<int> threads = step_threads(run);
+  ASSERT_EQ(threads.size(), 150u);
+  EXPECT_EQ(threads.back(), 1) << r.output;
+  for (int t : threads) EXPECT_LE(t, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+// OMP_NUM_THREADS fixes the count: every step runs with it, and --version says so.
+TEST_F(ThreadGovernorCliTest, OmpNumThreadsFixesTheCount) {
+  testing::ScopedEnv fixed("OMP_NUM_THREADS", "2");
+  const fs::path run = dir_ / "fixed";
+  const auto r = testing::run_gatedlm(train_args(run, 20));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (int t : step_threads(run)) EXPECT_EQ(t, 2);
+  EXPECT_TRUE(testing::contains(testing::run_gatedlm({"--version"}).output, "openmp threads: fixed at 2 (OMP_NUM_THREADS)"));
+}
+
+TEST_F(ThreadGovernorCliTest, VersionSaysWhetherTheCountAdapts) {
+  testing::ScopedEnv unset("OMP_NUM_THREADS", nullptr);
+  EXPECT_TRUE(testing::contains(testing::run_gatedlm({"--version"}).output, "openmp threads: adaptive, up to "));
+  testing::ScopedEnv fixed("GATEDLM_THREADS", "fixed");
+  EXPECT_TRUE(testing::contains(testing::run_gatedlm({"--version"}).output, "(GATEDLM_THREADS=fixed)"));
+}
+
+}  // namespace
+}  // namespace gatedlm
