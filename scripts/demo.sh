@@ -8,8 +8,6 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # Build output goes to stderr with the demo's progress; stdout is left for the table.
 GATEDLM_WITH_DEMO_DEPS=1 "$ROOT/scripts/setup.sh" >&2
-# OpenMP threads sleep rather than spin while they wait: with other programs on the same
-# cores, spinning threads slow everything down (training ran twice as fast this way on a
-# shared, loaded 2-core machine). Set OMP_WAIT_POLICY to override.
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+# With other programs on the same cores gatedlm runs fewer OpenMP threads by itself
+# (README, "Shared cores"); OMP_NUM_THREADS or OMP_WAIT_POLICY set here are passed on.
 exec "$ROOT/${GATEDLM_BUILD_DIR:-build}/gatedlm" demo "$@"
