@@ -7,8 +7,9 @@
 // see TileTrim). A is read one scalar at a time (broadcast), so any of its layouts works
 // (row-major, transposed, a column of a strided array); B and C rows are contiguous in n.
 // With AVX-512 the product runs in register-blocked micro-kernels of up to 6 rows x 64
-// columns (24 zmm accumulators), C loaded and stored once per call; without it a portable
-// loop nest does the same arithmetic.
+// columns (24 zmm accumulators), with AVX2 of up to 6 rows x 16 columns (12 of the 16 ymm
+// registers), C loaded and stored once per call; otherwise a portable loop nest does the
+// same arithmetic.
 //
 // A per-set header, like fast_math.h (include both after kernel_set_begin.h).
 #ifndef GATEDLM_KSET
@@ -92,6 +93,71 @@ inline MicroKernel pick_nv(int nv) {
   }
 }
 
+#elif GATEDLM_KSET_AVX2
+
+// Lanes below n (1 <= n <= 8) set: the mask of a vector's first n floats.
+inline __m256i tail_mask8(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+template <int R, int NV>
+inline void micro_kernel(int64_t k_lo, int64_t k_hi, const float* A, int64_t ars, int64_t aks, const float* B,
+                         int64_t ldb, float* C, int64_t ldc, bool acc, const float* cs, __m256i last) {
+  __m256 c[R][NV];
+  auto load = [&](const float* p, int v) { return v == NV - 1 ? _mm256_maskload_ps(p, last) : _mm256_loadu_ps(p); };
+  if (acc) {
+    __m256 scl[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) scl[v] = cs ? load(cs + 8 * v, v) : _mm256_set1_ps(1.0f);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) {
+        c[r][v] = load(C + r * ldc + 8 * v, v);
+        if (cs) c[r][v] = _mm256_mul_ps(c[r][v], scl[v]);
+      }
+  } else {
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) c[r][v] = _mm256_setzero_ps();
+  }
+  const float* a = A + k_lo * aks;
+  const float* b = B + k_lo * ldb;
+  for (int64_t k = k_lo; k < k_hi; ++k, a += aks, b += ldb) {
+    __m256 bv[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) bv[v] = load(b + 8 * v, v);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + r * ars);
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) c[r][v] = _mm256_fmadd_ps(av, bv[v], c[r][v]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) {
+      float* p = C + r * ldc + 8 * v;
+      if (v == NV - 1)
+        _mm256_maskstore_ps(p, last, c[r][v]);
+      else
+        _mm256_storeu_ps(p, c[r][v]);
+    }
+}
+
+using MicroKernel = void (*)(int64_t, int64_t, const float*, int64_t, int64_t, const float*, int64_t, float*,
+                             int64_t, bool, const float*, __m256i);
+
+template <int R>
+inline MicroKernel pick_nv(int nv) {
+  return nv == 1 ? &micro_kernel<R, 1> : &micro_kernel<R, 2>;
+}
+
+#endif
+
+#if GATEDLM_KSET_AVX512 || GATEDLM_KSET_AVX2
 inline MicroKernel pick_kernel(int r, int nv) {
   switch (r) {
     case 1: return pick_nv<1>(nv);
@@ -126,6 +192,14 @@ inline void tile_gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t a
       const int nv = static_cast<int>((width + 15) / 16);
       pick_kernel(static_cast<int>(r), nv)(k_lo, k_hi, Am, ars, aks, B + n0, ldb, Cm + n0, ldc, acc,
                                            cs ? cs + n0 : nullptr, tail_mask(width - 16 * (nv - 1)));
+    }
+#elif GATEDLM_KSET_AVX2
+    constexpr int64_t kCols = 16;
+    for (int64_t n0 = n_lo; n0 < n_hi; n0 += kCols) {
+      const int64_t width = std::min(kCols, n_hi - n0);
+      const int nv = static_cast<int>((width + 7) / 8);
+      pick_kernel(static_cast<int>(r), nv)(k_lo, k_hi, Am, ars, aks, B + n0, ldb, Cm + n0, ldc, acc,
+                                           cs ? cs + n0 : nullptr, tail_mask8(width - 8 * (nv - 1)));
     }
 #else
     for (int64_t i = 0; i < r; ++i) {
