@@ -56,6 +56,13 @@ inline __mmask16 visible_mask(int64_t j, int64_t c, int64_t off) {
   if (first >= 16) return 0;
   return static_cast<__mmask16>(0xFFFFu << first);
 }
+#elif GATEDLM_KSET_AVX2
+// The same for 8 lanes (i = 8 c + lane), as a blend mask: all bits set in a visible lane.
+inline __m256 visible_mask8(int64_t j, int64_t c, int64_t off) {
+  const int64_t first = std::clamp<int64_t>(j + off - 8 * c, 0, 8);
+  return _mm256_castsi256_ps(
+      _mm256_cmpgt_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(static_cast<int>(first) - 1)));
+}
 #endif
 
 // Online softmax over one tile of scores St [cols, kB] (rows: keys j0 + j; lanes: queries
@@ -85,6 +92,27 @@ void softmax_tile(float* St, int64_t cols, int64_t off, float* m, float* l, floa
     _mm512_storeu_ps(l + 16 * c, _mm512_fmadd_ps(_mm512_loadu_ps(l + 16 * c), cr, sum));
     _mm512_storeu_ps(m + 16 * c, mx);
     _mm512_storeu_ps(corr + 16 * c, cr);
+  }
+#elif GATEDLM_KSET_AVX2
+  for (int64_t c = 0; c < kB / 8; ++c) {
+    const __m256 m_old = _mm256_loadu_ps(m + 8 * c);
+    __m256 mx = m_old;
+    for (int64_t j = 0; j < cols; ++j) {
+      const __m256 top = _mm256_max_ps(mx, _mm256_loadu_ps(St + j * kB + 8 * c));
+      mx = diag ? _mm256_blendv_ps(mx, top, visible_mask8(j, c, off)) : top;
+    }
+    const __m256 cr = exp_approx8(_mm256_sub_ps(m_old, mx));
+    __m256 sum = _mm256_setzero_ps();
+    for (int64_t j = 0; j < cols; ++j) {
+      float* sp = St + j * kB + 8 * c;
+      __m256 p = exp_approx8(_mm256_sub_ps(_mm256_loadu_ps(sp), mx));
+      if (diag) p = _mm256_and_ps(p, visible_mask8(j, c, off));
+      _mm256_storeu_ps(sp, p);
+      sum = _mm256_add_ps(sum, p);
+    }
+    _mm256_storeu_ps(l + 8 * c, _mm256_fmadd_ps(_mm256_loadu_ps(l + 8 * c), cr, sum));
+    _mm256_storeu_ps(m + 8 * c, mx);
+    _mm256_storeu_ps(corr + 8 * c, cr);
   }
 #else
   float mx[kB], sum[kB];
@@ -141,6 +169,26 @@ void grad_tile(float* St, float* dPt, int64_t rows, int64_t cols, int64_t off, c
       _mm512_mask_storeu_ps(sr + j, keep, p);
       _mm512_mask_storeu_ps(dr + j, keep, _mm512_maskz_mov_ps(vis, ds));
     }
+  }
+#elif GATEDLM_KSET_AVX2
+  const __m256 sc = _mm256_set1_ps(scale);
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t visible = std::clamp<int64_t>(i - off + 1, 0, cols);
+    float* sr = St + i * kB;
+    float* dr = dPt + i * kB;
+    const __m256 lv = _mm256_set1_ps(lse[i]), dv = _mm256_set1_ps(di[i]);
+    int64_t j = 0;
+    for (; j + 8 <= visible; j += 8) {
+      const __m256 p = exp_approx8(_mm256_fmsub_ps(_mm256_loadu_ps(sr + j), sc, lv));
+      _mm256_storeu_ps(dr + j, _mm256_mul_ps(_mm256_mul_ps(p, sc), _mm256_sub_ps(_mm256_loadu_ps(dr + j), dv)));
+      _mm256_storeu_ps(sr + j, p);
+    }
+    for (; j < visible; ++j) {
+      const float p = exp_approx(sr[j] * scale - lse[i]);
+      sr[j] = p;
+      dr[j] = p * (dr[j] - di[i]) * scale;
+    }
+    for (; j < cols; ++j) sr[j] = dr[j] = 0.0f;
   }
 #else
   for (int64_t i = 0; i < rows; ++i) {

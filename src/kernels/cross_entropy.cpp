@@ -13,8 +13,8 @@ namespace gatedlm::kernels::GATEDLM_KSET {
 namespace {
 
 // The three passes over one row of the vocabulary. The vocabulary loop dominates the
-// loss's cost, so float runs on AVX-512 (exp_approx16, masked tails) where the build
-// targets it; double (the reference path) uses libm.
+// loss's cost, so float runs on AVX-512 (exp_approx16, masked tails) or AVX2 (exp_approx8,
+// a scalar tail) in those kernel sets; double (the reference path) uses libm.
 template <typename T>
 struct RowOps {
   static T max(const T* z, int64_t v) { return *std::max_element(z, z + v); }
@@ -52,6 +52,27 @@ struct RowOps<float> {
       const __mmask16 k = tail_mask(v - i);
       _mm512_mask_storeu_ps(d + i, k, _mm512_mul_ps(exp_approx16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, z + i), s)), c));
     }
+  }
+};
+#elif GATEDLM_KSET_AVX2
+template <>
+struct RowOps<float> {
+  static float max(const float* z, int64_t v) { return *std::max_element(z, z + v); }
+  static float sum_exp(const float* z, int64_t v, float shift) {
+    const __m256 s = _mm256_set1_ps(shift);
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= v; i += 8) acc = _mm256_add_ps(acc, exp_approx8(_mm256_sub_ps(_mm256_loadu_ps(z + i), s)));
+    float sum = sum8(acc);
+    for (; i < v; ++i) sum += exp_approx(z[i] - shift);
+    return sum;
+  }
+  static void scaled_exp(float* d, const float* z, int64_t v, float shift, float scale) {
+    const __m256 s = _mm256_set1_ps(shift), c = _mm256_set1_ps(scale);
+    int64_t i = 0;
+    for (; i + 8 <= v; i += 8)
+      _mm256_storeu_ps(d + i, _mm256_mul_ps(exp_approx8(_mm256_sub_ps(_mm256_loadu_ps(z + i), s)), c));
+    for (; i < v; ++i) d[i] = exp_approx(z[i] - shift) * scale;
   }
 };
 #else
