@@ -1,4 +1,4 @@
-// C[M,N] (+)= A[M,K] B[N,K]^T for a few rows of A (M <= 4): the products of
+// C[M,N] (+)= A[M,K] B[N,K]^T for a few rows of A (M <= 8): the products of
 // decoding, where M is the batch and B a weight matrix stored [out, in]. Such a product
 // is bound by reading B once from memory; oneDNN's general kernels reach about half of
 // that bandwidth on these shapes (bench/RESULTS.md, issue 13), so B is streamed here row
@@ -37,6 +37,8 @@ inline __attribute__((always_inline)) void dot_rows(float* dots, const float* A,
                                                     int64_t K) {
 #if GATEDLM_KSET_AVX512
   // U independent sums per row, so that one or two rows still keep several FMAs in flight.
+  // From 3 rows the rows alone give enough; 8 rows x 16 lanes per load of B is the most
+  // arithmetic a streamed byte of B gets (batch-8 decoding reads B once, not twice).
   constexpr int U = M == 1 ? 4 : (M == 2 ? 2 : 1);
   __m512 acc[M][U];
   for (int m = 0; m < M; ++m)
@@ -66,10 +68,7 @@ inline __attribute__((always_inline)) void dot_rows(float* dots, const float* A,
     for (int m = 0; m < M; ++m) acc[m] = _mm256_fmadd_ps(_mm256_loadu_ps(A + m * lda + k), w, acc[m]);
   }
   for (int m = 0; m < M; ++m) {
-    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(acc[m]), _mm256_extractf128_ps(acc[m], 1));
-    s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-    s4 = _mm_add_ss(s4, _mm_movehdup_ps(s4));
-    float sum = _mm_cvtss_f32(s4);
+    float sum = sum8(acc[m]);
     for (int64_t t = k; t < K; ++t) sum += A[m * lda + t] * b[t];
     dots[m] = sum;
   }
@@ -110,9 +109,13 @@ void skinny_matmul_f32(float* C, int64_t ldc, const float* A, int64_t lda, const
     case 2: return skinny_rows<2>(C, ldc, A, lda, B, ldb, N, K, accumulate);
     case 3: return skinny_rows<3>(C, ldc, A, lda, B, ldb, N, K, accumulate);
     case 4: return skinny_rows<4>(C, ldc, A, lda, B, ldb, N, K, accumulate);
-    default:  // more rows: four at a time
-      for (int64_t m = 0; m < M; m += 4)
-        skinny_matmul_f32(C + m * ldc, ldc, A + m * lda, lda, B, ldb, std::min<int64_t>(4, M - m), N, K, accumulate);
+    case 5: return skinny_rows<5>(C, ldc, A, lda, B, ldb, N, K, accumulate);
+    case 6: return skinny_rows<6>(C, ldc, A, lda, B, ldb, N, K, accumulate);
+    case 7: return skinny_rows<7>(C, ldc, A, lda, B, ldb, N, K, accumulate);
+    case 8: return skinny_rows<8>(C, ldc, A, lda, B, ldb, N, K, accumulate);
+    default:  // more rows: eight at a time
+      for (int64_t m = 0; m < M; m += 8)
+        skinny_matmul_f32(C + m * ldc, ldc, A + m * lda, lda, B, ldb, std::min<int64_t>(8, M - m), N, K, accumulate);
   }
 }
 

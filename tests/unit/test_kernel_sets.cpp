@@ -131,13 +131,13 @@ TEST(KernelSetsTest, EveryRunnableSetMatchesTheReferenceAttention) {
   }
 }
 
-// The decode product C (+)= A B^T for 1 to 9 rows of A (the kernel's register tiles, and
+// The decode product C (+)= A B^T for 1 to 9, 16 and 17 rows of A (the kernel's register tiles, and
 // the split past its widest), K with and without a partial vector at the end, row
 // strides wider than the rows, overwrite and accumulate; in every runnable set against
 // the double-precision reference. matmul<float> must take it for a few rows.
 TEST(KernelSetsTest, EveryRunnableSetMatchesTheReferenceSkinnyProduct) {
   for (const int64_t K : {5, 16, 64, 77, 200})
-    for (int64_t M = 1; M <= 9; ++M) {
+    for (const int64_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17}) {  // 9 and up: in blocks of 8 rows
       const int64_t N = 37, lda = K + 3, ldb = K + 1, ldc = N + 2;
       auto A = random_vector<float>(M * lda, 10 + M), B = random_vector<float>(N * ldb, 20 + K);
       auto C0 = random_vector<float>(M * ldc, 30);
