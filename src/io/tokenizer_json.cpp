@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
@@ -76,9 +77,6 @@ class HfBpeTokenizer final : public Tokenizer {
       fail(path, ": malformed tokenizer.json (", e.what(), ")");
     }
     build_byte_map();
-  }
-  ~HfBpeTokenizer() override {
-    if (regex_) pcre2_code_free(regex_);
   }
 
   std::vector<int32_t> encode(std::string_view text) const override {
@@ -179,15 +177,15 @@ class HfBpeTokenizer final : public Tokenizer {
     if (!byte_level || pattern.empty()) fail(path_, ": the pre-tokenizer is not byte-level BPE's (Split + ByteLevel)");
     int code = 0;
     PCRE2_SIZE offset = 0;
-    regex_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.c_str()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
-                           &code, &offset, nullptr);
+    regex_.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.c_str()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
+                               &code, &offset, nullptr));
     if (!regex_) {
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(code, message, sizeof(message));
       fail(path_, ": PCRE2 cannot compile the pre-tokenizer regex at offset ", offset, " (",
            reinterpret_cast<const char*>(message), ")");
     }
-    pcre2_jit_compile(regex_, PCRE2_JIT_COMPLETE);  // optional: falls back to the interpreter
+    pcre2_jit_compile(regex_.get(), PCRE2_JIT_COMPLETE);  // optional: falls back to the interpreter
   }
 
   // An id in [0, id_limit_), or an error naming `what` and the value.
@@ -292,16 +290,16 @@ class HfBpeTokenizer final : public Tokenizer {
   // each piece.
   void encode_plain(std::string_view raw, std::vector<int32_t>& ids) const {
     const std::string text = normalize(raw);
-    pcre2_match_data* md = pcre2_match_data_create_from_pattern(regex_, nullptr);
+    const std::unique_ptr<pcre2_match_data, FreeMatchData> owned(
+        pcre2_match_data_create_from_pattern(regex_.get(), nullptr));
+    pcre2_match_data* md = owned.get();
+    if (!md) throw std::bad_alloc();
     const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
     size_t at = 0, gap = 0;
     while (at < text.size()) {
-      const int rc = pcre2_match(regex_, subject, text.size(), at, PCRE2_NO_UTF_CHECK, md, nullptr);
+      const int rc = pcre2_match(regex_.get(), subject, text.size(), at, PCRE2_NO_UTF_CHECK, md, nullptr);
       if (rc == PCRE2_ERROR_NOMATCH) break;
-      if (rc < 0) {
-        pcre2_match_data_free(md);
-        fail(path_, ": the pre-tokenizer regex failed (PCRE2 error ", rc, ")");
-      }
+      if (rc < 0) fail(path_, ": the pre-tokenizer regex failed (PCRE2 error ", rc, ")");
       const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
       if (ov[1] == ov[0]) {  // an empty match: step over one character
         at = ov[0] + utf8_length(static_cast<unsigned char>(text[ov[0]]));
@@ -312,7 +310,6 @@ class HfBpeTokenizer final : public Tokenizer {
       at = gap = ov[1];
     }
     if (gap < text.size()) bpe(text.substr(gap), ids);
-    pcre2_match_data_free(md);
   }
 
   void bpe(const std::string& piece, std::vector<int32_t>& ids) const {
@@ -374,7 +371,15 @@ class HfBpeTokenizer final : public Tokenizer {
 
   std::string path_;
   bool nfc_ = false, ignore_merges_ = false;
-  pcre2_code* regex_ = nullptr;
+  // Owned here, so that a constructor that fails after compiling it (a bad model section,
+  // say) frees it too: a destructor would not run then (LeakSanitizer found it, fuzz corpus).
+  struct FreeRegex {
+    void operator()(pcre2_code* r) const { pcre2_code_free(r); }
+  };
+  struct FreeMatchData {
+    void operator()(pcre2_match_data* m) const { pcre2_match_data_free(m); }
+  };
+  std::unique_ptr<pcre2_code, FreeRegex> regex_;
   std::vector<std::string> tokens_;  // by id
   std::vector<bool> is_added_;
   std::unordered_map<std::string, int32_t> vocab_, merges_;  // merges: "left\0right" -> rank
