@@ -52,6 +52,7 @@ struct Llama {
   Opaque (*context_params)();
   void* (*init)(void*, Opaque);
   void (*free_context)(void*);
+  void (*free_model)(void*);
   void (*set_threads)(void*, int32_t, int32_t);
   Opaque (*batch_one)(int32_t*, int32_t);
   int32_t (*decode)(void*, Opaque);
@@ -75,6 +76,7 @@ Llama open_llama(const std::string& dir) {
   l.context_params = reinterpret_cast<Opaque (*)()>(must(llama, "llama_context_default_params"));
   l.init = reinterpret_cast<void* (*)(void*, Opaque)>(must(llama, "llama_init_from_model"));
   l.free_context = reinterpret_cast<void (*)(void*)>(must(llama, "llama_free"));
+  l.free_model = reinterpret_cast<void (*)(void*)>(must(llama, "llama_model_free"));
   l.set_threads = reinterpret_cast<void (*)(void*, int32_t, int32_t)>(must(llama, "llama_set_n_threads"));
   l.batch_one = reinterpret_cast<Opaque (*)(int32_t*, int32_t)>(must(llama, "llama_batch_get_one"));
   l.decode = reinterpret_cast<int32_t (*)(void*, Opaque)>(must(llama, "llama_decode"));
@@ -151,6 +153,7 @@ int bench(int argc, char** argv) {
   std::printf("{\"threads\": %d, \"prompt_tokens\": %d, \"new_tokens\": %d, \"reps\": %d, "
               "\"prefill_tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f}\n",
               threads, prompt, generate, reps, prompt / median(prefill_s), generate / median(decode_s));
+  l.free_model(model);
   return 0;
 }
 
@@ -195,5 +198,7 @@ int main(int argc, char** argv) {
     last = step(next);
   }
   std::printf("\n");
+  l.free_context(ctx);  // (a sanitized build checks for leaks at exit)
+  l.free_model(model);
   return 0;
 }
