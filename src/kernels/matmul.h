@@ -45,7 +45,7 @@ void to_bf16(uint16_t* out, const float* in, int64_t n);
 // C[M,N] (+)= A[M,K] B[N,K]^T with row strides lda, ldb, ldc, streaming B once: the
 // product of decoding (M = the batch, B a weight matrix stored [out, in]), which
 // matmul<float> takes for M <= kSkinnyRows outside a bf16 scope. Exposed for the tests.
-inline constexpr int64_t kSkinnyRows = 8;  // batch-8 decoding reads each weight once (measured: bench/RESULTS.md)
+inline constexpr int64_t kSkinnyRows = 4;  // measured: oneDNN wins from about 5 rows on Zen 4
 void skinny_matmul_f32(float* C, int64_t ldc, const float* A, int64_t lda, const float* B, int64_t ldb, int64_t M,
                        int64_t N, int64_t K, bool accumulate);
 

@@ -1,4 +1,4 @@
-// C[M,N] (+)= A[M,K] B[N,K]^T for a few rows of A (M <= 8): the products of
+// C[M,N] (+)= A[M,K] B[N,K]^T for a few rows of A (M <= 4): the products of
 // decoding, where M is the batch and B a weight matrix stored [out, in]. Such a product
 // is bound by reading B once from memory; oneDNN's general kernels reach about half of
 // that bandwidth on these shapes (bench/RESULTS.md, issue 13), so B is streamed here row
@@ -31,14 +31,14 @@ inline float halving_sum16(__m512 v) {
 
 // dots[m] = <a_m, b> for the M rows a_m of A (row stride lda) and one row b of B, each of
 // length K. (Tiles of several rows of B, so that a vector of A meets more than one of B,
-// measured slower on Zen 4 for M <= 4: the product stays bound by streaming B.)
+// measured slower on Zen 4 for M <= 4: the product stays bound by streaming B. At 8 rows,
+// this kernel for 8 rows in one pass over B, with and without pairs of rows of B, decoded
+// 222-233 tokens/s on the 100M model against oneDNN's 266: bench/RESULTS.md, issue 13.)
 template <int M>
 inline __attribute__((always_inline)) void dot_rows(float* dots, const float* A, int64_t lda, const float* b,
                                                     int64_t K) {
 #if GATEDLM_KSET_AVX512
   // U independent sums per row, so that one or two rows still keep several FMAs in flight.
-  // From 3 rows the rows alone give enough; 8 rows x 16 lanes per load of B is the most
-  // arithmetic a streamed byte of B gets (batch-8 decoding reads B once, not twice).
   constexpr int U = M == 1 ? 4 : (M == 2 ? 2 : 1);
   __m512 acc[M][U];
   for (int m = 0; m < M; ++m)
@@ -109,13 +109,9 @@ void skinny_matmul_f32(float* C, int64_t ldc, const float* A, int64_t lda, const
     case 2: return skinny_rows<2>(C, ldc, A, lda, B, ldb, N, K, accumulate);
     case 3: return skinny_rows<3>(C, ldc, A, lda, B, ldb, N, K, accumulate);
     case 4: return skinny_rows<4>(C, ldc, A, lda, B, ldb, N, K, accumulate);
-    case 5: return skinny_rows<5>(C, ldc, A, lda, B, ldb, N, K, accumulate);
-    case 6: return skinny_rows<6>(C, ldc, A, lda, B, ldb, N, K, accumulate);
-    case 7: return skinny_rows<7>(C, ldc, A, lda, B, ldb, N, K, accumulate);
-    case 8: return skinny_rows<8>(C, ldc, A, lda, B, ldb, N, K, accumulate);
-    default:  // more rows: eight at a time
-      for (int64_t m = 0; m < M; m += 8)
-        skinny_matmul_f32(C + m * ldc, ldc, A + m * lda, lda, B, ldb, std::min<int64_t>(8, M - m), N, K, accumulate);
+    default:  // more rows: four at a time
+      for (int64_t m = 0; m < M; m += 4)
+        skinny_matmul_f32(C + m * ldc, ldc, A + m * lda, lda, B, ldb, std::min<int64_t>(4, M - m), N, K, accumulate);
   }
 }
 
