@@ -23,7 +23,9 @@ GenerateSpeed measure_generate_speed(model::Model<float>& model, int64_t batch, 
   if (batch < 1 || o.prompt_tokens < 1 || o.new_tokens < 1 || o.reps < 1)
     fail("bench generate: batch, --prompt-tokens, --new-tokens and --reps must be at least 1");
   const int64_t V = model.config().vocab_size;
-  infer::Decoder dec(model, {batch, o.prompt_tokens + o.new_tokens});
+  infer::DecoderOptions options{batch, o.prompt_tokens + o.new_tokens};
+  options.packed_weights = o.packed_weights;
+  infer::Decoder dec(model, options);
   Rng rng(o.seed);
   std::vector<std::vector<int32_t>> prompts(batch, std::vector<int32_t>(o.prompt_tokens));
   for (auto& p : prompts)
@@ -50,6 +52,7 @@ GenerateSpeed measure_generate_speed(model::Model<float>& model, int64_t batch, 
     r.prefill_ms_reps.push_back(prefill);
     r.decode_ms_reps.push_back(decode);
   }
+  r.packed_weight_bytes = dec.packed_weights().bytes();
   r.prefill_ms = median(r.prefill_ms_reps);
   r.decode_ms_per_step = median(r.decode_ms_reps);
   r.prefill_tokens_per_s = batch * o.prompt_tokens / (r.prefill_ms / 1000.0);

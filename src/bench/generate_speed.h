@@ -14,6 +14,7 @@ namespace gatedlm::bench {
 struct GenerateSpeedOptions {
   int64_t prompt_tokens = 128, new_tokens = 64, reps = 3;
   uint64_t seed = 1;
+  bool packed_weights = true;  // infer::DecoderOptions::packed_weights
 };
 
 struct GenerateSpeed {
@@ -21,6 +22,7 @@ struct GenerateSpeed {
   double prefill_tokens_per_s = 0, decode_tokens_per_s = 0;
   double prefill_ms = 0, decode_ms_per_step = 0;  // medians over reps
   std::vector<double> prefill_ms_reps, decode_ms_reps;  // per rep: prefill, and the mean decode step
+  int64_t packed_weight_bytes = 0;  // the decoder's packed copies of the weights (0: none made)
 };
 
 GenerateSpeed measure_generate_speed(model::Model<float>& model, int64_t batch, const GenerateSpeedOptions& o);

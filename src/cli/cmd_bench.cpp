@@ -102,7 +102,7 @@ void register_bench(CLI::App& app) {
   CLI::App* generate = bench->add_subcommand(
       "generate", "Prefill and decode tokens/s over the KV cache at each batch size (random prompts, greedy); prints "
                   "JSON: per batch, prefill_tokens_per_s, decode_tokens_per_s (aggregate), prefill_ms, "
-                  "decode_ms_per_step and the per-rep times.");
+                  "decode_ms_per_step, the per-rep times and packed_weight_bytes.");
   auto* gcfg = generate->add_option("--config", gen->config, "model config JSON (random weights)")->check(CLI::ExistingFile);
   auto* gck = generate->add_option("--checkpoint", gen->checkpoint, "checkpoint or run directory");
   gcfg->excludes(gck);
@@ -110,6 +110,8 @@ void register_bench(CLI::App& app) {
   generate->add_option("--prompt-tokens", gen->speed.prompt_tokens, "tokens per prompt")->capture_default_str();
   generate->add_option("--new-tokens", gen->speed.new_tokens, "decode steps")->capture_default_str();
   generate->add_option("--reps", gen->speed.reps, "timed repetitions (after one warm-up)")->capture_default_str();
+  generate->add_flag("!--no-packed-weights", gen->speed.packed_weights,
+                     "decode batches of more than 4 multiply by the plain weights (no packed copies)");
   generate->callback([gen] {
     if (gen->config.empty() == gen->checkpoint.empty()) fail("bench generate: give --config or --checkpoint");
     model::ModelConfig c;
@@ -133,7 +135,8 @@ void register_bench(CLI::App& app) {
                       {"prefill_ms", r.prefill_ms},
                       {"decode_ms_per_step", r.decode_ms_per_step},
                       {"prefill_ms_reps", r.prefill_ms_reps},
-                      {"decode_ms_reps", r.decode_ms_reps}});
+                      {"decode_ms_reps", r.decode_ms_reps},
+                      {"packed_weight_bytes", r.packed_weight_bytes}});
     }
     const nlohmann::json j{{"prompt_tokens", gen->speed.prompt_tokens},
                            {"new_tokens", gen->speed.new_tokens},

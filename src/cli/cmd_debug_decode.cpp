@@ -84,8 +84,9 @@ void register_debug_decode(CLI::App& app) {
     }
     io::write_safetensors(opt->out, {{"full_logits", {offset[B], V}, full.data()},
                                      {"incremental_logits", {offset[B], V}, incremental.data()}});
-    std::printf("%lld sequences, %lld tokens; wrote %s\n", static_cast<long long>(B),
-                static_cast<long long>(offset[B]), opt->out.c_str());
+    std::printf("%lld sequences, %lld tokens; %lld packed weight matrices; wrote %s\n", static_cast<long long>(B),
+                static_cast<long long>(offset[B]), static_cast<long long>(dec.packed_weights().matrices()),
+                opt->out.c_str());
   });
 }
 

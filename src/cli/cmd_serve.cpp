@@ -24,6 +24,9 @@ void register_serve(CLI::App& app) {
   sub->add_option("--host", opt->serve.host, "address to listen on")->capture_default_str();
   sub->add_option("--port", opt->serve.port, "port (0: any free port, printed at start)")->capture_default_str();
   sub->add_option("--max-batch", opt->serve.max_batch, "requests decoding at once")->capture_default_str();
+  sub->add_flag("!--no-packed-weights", opt->serve.packed_weights,
+                "decode batches of more than 4 requests multiply by the plain weights: slower, but no packed copy "
+                "(as much memory again as the weights, made when such a batch first runs)");
   sub->add_option("--max-queue", opt->serve.max_queue, "requests waiting for a slot before 503")->capture_default_str();
   sub->add_option("--context", opt->serve.context, "tokens per request, prompt and completion (0: max_seq_len)")
       ->capture_default_str();

@@ -25,7 +25,10 @@ CacheGeometry geometry_of(const model::ModelConfig& c, const DecoderOptions& o) 
 }  // namespace
 
 Decoder::Decoder(model::Model<float>& model, const DecoderOptions& options)
-    : model_(model), cache_(geometry_of(model.config(), options)) {}
+    : model_(model),
+      cache_(geometry_of(model.config(), options)),
+      use_packed_(options.packed_weights),
+      packed_(model.params()) {}
 
 const float* Decoder::step(std::span<const Chunk> chunks, bool all_rows) {
   if (chunks.empty()) fail("decoder: a step with no tokens");
@@ -56,6 +59,11 @@ const float* Decoder::step(std::span<const Chunk> chunks, bool all_rows) {
     }
     if (!all_rows) logit_rows.push_back(static_cast<int64_t>(tokens.size()) - 1);
   }
+  // A decode step of many sequences (not a prompt: prompts have enough rows for oneDNN's
+  // own re-layout to pay, and would pack the weights for every short generation).
+  const int64_t rows = static_cast<int64_t>(tokens.size());
+  const bool decode_batch = rows == static_cast<int64_t>(chunks.size()) && rows > kernels::kSkinnyRows;
+  kernels::PackedWeightsScope packed(use_packed_ && decode_batch ? &packed_ : nullptr);
   model_.forward_tokens(tokens.data(), row_pos_.data(), static_cast<int64_t>(tokens.size()),
                         [this](const model::AttentionCall<float>& call) { attend(call); }, logit_rows);
   for (size_t c = 0; c < chunks.size(); ++c) cache_.set_length(chunk_slot_[c], cache_.length(chunk_slot_[c]) + chunk_len_[c]);

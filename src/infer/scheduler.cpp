@@ -13,7 +13,9 @@ bool Request::wait(std::string& text, std::chrono::milliseconds timeout) {
 }
 
 Scheduler::Scheduler(model::Model<float>& model, const SchedulerOptions& o)
-    : decoder_(model, {o.max_batch, o.context > 0 ? o.context : model.config().max_seq_len}),
+    : decoder_(model, {.slots = o.max_batch,
+                       .capacity = o.context > 0 ? o.context : model.config().max_seq_len,
+                       .packed_weights = o.packed_weights}),
       context_(decoder_.capacity()), max_queue_(o.max_queue), slots_(o.max_batch) {
   if (o.max_queue < 0) fail("--max-queue must not be negative");
   worker_ = std::thread([this] { run(); });

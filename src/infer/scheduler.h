@@ -54,6 +54,7 @@ struct SchedulerOptions {
   int64_t max_batch = 8;   // sequences decoding at once (decoder slots)
   int64_t max_queue = 64;  // requests waiting for a slot
   int64_t context = 0;     // tokens per sequence (prompt + generated); 0 = the model's max_seq_len
+  bool packed_weights = true;  // DecoderOptions::packed_weights
 };
 
 class Scheduler {

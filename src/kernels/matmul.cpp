@@ -17,6 +17,7 @@ namespace gatedlm::kernels {
 namespace {
 
 thread_local bool t_bf16 = false;
+thread_local PackedWeights* t_packed = nullptr;
 
 void resolve_strides(MatmulShape& s) {
   if (s.lda == 0) s.lda = s.trans_a ? s.M : s.K;
@@ -33,7 +34,7 @@ struct OneDnn {
   // The thread count is part of the key: a primitive splits its work for the count it was
   // created under and would run that many threads whatever the count is now.
   using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t,
-                         int64_t, int64_t, int>;
+                         int64_t, int64_t, int, bool>;
   struct Entry {
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul prim;
@@ -46,9 +47,11 @@ struct OneDnn {
   }
 
   // batch.batch > 1: a batched product (batched_matmul.h), items batch.a/b/c elements apart.
-  const Entry& primitive(const MatmulShape& s, bool bf16, const BatchStrides& batch = {1, 0, 0, 0}) {
+  // packed_b: B in the layout oneDNN picks (format `any`), for PackedWeights.
+  const Entry& primitive(const MatmulShape& s, bool bf16, const BatchStrides& batch = {1, 0, 0, 0},
+                         bool packed_b = false) {
     Key key{s.M, s.N, s.K, s.trans_a, s.trans_b, s.lda, s.ldb, s.ldc, s.accumulate, bf16,
-            batch.batch, batch.a, batch.b, batch.c, omp_get_max_threads()};
+            batch.batch, batch.a, batch.b, batch.c, omp_get_max_threads(), packed_b};
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
@@ -63,8 +66,9 @@ struct OneDnn {
     };
     const dnnl::memory::desc a_md = desc(s.M, s.K, s.trans_a ? dnnl::memory::dims{1, s.lda} : dnnl::memory::dims{s.lda, 1},
                                          batch.a, in_type);
-    const dnnl::memory::desc b_md = desc(s.K, s.N, s.trans_b ? dnnl::memory::dims{1, s.ldb} : dnnl::memory::dims{s.ldb, 1},
-                                         batch.b, in_type);
+    const dnnl::memory::desc b_md =
+        packed_b ? dnnl::memory::desc({s.K, s.N}, in_type, dnnl::memory::format_tag::any)
+                 : desc(s.K, s.N, s.trans_b ? dnnl::memory::dims{1, s.ldb} : dnnl::memory::dims{s.ldb, 1}, batch.b, in_type);
     const dnnl::memory::desc c_md = desc(s.M, s.N, dnnl::memory::dims{s.ldc, 1}, batch.c, dt::f32);
     dnnl::primitive_attr attr;
     if (s.accumulate) {
@@ -92,6 +96,67 @@ Out* convert_stored_rows(std::vector<Out>& buf, const float* in, int64_t rows, i
 }
 
 }  // namespace
+
+// The packed copies of one PackedWeights: per matrix (its address and stored shape) one
+// copy per layout a primitive asked for (the layout may depend on M).
+struct PackedWeights::Store {
+  using Key = std::tuple<const float*, int64_t, int64_t, int64_t>;  // B, N, K, ldb
+  struct Copy {
+    dnnl::memory::desc layout;
+    dnnl::memory memory;
+  };
+  std::mutex mutex;
+  std::map<Key, std::vector<Copy>> copies;
+  int64_t matrices = 0, bytes = 0;
+};
+
+struct PackedWeightsAccess {
+  // B[N, K] (row stride ldb) lies inside the region of w.
+  static bool covers(const PackedWeights& w, const float* B, const MatmulShape& s) {
+    const float* begin = w.region_.data();
+    const float* end = begin + w.region_.size();
+    return B >= begin && B < end && (s.N - 1) * s.ldb + s.K <= end - B;
+  }
+
+  // B's copy in the layout `layout`, made on first use (a handle: the vector may grow).
+  static dnnl::memory copy_of(PackedWeights& w, const float* B, const MatmulShape& s,
+                                     const dnnl::memory::desc& layout) {
+    PackedWeights::Store& store = *w.store_;
+    std::lock_guard<std::mutex> lock(store.mutex);
+    std::vector<PackedWeights::Store::Copy>& copies = store.copies[{B, s.N, s.K, s.ldb}];
+    for (const auto& c : copies)
+      if (c.layout == layout) return c.memory;
+    OneDnn& dnn = OneDnn::get();
+    // B^T as oneDNN's weights [K, N]: B stored [N, K] with row stride ldb.
+    dnnl::memory plain(dnnl::memory::desc({s.K, s.N}, dnnl::memory::data_type::f32, dnnl::memory::dims{1, s.ldb}),
+                       dnn.engine, const_cast<float*>(B));
+    dnnl::memory packed(layout, dnn.engine);
+    dnnl::reorder(plain, packed).execute(dnn.stream, plain, packed);
+    dnn.stream.wait();
+    store.matrices += 1;
+    store.bytes += static_cast<int64_t>(layout.get_size());
+    return copies.emplace_back(PackedWeights::Store::Copy{layout, packed}).memory;
+  }
+};
+
+PackedWeights::PackedWeights(std::span<const float> region) : region_(region), store_(std::make_unique<Store>()) {}
+PackedWeights::~PackedWeights() = default;
+int64_t PackedWeights::matrices() const {
+  std::lock_guard<std::mutex> lock(store_->mutex);
+  return store_->matrices;
+}
+int64_t PackedWeights::bytes() const {
+  std::lock_guard<std::mutex> lock(store_->mutex);
+  return store_->bytes;
+}
+void PackedWeights::clear() {
+  std::lock_guard<std::mutex> lock(store_->mutex);
+  store_->copies.clear();
+  store_->matrices = store_->bytes = 0;
+}
+
+PackedWeightsScope::PackedWeightsScope(PackedWeights* weights) : previous_(t_packed) { t_packed = weights; }
+PackedWeightsScope::~PackedWeightsScope() { t_packed = previous_; }
 
 template <typename T>
 void matmul_reference(T* C, const T* A, const T* B, MatmulShape s) {
@@ -132,6 +197,16 @@ void matmul<float>(float* C, const float* A, const float* B, MatmulShape s) {
     return;
   }
   OneDnn& dnn = OneDnn::get();
+  if (!t_bf16 && t_packed && !s.trans_a && s.trans_b && s.M <= kPackedRows &&
+      PackedWeightsAccess::covers(*t_packed, B, s)) {
+    const OneDnn::Entry& e = dnn.primitive(s, /*bf16=*/false, {1, 0, 0, 0}, /*packed_b=*/true);
+    dnnl::memory b_mem = PackedWeightsAccess::copy_of(*t_packed, B, s, e.pd.weights_desc());
+    dnnl::memory a_mem(e.pd.src_desc(), dnn.engine, const_cast<float*>(A));
+    dnnl::memory c_mem(e.pd.dst_desc(), dnn.engine, C);
+    e.prim.execute(dnn.stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    dnn.stream.wait();
+    return;
+  }
   // bf16 scope: native products take bf16 operands; the emulation rounds the operands to
   // bf16 in fp32 storage and runs the fp32 product (bf16_support.h).
   const bool bf16 = t_bf16 && bf16_path() == Bf16Path::native;

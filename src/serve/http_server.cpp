@@ -53,7 +53,7 @@ void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const Ser
   if (o.max_batch < 1) fail("--max-batch must be at least 1, got ", o.max_batch);
   if (o.max_queue < 0) fail("--max-queue must not be negative, got ", o.max_queue);
   if (o.port < 0 || o.port > 65535) fail("--port must be in [0, 65535], got ", o.port);
-  infer::Scheduler scheduler(model, {o.max_batch, o.max_queue, o.context});
+  infer::Scheduler scheduler(model, {o.max_batch, o.max_queue, o.context, o.packed_weights});
   const int64_t vocab = model.config().vocab_size, context = scheduler.context();
   std::random_device entropy;
   std::mutex seed_mu;

@@ -27,6 +27,7 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8080;              // 0: any free port (printed)
   int64_t max_batch = 8;
+  bool packed_weights = true;  // infer::DecoderOptions::packed_weights
   int64_t max_queue = 64;
   int64_t context = 0;          // tokens per sequence; 0 = the model's max_seq_len
   std::string api_key;          // empty: no authentication

@@ -2,8 +2,8 @@
 """Incremental decoding (prefill + decode over the KV cache) against the full-sequence
 forward, for every configuration of test_against_engine.CASES (the PyTorch reference list).
 
-For each case: the case's float32 weights as a checkpoint, and four sequences of
-different lengths with different prompt lengths (a one-token prompt, a prompt that is
+For each case: the case's float32 weights as a checkpoint, and nine sequences of
+different lengths with different prompt lengths (one-token prompts, a prompt that is
 the whole sequence). Then
 
     gatedlm debug decode --checkpoint DIR --token-ids DIR/decode_tokens.txt
@@ -12,7 +12,9 @@ the whole sequence). Then
 runs sequence i's prompt at step i while the earlier sequences decode (continuous
 batching in one forward), and writes the logits of every token both ways. Checks, per
 sequence: ||incremental - full|| / ||full|| <= 1e-5, and the full forward against the
-PyTorch reference (float64) within the reference harness's 1e-4.
+PyTorch reference (float64) within the reference harness's 1e-4. Steps 8-15 decode five
+sequences at once, more than the skinny kernel's 4 rows, so the decoder multiplies by its
+packed copies of the weights there (kernels::PackedWeights); the run must report some.
 
 Usage: /usr/bin/python3 tests/reference/test_decode_against_forward.py --gatedlm build/gatedlm
            [--workdir DIR] [--only a,b]
@@ -21,6 +23,7 @@ Usage: /usr/bin/python3 tests/reference/test_decode_against_forward.py --gatedlm
 import argparse
 import copy
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,8 +41,8 @@ from moe_reference import min_routing_margin  # noqa: E402
 from test_against_engine import CASES, MOE_MARGIN, build_case, rel_err, select_cases, TOL as REFERENCE_TOL  # noqa: E402
 
 TOL = 1e-5
-LENGTHS = [12, 7, 10, 3]
-PROMPTS = [5, 1, 10, 2]
+LENGTHS = [12, 7, 10, 3, 12, 12, 12, 12, 12]
+PROMPTS = [5, 1, 10, 2, 1, 1, 1, 1, 1]
 
 
 def write_checkpoint(directory, cfg_json, model, sequences):
@@ -105,6 +108,9 @@ def main(argv=None):
                 continue
             got = safetensors_io.load(out)
             problems = []
+            packed = re.search(r"(\d+) packed weight matrices", p.stdout.decode(errors="replace"))
+            if not packed or int(packed.group(1)) == 0:
+                problems.append("no decode step used packed weights (kernels::PackedWeights)")
             worst_inc = worst_ref = 0.0
             row = 0
             m64 = model.to(torch.float64)

@@ -106,6 +106,47 @@ TEST(StreamingWindow, WithoutEvictionEqualsFullCache) {
   EXPECT_LT(rel_error(got, full), 1e-5);
 }
 
+// Decode steps of 6 sequences (more than the skinny kernel's rows) multiply by packed
+// copies of the weights: every token's logits still equal the full forward's, packed or not.
+TEST(Decoder, ManySequencesDecodeThroughPackedWeights) {
+  const model::ModelConfig c = small_config(2);
+  model::Model<float> m = random_model(c), ref = random_model(c);
+  const int64_t B = 6, N = 11, V = c.vocab_size;
+  std::vector<std::vector<int32_t>> texts;
+  for (int64_t b = 0; b < B; ++b) texts.push_back(random_tokens(N, V, 100 + b));
+  for (const bool packed : {true, false}) {
+    DecoderOptions o{B, N};
+    o.packed_weights = packed;
+    Decoder dec(m, o);
+    std::vector<std::vector<float>> got(B);
+    std::vector<Chunk> chunks;
+    for (int64_t b = 0; b < B; ++b) chunks.push_back({b, std::span(texts[b]).first(1 + b % 3)});
+    const float* lg = dec.step(chunks, true);
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t rows = 1 + b % 3;
+      got[b].assign(lg, lg + rows * V);
+      lg += rows * V;
+    }
+    for (int64_t t = 1; t < N; ++t) {
+      chunks.clear();
+      for (int64_t b = 0; b < B; ++b)
+        if (t >= 1 + b % 3) chunks.push_back({b, std::span(texts[b]).subspan(t, 1)});
+      lg = dec.step(chunks);
+      for (const Chunk& ch : chunks) got[ch.slot].insert(got[ch.slot].end(), lg + (&ch - chunks.data()) * V,
+                                                        lg + (&ch - chunks.data() + 1) * V);
+    }
+    for (int64_t b = 0; b < B; ++b) {
+      ref.forward(texts[b].data(), nullptr, 1, N);
+      EXPECT_LT(rel_error(got[b], std::vector<float>(ref.logits(), ref.logits() + N * V)), 1e-5)
+          << "sequence " << b << (packed ? " packed" : " plain");
+    }
+    if (packed)
+      EXPECT_GT(dec.packed_weights().matrices(), 0);
+    else
+      EXPECT_EQ(dec.packed_weights().matrices(), 0);
+  }
+}
+
 TEST(Decoder, RejectsOverflowAndBadChunks) {
   const model::ModelConfig c = small_config(1);
   model::Model<float> m = random_model(c);
