@@ -114,6 +114,44 @@ void read_rope_scaling(HfReader& r, ModelConfig& c, const std::string& source) {
     if (!allowed.count(k)) fail(where, ".", k, ": not supported (value ", v.dump(), ")");
 }
 
+// Qwen3-MoE's keys (model_type "qwen3_moe") -> the `moe` object. Layer i is sparse when
+// (i + 1) % decoder_sparse_step == 0, as gatedlm's `every`; a list of dense layers beyond
+// that and Qwen2-MoE's shared expert have no gatedlm equivalent here and are refused.
+void read_moe(HfReader& r, ModelConfig& c) {
+  model::MoeConfig& m = c.moe;
+  m.n_experts = r.integer("num_experts", std::nullopt);
+  m.top_k = r.integer("num_experts_per_tok", std::nullopt);
+  m.expert_hidden = r.integer("moe_intermediate_size", std::nullopt);
+  m.shared_hidden = m.expert_hidden;  // moe_config_from_json's default
+  m.every = r.integer("decoder_sparse_step", int64_t{1});
+  m.norm_topk_prob = r.boolean("norm_topk_prob", false);  // transformers' Qwen3MoeConfig default
+  m.lb_coef = r.number("router_aux_loss_coef", m.lb_coef);
+  m.z_coef = r.number("router_z_loss_coef", m.z_coef);
+  r.boolean("output_router_logits", false);  // training output only
+  r.ignore("mlp_only_layers");
+  if (r.has("mlp_only_layers")) {
+    const json& dense = r.raw("mlp_only_layers");
+    if (!dense.is_array()) fail(r.where("mlp_only_layers"), ": expected a list of layer indices");
+    if (!dense.empty())
+      fail(r.where("mlp_only_layers"), ": ", dense.dump(),
+           " is not supported (gatedlm's dense layers are those decoder_sparse_step skips)");
+  }
+  if (r.integer("shared_expert_intermediate_size", int64_t{0}) != 0)
+    fail(r.where("shared_expert_intermediate_size"), ": Qwen3-MoE has no shared expert (Qwen2-MoE's is not imported)");
+}
+
+void write_moe(nlohmann::ordered_json& j, const model::MoeConfig& m) {
+  j["decoder_sparse_step"] = m.every;
+  j["moe_intermediate_size"] = m.expert_hidden;
+  j["num_experts"] = m.n_experts;
+  j["num_experts_per_tok"] = m.top_k;
+  j["norm_topk_prob"] = m.norm_topk_prob;
+  j["mlp_only_layers"] = nlohmann::ordered_json::array();
+  j["output_router_logits"] = false;
+  j["router_aux_loss_coef"] = m.lb_coef;
+  j["router_z_loss_coef"] = m.z_coef;  // not Qwen3-MoE's; transformers keeps it as an attribute
+}
+
 }  // namespace
 
 std::string to_string(HfFormat f) { return f == HfFormat::paper ? "paper" : "qwen3"; }
@@ -134,8 +172,9 @@ HfFormat detect_hf_format(const json& hf) {
 ModelConfig config_from_hf(const json& hf, HfFormat format, const std::string& source) {
   HfReader r(hf, source);
   const std::string model_type = r.string("model_type", "");
-  if (model_type != "qwen3")
-    fail(source, ": key \"model_type\" is \"", model_type, "\"; gatedlm imports qwen3 and the paper's qwen3-based models");
+  if (model_type != "qwen3" && model_type != "qwen3_moe")
+    fail(source, ": key \"model_type\" is \"", model_type,
+         "\"; gatedlm imports qwen3, qwen3_moe and the paper's qwen3-based models");
   if (format == HfFormat::qwen3)
     for (const std::string& k : kPaperKeys)
       if (hf.contains(k)) fail(source, ": key \"", k, "\" belongs to the paper's layout (use --format paper or auto)");
@@ -190,6 +229,7 @@ ModelConfig config_from_hf(const json& hf, HfFormat format, const std::string& s
     }
   }
   c.attn_qkv_bias = c.attn_o_bias = bias;
+  if (model_type == "qwen3_moe") read_moe(r, c);
   r.reject_unknown();
   try {
     c.validate();
@@ -212,6 +252,7 @@ nlohmann::ordered_json config_to_hf(const ModelConfig& c, HfFormat format, const
   if (c.attn_qkv_bias != c.attn_o_bias)
     refuse("attn_o_bias", "must equal attn_qkv_bias (the format's one bias key covers q, k, v and o)");
   if (c.rope_scaling.type == model::RopeScalingType::ntk) refuse("rope_scaling.type", "\"ntk\" has no Hugging Face equivalent");
+  if (c.moe.n_shared > 0) refuse("moe.n_shared", "must be 0 (Qwen3-MoE has no shared expert)");
   if (format == HfFormat::qwen3) {
     if (c.has_gate()) refuse("gate", "must be none (Qwen3 has no attention gate; use --format paper)");
     if (!c.qk_norm) refuse("qk_norm", "must be true (Qwen3 always normalises q and k)");
@@ -225,11 +266,12 @@ nlohmann::ordered_json config_to_hf(const ModelConfig& c, HfFormat format, const
     if (g.input_dims != 0 && g.input_dims != c.d_model) refuse("gate.input_dims", "must be 0 (all of d_model)");
   }
   nlohmann::ordered_json j;
-  j["architectures"] = {"Qwen3ForCausalLM"};
-  j["model_type"] = "qwen3";
+  j["architectures"] = {c.moe.enabled() ? "Qwen3MoeForCausalLM" : "Qwen3ForCausalLM"};
+  j["model_type"] = c.moe.enabled() ? "qwen3_moe" : "qwen3";
   j["vocab_size"] = c.vocab_size;
   j["hidden_size"] = c.d_model;
   j["intermediate_size"] = c.ffn_hidden;
+  if (c.moe.enabled()) write_moe(j, c.moe);
   j["num_hidden_layers"] = c.n_layers;
   j["num_attention_heads"] = c.n_heads;
   j["num_key_value_heads"] = c.n_kv_heads;

@@ -7,6 +7,10 @@
 //          (QwQZh/gated_attention): `headwise_attn_output_gate`,
 //          `elementwise_attn_output_gate` (a sigmoid G1 gate whose rows sit inside
 //          q_proj), `use_qk_norm`, and `qkv_bias` (like attention_bias, q, k, v and o).
+// Either layout may be transformers' Qwen3-MoE (model_type "qwen3_moe": num_experts,
+// num_experts_per_tok, moe_intermediate_size, decoder_sparse_step, norm_topk_prob,
+// router_aux_loss_coef; tensor names as gatedlm's `moe` layers), which maps to the `moe`
+// object; Qwen2-MoE's shared expert and an explicit mlp_only_layers list are refused.
 // Keys gatedlm cannot represent are refused by name; keys without effect on the
 // computation (token ids, dtype, version, dropout, ...) are listed and ignored.
 #include <nlohmann/json.hpp>

@@ -54,6 +54,15 @@ std::pair<std::string, std::string> generic_name(const std::string& name) {
   return {prefix + "{i}" + name.substr(dot), name.substr(prefix.size(), dot - prefix.size())};
 }
 
+// The MoE FFN's tensors (model/moe_config.h) carry Qwen3-MoE's / Qwen2-MoE's names in
+// both formats: "model.layers.{i}.mlp.gate.weight", "...mlp.experts.{e}.*", "...mlp.shared_expert*".
+bool moe_tensor(const std::string& generic) {
+  const std::string mlp = "model.layers.{i}.mlp.";
+  if (generic.rfind(mlp, 0) != 0) return false;
+  const std::string rest = generic.substr(mlp.size());
+  return rest == "gate.weight" || rest.rfind("experts.", 0) == 0 || rest.rfind("shared_expert", 0) == 0;
+}
+
 std::string with_layer(std::string_view pattern, const std::string& layer) {
   std::string s(pattern);
   const size_t at = s.find("{i}");
@@ -81,6 +90,10 @@ std::vector<TensorMapping> map_parameters(const model::ParamLayout& layout, HfFo
   std::vector<TensorMapping> out;
   for (const model::ParamSpec& s : layout.specs()) {
     const auto [generic, layer] = generic_name(s.name);
+    if (moe_tensor(generic)) {
+      out.push_back({&s, s.name, RowPart::all});
+      continue;
+    }
     const NameRule* rule = nullptr;
     for (const NameRule& r : table)
       if (generic == r.ours) rule = &r;

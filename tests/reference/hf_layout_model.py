@@ -13,6 +13,12 @@ gatedlm's code):
          output rows are grouped per KV group; with G = heads / kv heads, group g holds the
          G*head_dim query rows of its heads, then their gate rows (G for headwise,
          G*head_dim for elementwise). QK-norm touches the query part only.
+  qwen3_moe  (model_type "qwen3_moe", either layout above) transformers' Qwen3-MoE: layer i's
+         FFN is sparse when i is not in `mlp_only_layers` and (i + 1) % `decoder_sparse_step`
+         == 0: router `mlp.gate` [num_experts, d], softmax over all experts, the
+         `num_experts_per_tok` largest probabilities (renormalised to sum 1 when
+         `norm_topk_prob`), the output the so-weighted sum of the chosen experts' SwiGLU
+         (`mlp.experts.{e}.{gate,up,down}_proj`, width `moe_intermediate_size`).
 
 Also a safetensors reader and writer for F32, BF16 and F16, and the sharded index
 (model.safetensors.index.json), for building test checkpoints.
@@ -144,6 +150,16 @@ class Layout:
         self.bias = bool(cfg.get("attention_bias", False) or cfg.get("qkv_bias", False))
         self.qk_norm = bool(cfg.get("use_qk_norm", True))
         self.tied = bool(cfg.get("tie_word_embeddings", False))
+        self.moe = cfg.get("model_type") == "qwen3_moe"
+        self.E = cfg.get("num_experts", 0) if self.moe else 0
+        self.top_k = cfg.get("num_experts_per_tok", 0)
+        self.expert_ffn = cfg.get("moe_intermediate_size", 0)
+        self.norm_topk = bool(cfg.get("norm_topk_prob", False))
+        self.sparse_step = cfg.get("decoder_sparse_step", 1)
+        self.dense_layers = set(cfg.get("mlp_only_layers", []))
+
+    def sparse(self, i):
+        return self.E > 0 and i not in self.dense_layers and (i + 1) % self.sparse_step == 0
 
     def q_rows(self):
         return self.nkv * self.G * (self.hd + self.gate_width)
@@ -169,6 +185,13 @@ class Layout:
             if self.qk_norm:
                 s[p + "self_attn.q_norm.weight"] = (hd,)
                 s[p + "self_attn.k_norm.weight"] = (hd,)
+            if self.sparse(i):
+                s[p + "mlp.gate.weight"] = (self.E, d)
+                for e in range(self.E):
+                    s[p + f"mlp.experts.{e}.gate_proj.weight"] = (self.expert_ffn, d)
+                    s[p + f"mlp.experts.{e}.up_proj.weight"] = (self.expert_ffn, d)
+                    s[p + f"mlp.experts.{e}.down_proj.weight"] = (d, self.expert_ffn)
+                continue
             s[p + "mlp.gate_proj.weight"] = (self.ffn, d)
             s[p + "mlp.up_proj.weight"] = (self.ffn, d)
             s[p + "mlp.down_proj.weight"] = (d, self.ffn)
@@ -212,6 +235,25 @@ def _rope(x, cos, sin):
     return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1)
 
 
+def _swiglu(P, prefix, h):
+    f = torch.nn.functional.silu(h @ P[prefix + "gate_proj.weight"].T) * (h @ P[prefix + "up_proj.weight"].T)
+    return f @ P[prefix + "down_proj.weight"].T
+
+
+def _sparse_ffn(lay, P, prefix, h):
+    """Qwen3-MoE's sparse block, token by token: h [B, T, d]."""
+    probs = torch.softmax(h @ P[prefix + "gate.weight"].T, dim=-1)  # [B, T, E]
+    weights, chosen = probs.topk(lay.top_k, dim=-1)
+    if lay.norm_topk:
+        weights = weights / weights.sum(-1, keepdim=True)
+    out = torch.zeros_like(h)
+    for e in range(lay.E):
+        w = (weights * (chosen == e)).sum(-1, keepdim=True)  # 0 where e was not chosen
+        if bool((chosen == e).any()):
+            out = out + w * _swiglu(P, prefix + f"experts.{e}.", h)
+    return out
+
+
 def logits(cfg, tensors, tokens):
     """tokens [B, T] int -> logits [B, T, V] float64."""
     lay = Layout(cfg)
@@ -245,8 +287,7 @@ def logits(cfg, tensors, tokens):
             y = y * torch.sigmoid(gate)
         x = x + lin("self_attn.o_proj", y.reshape(B, T, nh * hd))
         h2 = _rms(x, P[p + "post_attention_layernorm.weight"], eps)
-        f = torch.nn.functional.silu(h2 @ P[p + "mlp.gate_proj.weight"].T) * (h2 @ P[p + "mlp.up_proj.weight"].T)
-        x = x + f @ P[p + "mlp.down_proj.weight"].T
+        x = x + (_sparse_ffn(lay, P, p + "mlp.", h2) if lay.sparse(i) else _swiglu(P, p + "mlp.", h2))
     x = _rms(x, P["model.norm.weight"], eps)
     head = P["model.embed_tokens.weight"] if lay.tied else P["lm_head.weight"]
     return x @ head.T

@@ -3,8 +3,8 @@
 layouts (hf_layout_model.py, written from the layout description, not from the engine).
 
 For each case, random weights in a Hugging Face directory (qwen3 or the paper's fused
-q|gate layout; G = 1, 2, 4; headwise and elementwise; with and without biases; F32, BF16,
-F16; single file and sharded):
+q|gate layout; G = 1, 2, 4; headwise and elementwise; with and without biases; dense and
+Qwen3-MoE FFNs; F32, BF16, F16; single file and sharded):
   1. gatedlm import -> the engine's logits (gatedlm debug grads) match the reference's on
      the same stored weights (relative L2 <= 1e-4, reference in float64);
   2. gatedlm export --format <same> --dtype f32 -> the reference reads the exported files
@@ -53,6 +53,13 @@ def paper(headwise=False, elementwise=False, use_qk_norm=True, **kw):
                 **kw)
 
 
+def moe(**kw):
+    """transformers' Qwen3-MoE keys (hf_layout_model.py has the sparse block)."""
+    return {**dict(model_type="qwen3_moe", architectures=["Qwen3MoeForCausalLM"], moe_intermediate_size=12,
+                   decoder_sparse_step=1, norm_topk_prob=False, mlp_only_layers=[], router_aux_loss_coef=0.001,
+                   output_router_logits=False), **kw}
+
+
 # name -> (format, config overrides, stored dtype, shards)
 CASES = {
     "qwen3_gqa2_bf16": ("qwen3", {}, "BF16", 1),
@@ -68,6 +75,11 @@ CASES = {
                                   "F16", 1),
     "paper_elementwise_G2": ("paper", paper(elementwise=True), "F32", 1),
     "paper_elementwise_G4_sharded": ("paper", paper(elementwise=True, num_key_value_heads=1), "BF16", 2),
+    "qwen3_moe_every_layer_norm_topk": ("qwen3", moe(num_experts=4, num_experts_per_tok=2, norm_topk_prob=True),
+                                        "BF16", 2),
+    "qwen3_moe_step2_unnormalised": ("qwen3", moe(num_experts=5, num_experts_per_tok=3, decoder_sparse_step=2),
+                                     "F32", 1),
+    "paper_headwise_moe": ("paper", {**paper(headwise=True), **moe(num_experts=3, num_experts_per_tok=1)}, "F32", 1),
     "paper_elementwise_no_qknorm": ("paper", paper(elementwise=True, use_qk_norm=False, num_attention_heads=8,
                                                    head_dim=4), "F32", 1),
 }
@@ -177,6 +189,15 @@ def check_refusals(binary, work, failures):
     ]
     for label, src, needle in cases:
         expect_refusal(binary, label, ["import", src, "--out", out], needle, out, failures)
+    moe_cfg = {**copy.deepcopy(BASE), **moe(num_experts=4, num_experts_per_tok=2)}
+    moe_good = hf.random_tensors(moe_cfg, seed=6)
+    for label, over, needle in [
+            ("Qwen3-MoE dense layers by list", {"mlp_only_layers": [0]}, "mlp_only_layers"),
+            ("a Qwen2-MoE shared expert", {"shared_expert_intermediate_size": 16}, "shared_expert_intermediate_size"),
+            ("Qwen3-MoE without num_experts", {"num_experts": DROP}, "num_experts")]:
+        d = os.path.join(base, "moe_" + label.split()[0] + str(len(label)))
+        hf.write_hf_dir(d, {k: v for k, v in {**moe_cfg, **over}.items() if v is not DROP}, moe_good)
+        expect_refusal(binary, label, ["import", d, "--out", out], needle, out, failures)
     expect_refusal(binary, "paper keys under --format qwen3", ["import", variant("fmt"), "--out", out,
                                                                "--format", "qwen3"], "belongs to the paper's layout",
                    out, failures)
@@ -197,6 +218,15 @@ def check_refusals(binary, work, failures):
                    "ffn_hidden": 24, "max_seq_len": 16, "gate": {"position": "dense"}}, f)
     g5_ck = os.path.join(base, "g5_ckpt")
     run([binary, "init", "--config", g5, "--out", g5_ck])
+    shared = os.path.join(base, "shared.json")
+    with open(shared, "w") as f:
+        json.dump({"vocab_size": 20, "d_model": 16, "n_layers": 1, "n_heads": 2, "n_kv_heads": 1, "head_dim": 8,
+                   "ffn_hidden": 0, "max_seq_len": 16,
+                   "moe": {"n_experts": 4, "top_k": 2, "expert_hidden": 8, "n_shared": 1}}, f)
+    shared_ck = os.path.join(base, "shared_ckpt")
+    run([binary, "init", "--config", shared, "--out", shared_ck])
+    expect_refusal(binary, "export of a shared expert", ["export", shared_ck, "--format", "qwen3", "--out", out],
+                   "moe.n_shared", out, failures)
     expect_refusal(binary, "export --format paper of a G5 gate", ["export", g5_ck, "--format", "paper", "--out", out],
                    "gate.position", out, failures)
 
