@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
@@ -133,16 +134,57 @@ void add_vocabulary(Bytes& kv, const std::string& path, int64_t vocab_size) {
   kv.kv_bool("tokenizer.ggml.add_bos_token", false);
 }
 
+// "model.layers.7.x" -> ("model.layers.{i}.x", "7"); other names unchanged, layer "".
+std::pair<std::string, std::string> generic_name(const std::string& name) {
+  const std::string prefix = "model.layers.";
+  if (name.rfind(prefix, 0) != 0) return {name, ""};
+  const size_t dot = name.find('.', prefix.size());
+  return {prefix + "{i}" + name.substr(dot), name.substr(prefix.size(), dot - prefix.size())};
+}
+
+// One GGUF tensor: its name, shape (outermost first) and the gatedlm parameters stored one
+// after another in it: one, or for qwen3moe's stacked expert tensors one per expert.
+struct GgufTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<const model::ParamSpec*> parts;
+};
+
+// An MoE layer's tensors under llama.cpp's qwen3moe names: the router as ffn_gate_inp
+// [E, d], each kind of expert matrix stacked over the experts as ffn_{gate,up,down}_exps
+// [E, rows, cols]. Returns false for a name that is not an MoE tensor.
+bool add_moe_tensor(std::vector<GgufTensor>& out, std::map<std::string, size_t>& stacked, const model::ParamSpec& s) {
+  const auto [generic, layer] = generic_name(s.name);
+  const std::string mlp = "model.layers.{i}.mlp.", blk = "blk." + layer + ".";
+  if (generic.rfind(mlp, 0) != 0) return false;
+  const std::string rest = generic.substr(mlp.size());
+  if (rest == "gate.weight") {
+    out.push_back({blk + "ffn_gate_inp.weight", s.shape, {&s}});
+    return true;
+  }
+  if (rest.rfind("experts.", 0) != 0) return false;
+  const std::string kind = rest.substr(rest.find('.', 8) + 1);  // "gate_proj.weight", ...
+  const std::string name = blk + "ffn_" + kind.substr(0, kind.find('_')) + "_exps.weight";
+  auto [it, fresh] = stacked.try_emplace(name, out.size());
+  if (fresh) out.push_back({name, {0, s.shape[0], s.shape[1]}, {}});
+  GgufTensor& t = out[it->second];
+  t.parts.push_back(&s);
+  t.shape[0] = static_cast<int64_t>(t.parts.size());
+  return true;
+}
+
+std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout) {
+  std::vector<GgufTensor> out;
+  std::map<std::string, size_t> stacked;
+  for (const model::ParamSpec& s : layout.specs())
+    if (!add_moe_tensor(out, stacked, s)) out.push_back({gguf_tensor_name(s.name), s.shape, {&s}});
+  return out;
+}
+
 }  // namespace
 
 std::string gguf_tensor_name(const std::string& name) {
-  const std::string prefix = "model.layers.";
-  std::string generic = name, layer;
-  if (name.rfind(prefix, 0) == 0) {
-    const size_t dot = name.find('.', prefix.size());
-    layer = name.substr(prefix.size(), dot - prefix.size());
-    generic = prefix + "{i}" + name.substr(dot);
-  }
+  const auto [generic, layer] = generic_name(name);
   for (const GgufName& n : kQwen3Names)
     if (generic == n.ours) {
       std::string out = n.theirs;
@@ -169,22 +211,36 @@ void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& token
   if (c.sandwich_norm) refuse("sandwich_norm", "must be false");
   if (c.residual_clip != 0.0) refuse("residual_clip", "must be 0");
   if (c.switch_heads.on()) refuse("switch_heads", "must be absent (llama.cpp's qwen3 has no switch heads)");
+  if (c.moe.enabled()) {
+    if (c.moe.every != 1) refuse("moe.every", "must be 1 (llama.cpp's qwen3moe makes every layer sparse)");
+    if (c.moe.n_shared > 0) refuse("moe.n_shared", "must be 0 (llama.cpp's qwen3moe has no shared expert)");
+    if (!c.moe.norm_topk_prob)
+      refuse("moe.norm_topk_prob", "must be true (llama.cpp's qwen3moe renormalises the chosen experts' weights)");
+  }
 
+  // qwen3, or qwen3moe for MoE models: the same keys under the architecture's prefix.
+  const std::string arch = c.moe.enabled() ? "qwen3moe" : "qwen3";
+  const auto key = [&](const char* k) { return arch + "." + k; };
   Bytes kv;
-  kv.kv_str("general.architecture", "qwen3");
+  kv.kv_str("general.architecture", arch);
   kv.kv_str("general.name", "gatedlm export");
   kv.kv_u32("general.alignment", kAlignment);
   kv.kv_u32("general.file_type", dtype == GgufDtype::f32 ? 0 : 1);  // all F32 / mostly F16
-  kv.kv_u32("qwen3.context_length", static_cast<uint32_t>(c.max_seq_len));
-  kv.kv_u32("qwen3.embedding_length", static_cast<uint32_t>(c.d_model));
-  kv.kv_u32("qwen3.block_count", static_cast<uint32_t>(c.n_layers));
-  kv.kv_u32("qwen3.feed_forward_length", static_cast<uint32_t>(c.ffn_hidden));
-  kv.kv_u32("qwen3.attention.head_count", static_cast<uint32_t>(c.n_heads));
-  kv.kv_u32("qwen3.attention.head_count_kv", static_cast<uint32_t>(c.n_kv_heads));
-  kv.kv_u32("qwen3.attention.key_length", static_cast<uint32_t>(c.head_dim));
-  kv.kv_u32("qwen3.attention.value_length", static_cast<uint32_t>(c.head_dim));
-  kv.kv_f32("qwen3.rope.freq_base", static_cast<float>(c.rope_base));
-  kv.kv_f32("qwen3.attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+  kv.kv_u32(key("context_length"), static_cast<uint32_t>(c.max_seq_len));
+  kv.kv_u32(key("embedding_length"), static_cast<uint32_t>(c.d_model));
+  kv.kv_u32(key("block_count"), static_cast<uint32_t>(c.n_layers));
+  kv.kv_u32(key("feed_forward_length"), static_cast<uint32_t>(c.ffn_hidden));
+  kv.kv_u32(key("attention.head_count"), static_cast<uint32_t>(c.n_heads));
+  kv.kv_u32(key("attention.head_count_kv"), static_cast<uint32_t>(c.n_kv_heads));
+  kv.kv_u32(key("attention.key_length"), static_cast<uint32_t>(c.head_dim));
+  kv.kv_u32(key("attention.value_length"), static_cast<uint32_t>(c.head_dim));
+  kv.kv_f32(key("rope.freq_base"), static_cast<float>(c.rope_base));
+  kv.kv_f32(key("attention.layer_norm_rms_epsilon"), static_cast<float>(c.norm_eps));
+  if (c.moe.enabled()) {
+    kv.kv_u32(key("expert_count"), static_cast<uint32_t>(c.moe.n_experts));
+    kv.kv_u32(key("expert_used_count"), static_cast<uint32_t>(c.moe.top_k));
+    kv.kv_u32(key("expert_feed_forward_length"), static_cast<uint32_t>(c.moe.expert_hidden));
+  }
   if (!tokenizer_json.empty()) add_vocabulary(kv, tokenizer_json, c.vocab_size);
   else kv.kv_str("tokenizer.ggml.model", "no_vocab");
 
@@ -193,20 +249,23 @@ void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& token
   Bytes infos;
   uint64_t offset = 0;
   struct Placed {
-    const model::ParamSpec* spec;
+    const GgufTensor* tensor;
     bool f16;
     uint64_t offset;
   };
+  const std::vector<GgufTensor> tensors = gguf_tensors(layout);
   std::vector<Placed> placed;
-  for (const model::ParamSpec& s : layout.specs()) {
-    const bool f16 = dtype == GgufDtype::f16 && s.shape.size() >= 2;
-    infos.str(gguf_tensor_name(s.name));
-    infos.put<uint32_t>(static_cast<uint32_t>(s.shape.size()));
-    for (auto it = s.shape.rbegin(); it != s.shape.rend(); ++it) infos.put<uint64_t>(static_cast<uint64_t>(*it));
+  for (const GgufTensor& t : tensors) {
+    const bool f16 = dtype == GgufDtype::f16 && t.shape.size() >= 2;
+    int64_t numel = 0;
+    for (const model::ParamSpec* part : t.parts) numel += part->numel;
+    infos.str(t.name);
+    infos.put<uint32_t>(static_cast<uint32_t>(t.shape.size()));
+    for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it) infos.put<uint64_t>(static_cast<uint64_t>(*it));
     infos.put<uint32_t>(f16 ? kGgmlF16 : kGgmlF32);
     infos.put<uint64_t>(offset);
-    placed.push_back({&s, f16, offset});
-    offset += (static_cast<uint64_t>(s.numel) * (f16 ? 2 : 4) + kAlignment - 1) / kAlignment * kAlignment;
+    placed.push_back({&t, f16, offset});
+    offset += (static_cast<uint64_t>(numel) * (f16 ? 2 : 4) + kAlignment - 1) / kAlignment * kAlignment;
   }
 
   Bytes head;
@@ -224,19 +283,23 @@ void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& token
   uint64_t written = 0;
   for (const Placed& p : placed) {
     bytes.assign(static_cast<size_t>(p.offset - written), '\0');  // the previous tensor's padding
-    const float* v = ck.params.data() + p.spec->offset;
-    if (p.f16) {
-      const size_t at = bytes.size();
-      bytes.resize(at + static_cast<size_t>(p.spec->numel) * 2);
-      for (int64_t i = 0; i < p.spec->numel; ++i) {
-        const uint16_t x = f32_to_f16(v[i]);
-        std::memcpy(bytes.data() + at + 2 * i, &x, 2);
+    written = p.offset;
+    for (const model::ParamSpec* part : p.tensor->parts) {
+      const float* v = ck.params.data() + part->offset;
+      if (p.f16) {
+        const size_t at = bytes.size();
+        bytes.resize(at + static_cast<size_t>(part->numel) * 2);
+        for (int64_t i = 0; i < part->numel; ++i) {
+          const uint16_t x = f32_to_f16(v[i]);
+          std::memcpy(bytes.data() + at + 2 * i, &x, 2);
+        }
+      } else {
+        bytes.append(reinterpret_cast<const char*>(v), static_cast<size_t>(part->numel) * 4);
       }
-    } else {
-      bytes.append(reinterpret_cast<const char*>(v), static_cast<size_t>(p.spec->numel) * 4);
+      written += static_cast<uint64_t>(part->numel) * (p.f16 ? 2 : 4);
     }
     file.write(bytes);
-    written = p.offset + static_cast<uint64_t>(p.spec->numel) * (p.f16 ? 2 : 4);
+    bytes.clear();
   }
   const uint64_t end = (written + kAlignment - 1) / kAlignment * kAlignment;
   bytes.assign(static_cast<size_t>(end - written), '\0');

@@ -6,7 +6,10 @@
 //
 // gatedlm writes llama.cpp's `qwen3` architecture, F32 or F16 (matrices F16, norms F32),
 // for ungated models without attention biases (llama.cpp's qwen3 graph has neither), with
-// the byte-level BPE vocabulary of a tokenizer.json when the checkpoint carries one.
+// the byte-level BPE vocabulary of a tokenizer.json when the checkpoint carries one; MoE
+// models (every layer sparse, no shared expert, renormalised top-k) as `qwen3moe`, the
+// router as ffn_gate_inp and each kind of expert matrix stacked over the experts
+// (ffn_{gate,up,down}_exps [E, rows, cols]).
 #include <cstdint>
 #include <string>
 #include <variant>

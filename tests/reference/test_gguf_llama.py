@@ -3,8 +3,8 @@
 
 llama.cpp's prebuilt CPU libraries come from npm's @node-llama-cpp/linux-x64 (fetched once
 with `npm pack` into ~/.cache/gatedlm/llama, or $GATEDLM_CACHE/llama). A small random Qwen3
-model with a byte-level BPE tokenizer.json is imported into gatedlm, exported as GGUF (F32
-and F16), and tests/llama/llama_probe feeds a prompt to llama.cpp token by token:
+model (and a Qwen3-MoE one, GGUF architecture qwen3moe) with a byte-level BPE
+tokenizer.json is imported into gatedlm, exported as GGUF (F32 and F16), and tests/llama/llama_probe feeds a prompt to llama.cpp token by token:
   - its logits at every prompt position match gatedlm's (relative L2; llama.cpp keeps its
     K/V cache in F16 by default, hence tolerances of 3e-3 (F32) and 5e-3 (F16)),
   - its greedy continuation of 32 tokens is the one gatedlm predicts (argmax of gatedlm's
@@ -117,51 +117,64 @@ def main(argv=None):
     work, tmp = work_directory(args.workdir, "gatedlm_gguf_")
     failures = []
     try:
-        cfg = {"model_type": "qwen3", "vocab_size": 300, "hidden_size": 64, "intermediate_size": 96,
-               "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
-               "max_position_embeddings": 128, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
-               "tie_word_embeddings": False}
-        src = os.path.join(work, "hf")
-        shutil.rmtree(src, ignore_errors=True)
-        hf.write_hf_dir(src, cfg, hf.random_tensors(cfg, seed=11, std=0.15))
-        with open(os.path.join(src, "tokenizer.json"), "w") as f:
-            json.dump(byte_level_tokenizer(cfg["vocab_size"]), f)
-        ck = os.path.join(work, "ckpt")
-        shutil.rmtree(ck, ignore_errors=True)
-        run([binary, "import", src, "--out", ck])
-        prompt = [int(t) for t in np.random.default_rng(3).integers(0, 256, size=12)]
-        for dtype in ("f32", "f16"):
-            out = os.path.join(work, f"gguf_{dtype}")
-            shutil.rmtree(out, ignore_errors=True)
-            run([binary, "export", ck, "--format", "gguf", "--dtype", dtype, "--out", out])
-            lines = run([probe, libdir, os.path.join(out, "model.gguf"), str(GENERATE)] + list(map(str, prompt)))
-            rows = [ln.split() for ln in lines.splitlines()]
-            llama_logits = np.array([[float(v) for v in r[1:]] for r in rows if r and r[0] == "logits"])
-            greedy = [int(v) for r in rows if r and r[0] == "greedy" for v in r[1:]]
-            full = prompt + greedy
-            tok = os.path.join(work, "tokens.txt")
-            with open(tok, "w") as f:
-                f.write(" ".join(map(str, full)) + "\n")
-            dump = os.path.join(work, "engine.safetensors")
-            run([binary, "debug", "grads", "--checkpoint", ck, "--token-ids", tok, "--out", dump])
-            ours = hf.read_safetensors(dump)["logits"][1][0]  # [T, V]
-            err = float(np.linalg.norm(llama_logits - ours[:len(prompt)]) / np.linalg.norm(ours[:len(prompt)]))
-            ours_greedy = [int(np.argmax(ours[t])) for t in range(len(prompt) - 1, len(full) - 1)]
-            same = ours_greedy == greedy and len(greedy) == GENERATE
-            ok = err <= TOL[dtype] and same
-            print(f"gguf {dtype}: prompt logits rel L2 {err:.2e} (tol {TOL[dtype]:.0e}); greedy {GENERATE} tokens "
-                  f"{'identical' if same else 'DIFFER'}  {'PASS' if ok else 'FAIL'}")
-            print(f"  llama.cpp {greedy}\n  gatedlm   {ours_greedy}")
-            if len(set(greedy)) < 4:
-                print("  the continuation is nearly constant: the check would say little")
-                ok = False
-            if not ok:
-                failures.append(dtype)
+        for name, cfg in CASES.items():
+            check_model(binary, probe, libdir, work, name, cfg, failures)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
     print(f"{len(failures)} failure(s)")
     return 1 if failures else 0
+
+
+DENSE = {"model_type": "qwen3", "vocab_size": 300, "hidden_size": 64, "intermediate_size": 96,
+         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+         "max_position_embeddings": 128, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": False}
+CASES = {
+    "qwen3": DENSE,
+    # Qwen3-MoE (GGUF architecture qwen3moe): 8 experts, top 2, renormalised, every layer.
+    "qwen3moe": {**DENSE, "model_type": "qwen3_moe", "num_experts": 8, "num_experts_per_tok": 2,
+                 "moe_intermediate_size": 32, "norm_topk_prob": True, "decoder_sparse_step": 1},
+}
+
+
+def check_model(binary, probe, libdir, work, name, cfg, failures):
+    """Import a random model of config cfg, export it as GGUF F32 and F16, run both in llama.cpp."""
+    src = os.path.join(work, name, "hf")
+    shutil.rmtree(src, ignore_errors=True)
+    hf.write_hf_dir(src, cfg, hf.random_tensors(cfg, seed=11, std=0.15))
+    with open(os.path.join(src, "tokenizer.json"), "w") as f:
+        json.dump(byte_level_tokenizer(cfg["vocab_size"]), f)
+    ck = os.path.join(work, name, "ckpt")
+    shutil.rmtree(ck, ignore_errors=True)
+    run([binary, "import", src, "--out", ck])
+    prompt = [int(t) for t in np.random.default_rng(3).integers(0, 256, size=12)]
+    for dtype in ("f32", "f16"):
+        out = os.path.join(work, name, f"gguf_{dtype}")
+        shutil.rmtree(out, ignore_errors=True)
+        run([binary, "export", ck, "--format", "gguf", "--dtype", dtype, "--out", out])
+        lines = run([probe, libdir, os.path.join(out, "model.gguf"), str(GENERATE)] + list(map(str, prompt)))
+        rows = [ln.split() for ln in lines.splitlines()]
+        llama_logits = np.array([[float(v) for v in r[1:]] for r in rows if r and r[0] == "logits"])
+        greedy = [int(v) for r in rows if r and r[0] == "greedy" for v in r[1:]]
+        full = prompt + greedy
+        tok = os.path.join(work, name, "tokens.txt")
+        with open(tok, "w") as f:
+            f.write(" ".join(map(str, full)) + "\n")
+        dump = os.path.join(work, name, "engine.safetensors")
+        run([binary, "debug", "grads", "--checkpoint", ck, "--token-ids", tok, "--out", dump])
+        ours = hf.read_safetensors(dump)["logits"][1][0]  # [T, V]
+        err = float(np.linalg.norm(llama_logits - ours[:len(prompt)]) / np.linalg.norm(ours[:len(prompt)]))
+        ours_greedy = [int(np.argmax(ours[t])) for t in range(len(prompt) - 1, len(full) - 1)]
+        same = ours_greedy == greedy and len(greedy) == GENERATE
+        ok = err <= TOL[dtype] and same
+        print(f"{name} gguf {dtype}: prompt logits rel L2 {err:.2e} (tol {TOL[dtype]:.0e}); greedy {GENERATE} tokens "
+              f"{'identical' if same else 'DIFFER'}  {'PASS' if ok else 'FAIL'}")
+        print(f"  llama.cpp {greedy}\n  gatedlm   {ours_greedy}")
+        if len(set(greedy)) < 4:
+            print("  the continuation is nearly constant: the check would say little")
+            ok = False
+        if not ok:
+            failures.append(f"{name} {dtype}")
 
 
 if __name__ == "__main__":
