@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 
 #include "core/error.h"
@@ -120,6 +121,26 @@ std::string table(const std::vector<std::vector<std::string>>& rows, const std::
   return out;
 }
 
+}  // namespace
+
+json run_tokens_per_s(const std::string& run_dir) {
+  std::ifstream in(fs::path(run_dir) / "metrics.jsonl");
+  std::map<int64_t, double> step_tps;  // by step: a resumed segment may repeat a step it redoes
+  std::string line;
+  while (std::getline(in, line)) {
+    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("step") || !j.contains("tokens_per_s") || !j["tokens_per_s"].is_number()) continue;
+    const double tps = j["tokens_per_s"].get<double>();
+    if (tps > 0) step_tps[j["step"].get<int64_t>()] = tps;
+  }
+  if (step_tps.empty()) return nullptr;
+  double seconds_per_token = 0;  // steps have the same tokens: the harmonic mean of their rates
+  for (const auto& [step, tps] : step_tps) seconds_per_token += 1.0 / tps;
+  return static_cast<double>(step_tps.size()) / seconds_per_token;
+}
+
+namespace {
+
 json run_record(const ResultsRun& r) {
   const fs::path dir(r.dir);
   const json summary = read_json_or_null((dir / "summary.json").string());
@@ -165,7 +186,7 @@ json run_record(const ResultsRun& r) {
   }
   rec["attn_out_sparsity_lt_1e-2"] = sparsity;
   rec["spikes"] = number_at(summary, {"spikes", "count"});
-  rec["tokens_per_s"] = number_at(summary, {"tokens_per_s"});
+  rec["tokens_per_s"] = run_tokens_per_s(r.dir);
   rec["train_elapsed_s"] = number_at(summary, {"elapsed_s"});
   rec["analysis"] = analysis.is_object() ? json((dir / "analysis.json").string()) : json(nullptr);
   return rec;

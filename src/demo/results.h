@@ -36,6 +36,13 @@ struct Results {
   std::string json_text, markdown, terminal;
 };
 
+// A run's training throughput over all its steps, from RUN/metrics.jsonl: the tokens of
+// the step records over the time they took (each step's tokens / its tokens_per_s), so a
+// run trained in several segments (the demo's budget plan) counts every segment; null
+// without step records. (summary.json's tokens_per_s is the last segment's alone: 0 when
+// the last segment only evaluated.)
+nlohmann::json run_tokens_per_s(const std::string& run_dir);
+
 // Missing files or keys become null in the JSON and "—" in the table.
 Results collect_results(const ResultsInput& input);
 
