@@ -8,6 +8,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "io/half_float.h"
+#include "io/hf_names.h"
 #include "model/param_layout.h"
 
 namespace gatedlm::io {
@@ -132,14 +133,6 @@ void add_vocabulary(Bytes& kv, const std::string& path, int64_t vocab_size) {
     kv.kv_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(eos));
   }
   kv.kv_bool("tokenizer.ggml.add_bos_token", false);
-}
-
-// "model.layers.7.x" -> ("model.layers.{i}.x", "7"); other names unchanged, layer "".
-std::pair<std::string, std::string> generic_name(const std::string& name) {
-  const std::string prefix = "model.layers.";
-  if (name.rfind(prefix, 0) != 0) return {name, ""};
-  const size_t dot = name.find('.', prefix.size());
-  return {prefix + "{i}" + name.substr(dot), name.substr(prefix.size(), dot - prefix.size())};
 }
 
 // One GGUF tensor: its name, shape (outermost first) and the gatedlm parameters stored one

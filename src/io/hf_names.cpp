@@ -45,15 +45,6 @@ const std::vector<NameRule> kPaper = table_with({
     {"model.layers.{i}.self_attn.gate.bias", "model.layers.{i}.self_attn.q_proj.bias", RowPart::paper_gate},
 });
 
-// "model.layers.7.x" -> ("model.layers.{i}.x", "7"); other names unchanged, layer "".
-std::pair<std::string, std::string> generic_name(const std::string& name) {
-  const std::string prefix = "model.layers.";
-  if (name.rfind(prefix, 0) != 0) return {name, ""};
-  const size_t dot = name.find('.', prefix.size());
-  if (dot == std::string::npos) return {name, ""};
-  return {prefix + "{i}" + name.substr(dot), name.substr(prefix.size(), dot - prefix.size())};
-}
-
 // The MoE FFN's tensors (model/moe_config.h) carry Qwen3-MoE's / Qwen2-MoE's names in
 // both formats: "model.layers.{i}.mlp.gate.weight", "...mlp.experts.{e}.*", "...mlp.shared_expert*".
 bool moe_tensor(const std::string& generic) {
@@ -82,6 +73,14 @@ PaperGroups paper_groups(const model::ModelConfig& c) {
 }
 
 }  // namespace
+
+std::pair<std::string, std::string> generic_name(const std::string& name) {
+  const std::string prefix = "model.layers.";
+  if (name.rfind(prefix, 0) != 0) return {name, ""};
+  const size_t dot = name.find('.', prefix.size());
+  if (dot == std::string::npos) return {name, ""};
+  return {prefix + "{i}" + name.substr(dot), name.substr(prefix.size(), dot - prefix.size())};
+}
 
 const std::vector<NameRule>& name_table(HfFormat format) { return format == HfFormat::paper ? kPaper : kQwen3; }
 

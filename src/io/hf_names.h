@@ -9,6 +9,7 @@
 // and the blocks follow each other in group order.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/hf_config.h"
@@ -29,6 +30,11 @@ struct NameRule {
   const char* theirs;  // Hugging Face name
   RowPart part;
 };
+
+// A parameter name with its layer index taken out: "model.layers.7.x" ->
+// ("model.layers.{i}.x", "7"); a name outside the layers unchanged, with layer "". The
+// name tables (here and GGUF's, io/gguf.cpp) are written in the generic form.
+std::pair<std::string, std::string> generic_name(const std::string& name);
 
 // The table of one format, in no particular order.
 const std::vector<NameRule>& name_table(HfFormat format);

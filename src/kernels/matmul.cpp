@@ -79,6 +79,17 @@ struct OneDnn {
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, engine);
     return cache.emplace(key, Entry{pd, dnnl::matmul(pd)}).first->second;
   }
+
+  // Runs a cached primitive on A and C (as its descriptors say) and weights b, and waits.
+  void run(const Entry& e, const void* A, const dnnl::memory& b, float* C) {
+    dnnl::memory a_mem(e.pd.src_desc(), engine, const_cast<void*>(A));
+    dnnl::memory c_mem(e.pd.dst_desc(), engine, C);
+    e.prim.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c_mem}});
+    stream.wait();
+  }
+  void run(const Entry& e, const void* A, const void* B, float* C) {
+    run(e, A, dnnl::memory(e.pd.weights_desc(), engine, const_cast<void*>(B)), C);
+  }
 };
 
 // Converts the rows x cols values of a matrix stored with row stride ld into buf (same
@@ -200,11 +211,7 @@ void matmul<float>(float* C, const float* A, const float* B, MatmulShape s) {
   if (!t_bf16 && t_packed && !s.trans_a && s.trans_b && s.M <= kPackedRows &&
       PackedWeightsAccess::covers(*t_packed, B, s)) {
     const OneDnn::Entry& e = dnn.primitive(s, /*bf16=*/false, {1, 0, 0, 0}, /*packed_b=*/true);
-    dnnl::memory b_mem = PackedWeightsAccess::copy_of(*t_packed, B, s, e.pd.weights_desc());
-    dnnl::memory a_mem(e.pd.src_desc(), dnn.engine, const_cast<float*>(A));
-    dnnl::memory c_mem(e.pd.dst_desc(), dnn.engine, C);
-    e.prim.execute(dnn.stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
-    dnn.stream.wait();
+    dnn.run(e, A, PackedWeightsAccess::copy_of(*t_packed, B, s, e.pd.weights_desc()), C);
     return;
   }
   // bf16 scope: native products take bf16 operands; the emulation rounds the operands to
@@ -226,11 +233,7 @@ void matmul<float>(float* C, const float* A, const float* B, MatmulShape s) {
     a_ptr = convert_stored_rows(a_rounded, A, a_rows, a_cols, s.lda, round_to_bf16);
     b_ptr = convert_stored_rows(b_rounded, B, b_rows, b_cols, s.ldb, round_to_bf16);
   }
-  dnnl::memory a_mem(e.pd.src_desc(), dnn.engine, a_ptr);
-  dnnl::memory b_mem(e.pd.weights_desc(), dnn.engine, b_ptr);
-  dnnl::memory c_mem(e.pd.dst_desc(), dnn.engine, C);
-  e.prim.execute(dnn.stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
-  dnn.stream.wait();
+  dnn.run(e, a_ptr, b_ptr, C);
 }
 
 template <>
@@ -250,11 +253,7 @@ void batched_matmul<float>(float* C, const float* A, const float* B, MatmulShape
   }
   OneDnn& dnn = OneDnn::get();
   const OneDnn::Entry& e = dnn.primitive(s, /*bf16=*/false, b);
-  dnnl::memory a_mem(e.pd.src_desc(), dnn.engine, const_cast<float*>(A));
-  dnnl::memory b_mem(e.pd.weights_desc(), dnn.engine, const_cast<float*>(B));
-  dnnl::memory c_mem(e.pd.dst_desc(), dnn.engine, C);
-  e.prim.execute(dnn.stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
-  dnn.stream.wait();
+  dnn.run(e, A, B, C);
 }
 
 MatmulPrecisionScope::MatmulPrecisionScope(bool bf16) : previous_(t_bf16) { t_bf16 = bf16; }
