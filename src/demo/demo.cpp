@@ -29,7 +29,7 @@
 #include "model/init.h"
 #include "model/model.h"
 #include "model/param_layout.h"
-#include "train/batches.h"
+#include "io/token_windows.h"
 #include "train/optimizer.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
@@ -202,7 +202,7 @@ Speed measure_speed(const model::ModelConfig& cfg, const train::TrainConfig& tc,
   auto step = [&](int64_t s) {
     m.zero_grads();
     for (int64_t micro = 0; micro < tc.grad_accum; ++micro) {
-      train::Batch b = train::training_batch(train, tc.batch_size, tc.seq_len, bos, tc.seed, s, micro);
+      io::Batch b = io::training_batch(train, tc.batch_size, tc.seq_len, bos, tc.seed, s, micro);
       m.forward(b.inputs.data(), b.targets.data(), b.batch, b.seq);
       m.backward();
     }

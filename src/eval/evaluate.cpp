@@ -3,14 +3,14 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "train/batches.h"
+#include "io/token_windows.h"
 
 namespace gatedlm::eval {
 
 BatchLosses evaluate_batches(model::Model<float>& model, const std::vector<int32_t>& stream, int32_t bos,
                              int64_t seq_len, int64_t max_tokens, int64_t batch_size, int64_t shard,
                              int64_t shards, const std::function<bool()>& should_stop) {
-  const auto offsets = train::evaluation_offsets(static_cast<int64_t>(stream.size()), seq_len, max_tokens);
+  const auto offsets = io::evaluation_offsets(static_cast<int64_t>(stream.size()), seq_len, max_tokens);
   if (offsets.empty())
     fail("evaluation needs at least ", seq_len, " tokens, the held-out stream has ", stream.size());
   const size_t batches = (offsets.size() + batch_size - 1) / batch_size;
@@ -22,8 +22,8 @@ BatchLosses evaluate_batches(model::Model<float>& model, const std::vector<int32
     }
     const size_t first = k * batch_size;
     const int64_t rows = std::min<int64_t>(batch_size, static_cast<int64_t>(offsets.size() - first));
-    train::Batch b{rows, seq_len, std::vector<int32_t>(rows * seq_len), std::vector<int32_t>(rows * seq_len)};
-    for (int64_t r = 0; r < rows; ++r) train::fill_window(b, r, stream, offsets[first + r], bos);
+    io::Batch b{rows, seq_len, std::vector<int32_t>(rows * seq_len), std::vector<int32_t>(rows * seq_len)};
+    for (int64_t r = 0; r < rows; ++r) io::fill_window(b, r, stream, offsets[first + r], bos);
     const double mean = model.forward(b.inputs.data(), b.targets.data(), rows, seq_len);
     sums.loss_sum[k] = mean * static_cast<double>(model.counted_targets());
     sums.tokens[k] = static_cast<double>(model.counted_targets());

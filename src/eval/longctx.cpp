@@ -10,7 +10,7 @@
 #include "core/rng.h"
 #include "model/model.h"
 #include "model/rope_scaling.h"
-#include "train/batches.h"
+#include "io/token_windows.h"
 
 namespace gatedlm::eval {
 
@@ -35,7 +35,7 @@ json rope_json(const model::ModelConfig& c) {
 // Perplexity by position on held-out windows [BOS] + s[o : o+L-1] predicting s[o : o+L].
 json position_perplexity(model::Model<float>& m, const LongctxInput& in, const LongctxOptions& o, int64_t length,
                          int64_t train_len) {
-  const auto offsets = train::evaluation_offsets(static_cast<int64_t>(in.heldout.size()), length,
+  const auto offsets = io::evaluation_offsets(static_cast<int64_t>(in.heldout.size()), length,
                                                  o.ppl_windows * length);
   if (offsets.empty())
     return json{{"skipped", cat("the held-out text has ", in.heldout.size(), " tokens, fewer than one window of ",
@@ -46,8 +46,8 @@ json position_perplexity(model::Model<float>& m, const LongctxInput& in, const L
   const int64_t batch = std::max<int64_t>(1, o.batch_tokens / length);
   for (size_t first = 0; first < offsets.size(); first += batch) {
     const int64_t rows = std::min<int64_t>(batch, static_cast<int64_t>(offsets.size() - first));
-    train::Batch b{rows, length, std::vector<int32_t>(rows * length), std::vector<int32_t>(rows * length)};
-    for (int64_t r = 0; r < rows; ++r) train::fill_window(b, r, in.heldout, offsets[first + r], in.bos);
+    io::Batch b{rows, length, std::vector<int32_t>(rows * length), std::vector<int32_t>(rows * length)};
+    for (int64_t r = 0; r < rows; ++r) io::fill_window(b, r, in.heldout, offsets[first + r], in.bos);
     m.forward(b.inputs.data(), b.targets.data(), rows, length);
     const float* losses = m.token_losses();
     for (int64_t r = 0; r < rows; ++r)

@@ -24,7 +24,7 @@
 #include "kernels/bf16_support.h"
 #include "model/init.h"
 #include "model/model.h"
-#include "train/batches.h"
+#include "io/token_windows.h"
 #include "train/data_parallel.h"
 #include "train/moe_balance.h"
 #include "train/optimizer.h"
@@ -416,16 +416,16 @@ TrainOutcome train_loop(const TrainRequest& req, RunSetup& s, const fs::path& ru
     // sums over the ranks and leaves the step's mean gradient in model.grads().
     std::vector<double> micro_losses(share.count), micro_lb(share.count), micro_z(share.count);
     auto micro_batch = [&](int64_t i) {
-      return training_batch(train_stream, tc.batch_size, tc.seq_len, mf.bos_id, tc.seed, state.step,
+      return io::training_batch(train_stream, tc.batch_size, tc.seq_len, mf.bos_id, tc.seed, state.step,
                             share.first + i);
     };
     balance.begin_step([&](int64_t i) {
-      const Batch b = micro_batch(i);
+      const io::Batch b = micro_batch(i);
       return model.route_counts(b.inputs.data(), b.batch, b.seq);
     });
     for (int64_t i = 0; i < share.count && !stop_mid_step(); ++i) {
       model.zero_grads();
-      Batch b = micro_batch(i);
+      io::Batch b = micro_batch(i);
       micro_losses[i] = model.forward(b.inputs.data(), b.targets.data(), b.batch, b.seq);
       balance.after_forward();
       const model::MoeAuxLosses aux = model.moe_aux();

@@ -1,9 +1,9 @@
-#include "train/batches.h"
+#include "io/token_windows.h"
 
 #include "core/error.h"
 #include "core/rng.h"
 
-namespace gatedlm::train {
+namespace gatedlm::io {
 
 void fill_window(Batch& b, int64_t row, const std::vector<int32_t>& stream, int64_t offset, int32_t bos) {
   int32_t* in = b.inputs.data() + row * b.seq;
@@ -35,4 +35,4 @@ std::vector<int64_t> evaluation_offsets(int64_t stream_size, int64_t seq, int64_
   return offsets;
 }
 
-}  // namespace gatedlm::train
+}  // namespace gatedlm::io

@@ -1,11 +1,11 @@
 #pragma once
-// Turning a token stream into training and evaluation batches. Every sequence starts with
-// BOS: inputs are [BOS, s[o], ..., s[o+L-2]] and targets [s[o], ..., s[o+L-1]], so each
+// Cutting a token stream into windows: training and evaluation batches (io/, since both
+// train/ and eval/ read them). Every sequence starts with BOS: inputs are [BOS, s[o], ..., s[o+L-2]] and targets [s[o], ..., s[o+L-1]], so each
 // window predicts L stream tokens, the first of them from BOS alone.
 #include <cstdint>
 #include <vector>
 
-namespace gatedlm::train {
+namespace gatedlm::io {
 
 struct Batch {
   int64_t batch = 0, seq = 0;
@@ -25,4 +25,4 @@ Batch training_batch(const std::vector<int32_t>& stream, int64_t batch, int64_t 
 // at offset k*L. At most max_tokens predicted tokens (0 = all whole windows).
 std::vector<int64_t> evaluation_offsets(int64_t stream_size, int64_t seq, int64_t max_tokens);
 
-}  // namespace gatedlm::train
+}  // namespace gatedlm::io
