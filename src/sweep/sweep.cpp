@@ -26,6 +26,7 @@
 #include "model/model.h"
 #include "sweep/spec.h"
 #include "sweep/tables.h"
+#include "train/metrics_log.h"
 #include "train/trainer.h"
 
 namespace gatedlm::sweep {
@@ -66,19 +67,13 @@ json number_or_null(const json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_number() ? j[key] : json(nullptr);
 }
 
-// The step losses of a run's metrics.jsonl, in order.
+// The step losses of a run's metrics.jsonl, in order (train/metrics_log.h's policy).
 std::vector<double> step_losses(const fs::path& run) {
+  const train::MetricsLog log = train::read_metrics_log(run / "metrics.jsonl", train::IfMissing::empty);
+  if (log.dropped_last_line) std::fprintf(stderr, "note: %s\n", log.dropped_last_line->c_str());
   std::vector<double> out;
-  std::ifstream in(run / "metrics.jsonl");
-  std::string line;
-  while (std::getline(in, line)) {
-    try {
-      const json j = json::parse(line);
-      if (j.contains("loss") && j["loss"].is_number()) out.push_back(j["loss"].get<double>());
-    } catch (const json::exception&) {
-      break;
-    }
-  }
+  for (const json& record : log.records)
+    if (record.contains("loss") && record["loss"].is_number()) out.push_back(record["loss"].get<double>());
   return out;
 }
 

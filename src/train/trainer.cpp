@@ -26,6 +26,7 @@
 #include "model/model.h"
 #include "io/token_windows.h"
 #include "train/data_parallel.h"
+#include "train/metrics_log.h"
 #include "train/moe_balance.h"
 #include "train/optimizer.h"
 #include "train/run_dir.h"
@@ -49,34 +50,11 @@ bool may_change_on_resume(const std::string& key) {
 
 json read_json(const fs::path& path) { return read_json_file(path.string(), "run file"); }
 
-// Keeps the records of steps <= last_step (those the checkpoint has seen).
-void truncate_metrics(const fs::path& path, int64_t last_step) {
-  if (!fs::exists(path)) return;
-  std::ifstream in(path);
-  std::string line, kept;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    try {
-      if (json::parse(line).value("step", int64_t{0}) <= last_step) kept += line + "\n";
-    } catch (const json::parse_error&) {
-      break;  // a line cut by a crash: drop it and everything after
-    }
-  }
-  write_file_atomic(path.string(), kept);
-}
-
 // Whether metrics.jsonl holds the evaluation of `step` (one cut short by a signal is not
 // recorded, and the resumed run does it first).
 bool has_evaluation_record(const fs::path& path, int64_t step) {
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    try {
-      const json j = json::parse(line);
-      if (j.contains("val_loss") && j.value("step", int64_t{-1}) == step) return true;
-    } catch (const json::parse_error&) {
-    }
-  }
+  for (const json& record : read_metrics_log(path, IfMissing::empty).records)
+    if (record.contains("val_loss") && record_step(record) == step) return true;
   return false;
 }
 
@@ -262,7 +240,8 @@ RunSetup setup_resume(const TrainRequest& req, std::optional<RunLock>& lock) {
     s.state.planned_steps = s.config.planned_steps() > 0 ? std::max(s.config.planned_steps(), s.state.step) : 0;
   }
   s.state.train_config = train_config_to_json(s.config);
-  truncate_metrics(run / "metrics.jsonl", s.state.step);
+  if (const auto dropped = keep_records_through_step(run / "metrics.jsonl", s.state.step))
+    std::fprintf(stderr, "note: %s\n", dropped->c_str());
   return s;
 }
 
@@ -291,13 +270,10 @@ TrainOutcome train_loop(const TrainRequest& req, RunSetup& s, const fs::path& ru
   spikes.restore({s.state.loss_history.begin(), s.state.loss_history.end()}, s.state.spike_steps);
   TrainingState& state = s.state;
 
-  std::ofstream metrics;  // rank 0 writes the run directory
-  if (rank0) {
-    metrics.open(run / "metrics.jsonl", std::ios::app);
-    if (!metrics) fail((run / "metrics.jsonl").string(), ": cannot write");
-  }
+  std::optional<MetricsWriter> metrics;  // rank 0 writes the run directory
+  if (rank0) metrics.emplace(run / "metrics.jsonl");
   auto record = [&](const json& j) {
-    if (rank0) metrics << j.dump() << "\n" << std::flush;
+    if (rank0) metrics->append(j);
   };
   dist::GradientSum grad_sum(comm, model.grads().size(), share.count);
   StepBalance balance(model, comm, share.count);  // MoE: the step's expert loads (train/moe_balance.h)
