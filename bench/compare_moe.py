@@ -11,7 +11,7 @@ auxiliary losses included:
   - PyTorch eager (bench/torch_peer.py, MoeFFN): the usual loop over experts of Hugging
     Face's Qwen2-MoE / Qwen3-MoE blocks (topk, one_hot mask, index_add_), 2 threads,
     OMP_WAIT_POLICY=PASSIVE; gatedlm likewise with GATEDLM_OPENMP_WAITING=passive (the
-    faster setting for both on a shared machine, README "Shared cores").
+    faster setting for both on a shared machine, docs/cpus-and-threads.md "Shared cores").
 The two sides alternate (engine, torch, engine, torch) and each reports the median over
 its rounds, so a busy moment of the machine hits both.
 

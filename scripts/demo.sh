@@ -9,5 +9,5 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # Build output goes to stderr with the demo's progress; stdout is left for the table.
 GATEDLM_WITH_DEMO_DEPS=1 "$ROOT/scripts/setup.sh" >&2
 # With other programs on the same cores gatedlm runs fewer OpenMP threads by itself
-# (README, "Shared cores"); OMP_NUM_THREADS or OMP_WAIT_POLICY set here are passed on.
+# (docs/cpus-and-threads.md, "Shared cores"); OMP_NUM_THREADS or OMP_WAIT_POLICY set here are passed on.
 exec "$ROOT/${GATEDLM_BUILD_DIR:-build}/gatedlm" demo "$@"
