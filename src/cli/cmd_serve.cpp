@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/infer_options.h"
+#include "cli/number_checks.h"
 #include "infer/model_files.h"
 #include "serve/http_server.h"
 
@@ -12,6 +13,7 @@ void register_serve(CLI::App& app) {
   struct Options {
     std::string checkpoint, tokenizer;
     serve::ServeOptions serve;
+    double request_timeout_s = 10;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
@@ -29,12 +31,29 @@ void register_serve(CLI::App& app) {
                 "(as much memory again as the weights, made when such a batch first runs)");
   sub->add_option("--max-queue", opt->serve.max_queue, "requests waiting for a slot before 503")->capture_default_str();
   sub->add_option("--context", opt->serve.context, "tokens per request, prompt and completion (0: max_seq_len)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(at_least(0));
   sub->add_option("--api-key", opt->serve.api_key, "require Authorization: Bearer KEY (401 otherwise)");
-  sub->add_option("--max-body-bytes", opt->serve.max_body_bytes, "largest request body (413 above)")
-      ->capture_default_str();
+  sub->add_option("--max-body-bytes", opt->serve.max_body_bytes,
+                  "largest request body, as sent and as decoded from gzip, deflate or br (413 above)")
+      ->capture_default_str()
+      ->check(at_least(1));
+  sub->add_option("--max-connections", opt->serve.connections.max_connections,
+                  "open connections in all, one worker thread each (503 above; /health is still answered)")
+      ->capture_default_str()
+      ->check(at_least(1));
+  sub->add_option("--max-connections-per-client", opt->serve.connections.max_per_client,
+                  "open connections from one client address (503 above)")
+      ->capture_default_str()
+      ->check(at_least(1));
+  sub->add_option("--request-timeout", opt->request_timeout_s,
+                  "seconds to receive one whole request, headers and body (408 after, and the connection closed)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 3600.0));
   sub->add_option("--model-name", opt->serve.model_name, "the model id reported by /v1/models")->capture_default_str();
   sub->callback([opt] {
+    opt->serve.connections.request_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(opt->request_timeout_s * 1000 + 0.5));
     infer::LoadedModel lm = infer::load_model(opt->checkpoint, opt->tokenizer);
     serve::serve(*lm.model, *lm.tokenizer, opt->serve);
   });

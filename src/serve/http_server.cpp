@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "infer/scheduler.h"
 #include "serve/completion_request.h"
+#include "serve/request_body.h"
 
 namespace gatedlm::serve {
 
@@ -47,36 +48,50 @@ int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-}  // namespace
+bool reads_body(const std::string& path) { return path == "/v1/completions" || path == "/tokenize" || path == "/detokenize"; }
 
-void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const ServeOptions& o) {
-  if (o.max_batch < 1) fail("--max-batch must be at least 1, got ", o.max_batch);
-  if (o.max_queue < 0) fail("--max-queue must not be negative, got ", o.max_queue);
-  if (o.port < 0 || o.port > 65535) fail("--port must be in [0, 65535], got ", o.port);
-  infer::Scheduler scheduler(model, {o.max_batch, o.max_queue, o.context, o.packed_weights});
-  const int64_t vocab = model.config().vocab_size, context = scheduler.context();
-  std::random_device entropy;
-  std::mutex seed_mu;
-  std::mt19937_64 seeds((static_cast<uint64_t>(entropy()) << 32) ^ entropy());
+bool carries_body(const httplib::Request& req) {
+  return req.has_header("Transfer-Encoding") ||
+         (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
+}
 
-  // Responses still being written; SIGTERM waits for them (httplib's stop() would cut a
-  // chunked response short) while new completions get 503.
-  std::atomic<int64_t> open_responses{0};
-  std::atomic<bool> draining{false};
+// An answer given without reading the request's body: the connection closes after it, as
+// the bytes that follow are the body, not a next request.
+void refuse_unread(httplib::Response& res) {
+  close_after_response();
+  res.set_header("Connection", "close");
+}
 
-  httplib::Server svr;
-  const int threads = o.threads;
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+// Everything answered before a handler reads a body: the API key, a body sent where none
+// is read (httplib would read it whole into memory, with no limit on a chunked one), a
+// Content-Length over the limit behind "Expect: 100-continue"; JSON for the library's errors.
+void install_guards(GuardedServer& svr, const ServeOptions& o) {
   svr.set_payload_max_length(static_cast<size_t>(o.max_body_bytes));
-  svr.set_read_timeout(30, 0);
+  svr.set_read_timeout(o.connections.request_timeout);
   svr.set_write_timeout(30, 0);
-  svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
-    if (o.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-    if (req.get_header_value("Authorization") == "Bearer " + o.api_key)
+  svr.set_pre_routing_handler([&o](const httplib::Request& req, httplib::Response& res) {
+    const bool authorized = o.api_key.empty() || req.path == "/health" ||
+                            req.get_header_value("Authorization") == "Bearer " + o.api_key;
+    if (!authorized) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      send_error(res, 401, "missing or wrong API key (Authorization: Bearer KEY)", "", "authentication_error");
+    } else if (carries_body(req) && !(req.method == "POST" && reads_body(req.path))) {
+      if (reads_body(req.path) || req.path == "/health" || req.path == "/v1/models")
+        send_error(res, 405, req.method + " " + req.path + " is not served (or takes no body)", "");
+      else
+        send_error(res, 404, "no such endpoint", "");
+    } else {
       return httplib::Server::HandlerResponse::Unhandled;
-    res.set_header("WWW-Authenticate", "Bearer");
-    send_error(res, 401, "missing or wrong API key (Authorization: Bearer KEY)", "", "authentication_error");
+    }
+    if (carries_body(req)) refuse_unread(res);
     return httplib::Server::HandlerResponse::Handled;
+  });
+  svr.set_expect_100_continue_handler([&o](const httplib::Request& req, httplib::Response& res) {
+    const std::optional<BodyRefusal> refusal = check_declared_length(req, o.max_body_bytes);
+    if (!refusal) return 100;
+    refuse_unread(res);
+    send_error(res, refusal->status, refusal->message, "");
+    return refusal->status;
   });
   // 413 (body over the limit) and 404 come from the library with an empty body: give them JSON.
   svr.set_error_handler([](const httplib::Request&, httplib::Response& res) {
@@ -88,6 +103,47 @@ void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const Ser
     else
       send_error(res, res.status, "request failed", "");
   });
+}
+
+// POST `path` with a JSON body: read within the limit (request_body.h), then handled.
+void post_with_body(GuardedServer& svr, const std::string& path, int64_t max_bytes,
+                    std::function<void(const std::string& body, httplib::Response& res)> handle) {
+  svr.Post(path, [max_bytes, handle](const httplib::Request& req, httplib::Response& res,
+                                     const httplib::ContentReader& reader) {
+    const Body body = read_body(req, reader, max_bytes);
+    if (body.refusal) {
+      refuse_unread(res);
+      return send_error(res, body.refusal->status, body.refusal->message, "");
+    }
+    handle(body.text, res);
+  });
+}
+
+}  // namespace
+
+void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const ServeOptions& o) {
+  if (o.max_batch < 1) fail("--max-batch must be at least 1, got ", o.max_batch);
+  if (o.max_queue < 0) fail("--max-queue must not be negative, got ", o.max_queue);
+  if (o.port < 0 || o.port > 65535) fail("--port must be in [0, 65535], got ", o.port);
+  if (o.max_body_bytes < 1) fail("--max-body-bytes must be at least 1, got ", o.max_body_bytes);
+  if (o.context < 0) fail("--context must not be negative (0: the model's max_seq_len), got ", o.context);
+  if (o.connections.max_connections < 1) fail("--max-connections must be at least 1, got ", o.connections.max_connections);
+  if (o.connections.max_per_client < 1)
+    fail("--max-connections-per-client must be at least 1, got ", o.connections.max_per_client);
+  if (o.connections.request_timeout.count() < 1) fail("--request-timeout must be positive");
+  infer::Scheduler scheduler(model, {o.max_batch, o.max_queue, o.context, o.packed_weights});
+  const int64_t vocab = model.config().vocab_size, context = scheduler.context();
+  std::random_device entropy;
+  std::mutex seed_mu;
+  std::mt19937_64 seeds((static_cast<uint64_t>(entropy()) << 32) ^ entropy());
+
+  // Responses still being written; SIGTERM waits for them (httplib's stop() would cut a
+  // chunked response short) while new completions get 503.
+  std::atomic<int64_t> open_responses{0};
+  std::atomic<bool> draining{false};
+
+  GuardedServer svr(o.connections);
+  install_guards(svr, o);
 
   svr.Get("/health", [&](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200, {{"status", "ok"}, {"active", scheduler.active()}, {"queued", scheduler.queued()}});
@@ -98,21 +154,21 @@ void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const Ser
                {"data", {{{"id", o.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "gatedlm"},
                           {"context_length", context}}}}});
   });
-  svr.Post("/tokenize", [&](const httplib::Request& req, httplib::Response& res) {
+  post_with_body(svr, "/tokenize", o.max_body_bytes, [&](const std::string& body, httplib::Response& res) {
     try {
-      send_json(res, 200, {{"tokens", parse_tokenize(req.body, tokenizer)}});
+      send_json(res, 200, {{"tokens", parse_tokenize(body, tokenizer)}});
     } catch (const InvalidRequest& e) {
       send_error(res, 400, e.what(), e.param);
     }
   });
-  svr.Post("/detokenize", [&](const httplib::Request& req, httplib::Response& res) {
+  post_with_body(svr, "/detokenize", o.max_body_bytes, [&](const std::string& body, httplib::Response& res) {
     try {
-      send_json(res, 200, {{"content", detokenize(req.body, tokenizer)}});
+      send_json(res, 200, {{"content", detokenize(body, tokenizer)}});
     } catch (const InvalidRequest& e) {
       send_error(res, 400, e.what(), e.param);
     }
   });
-  svr.Post("/v1/completions", [&](const httplib::Request& req, httplib::Response& res) {
+  post_with_body(svr, "/v1/completions", o.max_body_bytes, [&](const std::string& request_body, httplib::Response& res) {
     CompletionRequest cr;
     uint64_t seed;
     {
@@ -120,7 +176,7 @@ void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const Ser
       seed = seeds();
     }
     try {
-      cr = parse_completion(req.body, tokenizer, vocab, context, seed);
+      cr = parse_completion(request_body, tokenizer, vocab, context, seed);
     } catch (const InvalidRequest& e) {
       return send_error(res, 400, e.what(), e.param);
     }

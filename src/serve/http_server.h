@@ -10,8 +10,11 @@
 //   POST /tokenize {content, add_bos?} -> {tokens};  POST /detokenize {tokens} -> {content}
 //
 // Bad input: malformed JSON, unknown fields, wrong types or out-of-range values answer
-// 400 with {"error": {"message", "type", "param"}} naming the field; a body over the
-// limit 413; a full queue 503 with Retry-After; with an API key, a request without
+// 400 with {"error": {"message", "type", "param"}} naming the field (a key given twice
+// too); a body over the limit 413, decoded or chunked, counted as it arrives, and from the
+// Content-Length before anything is read; a request slower than --request-timeout 408;
+// past the connection caps 503 (guarded_server.h: /health is answered whatever the load);
+// a full queue 503 with Retry-After; with an API key, a request without
 // "Authorization: Bearer KEY" 401 (/health stays open). A client that disconnects frees
 // its slot. SIGTERM (or SIGINT) stops accepting, finishes the requests in flight and
 // returns.
@@ -20,6 +23,7 @@
 
 #include "io/tokenizer.h"
 #include "model/model.h"
+#include "serve/guarded_server.h"
 
 namespace gatedlm::serve {
 
@@ -31,8 +35,8 @@ struct ServeOptions {
   int64_t max_queue = 64;
   int64_t context = 0;          // tokens per sequence; 0 = the model's max_seq_len
   std::string api_key;          // empty: no authentication
-  int64_t max_body_bytes = 1 << 20;
-  int threads = 32;             // HTTP worker threads (each in-flight request holds one)
+  int64_t max_body_bytes = 1 << 20;  // the body as sent and as decoded (gzip, deflate, br)
+  ConnectionLimits connections;       // caps and the request deadline (guarded_server.h)
   std::string model_name = "gatedlm";
 };
 

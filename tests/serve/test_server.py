@@ -10,6 +10,14 @@ naming the field; a body over the limit 413; a full queue 503 with Retry-After; 
 that disconnects frees its slot; --api-key answers 401 without the bearer token; SIGTERM
 finishes a request in flight, then the server exits 0.
 
+Hostile input (issue 28): a gzip bomb is refused 413 once its DECODED size passes
+--max-body-bytes (and the server's peak RSS stays small); a chunked body gets its 413 as
+soon as the bytes received pass the limit, before it ends; a Content-Length over the limit
+is refused from the headers (also behind Expect: 100-continue); 40 clients sending half a
+body neither hold every worker nor keep /health or another client waiting: past the
+per-client cap they get 503 at once, the rest 408 at --request-timeout; a key given twice
+in a body is a 400 naming it; negative --max-body-bytes and --context are refused.
+
 Usage: /usr/bin/python3 tests/serve/test_server.py --gatedlm build/gatedlm
 """
 import argparse
@@ -25,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+import zlib
 
 CONFIG = dict(vocab_size=258, d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=16, ffn_hidden=128,
               max_seq_len=64, gate={"position": "sdpa"})
@@ -138,6 +147,9 @@ def main():
         run_main_server(binary, ckpt, work)
         run_busy_server(binary, ckpt, work)
         run_auth_server(binary, ckpt, work)
+        run_flag_checks(binary, ckpt)
+        run_hostile_body_server(binary, ckpt, work)
+        run_slow_client_server(binary, ckpt, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"{len(FAILURES)} failed")
@@ -271,6 +283,133 @@ def run_auth_server(binary, ckpt, work):
         check(st == 200 and j["usage"]["completion_tokens"] >= 0, "200 with the bearer token")
         st, _, _ = s.request("GET", "/health")
         check(st == 200, "/health needs no token")
+    finally:
+        s.stop(signal.SIGKILL)
+
+
+def peak_rss_mib(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def raw_exchange(port, head, parts=(), source="127.0.0.1", timeout=20, sent=None):
+    """Sends the request head, then each part (a send the server cut short is fine), calls
+    sent() if given, and reads the answer until the server closes. Returns (status, JSON body
+    or None); status None when no answer came within the timeout."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0))
+    try:
+        sock.sendall(head)
+        for part in parts:
+            sock.sendall(part)
+    except OSError:
+        pass
+    if sent:
+        sent()
+    data = b""
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    finally:
+        sock.close()
+    m = re.match(rb"HTTP/1\.1 (\d+)", data)
+    if not m:
+        return None, None
+    body = data.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in data else b""
+    try:
+        return int(m.group(1)), json.loads(body)
+    except ValueError:
+        return int(m.group(1)), None
+
+
+def post_head(path, headers):
+    lines = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def run_flag_checks(binary, ckpt):
+    for flag, value in [("--max-body-bytes", "-1"), ("--context", "-5"), ("--max-connections", "0"),
+                        ("--request-timeout", "0")]:
+        try:
+            out = subprocess.run([binary, "serve", "--checkpoint", ckpt, "--tokenizer", "byte", "--port", "0", flag,
+                                  value], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=20)
+            code, err = out.returncode, out.stderr.decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            code, err = None, "(still serving after 20 s)"
+        check(code not in (0, None) and flag in err, f"serve {flag} {value} is refused naming the flag ({err.strip()[:120]})")
+
+
+def run_hostile_body_server(binary, ckpt, work):
+    s = Server(binary, ckpt, work)  # --max-body-bytes 1 MiB (the default)
+    try:
+        small = zlib.compress(json.dumps({"prompt": "hi", "max_tokens": 2}).encode())
+        st, j, _ = s.request("POST", "/v1/completions", raw=small,
+                             headers={"Content-Type": "application/json", "Content-Encoding": "deflate"})
+        check(st == 200 and j["usage"]["completion_tokens"] == 2, f"a deflate-encoded body is decoded ({st})")
+        before = peak_rss_mib(s.proc.pid)
+        gz = zlib.compressobj(9, zlib.DEFLATED, 31)  # gzip framing
+        bomb = gz.compress(b'{"prompt": "' + b"a" * (64 << 20) + b'"}') + gz.flush()
+        st, j = raw_exchange(s.port, post_head("/v1/completions", {"Content-Encoding": "gzip",
+                                                                   "Content-Length": len(bomb)}), [bomb])
+        grew = peak_rss_mib(s.proc.pid) - before
+        check(st == 413 and "decoded" in j["error"]["message"],
+              f"a {len(bomb) >> 10} KiB gzip body that inflates to 64 MiB: 413 on its decoded size ({st}, {j})")
+        check(grew < 48, f"the gzip bomb raised the server's peak RSS by {grew:.0f} MiB (< 48)")
+        # A chunked body past the limit that never ends: the 413 must come from the bytes received.
+        chunk = b"%x\r\n" % 65536 + b"b" * 65536 + b"\r\n"
+        st, j = raw_exchange(s.port, post_head("/v1/completions", {"Transfer-Encoding": "chunked"}),
+                             [b'6\r\n{"a":"\r\n'] + [chunk] * 24, timeout=15)
+        check(st == 413, f"a chunked body gets 413 once 1.5 MiB have arrived, before it ends ({st}, {j})")
+        st, j = raw_exchange(s.port, post_head("/v1/completions", {"Content-Length": 10 ** 12}), timeout=15)
+        check(st == 413 and "Content-Length" in j["error"]["message"],
+              f"Content-Length 10^12 with no body sent: 413 from the headers ({st})")
+        st, j = raw_exchange(s.port, post_head("/tokenize", {"Content-Length": 2 << 20, "Expect": "100-continue"}),
+                             timeout=15)
+        check(st == 413, f"Content-Length over the limit behind Expect: 100-continue: 413 ({st})")
+        st, j = raw_exchange(s.port, post_head("/v1/nothing", {"Transfer-Encoding": "chunked"}), [chunk] * 4,
+                             timeout=15)
+        check(st == 404, f"a chunked body to an unknown path: 404 without reading it ({st})")
+        st, j, _ = s.request("POST", "/v1/completions", raw='{"prompt": "a", "max_tokens": 2, "prompt": "b"}')
+        check(st == 400 and j["error"]["param"] == "prompt" and "twice" in j["error"]["message"],
+              f"a body with \"prompt\" twice: 400 naming it ({st}, {j})")
+        st, j, _ = s.request("GET", "/health")
+        check(st == 200, "the server still answers after the hostile bodies")
+    finally:
+        s.stop(signal.SIGKILL)
+
+
+def run_slow_client_server(binary, ckpt, work):
+    s = Server(binary, ckpt, work, "--request-timeout", "5")  # 32 connections per client (the default)
+    results, all_sent = [], threading.Semaphore(0)
+    try:
+        head = post_head("/v1/completions", {"Content-Length": 400})
+        slow = [threading.Thread(target=lambda: results.append(
+            raw_exchange(s.port, head, [b'{"prompt": "'], timeout=60, sent=all_sent.release)[0])) for _ in range(40)]
+        for t in slow:
+            t.start()
+        for _ in slow:
+            all_sent.acquire(timeout=30)
+        c = s.conn(timeout=4)
+        c.request("GET", "/health")
+        check(c.getresponse().status == 200, "/health answers at once while 40 clients send half a body")
+        c.close()
+        sock_body = json.dumps({"prompt": "x", "max_tokens": 2}).encode()
+        st, j = raw_exchange(s.port, post_head("/v1/completions", {"Content-Length": len(sock_body),
+                                                                   "Connection": "close"}),
+                             [sock_body], source="127.0.0.2", timeout=4)
+        check(st == 200, f"another client (127.0.0.2) gets its completion meanwhile ({st})")
+        for t in slow:
+            t.join(timeout=60)
+        got = {code: results.count(code) for code in set(results)}
+        check(sorted(got) == [408, 503] and got[503] >= 40 - 32,
+              f"the 40 slow bodies: 503 past the per-client cap of 32, 408 at --request-timeout ({got})")
     finally:
         s.stop(signal.SIGKILL)
 
