@@ -32,6 +32,47 @@ def rss_kib(pid):
     return 0
 
 
+def start_server(gatedlm, ck, tokenizer, work, *extra):
+    """Starts `gatedlm serve` on a free loopback port; returns (process, port, log path)."""
+    log_path = os.path.join(work, "serve.log")
+    log = open(log_path, "w")
+    proc = subprocess.Popen([gatedlm, "serve", "--checkpoint", ck, "--tokenizer", tokenizer, "--host", "127.0.0.1",
+                             "--port", "0", *extra], stdout=log, stderr=log)
+    for _ in range(600):
+        time.sleep(0.1)
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", open(log_path).read())
+        if m:
+            return proc, int(m.group(1)), log_path
+        if proc.poll() is not None:
+            break
+    proc.kill()
+    sys.exit("the server did not start:\n" + open(log_path).read())
+
+
+def completion(conn, i, max_tokens):
+    """One seeded completion on conn: (ok, seconds, completion tokens, answer or error)."""
+    body = json.dumps({"prompt": f"Request {i}: once upon a time", "max_tokens": max_tokens, "seed": i,
+                       "temperature": 0.8})
+    t0 = time.perf_counter()
+    try:
+        conn.request("POST", "/v1/completions", body=body, headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        data = json.loads(r.read())
+        ok = r.status == 200 and "choices" in data
+        if not ok:
+            data = {"status": r.status, "answer": data}
+    except Exception as e:  # noqa: BLE001 - any failure counts
+        ok, data = False, {"error": repr(e)}
+        conn.close()
+    tokens = data["usage"]["completion_tokens"] if ok else 0
+    return ok, time.perf_counter() - t0, tokens, data
+
+
+def percentile(values, q):
+    v = sorted(values)
+    return v[min(len(v) - 1, int(q * len(v)))] if v else float("nan")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gatedlm", default=os.path.join(HERE, "..", "build", "gatedlm"))
@@ -48,22 +89,8 @@ def main():
         ck = os.path.join(work, "ck")
         subprocess.run([a.gatedlm, "init", "--config", os.path.join(HERE, "configs", "qwen3_100m.json"), "--out", ck],
                        check=True, stdout=subprocess.DEVNULL)
-    log = open(os.path.join(work, "serve.log"), "w+")
-    proc = subprocess.Popen([a.gatedlm, "serve", "--checkpoint", ck, "--tokenizer", a.tokenizer, "--host", "127.0.0.1",
-                             "--port", "0", "--max-batch", str(a.max_batch), "--max-queue", str(a.requests)],
-                            stdout=log, stderr=log)
-    port = None
-    for _ in range(600):
-        time.sleep(0.1)
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", open(log.name).read())
-        if m:
-            port = int(m.group(1))
-            break
-        if proc.poll() is not None:
-            break
-    if port is None:
-        proc.kill()
-        sys.exit("the server did not start:\n" + open(log.name).read())
+    proc, port, _ = start_server(a.gatedlm, ck, a.tokenizer, work, "--max-batch", str(a.max_batch), "--max-queue",
+                                 str(a.requests))
     rss_before = rss_kib(proc.pid)
     latencies, tokens, failures = [], [], []
     lock = threading.Lock()
@@ -77,23 +104,11 @@ def main():
                 next_i[0] += 1
             if i >= a.requests:
                 break
-            body = json.dumps({"prompt": f"Request {i}: once upon a time", "max_tokens": a.max_tokens, "seed": i,
-                               "temperature": 0.8})
-            t0 = time.perf_counter()
-            try:
-                c.request("POST", "/v1/completions", body=body, headers={"Content-Type": "application/json"})
-                r = c.getresponse()
-                data = json.loads(r.read())
-                ok = r.status == 200 and "choices" in data
-            except Exception as e:  # noqa: BLE001 - any failure counts
-                ok, data = False, {"error": str(e)}
-                c.close()
-                c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-            dt = time.perf_counter() - t0
+            ok, dt, n, data = completion(c, i, a.max_tokens)
             with lock:
                 if ok:
                     latencies.append(dt)
-                    tokens.append(data["usage"]["completion_tokens"])
+                    tokens.append(n)
                 else:
                     failures.append(data)
         c.close()
@@ -109,7 +124,7 @@ def main():
     proc.send_signal(signal.SIGTERM)
     code = proc.wait(timeout=120)
     lat = sorted(latencies)
-    p = (lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] if lat else float("nan"))
+    p = (lambda q: percentile(lat, q))
     print(f"# Load test: {a.requests} requests, {a.concurrency} at a time, max_tokens {a.max_tokens}, "
           f"--max-batch {a.max_batch}, checkpoint {ck}\n")
     print("| requests/s | completion tokens/s | p50 latency s | p99 latency s | failed | RSS before MiB | RSS after MiB |")

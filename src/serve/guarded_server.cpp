@@ -29,8 +29,10 @@ struct RequestState {
 };
 thread_local RequestState t_request;
 
+// Rounded up: a wait for it must not end before t (then a read would fail with the request's
+// deadline not yet passed, a 400 instead of its 408).
 int ms_until(Clock::time_point t) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()).count();
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now()).count();
   return static_cast<int>(std::clamp<int64_t>(left, 0, 1 << 30));
 }
 

@@ -386,7 +386,7 @@ def run_hostile_body_server(binary, ckpt, work):
 
 
 def run_slow_client_server(binary, ckpt, work):
-    s = Server(binary, ckpt, work, "--request-timeout", "5")  # 32 connections per client (the default)
+    s = Server(binary, ckpt, work)  # 32 connections per client, --request-timeout 10 (the defaults)
     results, all_sent = [], threading.Semaphore(0)
     try:
         head = post_head("/v1/completions", {"Content-Length": 400})
@@ -396,10 +396,14 @@ def run_slow_client_server(binary, ckpt, work):
             t.start()
         for _ in slow:
             all_sent.acquire(timeout=30)
-        c = s.conn(timeout=4)
-        c.request("GET", "/health")
-        check(c.getresponse().status == 200, "/health answers at once while 40 clients send half a body")
-        c.close()
+        try:
+            c = s.conn(timeout=4)
+            c.request("GET", "/health")
+            health = c.getresponse().status
+            c.close()
+        except OSError as e:  # the old server: every worker held, no answer in 4 s
+            health = repr(e)
+        check(health == 200, f"/health answers at once while 40 clients send half a body ({health})")
         sock_body = json.dumps({"prompt": "x", "max_tokens": 2}).encode()
         st, j = raw_exchange(s.port, post_head("/v1/completions", {"Content-Length": len(sock_body),
                                                                    "Connection": "close"}),
@@ -408,7 +412,7 @@ def run_slow_client_server(binary, ckpt, work):
         for t in slow:
             t.join(timeout=60)
         got = {code: results.count(code) for code in set(results)}
-        check(sorted(got) == [408, 503] and got[503] >= 40 - 32,
+        check(set(got) == {408, 503} and got[503] >= 40 - 32,
               f"the 40 slow bodies: 503 past the per-client cap of 32, 408 at --request-timeout ({got})")
     finally:
         s.stop(signal.SIGKILL)
