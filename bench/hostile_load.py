@@ -15,7 +15,6 @@ server's RSS before, at its peak (sampled every 0.1 s) and after.
 Usage: /usr/bin/python3 bench/hostile_load.py [--gatedlm build/gatedlm] [--checkpoint CK]
           [--quiet-seconds 30] [--hostile-seconds 75]
 With no --checkpoint, a random 4-layer byte-level model is made."""
-import argparse
 import collections
 import http.client
 import json
@@ -32,7 +31,7 @@ import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from load_test import completion, percentile, rss_kib, start_server  # noqa: E402
+from load_test import completion, percentile, rss_kib, server_arguments, start_server  # noqa: E402
 
 CONFIG = dict(vocab_size=258, d_model=256, n_layers=4, n_heads=4, n_kv_heads=2, head_dim=64, ffn_hidden=768,
               max_seq_len=256)
@@ -167,10 +166,7 @@ def run_hostile(port, seconds):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--gatedlm", default=os.path.join(HERE, "..", "build", "gatedlm"))
-    ap.add_argument("--checkpoint")
-    ap.add_argument("--tokenizer", default="byte")
+    ap = server_arguments(__doc__.split("\n\n")[0])
     ap.add_argument("--quiet-seconds", type=float, default=30)
     ap.add_argument("--hostile-seconds", type=float, default=75)
     ap.add_argument("--max-tokens", type=int, default=16)

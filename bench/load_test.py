@@ -73,11 +73,17 @@ def percentile(values, q):
     return v[min(len(v) - 1, int(q * len(v)))] if v else float("nan")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def server_arguments(description):
+    """An argument parser with the options that say which binary serves which model."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--gatedlm", default=os.path.join(HERE, "..", "build", "gatedlm"))
     ap.add_argument("--checkpoint")
     ap.add_argument("--tokenizer", default="byte")
+    return ap
+
+
+def main():
+    ap = server_arguments(__doc__.split("\n\n")[0])
     ap.add_argument("--requests", type=int, default=500)
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--max-tokens", type=int, default=32)
