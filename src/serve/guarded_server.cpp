@@ -178,7 +178,7 @@ GuardedServer::Admission GuardedServer::admit(socket_t sock, const std::string& 
     if (open_ < limits_.max_connections && mine < limits_.max_per_client) {
       ++open_;
       ++mine;
-      return Admission::full;
+      return Admission::admitted;
     }
     if (mine == 0) open_per_client_.erase(client);
     if (open_health_ >= kHealthSpares) return Admission::refused;
@@ -193,7 +193,7 @@ void GuardedServer::release(Admission a, const std::string& client) {
   std::lock_guard<std::mutex> lock(mu_);
   if (a == Admission::health) {
     --open_health_;
-  } else if (a == Admission::full) {
+  } else if (a == Admission::admitted) {
     --open_;
     if (--open_per_client_[client] == 0) open_per_client_.erase(client);
   }

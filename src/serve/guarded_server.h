@@ -33,7 +33,7 @@ class GuardedServer : public httplib::Server {
   explicit GuardedServer(const ConnectionLimits& limits);
 
  private:
-  enum class Admission { full, health, refused };
+  enum class Admission { admitted, health, refused };
   bool process_and_close_socket(socket_t sock) override;
   Admission admit(socket_t sock, const std::string& client);
   void release(Admission a, const std::string& client);

@@ -120,9 +120,7 @@ void post_with_body(GuardedServer& svr, const std::string& path, int64_t max_byt
   });
 }
 
-}  // namespace
-
-void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const ServeOptions& o) {
+void check_options(const ServeOptions& o) {
   if (o.max_batch < 1) fail("--max-batch must be at least 1, got ", o.max_batch);
   if (o.max_queue < 0) fail("--max-queue must not be negative, got ", o.max_queue);
   if (o.port < 0 || o.port > 65535) fail("--port must be in [0, 65535], got ", o.port);
@@ -132,6 +130,116 @@ void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const Ser
   if (o.connections.max_per_client < 1)
     fail("--max-connections-per-client must be at least 1, got ", o.connections.max_per_client);
   if (o.connections.request_timeout.count() < 1) fail("--request-timeout must be positive");
+}
+
+// The answer to an accepted completion: server-sent events (stream) or one JSON object,
+// written by a content provider that waits on the request r.
+void answer_completion(const std::shared_ptr<infer::Request>& r, bool stream, const std::string& model_name,
+                       std::atomic<int64_t>& open_responses, httplib::Response& res) {
+  const std::string id = next_id(), name = model_name;
+  const int64_t created = unix_now();
+  auto choice = [&](const std::string& text, const json& reason) {
+    return json{{"text", text}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason}};
+  };
+  auto body = [id, created, name](const json& ch) {
+    return json{{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", name},
+                {"choices", json::array({ch})}};
+  };
+  // Both answers are written by a content provider that waits on the request: a write
+  // that fails (the client left) cancels it, which frees its slot. Heartbeats while
+  // nothing comes: an SSE comment, or JSON's insignificant leading whitespace.
+  auto finished = std::make_shared<bool>(false);
+  ++open_responses;
+  auto release = [r, finished, &open_responses](bool) {
+    if (!*finished) r->cancel();
+    --open_responses;
+  };
+  if (stream) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [r, finished, body, choice](size_t, httplib::DataSink& sink) {
+          std::string text;
+          const bool done = r->wait(text, std::chrono::milliseconds(500));
+          std::string out;
+          if (!text.empty()) out += "data: " + body(choice(text, nullptr)).dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+          if (done) {
+            json last = body(choice("", finish_reason(r->finish_reason())));
+            last["usage"] = {{"prompt_tokens", r->prompt_tokens()}, {"completion_tokens", r->completion_tokens()},
+                             {"total_tokens", r->prompt_tokens() + r->completion_tokens()}};
+            if (!r->error().empty()) last["error"] = {{"message", r->error()}};
+            out += "data: " + last.dump() + "\n\ndata: [DONE]\n\n";
+          }
+          if (out.empty()) out = ": waiting\n\n";
+          if (!sink.write(out.data(), out.size())) return false;
+          if (done) {
+            *finished = true;
+            sink.done();
+          }
+          return true;
+        },
+        release);
+    return;
+  }
+  res.set_chunked_content_provider(
+      "application/json",
+      [r, finished, body, choice](size_t, httplib::DataSink& sink) {
+        std::string text;
+        std::string all;
+        for (;;) {
+          const bool done = r->wait(text, std::chrono::milliseconds(1000));
+          if (done) break;
+          if (!sink.write(" ", 1)) return false;
+        }
+        json j = body(choice(text, finish_reason(r->finish_reason())));
+        j["usage"] = {{"prompt_tokens", r->prompt_tokens()}, {"completion_tokens", r->completion_tokens()},
+                      {"total_tokens", r->prompt_tokens() + r->completion_tokens()}};
+        if (!r->error().empty()) j["error"] = {{"message", r->error()}};
+        all = j.dump(-1, ' ', false, json::error_handler_t::replace);
+        if (!sink.write(all.data(), all.size())) return false;
+        *finished = true;
+        sink.done();
+        return true;
+      },
+      release);
+}
+
+// Listens until SIGTERM/SIGINT, then lets the requests in flight finish (new completions
+// get 503 meanwhile: draining) and returns.
+void listen_until_stopped(GuardedServer& svr, const ServeOptions& o, infer::Scheduler& scheduler,
+                          const std::atomic<int64_t>& open_responses, std::atomic<bool>& draining) {
+  // SIGTERM/SIGINT: stop listening; listen() returns once the requests in flight are done.
+  g_stop = false;
+  std::signal(SIGTERM, on_stop_signal);
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGPIPE, SIG_IGN);
+  const int port = o.port == 0 ? svr.bind_to_any_port(o.host) : (svr.bind_to_port(o.host, o.port) ? o.port : -1);
+  if (port < 0) fail("serve: cannot listen on ", o.host, ":", o.port, " (in use, or not a local address)");
+  std::fprintf(stderr, "listening on http://%s:%d (max batch %lld, queue %lld, context %lld)\n", o.host.c_str(), port,
+               static_cast<long long>(o.max_batch), static_cast<long long>(o.max_queue),
+               static_cast<long long>(scheduler.context()));
+  std::fflush(stderr);
+  std::atomic<bool> listening_done{false};
+  std::thread watcher([&] {
+    while (!g_stop && !listening_done) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (g_stop) {
+      std::fprintf(stderr, "stopping: finishing the requests in flight\n");
+      draining = true;
+      while (open_responses > 0 || scheduler.active() > 0 || scheduler.queued() > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      svr.stop();
+    }
+  });
+  svr.listen_after_bind();
+  listening_done = true;
+  watcher.join();
+  scheduler.drain();
+}
+
+}  // namespace
+
+void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const ServeOptions& o) {
+  check_options(o);
   // Request bodies of up to --max-body-bytes come and go on many worker threads: glibc would
   // raise its mmap threshold after the first such buffer is freed and keep the later ones in
   // per-thread arenas (bench/hostile_load.py: RSS 39 -> 133 MiB, held after the load). A fixed
@@ -200,100 +308,10 @@ void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const Ser
       res.set_header("Retry-After", "1");
       return send_error(res, 503, "the request queue is full; retry later", "", "server_busy");
     }
-    const std::string id = next_id(), name = o.model_name;
-    const int64_t created = unix_now();
-    auto choice = [&](const std::string& text, const json& reason) {
-      return json{{"text", text}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason}};
-    };
-    auto body = [id, created, name](const json& ch) {
-      return json{{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", name},
-                  {"choices", json::array({ch})}};
-    };
-    // Both answers are written by a content provider that waits on the request: a write
-    // that fails (the client left) cancels it, which frees its slot. Heartbeats while
-    // nothing comes: an SSE comment, or JSON's insignificant leading whitespace.
-    auto finished = std::make_shared<bool>(false);
-    ++open_responses;
-    auto release = [r, finished, &open_responses](bool) {
-      if (!*finished) r->cancel();
-      --open_responses;
-    };
-    if (cr.stream) {
-      res.set_header("Cache-Control", "no-cache");
-      res.set_chunked_content_provider(
-          "text/event-stream",
-          [r, finished, body, choice](size_t, httplib::DataSink& sink) {
-            std::string text;
-            const bool done = r->wait(text, std::chrono::milliseconds(500));
-            std::string out;
-            if (!text.empty()) out += "data: " + body(choice(text, nullptr)).dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
-            if (done) {
-              json last = body(choice("", finish_reason(r->finish_reason())));
-              last["usage"] = {{"prompt_tokens", r->prompt_tokens()}, {"completion_tokens", r->completion_tokens()},
-                               {"total_tokens", r->prompt_tokens() + r->completion_tokens()}};
-              if (!r->error().empty()) last["error"] = {{"message", r->error()}};
-              out += "data: " + last.dump() + "\n\ndata: [DONE]\n\n";
-            }
-            if (out.empty()) out = ": waiting\n\n";
-            if (!sink.write(out.data(), out.size())) return false;
-            if (done) {
-              *finished = true;
-              sink.done();
-            }
-            return true;
-          },
-          release);
-      return;
-    }
-    res.set_chunked_content_provider(
-        "application/json",
-        [r, finished, body, choice](size_t, httplib::DataSink& sink) {
-          std::string text;
-          std::string all;
-          for (;;) {
-            const bool done = r->wait(text, std::chrono::milliseconds(1000));
-            if (done) break;
-            if (!sink.write(" ", 1)) return false;
-          }
-          json j = body(choice(text, finish_reason(r->finish_reason())));
-          j["usage"] = {{"prompt_tokens", r->prompt_tokens()}, {"completion_tokens", r->completion_tokens()},
-                        {"total_tokens", r->prompt_tokens() + r->completion_tokens()}};
-          if (!r->error().empty()) j["error"] = {{"message", r->error()}};
-          all = j.dump(-1, ' ', false, json::error_handler_t::replace);
-          if (!sink.write(all.data(), all.size())) return false;
-          *finished = true;
-          sink.done();
-          return true;
-        },
-        release);
+    answer_completion(r, cr.stream, o.model_name, open_responses, res);
   });
 
-  // SIGTERM/SIGINT: stop listening; listen() returns once the requests in flight are done.
-  g_stop = false;
-  std::signal(SIGTERM, on_stop_signal);
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGPIPE, SIG_IGN);
-  const int port = o.port == 0 ? svr.bind_to_any_port(o.host) : (svr.bind_to_port(o.host, o.port) ? o.port : -1);
-  if (port < 0) fail("serve: cannot listen on ", o.host, ":", o.port, " (in use, or not a local address)");
-  std::fprintf(stderr, "listening on http://%s:%d (max batch %lld, queue %lld, context %lld)\n", o.host.c_str(), port,
-               static_cast<long long>(o.max_batch), static_cast<long long>(o.max_queue),
-               static_cast<long long>(context));
-  std::fflush(stderr);
-  std::atomic<bool> listening_done{false};
-  std::thread watcher([&] {
-    while (!g_stop && !listening_done) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (g_stop) {
-      std::fprintf(stderr, "stopping: finishing the requests in flight\n");
-      draining = true;
-      while (open_responses > 0 || scheduler.active() > 0 || scheduler.queued() > 0)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      svr.stop();
-    }
-  });
-  svr.listen_after_bind();
-  listening_done = true;
-  watcher.join();
-  scheduler.drain();
+  listen_until_stopped(svr, o, scheduler, open_responses, draining);
   std::fprintf(stderr, "stopped\n");
 }
 
