@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -15,9 +14,10 @@
 #include "analysis/training_probe.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "core/json_file.h"
+#include "core/format.h"
 #include "core/progress.h"
 #include "core/sha256.h"
+#include "core/stage_cache.h"
 #include "eval/evaluate.h"
 #include "io/checkpoint.h"
 #include "io/text_corpus.h"
@@ -38,30 +38,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Clock::time_point g_start;
+StageLog g_log("sweep");  // core/stage_cache.h, as the demo's
 
-void say(const std::string& message) {
-  const int s = static_cast<int>(std::chrono::duration<double>(Clock::now() - g_start).count());
-  std::fprintf(stderr, "[sweep %02d:%02d] %s\n", s / 60, s % 60, message.c_str());
-  std::fflush(stderr);
-}
-
-json read_or_null(const fs::path& p) {
-  std::error_code ec;
-  if (!fs::is_regular_file(p, ec)) return nullptr;
-  try {
-    return read_json_file(p.string(), "sweep file");
-  } catch (const Error&) {
-    return nullptr;  // a file cut short by a crash: the stage is redone
-  }
-}
-
-std::string read_stamp(const fs::path& p) {
-  std::ifstream in(p);
-  std::string s;
-  std::getline(in, s);
-  return s;
-}
+void say(const std::string& message) { g_log.say(message); }
 
 json number_or_null(const json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_number() ? j[key] : json(nullptr);
@@ -143,7 +122,7 @@ enum class RunState { done, measure, resume, diverged, start };
 }  // namespace
 
 SweepOutcome run_sweep(const SweepOptions& opt) {
-  g_start = Clock::now();
+  g_log.restart();
   if (opt.spec.empty() == opt.preset.empty()) fail("sweep: give either --spec FILE.json or --preset NAME");
   if (opt.out.empty()) fail("sweep: --out DIR is required");
   SweepSpec spec = load_spec_file(opt.spec.empty() ? find_sweep_preset(opt.preset) : opt.spec);
@@ -199,7 +178,7 @@ SweepOutcome run_sweep(const SweepOptions& opt) {
   for (const PlannedVariant& v : plan.variants) {
     const std::string path = (out / "configs" / (v.variant.name + ".json")).string();
     const std::string text = model::config_to_json(v.config).dump(2) + "\n";
-    if (read_or_null(path) != json::parse(text)) write_file_atomic(path, text);
+    write_if_changed(path, text);
     plan_json["variants"].push_back(
         {{"name", v.variant.name}, {"params", v.params}, {"params_vs_base", v.params - plan.base_params},
          {"gate_params", v.gate_params}, {"ffn_hidden", v.config.ffn_hidden}, {"target_params", v.target_params},
@@ -246,16 +225,15 @@ SweepOutcome run_sweep(const SweepOptions& opt) {
       const train::TrainConfig tc = train_config_for(spec, v.variant, seed);
       const fs::path dir = out / "runs" / v.variant.name / cat("seed-", seed);
       const fs::path stamp = dir.string() + ".key";
-      const std::string key = sha256_hex(json{{"config", model::config_to_json(v.config)},
-                                              {"train", train::train_config_to_json(tc)},
-                                              {"data", data_sha},
-                                              {"heldout", heldout_sha},
-                                              {"heldout_tokens", spec.heldout_tokens},
-                                              {"final_windows", spec.final_windows}}
-                                             .dump());
-      const json prior = read_or_null(dir / "result.json");
-      const json summary = read_or_null(dir / "summary.json");
-      const bool ours = read_stamp(stamp) == key;
+      const std::string key = stage_key({{"config", model::config_to_json(v.config)},
+                                         {"train", train::train_config_to_json(tc)},
+                                         {"data", data_sha},
+                                         {"heldout", heldout_sha},
+                                         {"heldout_tokens", spec.heldout_tokens},
+                                         {"final_windows", spec.final_windows}});
+      const json prior = read_json_or_null(dir / "result.json");
+      const json summary = read_json_or_null(dir / "summary.json");
+      const bool ours = stamp_matches(stamp, key);
       RunState state = RunState::start;
       if (ours && prior.is_object() && prior.value("key", "") == key) state = RunState::done;
       else if (ours && summary.is_object() && summary.value("outcome", "") == "completed") state = RunState::measure;
@@ -281,7 +259,7 @@ SweepOutcome run_sweep(const SweepOptions& opt) {
         } else {
           fs::remove_all(dir, ec);
           fs::create_directories(dir.parent_path(), ec);
-          write_file_atomic(stamp.string(), key + "\n");
+          write_stamp(stamp, key);
           req.model_config = (out / "configs" / (v.variant.name + ".json")).string();
           req.data = spec.data;
         }
@@ -291,7 +269,7 @@ SweepOutcome run_sweep(const SweepOptions& opt) {
         try {
           outcome = train::run_training(req);
         } catch (const Error& e) {
-          const json s = read_or_null(dir / "summary.json");
+          const json s = read_json_or_null(dir / "summary.json");
           if (!(s.is_object() && s.value("outcome", "") == "non-finite")) throw;
           say(cat(what, ": DIVERGED (", e.what(), ")"));
           nonfinite = true;
@@ -304,7 +282,7 @@ SweepOutcome run_sweep(const SweepOptions& opt) {
         ++trained;
         state = nonfinite ? RunState::diverged : RunState::measure;
       }
-      const json s = read_or_null(dir / "summary.json");
+      const json s = read_json_or_null(dir / "summary.json");
       json r = measure_run(ctx, dir, s, tc, key, state == RunState::diverged);
       r["variant"] = v.variant.name;
       r["seed"] = seed;

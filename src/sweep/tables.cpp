@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/format.h"
 #include "sweep/stats.h"
 
 namespace gatedlm::sweep {
@@ -58,12 +59,6 @@ std::string diff_ci(const json& d, const char* format) {
 
 
 }  // namespace
-
-std::string thousands(int64_t n) {
-  std::string s = std::to_string(n < 0 ? -n : n);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
-  return (n < 0 ? "-" : "") + s;
-}
 
 void add_statistics(json& sweep) {
   const size_t seeds = sweep.at("seeds").size();

@@ -16,9 +16,6 @@ extern const size_t kMetricCount;
 // and "seeds"; adds "stats" and "vs_baseline" to every variant.
 void add_statistics(nlohmann::json& sweep);
 
-// 1234567 -> "1,234,567".
-std::string thousands(int64_t n);
-
 // The Markdown page of a sweep JSON with statistics.
 std::string sweep_markdown(const nlohmann::json& sweep);
 
