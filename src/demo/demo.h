@@ -1,12 +1,15 @@
 #pragma once
 // `gatedlm demo`: the paper's central comparison in miniature, end to end. A baseline and
 // a G1 (SDPA-output, elementwise, sigmoid) gated model with the same parameter count are
-// trained with the same seed, data order and token budget on real text, evaluated on its
-// validation split and on a held-out domain, probed (attention sink, massive activations,
-// gate sparsity), and compared in a Table-4-style table and an HTML report.
+// trained with the same seed, data order and token budget on real text (recording the
+// validation loss and probes of the attention sink and massive activations as they train),
+// evaluated on its validation split and on a held-out domain, analysed (attention sink,
+// massive activations, gate sparsity), and compared in a Table-4-style table and an HTML
+// report. The stages live in their own files: preset, text_sources, prepare, models,
+// plan (pure: the budget and segment plan) and plan_stage, segments, final_eval, results.
 //
 // Output directory DIR:
-//   DIR/plan.json                    the preset, the budget and the step count chosen
+//   DIR/plan.json                    the preset, the budget, the step count chosen and its re-plans
 //   DIR/tokenizer.model              SentencePiece BPE trained on the corpus
 //   DIR/data/                        token shards (gatedlm data prepare format)
 //   DIR/configs/{baseline,gated-sdpa}.json   the two model configs
@@ -36,10 +39,5 @@ enum class DemoOutcome { completed, interrupted };
 
 // Throws gatedlm::Error with an actionable message.
 DemoOutcome run_demo(const DemoOptions& options);
-
-// The JSON file behind a preset name: NAME itself when it is a file, else
-// configs/demo/NAME.json next to the binary's source tree (../configs from the binary's
-// directory and its parent) or under the current directory.
-std::string find_preset(const std::string& name);
 
 }  // namespace gatedlm::demo

@@ -9,10 +9,6 @@
 
 namespace gatedlm::demo {
 
-// The JSON in a file, or null when the file is missing or not valid JSON (an unfinished
-// stage of an earlier demo run).
-nlohmann::json read_json_or_null(const std::string& path);
-
 struct ResultsRun {
   std::string name, label, dir;
   bool diverged = false;
@@ -21,7 +17,9 @@ struct ResultsRun {
 struct ResultsInput {
   std::string command, preset, out_dir;
   double minutes = 0;  // 0: a fixed step budget
-  nlohmann::json corpus, heldout, tokenizer, data, train_config;
+  nlohmann::json corpus, heldout, tokenizer, data;
+  nlohmann::json train_config;  // its "steps": the steps that ran
+  int64_t planned_steps = 0;    // the plan's (more than ran when a budget re-plan cut the runs)
   std::string heldout_name, heldout_note;
   int64_t param_difference = 0;
   std::vector<int64_t> ffn_hidden;  // baseline, gated
@@ -36,14 +34,8 @@ struct Results {
   std::string json_text, markdown, terminal;
 };
 
-// A run's training throughput over all its steps, from RUN/metrics.jsonl: the tokens of
-// the step records over the time they took (each step's tokens / its tokens_per_s), so a
-// run trained in several segments (the demo's budget plan) counts every segment; null
-// without step records. (summary.json's tokens_per_s is the last segment's alone: 0 when
-// the last segment only evaluated.)
-nlohmann::json run_tokens_per_s(const std::string& run_dir);
-
-// Missing files or keys become null in the JSON and "—" in the table.
+// Missing files or keys become null in the JSON and "—" in the table. A run's tok/s is
+// analysis/run_throughput.h's, the figure the report shows.
 Results collect_results(const ResultsInput& input);
 
 }  // namespace gatedlm::demo
