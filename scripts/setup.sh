@@ -45,4 +45,7 @@ if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
   # shellcheck disable=SC2086
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${GATEDLM_CMAKE_ARGS:-} >/dev/null
 fi
-cmake --build "$BUILD_DIR" -j "$(nproc)"
+# GATEDLM_BUILD_TARGETS: build only these targets (scripts/test.sh --sanitize: the binary and
+# the two test executables its labels run), else everything.
+# shellcheck disable=SC2086
+cmake --build "$BUILD_DIR" -j "$(nproc)" ${GATEDLM_BUILD_TARGETS:+--target $GATEDLM_BUILD_TARGETS}

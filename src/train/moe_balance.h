@@ -16,7 +16,7 @@
 // model per micro-batch (measured in bench/RESULTS.md); lb_scope micro needs none.
 //
 // Exactness: the result equals one forward/backward over the concatenated step with
-// LB = E * sum_i f_i P_i (tests/unit/test_moe_balance.cpp), for any split into
+// LB = E * sum_i f_i P_i (tests/cli/test_mpi_training_cli.cpp), for any split into
 // micro-batches and ranks.
 #include <cstdint>
 #include <functional>

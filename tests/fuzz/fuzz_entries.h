@@ -4,7 +4,7 @@
 // normally when the input is accepted or refused with a gatedlm::Error. Anything else (a
 // crash, a sanitizer report, another exception) is a bug. Used by the libFuzzer harnesses
 // (fuzz_main.cpp, built with clang by scripts/fuzz.sh) and by the corpus regression test
-// that ctest runs with the normal compiler (tests/unit/test_fuzz_corpus.cpp).
+// that ctest runs with the normal compiler (tests/unit/fuzz/test_fuzz_corpus_replay.cpp).
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -33,8 +33,6 @@ PrepareOptions forced(PrepareOptions o) {
 }
 namespace fs = std::filesystem;
 
-
-
 std::string sample_text(int lines, const std::string& tag) {
   std::string text;
   for (int i = 0; i < lines; ++i) text += tag + " line " + std::to_string(i) + ": the quick brown fox, ünïcödé 日本\n";

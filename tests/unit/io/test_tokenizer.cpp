@@ -33,7 +33,6 @@ fs::path fresh_dir(const std::string& tag) {
   return dir;
 }
 
-
 // About 40 KB of English: the start of TinyShakespeare when the shared data is there,
 // else generated sentences.
 std::string training_text() {

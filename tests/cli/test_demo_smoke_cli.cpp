@@ -139,6 +139,20 @@ TEST_F(DemoSmokeTest, BothRunsAnalysesReportAndTable) {
     EXPECT_EQ(analysis["format"], "gatedlm-analysis") << run;
     EXPECT_EQ(analysis["gates"].is_null(), std::string(run) == "baseline");
     EXPECT_TRUE(fs::exists(rd / "heldout.json")) << run;
+    // Probes and validation during training (the report's "Probes during training" and
+    // validation curve): the preset's counts, spread over the 8 steps, the last at step 8.
+    int64_t probes = 0, evals = 0, last_probe = 0, last_eval = 0;
+    std::istringstream metrics(read(rd / "metrics.jsonl"));
+    for (std::string line; std::getline(metrics, line);) {
+      const json rec = json::parse(line);
+      if (rec.contains("f_attn")) ++probes, last_probe = rec["step"].get<int64_t>();
+      if (rec.contains("val_loss")) ++evals, last_eval = rec["step"].get<int64_t>();
+    }
+    const json preset = json::parse(read(std::string(GATEDLM_SOURCE_DIR) + "/configs/demo/smoke.json"));
+    EXPECT_EQ(probes, preset["probes"].get<int64_t>()) << run;
+    EXPECT_EQ(evals, preset["evals"].get<int64_t>()) << run;
+    EXPECT_EQ(last_probe, 8) << run;
+    EXPECT_EQ(last_eval, 8) << run;
   }
   EXPECT_TRUE(fs::exists(out / "report" / "index.html"));
   const std::string md = read(out / "results.md");
