@@ -99,8 +99,8 @@ class HardeningCli : public ::testing::Test {
 };
 fs::path HardeningCli::root_;
 
-// Row 1: a huge max_seq_len is refused at init and when a checkpoint carries one.
-TEST_F(HardeningCli, Row1HugeMaxSeqLenIsRefused) {
+// Issue 18, row 1: a huge max_seq_len is refused at init and when a checkpoint carries one.
+TEST_F(HardeningCli, HugeMaxSeqLenIsRefusedAtInitAndInACheckpoint) {
   json m = model_json();
   m["max_seq_len"] = int64_t{1} << 62;
   write_file(root_ / "huge.json", m.dump());
@@ -114,7 +114,7 @@ TEST_F(HardeningCli, Row1HugeMaxSeqLenIsRefused) {
 }
 
 // Rows 2, 11 (a 1-id line) and 12 (an id out of range names the file and line).
-TEST_F(HardeningCli, Row2ScoreRefusesLinesBeyondMaxSeqLen) {
+TEST_F(HardeningCli, ScoreRefusesLinesBeyondMaxSeqLen) {
   std::string line;
   for (int i = 0; i < 1000000; ++i) line += "7 ";
   write_file(root_ / "long.txt", "1 2 3\n" + line + "\n");
@@ -132,8 +132,8 @@ TEST_F(HardeningCli, Row2ScoreRefusesLinesBeyondMaxSeqLen) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
-// Row 3: a resume that failed before its first checkpoint does not eat the new budget.
-TEST_F(HardeningCli, Row3FailedResumeKeepsTheNewBudget) {
+// Issue 18, row 3: a resume that failed before its first checkpoint does not eat the new budget.
+TEST_F(HardeningCli, AFailedResumeKeepsTheNewBudget) {
   const fs::path run = root_ / "budget";
   auto r = run_gatedlm(train_args(run, "2"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -155,9 +155,9 @@ TEST_F(HardeningCli, Row3FailedResumeKeepsTheNewBudget) {
   EXPECT_EQ(json::parse(read_file(run / "train_config.json"))["lr"], 0.001);
 }
 
-// Row 4: an evaluation that cannot run is refused before the run directory exists; a run
+// Issue 18, row 4: an evaluation that cannot run is refused before the run directory exists; a run
 // that stopped before its first checkpoint can be started again.
-TEST_F(HardeningCli, Row4EvaluationCheckedUpFrontAndRunsRestartable) {
+TEST_F(HardeningCli, EvaluationIsCheckedUpFrontAndRunsStayRestartable) {
   const fs::path run = root_ / "evaltok";
   expect_refused(with(train_args(run, "50"), {"--eval-tokens", "1"}), {"--eval-tokens 1", "--seq-len 16"});
   EXPECT_FALSE(fs::exists(run));
@@ -184,8 +184,8 @@ TEST_F(HardeningCli, Row4EvaluationCheckedUpFrontAndRunsRestartable) {
   EXPECT_EQ(read_file(mine / "notes.txt"), "keep");
 }
 
-// Row 5: a second writer is refused while the run directory is locked.
-TEST_F(HardeningCli, Row5LockedRunRefusesASecondWriter) {
+// Issue 18, row 5: a second writer is refused while the run directory is locked.
+TEST_F(HardeningCli, ALockedRunRefusesASecondWriter) {
   const fs::path run = root_ / "locked";
   auto r = run_gatedlm(train_args(run, "2"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -205,8 +205,8 @@ TEST_F(HardeningCli, Row5LockedRunRefusesASecondWriter) {
   EXPECT_EQ(summary(run)["steps"], 4);
 }
 
-// Row 6: more distractors than there are keys is refused at once instead of looping.
-TEST_F(HardeningCli, Row6TooManyDistractorsIsRefused) {
+// Issue 18, row 6: more distractors than there are keys is refused at once instead of looping.
+TEST_F(HardeningCli, TooManyDistractorsAreRefused) {
   const auto t0 = std::chrono::steady_clock::now();
   expect_refused({"data", "synth", "--task", "niah", "--tokenizer", "byte", "--distractors", "1000", "--out",
                   (root_ / "synth").string()},
@@ -214,8 +214,8 @@ TEST_F(HardeningCli, Row6TooManyDistractorsIsRefused) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
 }
 
-// Row 7: an absurd step size is refused; SIGTERM mid-step is honoured within about a second.
-TEST_F(HardeningCli, Row7HugeStepsRefusedAndSignalsHonouredMidStep) {
+// Issue 18, row 7: an absurd step size is refused; SIGTERM mid-step is honoured within about a second.
+TEST_F(HardeningCli, HugeStepsAreRefusedAndSignalsHonouredMidStep) {
   expect_refused(with(train_args(root_ / "accum", "2"), {"--grad-accum", "1000000000"}),
                  {"grad_accum", "tokens per optimizer step"});
   const fs::path run = root_ / "sigterm";
@@ -235,8 +235,8 @@ TEST_F(HardeningCli, Row7HugeStepsRefusedAndSignalsHonouredMidStep) {
   EXPECT_EQ(summary(run)["outcome"], "interrupted");
 }
 
-// Row 8: raw library failures become messages naming the file or flag.
-TEST_F(HardeningCli, Row8LibraryFailuresBecomeMessages) {
+// Issue 18, row 8: raw library failures become messages naming the file or flag.
+TEST_F(HardeningCli, LibraryFailuresBecomeMessages) {
   write_file(root_ / "overflow.json", "{\"vocab_size\": 1e400}");
   expect_refused({"params", "--config", (root_ / "overflow.json").string()}, {"overflow.json", "not valid JSON"});
   const fs::path dir_config = root_ / "ck_dirconfig";
@@ -272,8 +272,8 @@ TEST_F(HardeningCli, Row8LibraryFailuresBecomeMessages) {
   if (rep.exit_code != 0) EXPECT_TRUE(contains(rep.output, "analysis.json")) << rep.output;
 }
 
-// Row 9: NaN or Inf weights are refused by score and eval (non-zero exit).
-TEST_F(HardeningCli, Row9NonFiniteWeightsAreErrors) {
+// Issue 18, row 9: NaN or Inf weights are refused by score and eval (non-zero exit).
+TEST_F(HardeningCli, NonFiniteWeightsAreErrors) {
   const fs::path ck = root_ / "ck_nan";
   fs::remove_all(ck);
   fs::copy(root_ / "ck", ck);
@@ -288,8 +288,8 @@ TEST_F(HardeningCli, Row9NonFiniteWeightsAreErrors) {
                  {"model.safetensors", "nan"});
 }
 
-// Row 11: values that were silently wrapped, clamped or used.
-TEST_F(HardeningCli, Row11BadValuesAreRefused) {
+// Issue 18, row 11: values that were silently wrapped, clamped or used.
+TEST_F(HardeningCli, WrappedClampedOrIgnoredValuesAreRefused) {
   const fs::path run = root_ / "values";
   expect_refused(with(train_args(run, "2"), {"--seq-len", "64"}), {"--seq-len 64", "max_seq_len 32"});
   expect_refused(train_args(run, "99999999999999999999"), {"--steps", "out of range"});
@@ -322,8 +322,8 @@ TEST_F(HardeningCli, Row11BadValuesAreRefused) {
   }
 }
 
-// Row 12: messages that named the wrong thing.
-TEST_F(HardeningCli, Row12ClearMessages) {
+// Issue 18, row 12: messages that named the wrong thing.
+TEST_F(HardeningCli, MessagesNameTheFlagAtFault) {
   expect_refused({"analyze", "--checkpoint", (root_ / "ck").string(), "--data", data().string(), "--sequences", "0",
                   "--out", (root_ / "an.json").string()},
                  {"--sequences", "at least 1"});
