@@ -200,6 +200,44 @@ void serve_request(const uint8_t* data, size_t size) {
   }
 }
 
+// POST /v1/completions alone, at a context the first byte picks (1 to 4096 tokens, where
+// serve_request has 64): an answer within the limits or an InvalidRequest. An accepted body
+// must parse again to the same request once re-serialized, and must be refused, naming
+// "prompt", when a second "prompt" key is put in front of it.
+void completion_request(const uint8_t* data, size_t size) {
+  if (size == 0) return;
+  static constexpr int64_t kContexts[] = {1, 2, 3, 17, 64, 4096};
+  const int64_t context = kContexts[data[0] % std::size(kContexts)];
+  const std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
+  const io::Tokenizer& t = fixed_tokenizer();
+  const int64_t vocab = t.vocab_size();
+  serve::CompletionRequest r;
+  try {
+    r = serve::parse_completion(body, t, vocab, context, 777);
+  } catch (const serve::InvalidRequest&) {
+    return;
+  }
+  const int64_t prompt = static_cast<int64_t>(r.prompt.size());
+  require(prompt >= 1 && prompt < context, "prompt length");
+  require(r.rules.max_tokens >= 1 && r.rules.max_tokens + prompt <= context, "max_tokens past the context");
+  for (int32_t id : r.prompt) require(id >= 0 && id < vocab, "prompt id outside the vocabulary");
+  require(r.rules.stop.size() <= 4, "more than 4 stop strings");
+  for (const std::string& stop : r.rules.stop) require(!stop.empty(), "an empty stop string");
+  require(r.sampling.seed <= static_cast<uint64_t>(INT64_MAX), "seed past INT64_MAX");
+  const std::string again = nlohmann::json::parse(body).dump();
+  const serve::CompletionRequest r2 = serve::parse_completion(again, t, vocab, context, 777);
+  require(r2.prompt == r.prompt && r2.rules.max_tokens == r.rules.max_tokens && r2.rules.stop == r.rules.stop &&
+              r2.sampling.seed == r.sampling.seed && r2.stream == r.stream,
+          "the re-serialized body parses to another request");
+  const std::string twice = "{\"prompt\":[1]," + again.substr(1);
+  try {
+    (void)serve::parse_completion(twice, t, vocab, context, 777);
+    require(false, "a second \"prompt\" key was accepted");
+  } catch (const serve::InvalidRequest& e) {
+    require(e.param == "prompt", "the duplicate \"prompt\" refused naming '" + e.param + "'");
+  }
+}
+
 void report_analysis(const uint8_t* data, size_t size) {
   const fs::path p = write("analysis.json", data, size);
   refusals_allowed([&] {
@@ -218,7 +256,8 @@ const std::vector<Target>& targets() {
                                        {"dataset", dataset},                 {"token_ids", token_ids},
                                        {"tokenizer_model", tokenizer_model}, {"report_analysis", report_analysis},
                                        {"tokenizer_json", tokenizer_json},   {"tokenizer_json_text", tokenizer_json_text},
-                                       {"serve_request", serve_request}};
+                                       {"serve_request", serve_request},
+                                       {"completion_request", completion_request}};
   return all;
 }
 
