@@ -24,7 +24,7 @@ void register_export(CLI::App& app) {
       "gated-attention paper's layout (a G1 sigmoid gate, elementwise or headwise, fused into q_proj; load it "
       "with the authors' modeling_qwen3.py); qwen3: transformers' Qwen3 (ungated models); gguf: DIR/model.gguf "
       "for llama.cpp (architecture qwen3, F32 or F16; ungated models without biases; with the checkpoint's "
-      "tokenizer.json vocabulary when it has one). A config the format cannot express is refused by key before "
+      "tokenizer.json vocabulary when it has one, else the byte tokenizer's for a byte model). A config the format cannot express is refused by key before "
       "anything is written.");
   sub->add_option("CKPT", opt->checkpoint, "checkpoint or run directory")->required();
   sub->add_option("--format", opt->format, "paper | qwen3 | gguf")->required();
@@ -42,7 +42,15 @@ void register_export(CLI::App& app) {
     const fs::path tokenizer = fs::path(dir) / io::kHfTokenizerFile;
     if (gguf) {
       const io::GgufDtype gd = dtype == io::StoreDtype::f32 ? io::GgufDtype::f32 : io::GgufDtype::f16;
-      const std::string vocab = fs::exists(tokenizer) ? tokenizer.string() : "";
+      // llama.cpp loads no GGUF without a vocabulary: the checkpoint's tokenizer.json, or for a
+      // byte model (vocab_size 258) the byte tokenizer's.
+      const bool has_json = fs::exists(tokenizer);
+      if (!has_json && ck.config.vocab_size != io::kByteVocabularySize)
+        fail(dir, ": no tokenizer.json beside the checkpoint, and its vocab_size ", ck.config.vocab_size,
+             " is not the byte tokenizer's (", io::kByteVocabularySize, "); llama.cpp needs a vocabulary: copy the "
+             "model's byte-level BPE tokenizer.json to ", tokenizer.string(), " (a SentencePiece .model cannot be "
+             "exported as GGUF)");
+      const std::string vocab = has_json ? tokenizer.string() : io::kByteVocabulary;
       // Validate everything (export_gguf refuses first) before creating the directory.
       fs::create_directories(opt->out);
       try {
@@ -53,7 +61,8 @@ void register_export(CLI::App& app) {
         throw;
       }
       std::fprintf(stderr, "exported %s as gguf (%s%s) into %s/model.gguf\n", dir.c_str(), opt->dtype.c_str(),
-                   vocab.empty() ? ", no vocabulary" : ", with its tokenizer.json vocabulary", opt->out.c_str());
+                   has_json ? ", with its tokenizer.json vocabulary" : ", with the byte tokenizer's vocabulary",
+                   opt->out.c_str());
       return;
     }
     io::export_hf(ck, format, dtype, opt->out);

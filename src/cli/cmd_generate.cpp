@@ -2,17 +2,39 @@
 // streaming the text to stdout (or one JSON object with --json).
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/infer_options.h"
 #include "core/error.h"
+#include "core/json_file.h"
 #include "infer/model_files.h"
 #include "infer/run_generation.h"
 
 namespace gatedlm::cli {
+
+namespace {
+
+// Limits that keep a mistyped flag from allocating gigabytes: a prompt file is read up to
+// 64 MiB (the largest context, 2^22 tokens, is far less text); --max-tokens up to 2^20.
+constexpr size_t kMaxPromptFileBytes = size_t{64} << 20;
+constexpr int64_t kMaxGeneratedTokens = int64_t{1} << 20;
+
+// The rule `serve` follows: without a streaming window, prompt and completion share the
+// model's context (max_seq_len); a prompt that fills it is refused naming its flag, and
+// the completion stops where the context is full. Returns the tokens that may be generated.
+int64_t fit_to_context(int64_t prompt_tokens, const infer::StopRules& rules, int64_t window, int64_t max_seq_len,
+                       const std::string& prompt_flag) {
+  if (window > 0) return rules.max_tokens;  // the cache keeps the last `window` tokens: no end
+  const int64_t room = max_seq_len - prompt_tokens;
+  if (room < 1)
+    fail(prompt_flag, ": the prompt's ", prompt_tokens, " tokens (with BOS) leave no room in the model's context of ",
+         max_seq_len, " tokens (max_seq_len); shorten it, or give --window W to stream past the context");
+  return std::min(rules.max_tokens, room);
+}
+
+}  // namespace
 
 void register_generate(CLI::App& app) {
   struct Options {
@@ -26,7 +48,8 @@ void register_generate(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "generate",
       "Continue a prompt: prefill it in one pass, then decode token by token over the KV cache. The text streams to "
-      "stdout as it is produced; --json prints one object instead: prompt_ids, ids, text, finish_reason, "
+      "stdout as it is produced; --json prints one object instead: prompt_ids, ids, text, finish_reason (length, stop, "
+      "eos, or context: the model's max_seq_len is full, as in serve; --window streams past it), "
       "prefill_tokens_per_s, decode_tokens_per_s.");
   add_checkpoint_options(sub, opt->checkpoint, opt->tokenizer);
   auto* p = sub->add_option("--prompt", opt->prompt, "prompt text");
@@ -44,17 +67,21 @@ void register_generate(CLI::App& app) {
     if (opt->window < 0 || opt->sinks < 0) fail("--window and --sinks must not be negative");
     if (opt->sinks > 0 && opt->window == 0) fail("--sinks needs --window");
     infer::validate(opt->sampling);
-    std::string text = opt->prompt;
-    if (!opt->prompt_file.empty()) {
-      std::ifstream in(opt->prompt_file, std::ios::binary);
-      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-      if (!in.good() && !in.eof()) fail(opt->prompt_file, ": cannot read");
-    }
+    if (opt->rules.max_tokens > kMaxGeneratedTokens)
+      fail("--max-tokens ", opt->rules.max_tokens, ": at most ", kMaxGeneratedTokens, " tokens per generation");
+    const std::string text = opt->prompt_file.empty()
+                                 ? opt->prompt
+                                 : read_file_at_most(opt->prompt_file, kMaxPromptFileBytes, "prompt file (--prompt-file)");
     infer::LoadedModel lm = infer::load_model(opt->checkpoint, opt->tokenizer);
     std::vector<int32_t> prompt{lm.tokenizer->bos_id()};
     for (int32_t t : lm.tokenizer->encode(text)) prompt.push_back(t);
     infer::StopRules rules = opt->rules;
     rules.eos = lm.tokenizer->eos_id();
+    rules.max_tokens = fit_to_context(static_cast<int64_t>(prompt.size()), opt->rules, opt->window,
+                                      lm.model->config().max_seq_len,
+                                      opt->prompt_file.empty() ? "--prompt" : "--prompt-file " + opt->prompt_file);
+    // Stopped because the context is full, not because --max-tokens was reached.
+    const bool context_bound = rules.max_tokens < opt->rules.max_tokens;
     infer::Generation gen(prompt, opt->sampling, rules, lm.tokenizer.get());
     const int64_t capacity = static_cast<int64_t>(prompt.size()) + rules.max_tokens;
     infer::Decoder dec(*lm.model, {1, capacity, opt->window, opt->sinks});
@@ -63,11 +90,14 @@ void register_generate(CLI::App& app) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
     });
+    // "context": the model's context (max_seq_len) is full; --window streams past it.
+    const bool hit_context = context_bound && gen.finish_reason() == infer::FinishReason::length;
+    const std::string finish = hit_context ? "context" : infer::to_string(gen.finish_reason());
     if (opt->json) {
       const nlohmann::json j{{"prompt_ids", gen.prompt()},
                              {"ids", gen.generated()},
                              {"text", gen.text()},
-                             {"finish_reason", infer::to_string(gen.finish_reason())},
+                             {"finish_reason", finish},
                              {"prompt_tokens", t.prompt_tokens},
                              {"generated_tokens", gen.generated().size()},
                              {"prefill_tokens_per_s", t.prefill_tokens_per_s()},
@@ -79,7 +109,10 @@ void register_generate(CLI::App& app) {
       std::printf("\n");
       std::fprintf(stderr, "[%lld prompt tokens, %lld generated (%s); prefill %.1f tok/s, decode %.1f tok/s]\n",
                    static_cast<long long>(t.prompt_tokens), static_cast<long long>(gen.generated().size()),
-                   infer::to_string(gen.finish_reason()).c_str(), t.prefill_tokens_per_s(), t.decode_tokens_per_s());
+                   finish.c_str(), t.prefill_tokens_per_s(), t.decode_tokens_per_s());
+      if (hit_context)
+        std::fprintf(stderr, "[stopped at the model's context of %lld tokens (max_seq_len); --window W streams past it]\n",
+                     static_cast<long long>(lm.model->config().max_seq_len));
     }
   });
 }

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "io/hf_convert.h"
+#include "io/tokenizer_json.h"
 
 namespace gatedlm::cli {
 
@@ -34,8 +35,15 @@ void register_import(CLI::App& app) {
     if (fs::exists(opt->out) && !(fs::is_directory(opt->out) && fs::is_empty(opt->out)))
       fail("--out ", opt->out, ": exists and is not an empty directory (nothing written)");
     io::ImportedModel m = io::import_hf(opt->src, format);
-    io::save_checkpoint(opt->out, m.checkpoint.config, m.checkpoint.params);
+    // The tokenizer is loaded (every check of load_tokenizer_json) before anything is written.
     const fs::path tokenizer = fs::path(opt->src) / io::kHfTokenizerFile;
+    if (fs::exists(tokenizer)) {
+      const std::unique_ptr<io::Tokenizer> t = io::load_tokenizer_json(tokenizer.string());
+      if (t->vocab_size() > m.checkpoint.config.vocab_size)
+        fail(tokenizer.string(), ": the tokenizer has ", t->vocab_size(), " ids, more than the model's vocab_size ",
+             m.checkpoint.config.vocab_size, " (nothing written)");
+    }
+    io::save_checkpoint(opt->out, m.checkpoint.config, m.checkpoint.params);
     if (fs::exists(tokenizer)) fs::copy_file(tokenizer, fs::path(opt->out) / io::kHfTokenizerFile);
     std::fprintf(stderr, "imported %s (format %s, %s, %lld parameters) into %s%s\n", m.weights_source.c_str(),
                  io::to_string(m.format).c_str(), model::describe_gate(m.checkpoint.config).c_str(),

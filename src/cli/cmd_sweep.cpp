@@ -6,6 +6,7 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "sweep/spec.h"
 #include "sweep/sweep.h"
 
 namespace gatedlm::cli {
@@ -31,10 +32,12 @@ std::vector<uint64_t> parse_seeds(const std::string& text) {
   if (out.empty()) fail("--seeds: give a count (3) or a list (1,2,3)");
   if (out.size() == 1 && text.find(',') == std::string::npos) {
     const uint64_t n = out[0];
-    if (n < 1 || n > 1000) fail("--seeds ", text, ": a count must be in 1..1000 (or give a list: 1,2,3)");
+    if (n < 1 || n > sweep::kMaxSeeds)
+      fail("--seeds ", text, ": a count must be in 1..", sweep::kMaxSeeds, " (or give a list: 1,2,3)");
     out.clear();
     for (uint64_t s = 1; s <= n; ++s) out.push_back(s);
   }
+  sweep::check_seeds(out, "--seeds");
   return out;
 }
 

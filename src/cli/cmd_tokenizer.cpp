@@ -11,6 +11,12 @@
 #include "io/tokenizer.h"
 
 namespace gatedlm::cli {
+
+// Every kind io::Tokenizer::load accepts.
+constexpr const char* kTokenizerKinds =
+    "\"byte\" (ids 0..255 are the bytes, 256 BOS, 257 EOS), a SentencePiece .model file, or a Hugging Face "
+    "tokenizer.json (byte-level BPE, as Qwen2/Qwen3 use; any path ending in .json)";
+
 namespace {
 
 void register_tokenizer_train(CLI::App& parent) {
@@ -47,8 +53,9 @@ void register_encode(CLI::App& parent) {
     bool bos_eos = false;
   };
   auto opt = std::make_shared<Options>();
-  CLI::App* sub = parent.add_subcommand("encode", "Print the token ids of a text, space-separated, on one line.");
-  sub->add_option("--tokenizer", opt->tokenizer, "a SentencePiece .model file, or \"byte\"")->required();
+  CLI::App* sub = parent.add_subcommand("encode", "Print the token ids of a text, space-separated, on one line (tokenizers: byte, SentencePiece .model, "
+                                        "tokenizer.json).");
+  sub->add_option("--tokenizer", opt->tokenizer, kTokenizerKinds)->required();
   auto* text = sub->add_option("--text", opt->text, "the text (default: read standard input)");
   sub->add_flag("--bos-eos", opt->bos_eos, "wrap the ids in BOS and EOS, as documents are stored");
   sub->callback([opt, text] {
@@ -71,8 +78,9 @@ void register_decode(CLI::App& parent) {
     std::string tokenizer, ids;
   };
   auto opt = std::make_shared<Options>();
-  CLI::App* sub = parent.add_subcommand("decode", "Print the text of whitespace-separated token ids.");
-  sub->add_option("--tokenizer", opt->tokenizer, "a SentencePiece .model file, or \"byte\"")->required();
+  CLI::App* sub = parent.add_subcommand("decode", "Print the text of whitespace-separated token ids (tokenizers: byte, SentencePiece .model, "
+                                        "tokenizer.json).");
+  sub->add_option("--tokenizer", opt->tokenizer, kTokenizerKinds)->required();
   auto* ids_option = sub->add_option("--ids", opt->ids, "the ids, e.g. \"72 105\" (default: read standard input)");
   sub->callback([opt, ids_option] {
     const auto tokenizer = io::Tokenizer::load(opt->tokenizer);

@@ -64,6 +64,23 @@ std::string read_whole_file(const std::string& path, const std::string& what) {
   return s.str();
 }
 
+std::string read_file_at_most(const std::string& path, size_t max_bytes, const std::string& what) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) fail(path, ": no such ", what);
+  if (std::filesystem::is_directory(status)) fail(path, ": is a directory, expected the ", what);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, ": cannot open the ", what, " (", std::strerror(errno), ")");
+  std::string out;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
+    out.append(buffer, static_cast<size_t>(in.gcount()));
+    if (out.size() > max_bytes) fail(path, ": the ", what, " holds more than ", max_bytes, " bytes, the limit");
+  }
+  if (in.bad()) fail(path, ": read error in the ", what);
+  return out;
+}
+
 json read_json_file(const std::string& path, const std::string& what) {
   return parse_json_strict(read_whole_file(path, what), path);
 }

@@ -16,5 +16,8 @@ nlohmann::json parse_json_strict(std::string_view text, const std::string& sourc
 nlohmann::json read_json_file(const std::string& path, const std::string& what = "JSON file");
 // A whole file's bytes; throws naming the file when it is missing, a directory or unreadable.
 std::string read_whole_file(const std::string& path, const std::string& what = "file");
+// The same, refusing (naming the file and the limit) one longer than max_bytes: reads at most
+// max_bytes + 1 bytes, so /dev/zero or an endless pipe costs no more.
+std::string read_file_at_most(const std::string& path, size_t max_bytes, const std::string& what);
 
 }  // namespace gatedlm

@@ -3,12 +3,12 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "io/half_float.h"
 #include "io/hf_names.h"
+#include "io/tokenizer_json.h"
 #include "model/param_layout.h"
 
 namespace gatedlm::io {
@@ -85,54 +85,45 @@ class Bytes {
   std::string s_;
 };
 
-// The vocabulary of a byte-level BPE tokenizer.json as llama.cpp's "gpt2" tokenizer wants
-// it: tokens by id (ids the file leaves out, up to the model's vocab_size, become
-// "[PAD<id>]"), their types (1 normal, 3 control = special added token, 4 user-defined),
-// merges as "left right".
-void add_vocabulary(Bytes& kv, const std::string& path, int64_t vocab_size) {
-  std::ifstream in(path);
-  if (!in) fail(path, ": cannot open");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(path, ": not valid JSON (", e.what(), ")");
+// A vocabulary as llama.cpp's "gpt2" (byte-level BPE) tokenizer wants it: tokens by id,
+// their types (1 normal, 3 control = special, 4 user-defined, 5 unused), merges as
+// "left right", the model's vocab_size entries in all (ids past the tokenizer's own become
+// "[PAD<id>]", unused).
+void add_gpt2_vocabulary(Bytes& kv, TokenizerJsonVocabulary v, int64_t vocab_size, const std::string& source) {
+  if (static_cast<int64_t>(v.tokens.size()) > vocab_size)
+    fail(source, ": the tokenizer has ids up to ", v.tokens.size() - 1, ", outside the model's vocabulary of ", vocab_size);
+  using Kind = TokenizerJsonVocabulary::Kind;
+  v.tokens.resize(static_cast<size_t>(vocab_size));
+  v.kinds.resize(static_cast<size_t>(vocab_size), Kind::unused);
+  std::vector<int32_t> types(static_cast<size_t>(vocab_size));
+  for (int64_t i = 0; i < vocab_size; ++i) {
+    const Kind k = v.kinds[i];
+    types[i] = k == Kind::normal ? 1 : k == Kind::special ? 3 : k == Kind::added ? 4 : 5;
+    if (k == Kind::unused) v.tokens[i] = cat("[PAD", i, "]");
   }
-  const nlohmann::json& m = j.value("model", nlohmann::json::object());
-  if (m.value("type", "") != "BPE") fail(path, ": model.type is not BPE; gatedlm's GGUF export carries byte-level BPE only");
-  std::vector<std::string> tokens(static_cast<size_t>(vocab_size));
-  std::vector<int32_t> types(static_cast<size_t>(vocab_size), 1);
-  std::vector<bool> set(static_cast<size_t>(vocab_size), false);
-  auto place = [&](const std::string& token, int64_t id, int32_t type) {
-    if (id < 0 || id >= vocab_size)
-      fail(path, ": token id ", id, " (", token, ") is outside the model's vocabulary of ", vocab_size);
-    tokens[id] = token;
-    types[id] = type;
-    set[id] = true;
-  };
-  for (const auto& [token, id] : m.at("vocab").items()) place(token, id.get<int64_t>(), 1);
-  int64_t eos = -1;
-  for (const nlohmann::json& a : j.value("added_tokens", nlohmann::json::array())) {
-    const std::string content = a.at("content").get<std::string>();
-    place(content, a.at("id").get<int64_t>(), a.value("special", false) ? 3 : 4);
-    if (content == "<|endoftext|>") eos = a.at("id").get<int64_t>();
-  }
-  for (int64_t i = 0; i < vocab_size; ++i)
-    if (!set[i]) tokens[i] = cat("[PAD", i, "]"), types[i] = 5;  // 5: unused
-  std::vector<std::string> merges;
-  for (const nlohmann::json& mg : m.value("merges", nlohmann::json::array()))
-    merges.push_back(mg.is_string() ? mg.get<std::string>()
-                                    : mg.at(0).get<std::string>() + " " + mg.at(1).get<std::string>());
   kv.kv_str("tokenizer.ggml.model", "gpt2");
   kv.kv_str("tokenizer.ggml.pre", "qwen2");
-  kv.kv_strings("tokenizer.ggml.tokens", tokens);
+  kv.kv_strings("tokenizer.ggml.tokens", v.tokens);
   kv.kv_i32s("tokenizer.ggml.token_type", types);
-  kv.kv_strings("tokenizer.ggml.merges", merges);
-  if (eos >= 0) {
-    kv.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(eos));
-    kv.kv_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(eos));
+  kv.kv_strings("tokenizer.ggml.merges", v.merges);  // llama.cpp requires the key, even empty
+  if (v.document_id >= 0) {
+    kv.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.document_id));
+    kv.kv_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(v.document_id));
   }
   kv.kv_bool("tokenizer.ggml.add_bos_token", false);
+}
+
+// gatedlm's byte tokenizer (io/tokenizer.h) in the same terms: ids 0..255 are the bytes,
+// each a byte-level symbol, with no merges; 256 BOS and 257 EOS are control tokens.
+TokenizerJsonVocabulary byte_tokenizer_vocabulary() {
+  using Kind = TokenizerJsonVocabulary::Kind;
+  TokenizerJsonVocabulary v;
+  for (int b = 0; b < 256; ++b) v.tokens.push_back(byte_level_symbol(static_cast<unsigned char>(b)));
+  v.kinds.assign(256, Kind::normal);
+  v.tokens.insert(v.tokens.end(), {"<|bos|>", "<|eos|>"});
+  v.kinds.insert(v.kinds.end(), {Kind::special, Kind::special});
+  v.document_id = 257;
+  return v;
 }
 
 // One GGUF tensor: its name, shape (outermost first) and the gatedlm parameters stored one
@@ -188,7 +179,7 @@ std::string gguf_tensor_name(const std::string& name) {
   fail("gguf (qwen3): no GGUF tensor for gatedlm parameter ", name);
 }
 
-void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& tokenizer_json, const std::string& path) {
+void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& tokenizer, const std::string& path) {
   const model::ModelConfig& c = ck.config;
   auto refuse = [](const std::string& key, const std::string& why) {
     fail("export --format gguf: model config key \"", key, "\" ", why);
@@ -234,8 +225,13 @@ void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& token
     kv.kv_u32(key("expert_used_count"), static_cast<uint32_t>(c.moe.top_k));
     kv.kv_u32(key("expert_feed_forward_length"), static_cast<uint32_t>(c.moe.expert_hidden));
   }
-  if (!tokenizer_json.empty()) add_vocabulary(kv, tokenizer_json, c.vocab_size);
-  else kv.kv_str("tokenizer.ggml.model", "no_vocab");
+  kv.kv_u32(key("vocab_size"), static_cast<uint32_t>(c.vocab_size));
+  if (tokenizer == kByteVocabulary) {
+    add_gpt2_vocabulary(kv, byte_tokenizer_vocabulary(), c.vocab_size, "the byte tokenizer");
+    kv.kv_u32("tokenizer.ggml.bos_token_id", 256);
+  } else {
+    add_gpt2_vocabulary(kv, read_tokenizer_json_vocabulary(tokenizer), c.vocab_size, tokenizer);
+  }
 
   // Tensor infos: matrices in the chosen type, 1-D tensors (norms) always F32.
   const model::ParamLayout layout(c);

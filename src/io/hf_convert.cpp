@@ -4,9 +4,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/json_file.h"
 #include "core/progress.h"
 #include "io/hf_names.h"
 
@@ -61,19 +63,41 @@ std::string show(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
-nlohmann::json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) fail(path.string(), ": cannot open");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(path.string(), ": not valid JSON (", e.what(), ")");
-  }
-}
-
 bool ignorable_tensor(const std::string& name) {
   const std::string suffix = "rotary_emb.inv_freq";  // a buffer older transformers saved
   return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The numbers N in names "<prefix>N.": which indices the file holds, as a set.
+std::set<int64_t> indices_after(const std::map<std::string, TensorEntry>& tensors, const std::string& prefix) {
+  std::set<int64_t> found;
+  for (auto it = tensors.lower_bound(prefix); it != tensors.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+       ++it) {
+    const size_t dot = it->first.find('.', prefix.size());
+    const std::string digits = it->first.substr(prefix.size(), dot == std::string::npos ? dot : dot - prefix.size());
+    if (!digits.empty() && digits.size() < 10 && digits.find_first_not_of("0123456789") == std::string::npos)
+      found.insert(std::stoll(digits));
+  }
+  return found;
+}
+
+// Refuses, naming the first missing one, a layer or expert count that the weights' headers
+// cannot hold: every layer i has tensors "model.layers.i.*", every MoE layer experts
+// 0..n_experts-1. Costs one pass over the names, whatever the config asks for.
+void check_counts_in_headers(const model::ModelConfig& c, const HfWeights& weights, const std::string& config) {
+  const std::set<int64_t> layers = indices_after(weights.tensors(), "model.layers.");
+  for (int64_t i = 0; i < c.n_layers; ++i)
+    if (!layers.count(i))
+      fail(weights.source(), ": missing tensors model.layers.", i, ".* (", config, " asks for ", c.n_layers,
+           " layers in num_hidden_layers; the weights hold ", layers.size(), ")");
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    if (!c.moe.is_moe_layer(i)) continue;
+    const std::set<int64_t> experts = indices_after(weights.tensors(), cat("model.layers.", i, ".mlp.experts."));
+    for (int64_t e = 0; e < c.moe.n_experts; ++e)
+      if (!experts.count(e))
+        fail(weights.source(), ": missing tensors model.layers.", i, ".mlp.experts.", e, ".* (", config, " asks for ",
+             c.moe.n_experts, " experts in num_experts; layer ", i, " holds ", experts.size(), ")");
+  }
 }
 
 }  // namespace
@@ -82,16 +106,19 @@ ImportedModel import_hf(const std::string& src_dir, std::optional<HfFormat> form
   if (!fs::is_directory(src_dir)) fail(src_dir, ": not a directory");
   const fs::path config_path = fs::path(src_dir) / "config.json";
   if (!fs::exists(config_path)) fail(src_dir, ": no config.json");
-  const nlohmann::json hf = read_json(config_path);
+  const nlohmann::json hf = read_json_file(config_path.string(), "Hugging Face config");
   ImportedModel out;
   out.format = format ? *format : detect_hf_format(hf);
   model::ModelConfig& c = out.checkpoint.config;
   c = config_from_hf(hf, out.format, config_path.string());
+  HfWeights weights(src_dir);
+  out.weights_source = weights.source();
+  // The layout holds a name per tensor: a config that asks for far more layers or experts
+  // than the file holds is refused from the headers before it is built.
+  check_counts_in_headers(c, weights, config_path.string());
   const model::ParamLayout layout(c);
   const std::vector<TheirTensor> wanted = their_tensors(c, layout, out.format);
 
-  HfWeights weights(src_dir);
-  out.weights_source = weights.source();
   // Every check before the first value is read.
   std::map<std::string, const TheirTensor*> by_name;
   for (const TheirTensor& t : wanted) {
@@ -125,10 +152,12 @@ ImportedModel import_hf(const std::string& src_dir, std::optional<HfFormat> form
     const TensorMapping& first = t.parts[0];
     if (t.parts.size() == 1 && first.part == RowPart::all) {
       weights.read_f32(t.name, params.data() + first.spec->offset, first.spec->numel);
+      require_finite(params.data() + first.spec->offset, first.spec->numel, cat(weights.file_of(t.name), ": tensor ", t.name));
     } else {
       const TensorEntry& e = weights.entry(t.name);
       scratch.resize(static_cast<size_t>(e.numel()));
       weights.read_f32(t.name, scratch.data(), e.numel());
+      require_finite(scratch.data(), e.numel(), cat(weights.file_of(t.name), ": tensor ", t.name));
       for (const TensorMapping& m : t.parts) copy_rows(c, m, params.data() + m.spec->offset, scratch.data(), Direction::import);
     }
     progress.update(static_cast<int64_t>(i + 1), t.name);

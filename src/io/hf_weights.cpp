@@ -10,6 +10,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/json_file.h"
 #include "io/half_float.h"
 
 namespace gatedlm::io {
@@ -48,15 +49,7 @@ HfWeights::HfWeights(const std::string& dir) {
   }
   if (!fs::exists(index)) fail(dir, ": no model.safetensors and no model.safetensors.index.json");
   source_ = index.string();
-  nlohmann::json j;
-  {
-    std::ifstream in(index);
-    try {
-      j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-      fail(source_, ": not valid JSON (", e.what(), ")");
-    }
-  }
+  const nlohmann::json j = read_json_file(source_, "safetensors index");
   if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
     fail(source_, ": no \"weight_map\" object");
   std::map<std::string, size_t> shard_index;  // file name -> position in shards_

@@ -58,6 +58,18 @@ int64_t id_limit(const json& j) {
   return 2 * listed + 256;
 }
 
+}  // namespace
+
+std::string byte_level_symbol(unsigned char byte) {
+  auto printable = [](int b) { return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE; };
+  if (printable(byte)) return utf8(byte);
+  int shifted = 0;  // the non-printable bytes below this one
+  for (int b = 0; b < byte; ++b) shifted += printable(b) ? 0 : 1;
+  return utf8(256 + shifted);
+}
+
+namespace {
+
 class HfBpeTokenizer final : public Tokenizer {
  public:
   explicit HfBpeTokenizer(const std::string& path) : path_(path) {
@@ -84,6 +96,7 @@ class HfBpeTokenizer final : public Tokenizer {
       fail(path_, ": cannot encode text that is not valid UTF-8 (byte ", bad, " of the ", text.size(),
            " given starts no valid UTF-8 character)");
     std::vector<int32_t> ids;
+    MatchBudget budget{kMatchStepsBase + kMatchStepsPerByte * text.size()};
     // Where each added token occurs next at or after `at` (npos: nowhere), found again only
     // once `at` has passed it: each token's search moves forward only, so many added tokens
     // in a long text cost one pass per token, not one per occurrence.
@@ -105,7 +118,7 @@ class HfBpeTokenizer final : public Tokenizer {
           best = p, best_len = content.size(), best_id = id;
       }
       const size_t end = best == std::string_view::npos ? text.size() : best;
-      if (end > at) encode_plain(text.substr(at, end - at), ids);
+      if (end > at) encode_plain(text.substr(at, end - at), ids, budget);
       if (best == std::string_view::npos) break;
       ids.push_back(best_id);
       at = best + best_len;
@@ -138,6 +151,19 @@ class HfBpeTokenizer final : public Tokenizer {
   int32_t bos_id() const override { return document_id_; }
   int32_t eos_id() const override { return document_id_; }
   std::string name() const override { return path_; }
+
+  TokenizerJsonVocabulary vocabulary() const {
+    using Kind = TokenizerJsonVocabulary::Kind;
+    TokenizerJsonVocabulary v;
+    v.tokens = tokens_;
+    v.kinds.assign(tokens_.size(), Kind::unused);
+    for (size_t id = 0; id < tokens_.size(); ++id)
+      if (!tokens_[id].empty()) v.kinds[id] = is_added_[id] ? Kind::added : Kind::normal;
+    for (int32_t id : special_ids_) v.kinds[id] = Kind::special;
+    v.merges = merge_list_;
+    v.document_id = document_id_;
+    return v;
+  }
 
  private:
   void read_normalizer(const json& j) {
@@ -175,6 +201,7 @@ class HfBpeTokenizer final : public Tokenizer {
       }
     }
     if (!byte_level || pattern.empty()) fail(path_, ": the pre-tokenizer is not byte-level BPE's (Split + ByteLevel)");
+    pattern_ = pattern;
     int code = 0;
     PCRE2_SIZE offset = 0;
     regex_.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.c_str()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
@@ -227,7 +254,7 @@ class HfBpeTokenizer final : public Tokenizer {
         if (!mg.is_array() || mg.size() != 2) fail(path_, ": merge ", mg.dump(), " is not [\"left\", \"right\"]");
         left = mg.at(0).get<std::string>(), right = mg.at(1).get<std::string>();
       }
-      merges_.emplace(left + '\0' + right, rank++);
+      if (merges_.emplace(left + '\0' + right, rank++).second) merge_list_.push_back(left + ' ' + right);
     }
   }
 
@@ -242,6 +269,7 @@ class HfBpeTokenizer final : public Tokenizer {
       if (static_cast<int64_t>(tokens_.size()) <= id) tokens_.resize(id + 1);
       tokens_[id] = content;
       added_.emplace_back(content, static_cast<int32_t>(id));
+      if (a.value("special", false)) special_ids_.push_back(static_cast<int32_t>(id));
       if (content == "<|endoftext|>") document_id_ = static_cast<int32_t>(id);
     }
     is_added_.assign(tokens_.size(), false);
@@ -249,12 +277,9 @@ class HfBpeTokenizer final : public Tokenizer {
     if (document_id_ < 0) fail(path_, ": no <|endoftext|> token to separate documents");
   }
 
-  // GPT-2's map: printable bytes stand for themselves, the other 68 are shifted past U+0100.
   void build_byte_map() {
-    int shifted = 0;
     for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
-      byte_to_unicode_[b] = utf8(printable ? b : 256 + shifted++);
+      byte_to_unicode_[b] = byte_level_symbol(static_cast<unsigned char>(b));
       unicode_to_byte_[byte_to_unicode_[b]] = static_cast<unsigned char>(b);
     }
   }
@@ -286,20 +311,59 @@ class HfBpeTokenizer final : public Tokenizer {
     return result;
   }
 
+  // PCRE2's match limit counts the steps of one pcre2_match call; a regex that backtracks
+  // catastrophically (`(?:a+)+b|.` on runs of "a") may stay under it on every call while
+  // the calls add up to minutes. So one encode has a budget of steps per input byte, and
+  // each call runs under a limit that starts small and grows 8-fold while it is hit, every
+  // try charged at its limit (an upper bound on what it used).
+  struct MatchBudget {
+    uint64_t left;
+  };
+  static constexpr uint64_t kMatchStepsBase = 1'000'000, kMatchStepsPerByte = 10'000, kFirstMatchLimit = 1'000;
+
+  // pcre2_match at `at` within the budget; the PCRE2 result (a match count or NOMATCH).
+  int match_within_budget(const std::string& text, size_t at, pcre2_match_data* md, pcre2_match_context* ctx,
+                          MatchBudget& budget) const {
+    for (uint64_t limit = kFirstMatchLimit;; limit *= 8) {
+      const uint64_t tried = std::min<uint64_t>({limit, budget.left, UINT32_MAX});
+      pcre2_set_match_limit(ctx, static_cast<uint32_t>(tried));
+      const int rc = pcre2_match(regex_.get(), reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), at,
+                                 PCRE2_NO_UTF_CHECK, md, ctx);
+      budget.left -= tried;
+      if (rc != PCRE2_ERROR_MATCHLIMIT) {
+        if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) {
+          PCRE2_UCHAR message[256];
+          pcre2_get_error_message(rc, message, sizeof(message));
+          fail(path_, ": the pre-tokenizer regex ", shown_pattern(), " failed at byte ", at, " (PCRE2: ",
+               reinterpret_cast<const char*>(message), ")");
+        }
+        return rc;
+      }
+      if (budget.left == 0)
+        fail(path_, ": the pre-tokenizer regex ", shown_pattern(), " ran out of its matching budget (",
+             kMatchStepsPerByte, " steps per byte of text) at byte ", at,
+             ": it backtracks catastrophically on this text; fix the regex");
+    }
+  }
+
+  std::string shown_pattern() const {
+    constexpr size_t kShown = 200;
+    return "/" + (pattern_.size() > kShown ? pattern_.substr(0, kShown) + "..." : pattern_) + "/";
+  }
+
   // Normalise, split with the regex (matches and the gaps between them are pieces), BPE
   // each piece.
-  void encode_plain(std::string_view raw, std::vector<int32_t>& ids) const {
+  void encode_plain(std::string_view raw, std::vector<int32_t>& ids, MatchBudget& budget) const {
     const std::string text = normalize(raw);
     const std::unique_ptr<pcre2_match_data, FreeMatchData> owned(
         pcre2_match_data_create_from_pattern(regex_.get(), nullptr));
+    const std::unique_ptr<pcre2_match_context, FreeMatchContext> context(pcre2_match_context_create(nullptr));
     pcre2_match_data* md = owned.get();
-    if (!md) throw std::bad_alloc();
-    const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+    if (!md || !context) throw std::bad_alloc();
     size_t at = 0, gap = 0;
     while (at < text.size()) {
-      const int rc = pcre2_match(regex_.get(), subject, text.size(), at, PCRE2_NO_UTF_CHECK, md, nullptr);
+      const int rc = match_within_budget(text, at, md, context.get(), budget);
       if (rc == PCRE2_ERROR_NOMATCH) break;
-      if (rc < 0) fail(path_, ": the pre-tokenizer regex failed (PCRE2 error ", rc, ")");
       const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
       if (ov[1] == ov[0]) {  // an empty match: step over one character
         at = ov[0] + utf8_length(static_cast<unsigned char>(text[ov[0]]));
@@ -369,7 +433,7 @@ class HfBpeTokenizer final : public Tokenizer {
     if (cache_bytes_ + cost <= kCacheBytes && cache_.emplace(piece, std::move(out)).second) cache_bytes_ += cost;
   }
 
-  std::string path_;
+  std::string path_, pattern_;
   bool nfc_ = false, ignore_merges_ = false;
   // Owned here, so that a constructor that fails after compiling it (a bad model section,
   // say) frees it too: a destructor would not run then (LeakSanitizer found it, fuzz corpus).
@@ -379,11 +443,16 @@ class HfBpeTokenizer final : public Tokenizer {
   struct FreeMatchData {
     void operator()(pcre2_match_data* m) const { pcre2_match_data_free(m); }
   };
+  struct FreeMatchContext {
+    void operator()(pcre2_match_context* c) const { pcre2_match_context_free(c); }
+  };
   std::unique_ptr<pcre2_code, FreeRegex> regex_;
   std::vector<std::string> tokens_;  // by id
   std::vector<bool> is_added_;
   std::unordered_map<std::string, int32_t> vocab_, merges_;  // merges: "left\0right" -> rank
   std::vector<std::pair<std::string, int32_t>> added_;
+  std::vector<int32_t> special_ids_;
+  std::vector<std::string> merge_list_;  // "left right", by rank (for vocabulary())
   std::array<std::string, 256> byte_to_unicode_;
   std::unordered_map<std::string, unsigned char> unicode_to_byte_;
   int32_t document_id_ = -1;
@@ -401,5 +470,7 @@ bool is_tokenizer_json(const std::string& spec) {
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path) { return std::make_unique<HfBpeTokenizer>(path); }
+
+TokenizerJsonVocabulary read_tokenizer_json_vocabulary(const std::string& path) { return HfBpeTokenizer(path).vocabulary(); }
 
 }  // namespace gatedlm::io

@@ -5,7 +5,9 @@
 // text before anything else, ByteLevel decoding. Anything else in the file (other models,
 // normalizers, pre-tokenizers, byte fallback, subword prefixes) is refused by name.
 #include <memory>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "io/tokenizer.h"
 
@@ -14,5 +16,20 @@ namespace gatedlm::io {
 // True for a path that names a tokenizer.json (the file name ends in ".json").
 bool is_tokenizer_json(const std::string& spec);
 std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path);
+
+// GPT-2's byte-to-unicode map, which byte-level BPE vocabularies are written in: printable
+// bytes stand for themselves, the other 68 are shifted past U+0100. UTF-8.
+std::string byte_level_symbol(unsigned char byte);
+
+// The vocabulary of a tokenizer.json, checked as load_tokenizer_json checks the file (the
+// GGUF export writes it out for llama.cpp).
+struct TokenizerJsonVocabulary {
+  enum class Kind : uint8_t { unused, normal, added, special };  // special: an added token marked special
+  std::vector<std::string> tokens;  // by id; "" for an id the file leaves out
+  std::vector<Kind> kinds;          // by id
+  std::vector<std::string> merges;  // "left right", by rank
+  int32_t document_id = -1;         // <|endoftext|>
+};
+TokenizerJsonVocabulary read_tokenizer_json_vocabulary(const std::string& path);
 
 }  // namespace gatedlm::io

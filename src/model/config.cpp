@@ -160,7 +160,8 @@ void ModelConfig::validate() const {
           cat("(", n_heads, ") must be a multiple of n_kv_heads (", n_kv_heads, ")"));
   require(head_dim >= 2 && head_dim % 2 == 0, "head_dim", cat("must be even and positive, got ", head_dim));
   // With an MoE FFN in every layer (moe.every 1) the dense width is unused and may be 0.
-  require(ffn_hidden >= 1 || (has_moe() && moe.every == 1), "ffn_hidden",
+  // An `every` below 1 is left to validate_moe, which blames `every` itself.
+  require(ffn_hidden >= 1 || (has_moe() && moe.every <= 1), "ffn_hidden",
           cat("must be positive, got ", ffn_hidden));
   require(rope_base > 1.0, "rope_base", cat("must be greater than 1, got ", rope_base));
   require(rope_dims >= 0 && rope_dims <= head_dim, "rope_dims",

@@ -92,6 +92,13 @@ Variant parse_variant(const json& v, const std::string& where) {
 
 }  // namespace
 
+void check_seeds(const std::vector<uint64_t>& seeds, const std::string& where) {
+  if (seeds.size() > kMaxSeeds) fail(where, ": ", seeds.size(), " seeds, more than ", kMaxSeeds);
+  std::set<uint64_t> seen;
+  for (uint64_t seed : seeds)
+    if (!seen.insert(seed).second) fail(where, ": seed ", seed, " is listed twice");
+}
+
 SweepSpec parse_spec(const json& j, const std::string& source, const std::string& dir) {
   if (!j.is_object()) fail(source, ": a sweep spec is a JSON object");
   check_keys(j,
@@ -112,13 +119,13 @@ SweepSpec parse_spec(const json& j, const std::string& source, const std::string
   if (j.contains("seeds")) {
     const json& seeds = j["seeds"];
     if (!seeds.is_array() || seeds.empty()) fail(source, ": \"seeds\" must be a non-empty list of integers >= 0");
+    if (seeds.size() > kMaxSeeds) fail(source, ": \"seeds\" lists ", seeds.size(), " seeds, more than ", kMaxSeeds);
     s.seeds.clear();
     for (const json& x : seeds) {
       if (!x.is_number_integer() || (!x.is_number_unsigned() && x.get<int64_t>() < 0)) fail(source, ": \"seeds\": ", x.dump(), " is not an integer >= 0");
-      if (std::find(s.seeds.begin(), s.seeds.end(), x.get<uint64_t>()) != s.seeds.end())
-        fail(source, ": \"seeds\": ", x.dump(), " is listed twice");
       s.seeds.push_back(x.get<uint64_t>());
     }
+    check_seeds(s.seeds, source + ": \"seeds\"");
   }
   s.warmup_fraction = field_of<double>(j, "warmup_fraction", s.warmup_fraction, source);
   if (!(s.warmup_fraction >= 0 && s.warmup_fraction < 1)) fail(source, ": \"warmup_fraction\" must be in [0, 1)");

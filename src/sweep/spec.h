@@ -51,6 +51,11 @@ struct SweepSpec {
   nlohmann::json raw;  // the spec as read (files of variants inlined), for the record
 };
 
+// The most seeds one sweep runs (the spec's "seeds" and --seeds alike).
+inline constexpr size_t kMaxSeeds = 1000;
+// Refuses, naming `where`, more than kMaxSeeds seeds or a seed listed twice (one pass).
+void check_seeds(const std::vector<uint64_t>& seeds, const std::string& where);
+
 // Parses a spec object; `dir` resolves relative paths (variant files, data, heldout).
 SweepSpec parse_spec(const nlohmann::json& j, const std::string& source, const std::string& dir);
 // NAME.json under configs/sweep/ (next to the binary's source tree or the current directory),

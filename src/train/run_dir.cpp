@@ -1,6 +1,7 @@
 #include "train/run_dir.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -172,6 +173,22 @@ RunLock::RunLock(const std::string& run_dir) {
   const std::string pid = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
     // the pid is only informative
+  }
+  remove_stale_temporaries(run_dir);
+}
+
+void remove_stale_temporaries(const std::string& run_dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(run_dir, ec)) {
+    // core/atomic_file.h's "<name>.tmp.<pid>", left by a writer killed before its rename.
+    const std::string name = e.path().filename().string();
+    const size_t at = name.rfind(".tmp.");
+    if (at == std::string::npos || at == 0 || !e.is_regular_file(ec)) continue;
+    const std::string digits = name.substr(at + 5);
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t writer = static_cast<pid_t>(std::stol(digits));
+    if (writer == ::getpid() || ::kill(writer, 0) == 0 || errno != ESRCH) continue;  // still alive (or unknown)
+    fs::remove(e.path(), ec);
   }
 }
 

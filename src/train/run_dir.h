@@ -52,6 +52,7 @@ nlohmann::json training_state_to_json(const TrainingState& state);
 TrainingState training_state_from_json(const nlohmann::json& j, const std::string& source);
 // An exclusive flock on RUN/.lock for as long as the object lives: a second writer (train
 // or resume of the same run) is refused with a message naming the run and the holder's pid.
+// Once held, the temporaries of killed writers are removed (remove_stale_temporaries).
 class RunLock {
  public:
   explicit RunLock(const std::string& run_dir);
@@ -62,6 +63,10 @@ class RunLock {
  private:
   int fd_ = -1;
 };
+
+// Removes RUN's "<file>.tmp.<pid>" files (core/atomic_file.h) whose writer no longer runs:
+// what a train killed in the middle of a write left behind.
+void remove_stale_temporaries(const std::string& run_dir);
 
 // A run directory that never reached its first checkpoint (no `latest`, and only the files
 // a starting run writes): it may be started again from scratch without manual cleanup.
