@@ -41,7 +41,7 @@ void register_serve(CLI::App& app) {
   sub->add_option("--max-connections", opt->serve.connections.max_connections,
                   "open connections in all, one worker thread each (503 above; /health is still answered)")
       ->capture_default_str()
-      ->check(at_least(1));
+      ->check(CLI::Range(int64_t{1}, serve::kMaxConnections));
   sub->add_option("--max-connections-per-client", opt->serve.connections.max_per_client,
                   "open connections from one client address (503 above)")
       ->capture_default_str()

@@ -126,7 +126,9 @@ void check_options(const ServeOptions& o) {
   if (o.port < 0 || o.port > 65535) fail("--port must be in [0, 65535], got ", o.port);
   if (o.max_body_bytes < 1) fail("--max-body-bytes must be at least 1, got ", o.max_body_bytes);
   if (o.context < 0) fail("--context must not be negative (0: the model's max_seq_len), got ", o.context);
-  if (o.connections.max_connections < 1) fail("--max-connections must be at least 1, got ", o.connections.max_connections);
+  if (o.connections.max_connections < 1 || o.connections.max_connections > kMaxConnections)
+    fail("--max-connections must be in [1, ", kMaxConnections, "] (a worker thread each), got ",
+         o.connections.max_connections);
   if (o.connections.max_per_client < 1)
     fail("--max-connections-per-client must be at least 1, got ", o.connections.max_per_client);
   if (o.connections.request_timeout.count() < 1) fail("--request-timeout must be positive");

@@ -27,6 +27,9 @@
 
 namespace gatedlm::serve {
 
+// The most --max-connections: the server starts a worker thread for each.
+inline constexpr int64_t kMaxConnections = 4096;
+
 struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8080;              // 0: any free port (printed)
