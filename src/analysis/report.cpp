@@ -34,12 +34,13 @@ void make_report_dirs(const std::string& out_dir) {
 }
 
 // Every figure of the page, in the order the script draws them.
-FigureSet all_figures(const ReportInputs& in, std::vector<SweepPage>& sweep_pages, const fs::path& datadir) {
+FigureSet all_figures(const ReportInputs& in, std::vector<SweepPage>& sweep_pages) {
   FigureSet set = training_figures(in.runs);
   set.append(probe_figures(in.runs));
   for (size_t k = 0; k < in.sweeps.size(); ++k) {
-    sweep_pages.push_back(sweep_page(in.sweeps[k], std::to_string(k), datadir));
+    sweep_pages.push_back(sweep_page(in.sweeps[k], std::to_string(k)));
     for (const Figure& f : sweep_pages.back().figures) set.figures.push_back(f);
+    for (const DataTable& t : sweep_pages.back().tables) set.tables.push_back(t);
   }
   set.append(layer_figures(in.runs));
   set.append(attention_map_figures(in.runs));
@@ -60,7 +61,7 @@ ReportResult render_checked(const ReportOptions& options) {
   make_report_dirs(options.out_dir);
   const fs::path out(options.out_dir);
   std::vector<SweepPage> sweep_pages;
-  const FigureSet figures = all_figures(in, sweep_pages, out / "data");
+  const FigureSet figures = all_figures(in, sweep_pages);
   write_figure_data(figures, out / "data");
   result.figures = draw_figures(gnuplot, out, figures.figures);
   result.html_path = (out / "index.html").string();

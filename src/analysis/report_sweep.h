@@ -3,7 +3,6 @@
 // figures of the measurements per variant (mean +- std over seeds), the paired differences
 // to the baseline with their 95 % intervals, and the loss against the learning rate for
 // variants grouped in series (the lr-stability preset).
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -16,11 +15,11 @@ bool is_sweep(const nlohmann::json& j);
 
 struct SweepPage {
   std::vector<Figure> figures;
+  std::vector<DataTable> tables;  // the data the figures plot (data/sweepTAG_*.dat)
   std::string html;  // the section, with <figure> placeholders "@@FIGURE:name@@" for the figures
 };
 
-// `tag` keeps figure and data names unique when several sweeps are given; data files are
-// written under datadir.
-SweepPage sweep_page(const nlohmann::json& sweep, const std::string& tag, const std::filesystem::path& datadir);
+// `tag` keeps figure and data names unique when several sweeps are given.
+SweepPage sweep_page(const nlohmann::json& sweep, const std::string& tag);
 
 }  // namespace gatedlm::analysis
