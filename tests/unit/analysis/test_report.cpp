@@ -142,6 +142,9 @@ TEST_F(ReportTest, TwoRunsAndAnAnalysisFile) {
   EXPECT_NE(html.find("none (baseline)"), std::string::npos);
   EXPECT_NE(html.find("—"), std::string::npos);  // baseline gate score, bare analysis has no metrics
   EXPECT_EQ(html.find("http"), std::string::npos);  // offline: nothing fetched from elsewhere
+  // Tokens/s: the throughput over metrics.jsonl's steps (900 each), not summary.json's 950 / 1000.
+  EXPECT_EQ(html.find("<td>950</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td>900</td></tr>"), std::string::npos);
 }
 
 TEST_F(ReportTest, MetricsOnlyRunHasNoProbeFigures) {
