@@ -21,7 +21,7 @@ namespace {
 
 // ffn_hidden: the dense layers' width (0 when every layer is an MoE layer).
 model::ModelConfig moe_config(const nlohmann::json& moe, int64_t ffn_hidden = 0) {
-  nlohmann::json j{{"vocab_size", 12}, {"d_model", 8},  {"n_layers", 2},             {"n_heads", 2},
+  nlohmann::json j{{"vocab_size", kByteVocabularySize}, {"d_model", 8},  {"n_layers", 2},             {"n_heads", 2},
                    {"n_kv_heads", 1},  {"head_dim", 4}, {"ffn_hidden", ffn_hidden}, {"max_seq_len", 16}, {"moe", moe}};
   return model::config_from_json(j, "test");
 }
@@ -104,7 +104,7 @@ TEST(GgufMoe, ExpertsAreStackedUnderQwen3MoeNames) {
   const model::ParamLayout layout(ck.config);
   ck.params = testing::random_vector<float>(layout.total(), 5);
   const std::string path = (std::filesystem::path(::testing::TempDir()) / "moe.gguf").string();
-  export_gguf(ck, GgufDtype::f32, "", path);
+  export_gguf(ck, GgufDtype::f32, kByteVocabulary, path);
   const GgufRead g = read_gguf(path);
   EXPECT_EQ(g.architecture, "qwen3moe");
   auto values = [&](const std::string& name) {
@@ -145,7 +145,7 @@ TEST(GgufMoe, SettingsQwen3MoeCannotRunAreRefusedByKey) {
     const model::ModelConfig c = moe_config(moe, moe.contains("every") ? 10 : 0);
     Checkpoint ck{c, std::vector<float>(model::ParamLayout(c).total(), 0.5f)};
     try {
-      export_gguf(ck, GgufDtype::f32, "", path);
+      export_gguf(ck, GgufDtype::f32, kByteVocabulary, path);
       ADD_FAILURE() << key << " was not refused";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
