@@ -78,20 +78,9 @@ json sdpa_json(const GateStatsResult& r) {
 
 }  // namespace
 
-std::vector<int64_t> parse_layer_list(const std::string& text, int64_t n_layers) {
+std::vector<int64_t> checked_layer_list(const std::vector<int64_t>& layers, int64_t n_layers) {
   std::vector<int64_t> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (item.empty()) continue;
-    size_t used = 0;
-    int64_t v = -1;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size()) fail("--map-layers: \"", item, "\" is not a layer index");
+  for (int64_t v : layers) {
     if (v < 0 || v >= n_layers) fail("--map-layers: layer ", v, " is outside 0..", n_layers - 1);
     if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
   }

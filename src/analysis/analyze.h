@@ -29,7 +29,8 @@ using Progress = std::function<void(const char* phase, int64_t done, int64_t tot
 nlohmann::json analyze(model::Model<float>& m, const SequenceSet& sequences, const AnalyzeOptions& options,
                        const Progress& progress = {});
 
-// Parses "0,3,5" into layer indices (each checked against n_layers).
-std::vector<int64_t> parse_layer_list(const std::string& text, int64_t n_layers);
+// The layers of --map-layers (the command line splits "0,3,5"), each checked against
+// n_layers, duplicates dropped, in the order given.
+std::vector<int64_t> checked_layer_list(const std::vector<int64_t>& layers, int64_t n_layers);
 
 }  // namespace gatedlm::analysis

@@ -20,7 +20,8 @@ namespace gatedlm::cli {
 
 void register_analyze(CLI::App& app) {
   struct Options {
-    std::string checkpoint, out, map_layers;
+    std::string checkpoint, out;
+    std::vector<int64_t> map_layers;
     io::EvalSource source;
     int64_t sequences = 16, seq_len = 0, map_size = 64;
     uint64_t seed = 0;
@@ -39,7 +40,8 @@ void register_analyze(CLI::App& app) {
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
   sub->add_option("--seed", opt->seed, "window sampling seed")->capture_default_str();
   sub->add_option("--map-layers", opt->map_layers, "layers whose head-averaged attention map is kept, e.g. 0,3 "
-                                                    "(default: first and last)");
+                                                    "(default: first and last)")
+      ->delimiter(',');
   sub->add_option("--map-size", opt->map_size, "attention maps cover the first min(L, this) positions")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{64}));
@@ -60,7 +62,7 @@ void register_analyze(CLI::App& app) {
     const analysis::SequenceSet seqs = analysis::sample_windows(es.tokens, es.bos, opt->sequences, len, opt->seed);
 
     analysis::AnalyzeOptions ao;
-    ao.map_layers = analysis::parse_layer_list(opt->map_layers, c.n_layers);
+    ao.map_layers = analysis::checked_layer_list(opt->map_layers, c.n_layers);
     ao.map_size = opt->map_size;
     ao.include_token_ids = !opt->no_token_ids;
     ao.checkpoint = opt->checkpoint;

@@ -54,7 +54,8 @@ void print_table(const nlohmann::json& doc) {
 
 void register_longctx(CLI::App& app) {
   struct Options {
-    std::string checkpoint, lengths, out;
+    std::string checkpoint, out;
+    std::vector<int64_t> lengths;
     io::EvalSource source;
     std::string rope_scaling, factor, tasks, filler = "neutral";
     int64_t original_len = 0, samples = 20, depths = 5, ppl_windows = 16, buckets = 8, batch_tokens = 4096;
@@ -72,7 +73,9 @@ void register_longctx(CLI::App& app) {
   sub->add_option("--checkpoint", opt->checkpoint, "checkpoint directory, or a run directory (its latest)")
       ->required();
   add_eval_source_options(sub, opt->source, "longctx", "as held-out text");
-  sub->add_option("--lengths", opt->lengths, "evaluation lengths in tokens, e.g. 256,512,1024")->required();
+  sub->add_option("--lengths", opt->lengths, "evaluation lengths in tokens, e.g. 256,512,1024")
+      ->required()
+      ->delimiter(',');
   sub->add_option("--rope-scaling", opt->rope_scaling, "none|linear|ntk|yarn (default: the checkpoint's)");
   sub->add_option("--factor", opt->factor,
                   "scaling factor, or `auto` = max(1, length / original length) per length (the default when "
@@ -101,7 +104,8 @@ void register_longctx(CLI::App& app) {
     const io::EvalSource& src = opt->source;
     io::check_eval_source(src);
     eval::LongctxOptions o;
-    o.lengths = eval::parse_lengths(opt->lengths, "--lengths");
+    eval::check_lengths(opt->lengths, "--lengths");
+    o.lengths = opt->lengths;
     if (!opt->rope_scaling.empty())
       o.rope.type = model::parse_rope_scaling_type(opt->rope_scaling, "--rope-scaling");
     if (!opt->factor.empty() && opt->factor != "auto") {

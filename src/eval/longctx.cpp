@@ -190,25 +190,13 @@ model::ModelConfig config_for_length(const model::ModelConfig& checkpoint, const
   return c;
 }
 
-std::vector<int64_t> parse_lengths(const std::string& text, const std::string& flag) {
-  std::vector<int64_t> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || v < 2)
-      fail(flag, ": \"", item, "\" is not a length (a whole number of tokens, at least 2)");
-    if (std::find(out.begin(), out.end(), v) != out.end()) fail(flag, ": length ", v, " is given twice");
-    out.push_back(v);
+void check_lengths(const std::vector<int64_t>& lengths, const std::string& flag) {
+  if (lengths.empty()) fail(flag, ": no lengths given (e.g. 256,512,1024)");
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    if (lengths[i] < 2) fail(flag, ": ", lengths[i], " is not a length (a whole number of tokens, at least 2)");
+    if (std::find(lengths.begin(), lengths.begin() + i, lengths[i]) != lengths.begin() + i)
+      fail(flag, ": length ", lengths[i], " is given twice");
   }
-  if (out.empty()) fail(flag, ": no lengths given (e.g. 256,512,1024)");
-  return out;
 }
 
 json run_longctx(const LongctxInput& in, const LongctxOptions& o, const std::function<void(const std::string&)>& log) {

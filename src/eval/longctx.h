@@ -65,7 +65,8 @@ struct RetrievalTally {
   nlohmann::json to_json() const;  // samples, values, score, digit_accuracy, mean_logprob, ...
 };
 
-// Parses "256,512,1024" (positive, no duplicates); `flag` names the option in messages.
-std::vector<int64_t> parse_lengths(const std::string& text, const std::string& flag);
+// Checks evaluation lengths (the command line splits "256,512,1024"): at least one, each at
+// least 2 tokens, none twice; `flag` names the option in messages.
+void check_lengths(const std::vector<int64_t>& lengths, const std::string& flag);
 
 }  // namespace gatedlm::eval

@@ -94,7 +94,9 @@ TEST_F(LongctxCliTest, WritesTheDocumentedJson) {
 }
 
 TEST_F(LongctxCliTest, RejectsBadFlagsNamingThem) {
-  expect_rejected({"--lengths", "256,abc"}, "--lengths");
+  // The comma list is split by the command line (CLI11), the values checked by eval/.
+  for (const char* bad : {"256,abc", "256,256", "1", "99999999999999999999", "", "2.5"})
+    expect_rejected({"--lengths", bad}, "--lengths");
   expect_rejected({"--lengths", "256", "--rope-scaling", "dynamic"}, "--rope-scaling");
   expect_rejected({"--lengths", "256", "--rope-scaling", "yarn", "--factor", "0.5"}, "--factor");
   expect_rejected({"--lengths", "256", "--factor", "2"}, "--rope-scaling");

@@ -45,12 +45,11 @@ TEST(AnalysisSequencesTest, ExactFitAndErrors) {
 }
 
 TEST(AnalysisSequencesTest, LayerList) {
-  EXPECT_EQ(parse_layer_list("0,3", 4), (std::vector<int64_t>{0, 3}));
-  EXPECT_EQ(parse_layer_list("", 4), (std::vector<int64_t>{}));
-  EXPECT_EQ(parse_layer_list("2,2,1", 4), (std::vector<int64_t>{2, 1}));
-  EXPECT_THROW(parse_layer_list("4", 4), Error);
-  EXPECT_THROW(parse_layer_list("x", 4), Error);
-  EXPECT_THROW(parse_layer_list("1.5", 4), Error);
+  EXPECT_EQ(checked_layer_list({0, 3}, 4), (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(checked_layer_list({}, 4), (std::vector<int64_t>{}));
+  EXPECT_EQ(checked_layer_list({2, 2, 1}, 4), (std::vector<int64_t>{2, 1}));
+  EXPECT_THROW(checked_layer_list({4}, 4), Error);
+  EXPECT_THROW(checked_layer_list({-1}, 4), Error);
 }
 
 }  // namespace
