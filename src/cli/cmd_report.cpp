@@ -14,8 +14,9 @@ void register_report(CLI::App& app) {
       "report",
       "Render an offline HTML report (index.html + PNG/SVG figures drawn with gnuplot) comparing runs side by "
       "side. Each input is a training run directory (metrics.jsonl, summary.json, optional analysis.json or "
-      "summary.json \"analysis\"; probe records of `train --probe-every` are drawn over the steps), an analysis JSON "
-      "from `gatedlm analyze`, or a `gatedlm sweep` output directory (its tables, figures per variant and the "
+      "summary.json \"analysis\"; probe records of `train --probe-every` and of the demo's runs are drawn over "
+      "the steps; Tokens/s is the throughput over every step of metrics.jsonl), an analysis JSON from "
+      "`gatedlm analyze`, or a `gatedlm sweep` output directory (its tables, figures per variant and the "
       "first seed's curves). Needs gnuplot (Debian: gnuplot-nox).");
   sub->add_option("inputs", opt->inputs, "run directories, analysis JSON files and/or sweep directories")->required()->check(CLI::ExistingPath);
   sub->add_option("--out", opt->out_dir, "output directory (created; files in it are overwritten)")->required();
