@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -311,9 +312,10 @@ std::string find_program(const std::string& name) {
 SubprocessResult run_subprocess(const SubprocessSpec& spec) {
   if (spec.argv.empty() || spec.argv[0].empty()) fail("run_subprocess: no program given");
   const std::string& program = spec.argv[0];
-  const std::string path = find_program(program);
+  std::string path = find_program(program);
   if (path.empty())
     fail(program, ": ", program.find('/') != std::string::npos ? "no such executable file" : "not found on PATH");
+  path = std::filesystem::absolute(path).string();  // a relative path would be resolved in spec.cwd
   std::vector<char*> argv;
   for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

@@ -84,6 +84,25 @@ TEST(Subprocess, LogFileTakesBothStreamsAndCwdIsTheChildsDirectory) {
   fs::remove_all(dir);
 }
 
+TEST(Subprocess, ARelativeProgramPathIsThisProcesssNotTheChildsDirectory) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "subprocess_relative";
+  fs::create_directories(dir / "elsewhere");
+  {
+    std::ofstream script(dir / "say.sh");
+    script << "#!/bin/sh\necho said\n";
+  }
+  fs::permissions(dir / "say.sh", fs::perms::owner_all);
+  const fs::path before = fs::current_path();
+  fs::current_path(dir);
+  SubprocessSpec spec({"./say.sh"});
+  spec.cwd = "elsewhere";
+  const SubprocessResult r = run_subprocess(spec);
+  fs::current_path(before);
+  EXPECT_TRUE(r.ok()) << r.describe();
+  EXPECT_EQ(r.out, "said\n");
+  fs::remove_all(dir);
+}
+
 TEST(Subprocess, AMissingProgramOrDirectoryIsAnErrorNamingIt) {
   const std::string missing = error_of(SubprocessSpec({"gatedlm-no-such-program-xyz"}), false);
   EXPECT_NE(missing.find("gatedlm-no-such-program-xyz"), std::string::npos) << missing;
