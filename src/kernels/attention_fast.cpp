@@ -12,7 +12,8 @@
 //
 // Backward, one task per (batch, kv head): it owns dK and dV of that kv head and dQ of the
 // query heads that read it, so no two threads write the same row (all tasks cost the same,
-// so dynamic scheduling keeps both threads busy). Here the softmax statistics are fixed
+// so dynamic scheduling keeps both threads busy; with too few such pairs, per range of key
+// blocks, see attention_backward_f32). Here the softmax statistics are fixed
 // (lse, D_i = rowsum(dO * O)), so tiles keep queries in rows; a pre-pass computes D_i (and
 // dO * gate when gated). Per key block, K^T and V^T [D, kB] are transposed once and dK, dV
 // accumulate in contiguous kB x D buffers that are added to the strided arrays once; per
@@ -29,8 +30,6 @@
 #include <cmath>
 #include <cstring>
 #include <vector>
-
-#include <omp.h>
 
 #include "kernels/attention.h"
 #include "kernels/kernel_sets.h"
@@ -370,12 +369,42 @@ void backward_key_block(const BackwardArgs& a, int64_t b, int64_t g, int64_t j0,
 
 }  // namespace
 
-// Scheduling. Normally one task per (batch, kv head), all of the same cost: the task owns
-// dQ of its query heads, so dQ goes straight into dq. When there are too few of them to
-// share evenly among the threads (batch * n_kv not a multiple of the thread count and
-// below 4 per thread), the tasks are (batch, kv head, key block) instead, longest first;
-// each thread then accumulates dQ in a private zeroed copy of dq, summed into dq at the end
-// (unless those copies would take more than 256 MiB).
+// Scheduling, fixed by the shape alone so that the bits do not depend on the thread count.
+// Normally one task per (batch, kv head), all of the same cost: the task owns dQ of its
+// query heads, so dQ goes straight into dq, key block after key block. When those pairs are
+// too few to keep a large machine busy, each pair's key blocks are cut into `parts` ranges
+// of equal work (key_parts, key_range_bounds); range 0 adds into dq, range r > 0 into its
+// own zeroed copy of dq, and the copies are added to dq in range order at the end.
+namespace {
+
+constexpr int64_t kAttentionUnits = 64;                      // work units wanted per backward
+constexpr int64_t kMaxDqCopyFloats = int64_t{64} << 20;      // dQ copies: 256 MiB at most
+
+// Key-block ranges per (batch, kv head) pair: 1 when the pairs are enough units.
+int64_t key_parts(int64_t pairs, int64_t k_blocks, int64_t dq_floats) {
+  int64_t parts = std::min(k_blocks, (kAttentionUnits + pairs - 1) / pairs);
+  if (dq_floats > 0) parts = std::min(parts, 1 + kMaxDqCopyFloats / dq_floats);
+  return std::max<int64_t>(parts, 1);
+}
+
+// parts + 1 boundaries (in key blocks) of ranges of about equal work: key block j meets the
+// k_blocks - j query blocks at or below the diagonal.
+std::vector<int64_t> key_range_bounds(int64_t k_blocks, int64_t parts) {
+  std::vector<int64_t> bounds{0};
+  const int64_t total = k_blocks * (k_blocks + 1) / 2;
+  int64_t done = 0;
+  for (int64_t j = 0; j < k_blocks; ++j) {
+    done += k_blocks - j;
+    const int64_t r = static_cast<int64_t>(bounds.size());
+    if (r < parts && done * parts >= r * total) bounds.push_back(j + 1);
+  }
+  bounds.push_back(k_blocks);
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  return bounds;
+}
+
+}  // namespace
+
 void attention_backward_f32(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
                             const float* v, const float* out, const float* lse, const AttentionShape& s,
                             const float* gate_score, float* dgate_score, GateGradLayout dgate_layout) {
@@ -383,12 +412,12 @@ void attention_backward_f32(float* dq, float* dk, float* dv, const float* dout, 
   if (dgate_layout.ld == 0) dgate_layout.ld = s.n_q * D;
   const BackwardArgs a{dq, dk, dv, dout, q, k, v, out, lse, gate_score, dgate_score, dgate_layout,
                        s.batch, S, s.n_q, D, group, s.n_q * D, s.n_kv * D, static_cast<float>(s.scale)};
-  const int64_t tasks = s.batch * s.n_kv, threads = omp_get_max_threads();
+  const int64_t tasks = s.batch * s.n_kv, k_blocks = (S + kB - 1) / kB;
   const int64_t per_head = group * S, dor_size = gate_score ? group * S * D : 0;
   const int64_t n = s.batch * S * s.n_q * D;
-  const bool split = threads > 1 && tasks % threads != 0 && tasks < 4 * threads &&
-                     threads * n <= (int64_t{64} << 20);  // per-thread dQ copies up to 256 MiB in all
-  if (!split) {
+  const std::vector<int64_t> bounds = key_range_bounds(k_blocks, key_parts(tasks, k_blocks, n));
+  const int64_t parts = static_cast<int64_t>(bounds.size()) - 1;
+  if (parts <= 1) {
 #pragma omp parallel
     {
       std::vector<float> dor(dor_size), di(per_head), ls(per_head);
@@ -402,26 +431,26 @@ void attention_backward_f32(float* dq, float* dk, float* dv, const float* dout, 
     }
     return;
   }
-  const int64_t k_blocks = (S + kB - 1) / kB;
-  std::vector<float> dor(tasks * dor_size), di(tasks * per_head), ls(tasks * per_head), dq_private(threads * n);
+  std::vector<float> dor(tasks * dor_size), di(tasks * per_head), ls(tasks * per_head), dq_copies((parts - 1) * n);
 #pragma omp parallel
   {
-    float* my_dq = dq_private.data() + omp_get_thread_num() * n;  // zeroed by the vector
     BackwardScratch w(D);
 #pragma omp for schedule(static)
     for (int64_t task = 0; task < tasks; ++task)
       backward_prepass(a, task / s.n_kv, task % s.n_kv, di.data() + task * per_head, ls.data() + task * per_head,
                        dor.data() + task * dor_size);
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t i = 0; i < tasks * k_blocks; ++i) {  // key block major, first blocks (most query blocks) first
-      const int64_t blk = i / tasks, task = i % tasks;
-      backward_key_block(a, task / s.n_kv, task % s.n_kv, blk * kB, di.data() + task * per_head,
-                         ls.data() + task * per_head, dor.data() + task * dor_size, my_dq, w);
+    for (int64_t i = 0; i < tasks * parts; ++i) {  // range major: the ranges cost about the same
+      const int64_t range = i / tasks, task = i % tasks;
+      float* dq_range = range == 0 ? dq : dq_copies.data() + (range - 1) * n;
+      for (int64_t blk = bounds[range]; blk < bounds[range + 1]; ++blk)
+        backward_key_block(a, task / s.n_kv, task % s.n_kv, blk * kB, di.data() + task * per_head,
+                           ls.data() + task * per_head, dor.data() + task * dor_size, dq_range, w);
     }
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < n; ++i) {
       float sum = dq[i];
-      for (int64_t t = 0; t < threads; ++t) sum += dq_private[t * n + i];
+      for (int64_t r = 0; r + 1 < parts; ++r) sum += dq_copies[r * n + i];
       dq[i] = sum;
     }
   }

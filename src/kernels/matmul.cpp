@@ -1,6 +1,7 @@
 #include "kernels/matmul.h"
 #include "kernels/batched_matmul.h"
 
+#include <cstddef>
 #include <cstring>
 #include <dnnl.hpp>
 #include <omp.h>
@@ -12,6 +13,7 @@
 #include "core/error.h"
 #include "core/thread_governor.h"
 #include "kernels/bf16_support.h"
+#include "kernels/product_tiles.h"
 
 namespace gatedlm::kernels {
 namespace {
@@ -33,8 +35,7 @@ struct OneDnn {
   std::mutex mutex;
   // The thread count is part of the key: a primitive splits its work for the count it was
   // created under and would run that many threads whatever the count is now.
-  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t,
-                         int64_t, int64_t, int, bool>;
+  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, bool, bool, int, bool>;
   struct Entry {
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul prim;
@@ -46,31 +47,23 @@ struct OneDnn {
     return instance;
   }
 
-  // batch.batch > 1: a batched product (batched_matmul.h), items batch.a/b/c elements apart.
   // packed_b: B in the layout oneDNN picks (format `any`), for PackedWeights.
-  const Entry& primitive(const MatmulShape& s, bool bf16, const BatchStrides& batch = {1, 0, 0, 0},
-                         bool packed_b = false) {
-    Key key{s.M, s.N, s.K, s.trans_a, s.trans_b, s.lda, s.ldb, s.ldc, s.accumulate, bf16,
-            batch.batch, batch.a, batch.b, batch.c, omp_get_max_threads(), packed_b};
+  const Entry& primitive(const MatmulShape& s, bool bf16, bool packed_b = false) {
+    Key key{s.M, s.N, s.K, s.trans_a, s.trans_b, s.lda, s.ldb, s.ldc, s.accumulate, bf16, omp_get_max_threads(), packed_b};
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
     using dt = dnnl::memory::data_type;
     // A transposed is stored K x M: logical [M,K] with strides {1, lda}.
     const dt in_type = bf16 ? dt::bf16 : dt::f32;
-    // Batched: a leading dimension of batch.batch items, the given elements apart.
-    auto desc = [&](int64_t rows, int64_t cols, dnnl::memory::dims strides, int64_t item, dt type) {
-      if (batch.batch == 1) return dnnl::memory::desc({rows, cols}, type, strides);
-      strides.insert(strides.begin(), item);
-      return dnnl::memory::desc({batch.batch, rows, cols}, type, strides);
-    };
-    const dnnl::memory::desc a_md = desc(s.M, s.K, s.trans_a ? dnnl::memory::dims{1, s.lda} : dnnl::memory::dims{s.lda, 1},
-                                         batch.a, in_type);
-    const dnnl::memory::desc b_md =
-        packed_b ? dnnl::memory::desc({s.K, s.N}, in_type, dnnl::memory::format_tag::any)
-                 : desc(s.K, s.N, s.trans_b ? dnnl::memory::dims{1, s.ldb} : dnnl::memory::dims{s.ldb, 1}, batch.b, in_type);
-    const dnnl::memory::desc c_md = desc(s.M, s.N, dnnl::memory::dims{s.ldc, 1}, batch.c, dt::f32);
+    using dims = dnnl::memory::dims;
+    const dnnl::memory::desc a_md({s.M, s.K}, in_type, s.trans_a ? dims{1, s.lda} : dims{s.lda, 1});
+    const dnnl::memory::desc b_md = packed_b ? dnnl::memory::desc({s.K, s.N}, in_type, dnnl::memory::format_tag::any)
+                                             : dnnl::memory::desc({s.K, s.N}, in_type, s.trans_b ? dims{1, s.ldb} : dims{s.ldb, 1});
+    const dnnl::memory::desc c_md({s.M, s.N}, dt::f32, dims{s.ldc, 1});
     dnnl::primitive_attr attr;
+    // Our own scratchpad per thread (run): threads run the same one-thread primitive at once.
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (s.accumulate) {
       dnnl::post_ops ops;
       ops.append_sum(1.0f);
@@ -81,14 +74,56 @@ struct OneDnn {
   }
 
   // Runs a cached primitive on A and C (as its descriptors say) and weights b, and waits.
+  // Safe on several threads at once: each brings its own stream and scratchpad.
   void run(const Entry& e, const void* A, const dnnl::memory& b, float* C) {
+    thread_local dnnl::stream thread_stream{engine};
+    thread_local std::vector<std::byte> scratch;
+    const dnnl::memory::desc scratch_md = e.pd.scratchpad_desc();
+    const size_t need = scratch_md.get_size() + 64;
+    if (scratch.size() < need) scratch.resize(need);
+    void* aligned = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
     dnnl::memory a_mem(e.pd.src_desc(), engine, const_cast<void*>(A));
     dnnl::memory c_mem(e.pd.dst_desc(), engine, C);
-    e.prim.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c_mem}});
-    stream.wait();
+    dnnl::memory scratch_mem(scratch_md, engine, aligned);
+    e.prim.execute(thread_stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c_mem},
+                                   {DNNL_ARG_SCRATCHPAD, scratch_mem}});
+    thread_stream.wait();
   }
   void run(const Entry& e, const void* A, const void* B, float* C) {
     run(e, A, dnnl::memory(e.pd.weights_desc(), engine, const_cast<void*>(B)), C);
+  }
+
+  // C = A B over the tiles of product_tiles.h, each a one-thread product, shared among the
+  // threads: the bits do not depend on the thread count. A and B hold `elem`-byte values
+  // (4: f32, 2: bf16); batch.batch > 1 repeats it for the items of a batched product.
+  void run_tiled(const MatmulShape& s, bool bf16, const BatchStrides& batch, const void* A, const void* B, float* C) {
+    const ProductTiles t = plan_product_tiles(s.M, s.N, s.K, batch.batch);
+    // The (up to four) tile shapes: full, last row of tiles, last column, last corner.
+    const Entry* kinds[2][2];
+    {
+      const int threads = omp_get_max_threads();
+      omp_set_num_threads(1);  // created for one thread: oneDNN then never splits the K sum
+      for (int last_row = 0; last_row < 2; ++last_row)
+        for (int last_col = 0; last_col < 2; ++last_col) {
+          MatmulShape tile = s;
+          tile.M = last_row ? s.M - (t.row_tiles - 1) * t.tile_rows : t.tile_rows;
+          tile.N = last_col ? s.N - (t.col_tiles - 1) * t.tile_cols : t.tile_cols;
+          kinds[last_row][last_col] = &primitive(tile, bf16);
+        }
+      omp_set_num_threads(threads);
+    }
+    const int64_t elem = bf16 ? 2 : 4, tasks = batch.batch * t.tiles();
+    const auto* a_bytes = static_cast<const std::byte*>(A);
+    const auto* b_bytes = static_cast<const std::byte*>(B);
+#pragma omp parallel for schedule(dynamic, 1) if (tasks > 1)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int64_t item = task / t.tiles(), i = task % t.tiles() / t.col_tiles, j = task % t.col_tiles;
+      const int64_t r0 = i * t.tile_rows, c0 = j * t.tile_cols;
+      const int64_t a_at = item * batch.a + (s.trans_a ? r0 : r0 * s.lda);
+      const int64_t b_at = item * batch.b + (s.trans_b ? c0 * s.ldb : c0);
+      run(*kinds[i == t.row_tiles - 1][j == t.col_tiles - 1], a_bytes + a_at * elem, b_bytes + b_at * elem,
+          C + item * batch.c + r0 * s.ldc + c0);
+    }
   }
 };
 
@@ -210,7 +245,7 @@ void matmul<float>(float* C, const float* A, const float* B, MatmulShape s) {
   OneDnn& dnn = OneDnn::get();
   if (!t_bf16 && t_packed && !s.trans_a && s.trans_b && s.M <= kPackedRows &&
       PackedWeightsAccess::covers(*t_packed, B, s)) {
-    const OneDnn::Entry& e = dnn.primitive(s, /*bf16=*/false, {1, 0, 0, 0}, /*packed_b=*/true);
+    const OneDnn::Entry& e = dnn.primitive(s, /*bf16=*/false, /*packed_b=*/true);
     dnn.run(e, A, PackedWeightsAccess::copy_of(*t_packed, B, s, e.pd.weights_desc()), C);
     return;
   }
@@ -218,7 +253,6 @@ void matmul<float>(float* C, const float* A, const float* B, MatmulShape s) {
   // bf16 in fp32 storage and runs the fp32 product (bf16_support.h).
   const bool bf16 = t_bf16 && bf16_path() == Bf16Path::native;
   const bool emulate_bf16 = t_bf16 && !bf16;
-  const OneDnn::Entry& e = dnn.primitive(s, bf16);
   void* a_ptr = const_cast<float*>(A);
   void* b_ptr = const_cast<float*>(B);
   thread_local std::vector<uint16_t> a16, b16;
@@ -233,7 +267,7 @@ void matmul<float>(float* C, const float* A, const float* B, MatmulShape s) {
     a_ptr = convert_stored_rows(a_rounded, A, a_rows, a_cols, s.lda, round_to_bf16);
     b_ptr = convert_stored_rows(b_rounded, B, b_rows, b_cols, s.ldb, round_to_bf16);
   }
-  dnn.run(e, a_ptr, b_ptr, C);
+  dnn.run_tiled(s, bf16, {1, 0, 0, 0}, a_ptr, b_ptr, C);
 }
 
 template <>
@@ -251,9 +285,7 @@ void batched_matmul<float>(float* C, const float* A, const float* B, MatmulShape
     for (int64_t i = 0; i < b.batch; ++i) matmul(C + i * b.c, A + i * b.a, B + i * b.b, s);
     return;
   }
-  OneDnn& dnn = OneDnn::get();
-  const OneDnn::Entry& e = dnn.primitive(s, /*bf16=*/false, b);
-  dnn.run(e, A, B, C);
+  OneDnn::get().run_tiled(s, /*bf16=*/false, b, A, B, C);
 }
 
 MatmulPrecisionScope::MatmulPrecisionScope(bool bf16) : previous_(t_bf16) { t_bf16 = bf16; }

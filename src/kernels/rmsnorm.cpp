@@ -1,8 +1,8 @@
 #include "kernels/rmsnorm.h"
 
 #include <cmath>
-#include <omp.h>
 #include <vector>
+#include "kernels/fixed_chunks.h"
 #include "kernels/kernel_sets.h"
 
 #include "kernels/kernel_set_begin.h"
@@ -24,17 +24,17 @@ void rmsnorm_forward(T* y, T* rstd, const T* x, const T* w, int64_t rows, int64_
 }
 
 // With n = x*s (s = rstd): dn = dy*w; dx = s*(dn - n*mean(dn*n)); dw = sum_rows dy*n.
+// dw is summed per fixed chunk of rows, then over the chunks in order (fixed_chunks.h):
+// the same bits whatever the thread count.
 template <typename T>
 void rmsnorm_backward(T* dx, T* dw, const T* dy, const T* x, const T* w, const T* rstd,
                       int64_t rows, int64_t dim) {
-  int nthreads = omp_get_max_threads();
-  // Per-thread partial dw, summed at the end: rows are split across threads.
-  std::vector<T> dw_partial(static_cast<size_t>(nthreads) * dim, T(0));
-#pragma omp parallel
-  {
-    T* dw_local = dw_partial.data() + static_cast<int64_t>(omp_get_thread_num()) * dim;
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+  const RowChunks chunks = fixed_row_chunks(rows);
+  std::vector<T> dw_partial(static_cast<size_t>(chunks.count * dim), T(0));
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks.count; ++c) {
+    T* dw_chunk = dw_partial.data() + c * dim;
+    for (int64_t r = chunks.begin(c); r < chunks.end(c); ++r) {
       const T* xr = x + r * dim;
       const T* dyr = dy + r * dim;
       T* dxr = dx + r * dim;
@@ -43,14 +43,13 @@ void rmsnorm_backward(T* dx, T* dw, const T* dy, const T* x, const T* w, const T
       for (int64_t i = 0; i < dim; ++i) {
         T n = xr[i] * s;
         dot += dyr[i] * w[i] * n;
-        dw_local[i] += dyr[i] * n;
+        dw_chunk[i] += dyr[i] * n;
       }
       T mean_dot = dot / static_cast<T>(dim);
       for (int64_t i = 0; i < dim; ++i) dxr[i] += s * (dyr[i] * w[i] - xr[i] * s * mean_dot);
     }
   }
-  for (int t = 0; t < nthreads; ++t)
-    for (int64_t i = 0; i < dim; ++i) dw[i] += dw_partial[static_cast<int64_t>(t) * dim + i];
+  add_partials_in_order(dw, dw_partial.data(), chunks.count, dim);
 }
 
 template void rmsnorm_forward<float>(float*, float*, const float*, const float*, int64_t, int64_t, double);

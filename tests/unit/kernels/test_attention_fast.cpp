@@ -101,8 +101,8 @@ TEST(AttentionFastTest, GateEpilogueMatchesTheReferenceAndAnExplicitMultiply) {
   for (const Case& c : kCases) check_case(c, true, seed += 10);
 }
 
-// Few (batch, kv head) pairs for the threads: the backward splits the work by key block
-// and reduces per-thread dQ copies. Forced with explicit thread counts.
+// Few (batch, kv head) pairs: the backward splits each pair's key blocks into ranges and
+// adds the ranges' dQ copies in order; checked at explicit thread counts.
 TEST(AttentionFastTest, KeyBlockSplitBackwardMatchesTheReference) {
   const int keep = omp_get_max_threads();
   uint64_t seed = 900;
