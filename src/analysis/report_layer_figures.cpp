@@ -83,22 +83,24 @@ struct Analysed {
   DataTable table;
 };
 
-Figure f_attn_figure(const std::vector<Analysed>& runs, const std::string& axis) {
-  Figure f{"f_attn_per_layer", "F-Attn per layer: mean attention on token 0 over query rows t >= 1 (dashed: all rows)"};
-  f.setup = axis + "set ylabel 'F-Attn'\nset yrange [0:*]\n";
-  for (const Analysed& a : runs) {
-    f.elements.push_back(element(a.table, {"layer", "f_attn"}, "linespoints pt 7 ps 0.7 lw 2", *a.run, a.run->label));
-    f.elements.push_back(element(a.table, {"layer", "f_attn_all_rows"}, "lines dt 2 lw 1", *a.run, ""));
-  }
-  return f;
-}
+// A figure of one value per layer (solid, with points, titled) and its companion (dashed):
+// F-Attn over rows t >= 1 beside all rows; the largest |h| beside the median |h|.
+struct LayerCurvePair {
+  const char *name, *caption, *axis, *solid, *dashed;
+};
+constexpr LayerCurvePair kFAttnPerLayer = {
+    "f_attn_per_layer", "F-Attn per layer: mean attention on token 0 over query rows t >= 1 (dashed: all rows)",
+    "set ylabel 'F-Attn'\nset yrange [0:*]\n", "f_attn", "f_attn_all_rows"};
+constexpr LayerCurvePair kTopActivation = {
+    "top_activation", "Largest |h| of the residual stream after each block (dashed: median |h|)",
+    "set ylabel '|h|'\nset logscale y\nset format y '%g'\n", "top1", "median"};
 
-Figure top_activation_figure(const std::vector<Analysed>& runs, const std::string& axis) {
-  Figure f{"top_activation", "Largest |h| of the residual stream after each block (dashed: median |h|)"};
-  f.setup = axis + "set ylabel '|h|'\nset logscale y\nset format y '%g'\n";
+Figure curve_pair_figure(const LayerCurvePair& kind, const std::vector<Analysed>& runs, const std::string& axis) {
+  Figure f{kind.name, kind.caption};
+  f.setup = axis + kind.axis;
   for (const Analysed& a : runs) {
-    f.elements.push_back(element(a.table, {"layer", "top1"}, "linespoints pt 7 ps 0.7 lw 2", *a.run, a.run->label));
-    f.elements.push_back(element(a.table, {"layer", "median"}, "lines dt 2 lw 1", *a.run, ""));
+    f.elements.push_back(element(a.table, {"layer", kind.solid}, "linespoints pt 7 ps 0.7 lw 2", *a.run, a.run->label));
+    f.elements.push_back(element(a.table, {"layer", kind.dashed}, "lines dt 2 lw 1", *a.run, ""));
   }
   return f;
 }
@@ -199,8 +201,8 @@ FigureSet layer_figures(const std::vector<ReportRun>& runs) {
     return set;
   }
   const std::string axis = layer_axis(max_layers);
-  set.figures.push_back(f_attn_figure(analysed, axis));
-  set.figures.push_back(top_activation_figure(analysed, axis));
+  set.figures.push_back(curve_pair_figure(kFAttnPerLayer, analysed, axis));
+  set.figures.push_back(curve_pair_figure(kTopActivation, analysed, axis));
   set.figures.push_back(mean_abs_y_figure(analysed, axis));
   for (const char* threshold : {"1e-2", "1e-3"}) set.figures.push_back(sparsity_figure(analysed, axis, threshold));
   add_gate_figures(analysed, runs, axis, set);
