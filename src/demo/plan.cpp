@@ -18,7 +18,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // A probe or an analysis pass runs at batch 1 with every layer's attention kept: about a
 // third of the batched evaluation's speed.
 constexpr double kProbeSlowdown = 3.0;
-// Growing the final step back is worth a schedule change only when it adds this share of the
+// Growing the final step is worth a schedule change only when it adds this share of the
 // plan (at least one step): the measured speed wobbles by a few percent from segment to
 // segment, and each change moves the learning rate of the steps still to come.
 constexpr double kTakeBackShare = 0.02;
@@ -116,10 +116,12 @@ Segment SegmentPlanner::next(double now_s) const {
 // use it. The planner therefore keeps one final step, which every segment's request hands
 // the trainer as its step budget: the trainer's cosine always ends at min_lr at its planned
 // step count, so the schedule ends where training ends, whatever was re-planned on the way.
-// A change after warmup moves the learning rate of the steps still to come (a cut lowers it,
-// a take-back raises it, never above the first plan's rate at that step); kTakeBackShare and
-// kCutTolerance keep the wobble of the measured speed from moving it back and forth. (Keeping
-// the rate continuous would need the trainer to store where a re-plan stretched its cosine.)
+// Both directions: a cut when the machine is slower than planned, taken back when it is
+// quiet again, and more steps than planned when it is quicker than the speed probe said
+// (which ran on a busier moment). A change after warmup moves the learning rate of the steps
+// still to come (a cut lowers it, a take-back raises it); kTakeBackShare and kCutTolerance
+// keep the wobble of the measured speed from moving it back and forth. (Keeping the rate
+// continuous would need the trainer to store where a re-plan stretched its cosine.)
 std::optional<Replan> SegmentPlanner::record(int64_t reached, double pair_s, double now_s) {
   first_ = false;
   done_ = std::max(done_, reached);
@@ -130,12 +132,11 @@ std::optional<Replan> SegmentPlanner::record(int64_t reached, double pair_s, dou
   if (done_ >= final_) return std::nullopt;  // the runs have ended
   const double left_s = std::max(0.0, training_left_s(now_s));
   const int64_t fits = done_ + static_cast<int64_t>(left_s / pair_s);
-  const int64_t wanted = std::clamp(fits, done_, std::max(clock_.planned_steps, done_));
+  const int64_t wanted = std::max(fits, done_);
   const double planned = static_cast<double>(clock_.planned_steps);
-  const int64_t take_back_min = std::max<int64_t>(1, std::llround(kTakeBackShare * planned));
   const bool cut = wanted < final_ - static_cast<int64_t>(kCutTolerance * planned);
-  const bool take_back = wanted >= final_ + take_back_min || (wanted > final_ && wanted == clock_.planned_steps);
-  if (!cut && !take_back) return std::nullopt;
+  const bool grow = wanted >= final_ + std::max<int64_t>(1, std::llround(kTakeBackShare * planned));
+  if (!cut && !grow) return std::nullopt;
   const Replan change{done_, final_, wanted, slowdown};
   final_ = wanted;
   replans_.push_back(change);

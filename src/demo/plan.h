@@ -58,7 +58,7 @@ struct BudgetClock {
   double reserve_s = 0;         // time needed besides training steps at the probe's speed
   double probe_pair_s = 0;      // seconds per step of both models, as the probe measured
   double baseline_share = 0.5;  // the baseline's part of probe_pair_s
-  int64_t planned_steps = 0;    // the plan's step count: re-planning never goes past it
+  int64_t planned_steps = 0;    // the plan's step count (a re-plan by less than a share of it is not made)
 };
 
 struct Segment {

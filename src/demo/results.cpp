@@ -240,10 +240,11 @@ std::string data_line(const ResultsInput& in) {
 std::string training_line(const ResultsInput& in) {
   const json& tc = in.train_config;
   const int64_t ran = tc.value("steps", int64_t{0});
-  const std::string cut = in.planned_steps > ran ? cat(" (", in.planned_steps, " were planned; the machine got slower, "
-                                                       "so the budget was re-planned and the cosine ends at step ",
-                                                       ran, ")")
-                                                 : "";
+  const std::string cut =
+      in.planned_steps > 0 && in.planned_steps != ran
+          ? cat(" (", in.planned_steps, " were planned from the speed probe; the machine's speed changed, so the "
+                "budget was re-planned as it trained and the cosine ends at step ", ran, ")")
+          : "";
   return cat("- Training, identical for both: seed ", tc.value("seed", 0), ", the same batches in the same order, ",
              ran, " steps x ", tc.value("batch_size", 0), " x ", tc.value("seq_len", 0), " tokens",
              tc.value("grad_accum", 1) > 1 ? cat(" x ", tc.value("grad_accum", 1)) : "", cut, ", AdamW lr ",

@@ -19,7 +19,7 @@ struct ResultsInput {
   double minutes = 0;  // 0: a fixed step budget
   nlohmann::json corpus, heldout, tokenizer, data;
   nlohmann::json train_config;  // its "steps": the steps that ran
-  int64_t planned_steps = 0;    // the plan's (more than ran when a budget re-plan cut the runs)
+  int64_t planned_steps = 0;    // the plan's (other than ran when a budget re-plan moved the end)
   std::string heldout_name, heldout_note;
   int64_t param_difference = 0;
   std::vector<int64_t> ffn_hidden;  // baseline, gated

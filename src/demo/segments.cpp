@@ -134,10 +134,9 @@ SegmentOutcome run_segment(std::vector<RunInfo>& runs, const DemoPlan& plan, con
 }
 
 void say_replan(const Replan& c, int64_t planned, double minutes, const StageLog& log) {
-  const std::string why =
-      c.to < c.from ? cat("the machine is slower than the speed probe measured (", fixed(c.slowdown, 2), "x per step)")
-                    : cat("the machine is quicker again (", fixed(c.slowdown, 2), "x the probe's time per step)");
-  log.say("train", cat(why, ": both models now stop at step ", c.to, " of the ", planned, " planned (was ", c.from,
+  log.say("train", cat("steps now take ", fixed(c.slowdown, 2), "x the speed probe's time, so ",
+                       c.to < c.from ? "fewer" : "more", " fit the budget: both models now stop at step ", c.to,
+                       " (planned ", planned, ", was ", c.from,
                        "); the learning-rate schedule is re-planned to end there, to hold --minutes ", minutes));
 }
 

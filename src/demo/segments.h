@@ -1,8 +1,9 @@
 #pragma once
 // The demo's training stage: both models, the same steps, seed, data order and schedule, in
 // interleaved segments (demo/plan.h's SegmentPlanner), so that when the machine gets slower
-// than the speed probe said both are cut at the same step before the budget runs out, and
-// when it is quiet again the cut is taken back. A finished run is reused, an interrupted one
+// than the speed probe said both are cut at the same step before the budget runs out, when
+// it is quiet again the cut is taken back, and when it is quicker than the probe said both
+// train more steps than planned. A finished run is reused, an interrupted one
 // resumed, one that diverged (non-finite loss) is not trained again.
 #include <string>
 #include <vector>

@@ -162,6 +162,21 @@ TEST(DemoPlan, AMachineSlowToTheEndIsCutNeverGrownBackAndHoldsTheBudget) {
   EXPECT_LE(run.end_s, clock.deadline_s - clock.reserve_s * 1.66 + 1.66 * (1 + tolerance_steps));
 }
 
+// The speed probe caught a busy moment: the machine trains twice as fast, and the budget
+// is used for more steps than planned instead of ending early.
+TEST(DemoPlan, AMachineQuickerThanTheProbeTrainsMoreStepsWithinTheBudget) {
+  const BudgetClock clock = fifteen_minutes();
+  Machine machine;
+  machine.quiet_s = 0.5;
+  const Simulated run = simulate(SegmentPlanner(clock, 0, clock.planned_steps), machine, 20);
+  ASSERT_FALSE(run.replans.empty());
+  for (const Replan& r : run.replans) EXPECT_GT(r.to, r.from) << "at step " << r.at_step;
+  // (900 - 20 - 60) s at 0.5 s per step pair.
+  EXPECT_GE(run.final_step, 2 * clock.planned_steps - 40);
+  EXPECT_LE(run.end_s, clock.deadline_s - clock.reserve_s);
+  EXPECT_GE(run.end_s, clock.deadline_s - clock.reserve_s - 20);
+}
+
 TEST(DemoPlan, ACutToTheStepReachedEndsTheRunsThere) {
   BudgetClock clock = fifteen_minutes();
   SegmentPlanner planner(clock, 0, clock.planned_steps);
