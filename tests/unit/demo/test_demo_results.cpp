@@ -62,7 +62,9 @@ TEST(DemoResults, NotesStateTheStepsThatRanAndThePlanned) {
   ResultsInput in = input_for(dir);
   in.planned_steps = 904;
   const Results cut = collect_results(in);
-  EXPECT_NE(cut.markdown.find("587 steps x 8 x 256 tokens (904 were planned;"), std::string::npos) << cut.markdown;
+  EXPECT_NE(cut.markdown.find("587 steps x 8 x 256 tokens (904 were planned from the speed probe;"),
+            std::string::npos)
+      << cut.markdown;
   EXPECT_EQ(cut.markdown.find("904 steps"), std::string::npos) << cut.markdown;
   EXPECT_EQ(cut.json["train_config"]["steps"], 587);
   EXPECT_EQ(cut.json["planned_steps"], 904);
