@@ -179,8 +179,10 @@ std::string gguf_tensor_name(const std::string& name) {
   fail("gguf (qwen3): no GGUF tensor for gatedlm parameter ", name);
 }
 
-void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& tokenizer, const std::string& path) {
-  const model::ModelConfig& c = ck.config;
+namespace {
+
+// Refuses, by config key, what llama.cpp's qwen3 / qwen3moe architectures cannot run.
+void check_exportable(const model::ModelConfig& c) {
   auto refuse = [](const std::string& key, const std::string& why) {
     fail("export --format gguf: model config key \"", key, "\" ", why);
   };
@@ -201,8 +203,11 @@ void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& token
     if (!c.moe.norm_topk_prob)
       refuse("moe.norm_topk_prob", "must be true (llama.cpp's qwen3moe renormalises the chosen experts' weights)");
   }
+}
 
-  // qwen3, or qwen3moe for MoE models: the same keys under the architecture's prefix.
+// The key/value metadata: qwen3, or qwen3moe for MoE models (the same keys under the
+// architecture's prefix), and the vocabulary.
+Bytes gguf_metadata(const model::ModelConfig& c, GgufDtype dtype, const std::string& tokenizer) {
   const std::string arch = c.moe.enabled() ? "qwen3moe" : "qwen3";
   const auto key = [&](const char* k) { return arch + "." + k; };
   Bytes kv;
@@ -232,18 +237,21 @@ void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& token
   } else {
     add_gpt2_vocabulary(kv, read_tokenizer_json_vocabulary(tokenizer), c.vocab_size, tokenizer);
   }
+  return kv;
+}
 
-  // Tensor infos: matrices in the chosen type, 1-D tensors (norms) always F32.
-  const model::ParamLayout layout(c);
+// A tensor and where its data starts, relative to the data section.
+struct PlacedTensor {
+  const GgufTensor* tensor;
+  bool f16;
+  uint64_t offset;
+};
+
+// The tensor infos (matrices in the chosen type, 1-D tensors such as norms always F32),
+// appending each tensor's place to `placed`.
+Bytes gguf_tensor_infos(const std::vector<GgufTensor>& tensors, GgufDtype dtype, std::vector<PlacedTensor>& placed) {
   Bytes infos;
   uint64_t offset = 0;
-  struct Placed {
-    const GgufTensor* tensor;
-    bool f16;
-    uint64_t offset;
-  };
-  const std::vector<GgufTensor> tensors = gguf_tensors(layout);
-  std::vector<Placed> placed;
   for (const GgufTensor& t : tensors) {
     const bool f16 = dtype == GgufDtype::f16 && t.shape.size() >= 2;
     int64_t numel = 0;
@@ -256,6 +264,52 @@ void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& token
     placed.push_back({&t, f16, offset});
     offset += (static_cast<uint64_t>(numel) * (f16 ? 2 : 4) + kAlignment - 1) / kAlignment * kAlignment;
   }
+  return infos;
+}
+
+// Appends one part of a tensor (F32 values) to `bytes` as F16 or F32.
+void append_values(std::string& bytes, const float* v, int64_t n, bool f16) {
+  if (!f16) {
+    bytes.append(reinterpret_cast<const char*>(v), static_cast<size_t>(n) * 4);
+    return;
+  }
+  const size_t at = bytes.size();
+  bytes.resize(at + static_cast<size_t>(n) * 2);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t x = f32_to_f16(v[i]);
+    std::memcpy(bytes.data() + at + 2 * i, &x, 2);
+  }
+}
+
+// The data section: each tensor at its offset, padded to the alignment.
+void write_tensor_data(AtomicFile& file, const std::vector<PlacedTensor>& placed, const std::vector<float>& params) {
+  std::string bytes;
+  uint64_t written = 0;
+  for (const PlacedTensor& p : placed) {
+    bytes.assign(static_cast<size_t>(p.offset - written), '\0');  // the previous tensor's padding
+    written = p.offset;
+    for (const model::ParamSpec* part : p.tensor->parts) {
+      append_values(bytes, params.data() + part->offset, part->numel, p.f16);
+      written += static_cast<uint64_t>(part->numel) * (p.f16 ? 2 : 4);
+    }
+    file.write(bytes);
+    bytes.clear();
+  }
+  const uint64_t end = (written + kAlignment - 1) / kAlignment * kAlignment;
+  bytes.assign(static_cast<size_t>(end - written), '\0');
+  file.write(bytes);
+}
+
+}  // namespace
+
+void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& tokenizer, const std::string& path) {
+  const model::ModelConfig& c = ck.config;
+  check_exportable(c);
+  Bytes kv = gguf_metadata(c, dtype, tokenizer);
+  const model::ParamLayout layout(c);
+  const std::vector<GgufTensor> tensors = gguf_tensors(layout);
+  std::vector<PlacedTensor> placed;
+  Bytes infos = gguf_tensor_infos(tensors, dtype, placed);
 
   Bytes head;
   head.put<uint32_t>(0x46554747);  // "GGUF" read as a little-endian uint32
@@ -268,31 +322,7 @@ void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& token
   h.append((kAlignment - h.size() % kAlignment) % kAlignment, '\0');
   AtomicFile file(path);
   file.write(h);
-  std::string bytes;
-  uint64_t written = 0;
-  for (const Placed& p : placed) {
-    bytes.assign(static_cast<size_t>(p.offset - written), '\0');  // the previous tensor's padding
-    written = p.offset;
-    for (const model::ParamSpec* part : p.tensor->parts) {
-      const float* v = ck.params.data() + part->offset;
-      if (p.f16) {
-        const size_t at = bytes.size();
-        bytes.resize(at + static_cast<size_t>(part->numel) * 2);
-        for (int64_t i = 0; i < part->numel; ++i) {
-          const uint16_t x = f32_to_f16(v[i]);
-          std::memcpy(bytes.data() + at + 2 * i, &x, 2);
-        }
-      } else {
-        bytes.append(reinterpret_cast<const char*>(v), static_cast<size_t>(part->numel) * 4);
-      }
-      written += static_cast<uint64_t>(part->numel) * (p.f16 ? 2 : 4);
-    }
-    file.write(bytes);
-    bytes.clear();
-  }
-  const uint64_t end = (written + kAlignment - 1) / kAlignment * kAlignment;
-  bytes.assign(static_cast<size_t>(end - written), '\0');
-  file.write(bytes);
+  write_tensor_data(file, placed, ck.params);
   file.commit();
 }
 
