@@ -23,8 +23,10 @@ void register_import(CLI::App& app) {
       "Convert a Hugging Face model directory (config.json + model.safetensors or a sharded "
       "model.safetensors.index.json; F32, BF16 or F16) into a gatedlm checkpoint. Formats: paper (the "
       "gated-attention paper's checkpoints, gate rows inside q_proj) and qwen3 (transformers' Qwen3). "
-      "Anything gatedlm cannot represent is refused by name and nothing is written. A tokenizer.json "
-      "beside the weights is copied into the checkpoint. Weights are stored as F32.");
+      "Anything gatedlm cannot represent is refused by name and nothing is written: unknown or duplicate config "
+      "keys, missing tensors (found from the safetensors headers), NaN or Inf weights (naming tensor and element). "
+      "A tokenizer.json beside the weights is loaded and checked, then copied into the checkpoint. Weights are "
+      "stored as F32.");
   sub->add_option("SRC_DIR", opt->src, "the Hugging Face model directory")->required();
   sub->add_option("--out", opt->out, "checkpoint directory to create (must not exist or be empty)")->required();
   sub->add_option("--format", opt->format, "auto | paper | qwen3 (auto: paper when the config has the paper's keys)")

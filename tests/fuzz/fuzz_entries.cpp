@@ -10,7 +10,10 @@
 
 #include "analysis/report.h"
 #include "core/error.h"
+#include "core/json_file.h"
 #include "fixed_tokenizer_json.h"
+#include "io/hf_config.h"
+#include "io/hf_convert.h"
 #include "io/safetensors.h"
 #include "io/token_dataset.h"
 #include "io/token_ids.h"
@@ -52,6 +55,8 @@ void refusals_allowed(F&& f) {
   }
 }
 
+void require(bool ok, const std::string& what);
+
 void safetensors(const uint8_t* data, size_t size) {
   const fs::path p = write("t.safetensors", data, size);
   refusals_allowed([&] {
@@ -71,6 +76,31 @@ void config_json(const uint8_t* data, size_t size) {
     const model::ParamLayout layout(c);
     (void)layout.total();
     (void)model::config_from_json(model::config_to_json(c), "round trip");
+  });
+}
+
+// A Hugging Face config.json: through `import` itself (beside a weights file with no
+// tensors, so the import stops at the first missing tensor, after every config check), then
+// the accepted config back out in both formats; what export writes, import must read back
+// to the same gatedlm config.
+void hf_config_json(const uint8_t* data, size_t size) {
+  const fs::path dir = scratch() / "hf";
+  fs::create_directories(dir);
+  const fs::path config = dir / "config.json";
+  std::ofstream(config, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  const std::string empty_safetensors = std::string("\x02\0\0\0\0\0\0\0{}", 10);
+  std::ofstream(dir / "model.safetensors", std::ios::binary | std::ios::trunc) << empty_safetensors;
+  refusals_allowed([&] { (void)io::import_hf(dir.string(), std::nullopt); });
+  refusals_allowed([&] {
+    const nlohmann::json hf = read_json_file(config.string(), "Hugging Face config");
+    const model::ModelConfig c = io::config_from_hf(hf, io::detect_hf_format(hf), config.string());
+    for (const io::HfFormat f : {io::HfFormat::paper, io::HfFormat::qwen3})
+      refusals_allowed([&] {
+        const nlohmann::json out = nlohmann::json::parse(io::config_to_hf(c, f, "float32").dump());
+        const model::ModelConfig back = io::config_from_hf(out, f, "exported config.json");
+        require(model::config_to_json(back) == model::config_to_json(c), "export then import changes the config");
+      });
   });
 }
 
@@ -137,7 +167,7 @@ void tokenizer_json(const uint8_t* data, size_t size) {
     for (const char* text : kSampleTexts) {
       std::vector<int32_t> ids;
       try {
-        ids = t->encode(text);  // a regex from the file may fail (PCRE2's match limit): a refusal
+        ids = t->encode(text);  // a regex from the file may run out of its matching budget: a refusal
       } catch (const Error&) {
         continue;
       }
@@ -256,7 +286,7 @@ const std::vector<Target>& targets() {
                                        {"dataset", dataset},                 {"token_ids", token_ids},
                                        {"tokenizer_model", tokenizer_model}, {"report_analysis", report_analysis},
                                        {"tokenizer_json", tokenizer_json},   {"tokenizer_json_text", tokenizer_json_text},
-                                       {"serve_request", serve_request},
+                                       {"serve_request", serve_request},     {"hf_config_json", hf_config_json},
                                        {"completion_request", completion_request}};
   return all;
 }
