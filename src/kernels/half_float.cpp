@@ -1,28 +1,15 @@
-#include "io/half_float.h"
+#include "kernels/half_float.h"
 
 #include <bit>
 #include <cmath>
 
-namespace gatedlm::io {
-
-float bf16_to_f32(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+namespace gatedlm::kernels {
 
 uint16_t f32_to_bf16(float value) {
   const uint32_t u = std::bit_cast<uint32_t>(value);
   if (std::isnan(value)) return static_cast<uint16_t>((u >> 16) | 0x0040);  // quiet NaN
   const uint32_t rounding = 0x7FFF + ((u >> 16) & 1);                       // ties to even
   return static_cast<uint16_t>((u + rounding) >> 16);
-}
-
-float f16_to_f32(uint16_t bits) {
-  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000) << 16;
-  const uint32_t exponent = (bits >> 10) & 0x1F, mantissa = bits & 0x3FF;
-  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24
-    const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
-    return sign ? -magnitude : magnitude;
-  }
-  if (exponent == 0x1F) return std::bit_cast<float>(sign | 0x7F800000 | (mantissa << 13));  // inf / NaN
-  return std::bit_cast<float>(sign | ((exponent - 15 + 127) << 23) | (mantissa << 13));
 }
 
 uint16_t f32_to_f16(float value) {
@@ -42,4 +29,4 @@ uint16_t f32_to_f16(float value) {
   return sign | static_cast<uint16_t>(half);
 }
 
-}  // namespace gatedlm::io
+}  // namespace gatedlm::kernels
