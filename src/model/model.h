@@ -18,7 +18,7 @@
 namespace gatedlm::model {
 
 template <typename T>
-struct LayerActivations;  // model.cpp: the saved tensors of one block
+struct LayerActivations;  // model_state.h: the saved tensors of one block
 template <typename T>
 struct SwitchHeadsState;  // switch_heads.h: one block's routing
 
@@ -125,8 +125,16 @@ class Model {
   void ensure_grads();
   void embed(const int32_t* tokens);
   void final_logits(std::span<const int64_t> rows);
+  // One block (block_forward.cpp, block_backward.cpp), each pass in the parts it chains.
   void block_forward(int64_t l, const AttentionFn<T>* attend);
+  void attention_inputs_forward(int64_t l);
+  void attention_outputs_forward(int64_t l, const AttentionFn<T>* attend);
+  void ffn_forward(int64_t l);
   void block_backward(int64_t l);
+  void ffn_backward(int64_t l);
+  const T* attention_outputs_backward(int64_t l);
+  void sdpa_backward(int64_t l, const T* dy);
+  void attention_inputs_backward(int64_t l);
 
   ModelConfig config_;
   ParamLayout layout_;
