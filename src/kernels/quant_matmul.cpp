@@ -39,10 +39,16 @@ struct Q4Format {
   using Block = BlockQ4_0;
   static void expand(const Block& block, float* w) {
     const float d = f16_to_f32(block.d);
+    // Nibbles to int8 first (byte operations), then the Q8_0 conversion: written as one
+    // loop over nibbles to floats, GCC 12 leaves it scalar or nearly (measured: Q4_0 at
+    // a sixth of Q8_0's speed).
+    int8_t q[kBlock];
+#pragma omp simd
     for (int j = 0; j < kBlock / 2; ++j) {
-      w[j] = static_cast<float>((block.qs[j] & 0x0F) - 8) * d;
-      w[j + kBlock / 2] = static_cast<float>((block.qs[j] >> 4) - 8) * d;
+      q[j] = static_cast<int8_t>((block.qs[j] & 0x0F) - 8);
+      q[j + kBlock / 2] = static_cast<int8_t>((block.qs[j] >> 4) - 8);
     }
+    for (int j = 0; j < kBlock; ++j) w[j] = static_cast<float>(q[j]) * d;
   }
 };
 struct Bf16Format {
