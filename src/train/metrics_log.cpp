@@ -63,6 +63,12 @@ int64_t record_step(const json& record) {
   return it != record.end() && it->is_number_integer() ? it->get<int64_t>() : -1;
 }
 
+bool has_evaluation_record(const fs::path& file, int64_t step) {
+  for (const json& record : read_metrics_log(file, IfMissing::empty).records)
+    if (record.contains("val_loss") && record_step(record) == step) return true;
+  return false;
+}
+
 std::optional<std::string> keep_records_through_step(const fs::path& file, int64_t last_step) {
   std::error_code ec;
   if (!fs::exists(file, ec)) return std::nullopt;

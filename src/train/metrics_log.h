@@ -41,6 +41,10 @@ MetricsLog read_metrics_log(const std::filesystem::path& file, IfMissing if_miss
 // The step a record belongs to ("step"; -1 when it has none).
 int64_t record_step(const nlohmann::json& record);
 
+// Whether the log holds the evaluation (a "val_loss" record) of `step`; false when the file
+// is missing. (An evaluation cut short by a signal is not recorded: a resumed run does it.)
+bool has_evaluation_record(const std::filesystem::path& file, int64_t step);
+
 // Rewrites `file` atomically with only its records of steps <= last_step, in order (each
 // line as the writer wrote it), dropping a cut last line. A missing file stays missing.
 // Returns the read's dropped_last_line note, if any.

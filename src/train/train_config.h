@@ -79,7 +79,8 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& s
 nlohmann::json train_config_to_json(const TrainConfig& c);
 
 // Learning rate at a step (0-based): linear warmup from lr/warmup to lr over `warmup`
-// steps, then cosine decay to min_lr at the last planned step.
+// steps, then a half cosine from lr down to min_lr, reached at step total_steps (one past
+// the last planned step; the decay spans total_steps - warmup steps, at least 1).
 double learning_rate(const TrainConfig& c, int64_t step, int64_t total_steps);
 
 }  // namespace gatedlm::train
