@@ -43,15 +43,18 @@ RunAction decide_run(const RunInfo& r, bool fresh) {
 // Where an earlier invocation left both runs: the step both reached and the final step of
 // their schedule (RUN/train_config.json's steps, re-planned or not); the plan's otherwise.
 std::pair<int64_t, int64_t> resume_point(const std::vector<RunInfo>& runs, int64_t planned, bool fresh) {
-  int64_t done = planned, schedule = 0;
+  int64_t done = -1, schedule = -1;
   for (const RunInfo& r : runs) {
-    done = std::min(done, is_ours(r, fresh) ? steps_in(summary_of(r)) : 0);
-    const json tc = read_json_or_null((fs::path(r.dir) / "train_config.json").string());
-    const int64_t steps = is_ours(r, fresh) && tc.is_object() ? tc.value("steps", int64_t{0}) : 0;
-    schedule = schedule == 0 ? steps : std::min(schedule, steps);
+    const bool ours = is_ours(r, fresh);
+    const int64_t at = ours ? steps_in(summary_of(r)) : 0;
+    const json tc = ours ? read_json_or_null((fs::path(r.dir) / "train_config.json").string()) : json();
+    const int64_t steps =
+        tc.is_object() && tc.value("steps", json()).is_number_integer() ? tc["steps"].get<int64_t>() : 0;
+    done = done < 0 ? at : std::min(done, at);
+    schedule = schedule < 0 ? steps : std::min(schedule, steps);
   }
-  if (done >= planned) done = 0;  // finished runs are reused, unfinished ones continue
-  if (schedule < std::max<int64_t>(done, 1)) schedule = planned;
+  done = std::max<int64_t>(done, 0);
+  if (schedule < std::max<int64_t>(done, 1)) schedule = planned;  // a new run: the plan's
   return {done, schedule};
 }
 
@@ -140,17 +143,24 @@ void say_replan(const Replan& c, int64_t planned, double minutes, const StageLog
                        "); the learning-rate schedule is re-planned to end there, to hold --minutes ", minutes));
 }
 
+// plan.json's record of the training: the re-plans (an interrupted demo's continuation adds
+// to its earlier invocation's), the slowest segment against the probe and, when the runs end
+// before the planned step, the cut.
 void record_replans(DemoPlan& plan, const SegmentPlanner& planner, const std::filesystem::path& out) {
-  json replans = json::array();
+  json& record = plan.record;
+  json replans = record.value("replans", json::array());
+  if (!replans.is_array()) replans = json::array();
   for (const Replan& c : planner.replans())
     replans.push_back({{"at_step", c.at_step}, {"from", c.from}, {"to", c.to}, {"slowdown", c.slowdown}});
+  const json earlier = record.value("slowest", json(0.0));
+  const double slowest = std::max(planner.slowest(), earlier.is_number() ? earlier.get<double>() : 0.0);
   const int64_t planned = plan.tc.steps;
-  plan.record.erase("replans");
-  plan.record.erase("budget_cut");
-  if (!replans.empty()) plan.record["replans"] = replans;
+  record.erase("replans");
+  record.erase("budget_cut");
+  record["slowest"] = slowest;  // seconds per step pair against the probe's, in the slowest segment
+  if (!replans.empty()) record["replans"] = replans;
   if (planner.final_step() < planned)
-    plan.record["budget_cut"] = {
-        {"planned_steps", planned}, {"trained_steps", planner.final_step()}, {"slowdown", planner.slowest()}};
+    record["budget_cut"] = {{"planned_steps", planned}, {"trained_steps", planner.final_step()}, {"slowdown", slowest}};
   save_plan(out, plan);
 }
 
@@ -166,6 +176,7 @@ TrainingResult train_in_segments(std::vector<RunInfo>& runs, DemoPlan& plan, con
       plan.clock ? SegmentPlanner(*plan.clock, done, schedule) : SegmentPlanner::fixed_steps(planned);
   const double minutes = plan.clock ? plan.clock->deadline_s / 60.0 : 0.0;
   TrainingResult result;
+  bool trained = false;  // false: every run was reused (plan.json keeps what the training recorded)
   for (bool first = true;; first = false) {
     const Segment seg = planner.next(log.elapsed_s());
     const SegmentOutcome o = run_segment(runs, plan, data, seg, planner.final_step(), fresh && first, first, log);
@@ -176,14 +187,17 @@ TrainingResult train_in_segments(std::vector<RunInfo>& runs, DemoPlan& plan, con
     if (const auto change = planner.record(o.reached, o.pair_s, log.elapsed_s()))
       say_replan(*change, planned, minutes, log);
     const bool ended = seg.final && o.reached >= seg.target && planner.final_step() == seg.target;
+    trained |= o.ran > 0;
     if (ended || o.ran == 0) break;
   }
   result.final_step = planner.final_step();
-  if (planner.slowest() > 1.25)
-    result.contention_note =
-        cat("tok/s measured under contention: training steps took up to ", fixed(planner.slowest(), 2),
-            "x as long as in the speed probe (another program was using the cores)");
-  if (planner.capped()) record_replans(plan, planner, out);
+  if (planner.capped() && trained) record_replans(plan, planner, out);
+  // The slowest segment of the training that made the runs (an earlier invocation's, when every run is reused).
+  const json recorded = plan.record.value("slowest", json());
+  const double slowest = recorded.is_number() ? recorded.get<double>() : 0.0;
+  if (slowest > 1.25)
+    result.contention_note = cat("tok/s measured under contention: training steps took up to ", fixed(slowest, 2),
+                                 "x as long as in the speed probe (another program was using the cores)");
   return result;
 }
 
