@@ -38,34 +38,56 @@ void warn_if_bf16_emulated(bool bf16) {
   if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
 }
 
-}  // namespace
+// bench train and bench gate: timed training steps of one config, or of the config
+// without a gate and with the G1 gate side by side.
+struct TrainSpeedOptions {
+  std::string config;
+  bench::SpeedOptions speed;
+};
 
-void register_bench(CLI::App& app) {
-  struct Options {
-    std::string config;
-    bench::SpeedOptions speed;
-    int64_t sgemm_n = 2048;
-    int reps = 5;
-    std::vector<double> allreduce_mb{1, 4, 16, 64};
-  };
-  auto opt = std::make_shared<Options>();
-  CLI::App* bench = app.add_subcommand("bench", "Speed measurements: training steps, the gate's cost and the sgemm peak.");
-  bench->require_subcommand(1);
+void add_speed_options(CLI::App* sub, TrainSpeedOptions& o, const char* steps_help, const char* warmup_help) {
+  sub->add_option("--batch-size", o.speed.batch, "sequences per step")->capture_default_str();
+  sub->add_option("--seq-len", o.speed.seq, "tokens per sequence")->capture_default_str();
+  sub->add_option("--steps", o.speed.steps, steps_help)->capture_default_str();
+  sub->add_option("--warmup-steps", o.speed.warmup_steps, warmup_help)->capture_default_str();
+  sub->add_flag("--bf16", o.speed.bf16, "bf16 matrix products (mixed precision, fp32 master weights)");
+}
+
+void run_bench_train(const TrainSpeedOptions& o) {
+  const model::ModelConfig c = model::load_config(o.config);
+  warn_if_bf16_emulated(o.speed.bf16);
+  std::printf("%s\n", speed_json(bench::measure_training_speed(c, o.speed), c, o.speed.bf16).dump().c_str());
+}
+
+void add_bench_train(CLI::App* bench) {
+  auto opt = std::make_shared<TrainSpeedOptions>();
   CLI::App* train = bench->add_subcommand(
       "train", "Time training (or forward-only) steps on a fixed random batch; prints JSON: step_ms, median_ms, "
                "min_ms, max_ms, tokens_per_s, flops_per_step, gflops, peak_rss_bytes.");
   train->add_option("--config", opt->config, "model config JSON")->required()->check(CLI::ExistingFile);
-  train->add_option("--batch-size", opt->speed.batch, "sequences per step")->capture_default_str();
-  train->add_option("--seq-len", opt->speed.seq, "tokens per sequence")->capture_default_str();
-  train->add_option("--steps", opt->speed.steps, "timed steps")->capture_default_str();
-  train->add_option("--warmup-steps", opt->speed.warmup_steps, "untimed steps first")->capture_default_str();
-  train->add_flag("--bf16", opt->speed.bf16, "bf16 matrix products (mixed precision, fp32 master weights)");
+  add_speed_options(train, *opt, "timed steps", "untimed steps first");
   train->add_flag("--forward-only", opt->speed.forward_only, "time the forward pass only (evaluation, prefill)");
-  train->callback([opt] {
-    const model::ModelConfig c = model::load_config(opt->config);
-    warn_if_bf16_emulated(opt->speed.bf16);
-    std::printf("%s\n", speed_json(bench::measure_training_speed(c, opt->speed), c, opt->speed.bf16).dump().c_str());
-  });
+  train->callback([opt] { run_bench_train(*opt); });
+}
+
+void run_bench_gate(const TrainSpeedOptions& o) {
+  model::ModelConfig base = model::load_config(o.config);
+  base.gate = model::GateConfig{};
+  model::ModelConfig gated = base;
+  gated.gate.position = model::GatePosition::sdpa;  // defaults: elementwise, head-specific, sigmoid, multiply
+  gated.validate();
+  warn_if_bf16_emulated(o.speed.bf16);
+  const bench::PairedSpeed p = bench::measure_paired_speed(base, gated, o.speed);
+  const nlohmann::json j{{"baseline", speed_json(p.a, base, o.speed.bf16)},
+                         {"gated", speed_json(p.b, gated, o.speed.bf16)},
+                         {"step_ratios", p.ratios},
+                         {"median_ratio", p.median_ratio},
+                         {"flop_ratio", p.b.flops_per_step / p.a.flops_per_step}};
+  std::printf("%s\n", j.dump().c_str());
+}
+
+void add_bench_gate(CLI::App* bench) {
+  auto opt = std::make_shared<TrainSpeedOptions>();
   CLI::App* gate = bench->add_subcommand(
       "gate", "The G1 gate's cost: the config without a gate and with the elementwise sigmoid gate after SDPA "
               "(same dimensions), trained side by side in this process, steps interleaved; prints JSON: baseline "
@@ -73,32 +95,58 @@ void register_bench(CLI::App& app) {
   gate->add_option("--config", opt->config, "model config JSON (its own gate, if any, is replaced)")
       ->required()
       ->check(CLI::ExistingFile);
-  gate->add_option("--batch-size", opt->speed.batch, "sequences per step")->capture_default_str();
-  gate->add_option("--seq-len", opt->speed.seq, "tokens per sequence")->capture_default_str();
-  gate->add_option("--steps", opt->speed.steps, "timed steps of each model")->capture_default_str();
-  gate->add_option("--warmup-steps", opt->speed.warmup_steps, "untimed steps of each first")->capture_default_str();
-  gate->add_flag("--bf16", opt->speed.bf16, "bf16 matrix products (mixed precision, fp32 master weights)");
-  gate->callback([opt] {
-    model::ModelConfig base = model::load_config(opt->config);
-    base.gate = model::GateConfig{};
-    model::ModelConfig gated = base;
-    gated.gate.position = model::GatePosition::sdpa;  // defaults: elementwise, head-specific, sigmoid, multiply
-    gated.validate();
-    warn_if_bf16_emulated(opt->speed.bf16);
-    const bench::PairedSpeed p = bench::measure_paired_speed(base, gated, opt->speed);
-    const nlohmann::json j{{"baseline", speed_json(p.a, base, opt->speed.bf16)},
-                           {"gated", speed_json(p.b, gated, opt->speed.bf16)},
-                           {"step_ratios", p.ratios},
-                           {"median_ratio", p.median_ratio},
-                           {"flop_ratio", p.b.flops_per_step / p.a.flops_per_step}};
-    std::printf("%s\n", j.dump().c_str());
-  });
-  struct GenerateOptions {
-    std::string config, checkpoint;
-    std::vector<int64_t> batches{1, 8};
-    bench::GenerateSpeedOptions speed;
-  };
-  auto gen = std::make_shared<GenerateOptions>();
+  add_speed_options(gate, *opt, "timed steps of each model", "untimed steps of each first");
+  gate->callback([opt] { run_bench_gate(*opt); });
+}
+
+struct GenerateBenchOptions {
+  std::string config, checkpoint;
+  std::vector<int64_t> batches{1, 8};
+  bench::GenerateSpeedOptions speed;
+};
+
+// The model of --config (random weights, seed 1) or of --checkpoint.
+model::Model<float> generate_bench_model(const GenerateBenchOptions& o) {
+  if (o.config.empty() == o.checkpoint.empty()) fail("bench generate: give --config or --checkpoint");
+  model::ModelConfig c;
+  std::vector<float> params;
+  if (!o.config.empty()) {
+    c = model::load_config(o.config);
+  } else {
+    io::Checkpoint ck = io::load_checkpoint(o.checkpoint);
+    c = ck.config;
+    params = std::move(ck.params);
+  }
+  model::Model<float> m(c);
+  if (params.empty()) model::init_params(params, m.layout(), c, 1);
+  m.load_params(params);
+  return m;
+}
+
+void run_bench_generate(const GenerateBenchOptions& o) {
+  model::Model<float> m = generate_bench_model(o);
+  nlohmann::json runs = nlohmann::json::array();
+  for (int64_t b : o.batches) {
+    const bench::GenerateSpeed r = bench::measure_generate_speed(m, b, o.speed);
+    runs.push_back({{"batch", b},
+                    {"prefill_tokens_per_s", r.prefill_tokens_per_s},
+                    {"decode_tokens_per_s", r.decode_tokens_per_s},
+                    {"prefill_ms", r.prefill_ms},
+                    {"decode_ms_per_step", r.decode_ms_per_step},
+                    {"prefill_ms_reps", r.prefill_ms_reps},
+                    {"decode_ms_reps", r.decode_ms_reps},
+                    {"packed_weight_bytes", r.packed_weight_bytes}});
+  }
+  const nlohmann::json j{{"prompt_tokens", o.speed.prompt_tokens},
+                         {"new_tokens", o.speed.new_tokens},
+                         {"params", m.layout().total()},
+                         {"runs", runs},
+                         {"peak_rss_bytes", bench::peak_rss_bytes()}};
+  std::printf("%s\n", j.dump().c_str());
+}
+
+void add_bench_generate(CLI::App* bench) {
+  auto gen = std::make_shared<GenerateBenchOptions>();
   CLI::App* generate = bench->add_subcommand(
       "generate", "Prefill and decode tokens/s over the KV cache at each batch size (random prompts, greedy); prints "
                   "JSON: per batch, prefill_tokens_per_s, decode_tokens_per_s (aggregate), prefill_ms, "
@@ -112,66 +160,64 @@ void register_bench(CLI::App& app) {
   generate->add_option("--reps", gen->speed.reps, "timed repetitions (after one warm-up)")->capture_default_str();
   generate->add_flag("!--no-packed-weights", gen->speed.packed_weights,
                      "decode batches of more than 4 multiply by the plain weights (no packed copies)");
-  generate->callback([gen] {
-    if (gen->config.empty() == gen->checkpoint.empty()) fail("bench generate: give --config or --checkpoint");
-    model::ModelConfig c;
-    std::vector<float> params;
-    if (!gen->config.empty()) {
-      c = model::load_config(gen->config);
-    } else {
-      io::Checkpoint ck = io::load_checkpoint(gen->checkpoint);
-      c = ck.config;
-      params = std::move(ck.params);
-    }
-    model::Model<float> m(c);
-    if (params.empty()) model::init_params(params, m.layout(), c, 1);
-    m.load_params(params);
-    nlohmann::json runs = nlohmann::json::array();
-    for (int64_t b : gen->batches) {
-      const bench::GenerateSpeed r = bench::measure_generate_speed(m, b, gen->speed);
-      runs.push_back({{"batch", b},
-                      {"prefill_tokens_per_s", r.prefill_tokens_per_s},
-                      {"decode_tokens_per_s", r.decode_tokens_per_s},
-                      {"prefill_ms", r.prefill_ms},
-                      {"decode_ms_per_step", r.decode_ms_per_step},
-                      {"prefill_ms_reps", r.prefill_ms_reps},
-                      {"decode_ms_reps", r.decode_ms_reps},
-                      {"packed_weight_bytes", r.packed_weight_bytes}});
-    }
-    const nlohmann::json j{{"prompt_tokens", gen->speed.prompt_tokens},
-                           {"new_tokens", gen->speed.new_tokens},
-                           {"params", m.layout().total()},
-                           {"runs", runs},
-                           {"peak_rss_bytes", bench::peak_rss_bytes()}};
-    std::printf("%s\n", j.dump().c_str());
-  });
+  generate->callback([gen] { run_bench_generate(*gen); });
+}
+
+void add_bench_sgemm(CLI::App* bench) {
+  struct SgemmOptions {
+    int64_t n = 2048;
+    int reps = 5;
+  };
+  auto opt = std::make_shared<SgemmOptions>();
   CLI::App* sgemm = bench->add_subcommand("sgemm", "GFLOP/s of a large oneDNN fp32 matrix product (prints JSON).");
-  sgemm->add_option("--n", opt->sgemm_n, "matrix size")->capture_default_str();
+  sgemm->add_option("--n", opt->n, "matrix size")->capture_default_str();
   sgemm->add_option("--reps", opt->reps, "repetitions (best is reported)")->capture_default_str();
   sgemm->callback([opt] {
-    std::printf("%s\n", nlohmann::json{{"n", opt->sgemm_n}, {"gflops", bench::measure_sgemm_gflops(opt->sgemm_n, opt->reps)}}
-                            .dump()
-                            .c_str());
+    std::printf("%s\n",
+                nlohmann::json{{"n", opt->n}, {"gflops", bench::measure_sgemm_gflops(opt->n, opt->reps)}}.dump().c_str());
   });
+}
+
+struct AllreduceBenchOptions {
+  std::vector<double> mb{1, 4, 16, 64};
+  int reps = 5;
+};
+
+void run_bench_allreduce(const AllreduceBenchOptions& o) {
+  std::unique_ptr<dist::Communicator> comm = dist::from_environment();
+  std::vector<int64_t> sizes;
+  for (double mb : o.mb) sizes.push_back(static_cast<int64_t>(mb * (1 << 20)));
+  for (const bench::AllreduceTiming& t : bench::measure_allreduce(*comm, sizes, o.reps))
+    if (comm->rank() == 0)
+      std::printf("%s\n", nlohmann::json{{"bytes", t.bytes},         {"median_s", t.median_s},
+                                          {"min_s", t.min_s},         {"algbw_gbs", t.algbw_gbs},
+                                          {"busbw_gbs", t.busbw_gbs}, {"correct", t.correct},
+                                          {"ranks", comm->size()},    {"mpi", comm->describe()}}
+                               .dump()
+                               .c_str());
+}
+
+void add_bench_allreduce(CLI::App* bench) {
+  auto opt = std::make_shared<AllreduceBenchOptions>();
   CLI::App* allreduce = bench->add_subcommand(
       "allreduce", "The gradient allreduce (float64 sum in rank order, as training does) over the ranks of this job: "
                    "run it under `mpirun -np N`. Prints one JSON line per size from rank 0: bytes, median_s, min_s, "
                    "algbw_gbs (bytes / time), busbw_gbs (x 2(N-1)/N, per link), correct, ranks.");
-  allreduce->add_option("--mb", opt->allreduce_mb, "buffer sizes in MiB")->capture_default_str();
+  allreduce->add_option("--mb", opt->mb, "buffer sizes in MiB")->capture_default_str();
   allreduce->add_option("--reps", opt->reps, "timed repetitions per size (median reported)")->capture_default_str();
-  allreduce->callback([opt] {
-    std::unique_ptr<dist::Communicator> comm = dist::from_environment();
-    std::vector<int64_t> sizes;
-    for (double mb : opt->allreduce_mb) sizes.push_back(static_cast<int64_t>(mb * (1 << 20)));
-    for (const bench::AllreduceTiming& t : bench::measure_allreduce(*comm, sizes, opt->reps))
-      if (comm->rank() == 0)
-        std::printf("%s\n", nlohmann::json{{"bytes", t.bytes},         {"median_s", t.median_s},
-                                            {"min_s", t.min_s},         {"algbw_gbs", t.algbw_gbs},
-                                            {"busbw_gbs", t.busbw_gbs}, {"correct", t.correct},
-                                            {"ranks", comm->size()},    {"mpi", comm->describe()}}
-                                 .dump()
-                                 .c_str());
-  });
+  allreduce->callback([opt] { run_bench_allreduce(*opt); });
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  CLI::App* bench = app.add_subcommand("bench", "Speed measurements: training steps, the gate's cost and the sgemm peak.");
+  bench->require_subcommand(1);
+  add_bench_train(bench);
+  add_bench_gate(bench);
+  add_bench_generate(bench);
+  add_bench_sgemm(bench);
+  add_bench_allreduce(bench);
 }
 
 }  // namespace gatedlm::cli
