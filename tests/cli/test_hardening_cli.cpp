@@ -224,7 +224,9 @@ TEST_F(HardeningCli, HugeStepsAreRefusedAndSignalsHonouredMidStep) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!contains(read_file(log), "tokens/step") && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // well inside the first step
+  // The handler is installed before that line; half a CPU second more is well inside the
+  // first step (a million micro-batches), however loaded the machine.
+  EXPECT_TRUE(testing::wait_until_busy(pid, 0.5)) << read_file(log);
   const auto t0 = std::chrono::steady_clock::now();
   ::kill(pid, SIGTERM);
   const int code = testing::wait_exit_code(pid);

@@ -54,18 +54,19 @@ class SignalsDuringEvaluation : public ::testing::Test {
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
 
-  // Starts gatedlm, waits until `ready` appears in the file `watch` (when given), then
-  // `settle`, checks it is still at work, sends `signal` and returns {exit code, seconds
-  // from the signal to the exit}.
+  // Starts gatedlm, waits until `ready` appears in the file `watch` (when given) and the
+  // process has used `busy_cpu_s` seconds of CPU (it is at work, however loaded the machine),
+  // checks it is still running, sends `signal` and returns {exit code, seconds from the
+  // signal to the exit}.
   static std::pair<int, double> signal_midway(const std::vector<std::string>& args, const std::string& name,
                                               int signal, const fs::path& watch, const std::string& ready,
-                                              std::chrono::milliseconds settle) {
+                                              double busy_cpu_s) {
     const fs::path log = root_ / (name + ".log");
     const pid_t pid = testing::spawn_gatedlm(args, log.string());
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
     while (!watch.empty() && !contains(read_file(watch), ready) && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    std::this_thread::sleep_for(settle);
+    testing::wait_until_busy(pid, busy_cpu_s);
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
       ADD_FAILURE() << name << " ended before it could be signalled: the input is too short to prove anything\n"
@@ -83,8 +84,9 @@ class SignalsDuringEvaluation : public ::testing::Test {
 fs::path SignalsDuringEvaluation::root_;
 
 // Step 1 takes milliseconds, its evaluation over ~150k held-out tokens about 0.7 s on a
-// quiet Zen 4 (much longer under load or sanitizers): the signal, sent 50 ms after step 1
-// is recorded, lands in the evaluation. The run stops as interrupted with step 1's checkpoint,
+// quiet Zen 4 (much longer under load or sanitizers): the signal, sent once step 1 is
+// recorded (its record is flushed just before the evaluation starts), lands in the
+// evaluation, or just before it, where the evaluation's first check stops it the same way. The run stops as interrupted with step 1's checkpoint,
 // records no evaluation for it, and resumes to completion.
 TEST_F(SignalsDuringEvaluation, TrainStopsInsideAnEvaluationPass) {
   for (int signal : {SIGINT, SIGTERM}) {
@@ -97,7 +99,7 @@ TEST_F(SignalsDuringEvaluation, TrainStopsInsideAnEvaluationPass) {
                                         "--warmup", "1"};
     // Step 1's record is written (and flushed) just before its evaluation starts.
     const auto [code, took] = signal_midway(args, "train_" + std::to_string(signal), signal, run / "metrics.jsonl",
-                                            "\"step\":1", std::chrono::milliseconds(50));
+                                            "\"step\":1", /*busy_cpu_s=*/0);
     SCOPED_TRACE(read_file(root_ / ("train_" + std::to_string(signal) + ".log")));
     EXPECT_EQ(code, 130);
     EXPECT_LT(took, kHonouredWithinS) << "the signal took " << took << " s to stop the run";
@@ -163,7 +165,8 @@ TEST_F(SignalsDuringEvaluation, EvalScoreAnalyzeAndStreamEvalStopAtOnce) {
   for (const Case& c : cases) {
     for (int signal : {SIGINT, SIGTERM}) {
       SCOPED_TRACE(c.name + " with signal " + std::to_string(signal));
-      const auto [code, took] = signal_midway(c.args, c.name, signal, {}, "", std::chrono::milliseconds(500));
+      // Half a CPU second in: past loading, inside the work (each case runs for seconds).
+      const auto [code, took] = signal_midway(c.args, c.name, signal, {}, "", /*busy_cpu_s=*/0.5);
       EXPECT_EQ(code, 128 + signal) << read_file(root_ / (c.name + ".log"));
       EXPECT_LT(took, kHonouredWithinS) << "the signal took " << took << " s to stop " << c.name;
     }

@@ -7,8 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace gatedlm::testing {
 
@@ -47,6 +51,39 @@ int wait_exit_code(pid_t pid) {
   ::waitpid(pid, &status, 0);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);
+}
+
+namespace {
+
+// CPU seconds a process has used; negative once it is gone (or reaped).
+double cpu_seconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const size_t name_end = stat.rfind(')');  // the command name may hold spaces
+  if (name_end == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(name_end + 1));
+  std::string state;
+  fields >> state;
+  if (state == "Z" || state == "X") return -1;
+  std::string skip;
+  for (int field = 4; field < 14; ++field) fields >> skip;  // ppid .. cmajflt
+  long long utime = 0, stime = 0;
+  fields >> utime >> stime;
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+}  // namespace
+
+bool wait_until_busy(pid_t pid, double cpu_s, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    const double used = cpu_seconds(pid);
+    if (used < 0) return false;
+    if (used >= cpu_s) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling the event, not timing it
+  }
 }
 
 CliResult run_gatedlm(const std::vector<std::string>& args) { return run_program(GATEDLM_BINARY, args); }

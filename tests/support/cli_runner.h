@@ -20,6 +20,11 @@ pid_t spawn_gatedlm(const std::vector<std::string>& args, const std::string& log
 CliResult run_program(const std::string& program, const std::vector<std::string>& args);
 pid_t spawn_program(const std::string& program, const std::vector<std::string>& args, const std::string& log_path);
 int wait_exit_code(pid_t pid);  // 128 + signal for a signalled process
+// Waits until the process `pid` has used `cpu_s` seconds of CPU (user + system, from
+// /proc/PID/stat): the event "it is at work", which holds on a loaded machine too, where a
+// wall-clock sleep may end before the work has begun. False when the process ended or
+// `timeout_s` passed first.
+bool wait_until_busy(pid_t pid, double cpu_s, double timeout_s = 120);
 
 // Sets (or, with value null, removes) an environment variable for the binaries a test
 // starts while it lives; the old value comes back afterwards.
