@@ -21,13 +21,15 @@ struct ProductTiles {
   int64_t tiles() const { return row_tiles * col_tiles; }
 };
 
-// About a tenth of a millisecond of one core's work per tile (multiply-adds), so that a
-// tile's fixed costs (a primitive call, packing its operands) stay small; measured on Zen 4:
-// tiles of this size cost 1-2 % against oneDNN's own split of the same product.
-inline constexpr int64_t kProductTileWork = int64_t{1} << 23;
+// About a third of a millisecond of one core's work per tile (multiply-adds), so that a
+// tile's fixed costs (a primitive call, packing its operands) stay small. Measured on two
+// Zen 4 cores (bench/RESULTS.md, "Thread-count-independent numbers"): with these two
+// constants a training step costs the same CPU time as with oneDNN's own split; with
+// 2^23 and 64 it cost 3-4 % more.
+inline constexpr int64_t kProductTileWork = int64_t{1} << 24;
 // Up to this many tiles per product (all items of a batched product together): enough
 // for the threads of a large machine, few enough that each tile's operand packing stays cheap.
-inline constexpr int64_t kProductMaxTiles = 64;
+inline constexpr int64_t kProductMaxTiles = 32;
 // Tiles are at least this wide in each dimension that is split, and multiples of it.
 inline constexpr int64_t kProductTileGranule = 32;
 
