@@ -9,8 +9,8 @@
 // starts parallel regions compares the machine's runnable tasks (/proc/loadavg)
 // with its own process's (/proc/self/task/*/stat) and runs on the cores the others leave free.
 // A quiet machine keeps every thread; a fixed count (OMP_NUM_THREADS, or GATEDLM_THREADS=fixed)
-// is never changed, which keeps runs bit-identical from one load to the next (the per-thread
-// partial sums of a few gradients depend on the thread count).
+// is never changed. Either way a run's numbers do not depend on the count: the kernels sum
+// over partitions fixed by the sizes (kernels/product_tiles.h, kernels/fixed_chunks.h).
 #include <string>
 #include <string_view>
 
