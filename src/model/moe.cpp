@@ -200,105 +200,130 @@ void MoeBlock<T>::forward(T* y, const T* h, int64_t n, const MoeWeights<T>& w, b
 template <typename T>
 void MoeBlock<T>::backward(T* dh, const MoeGrads<T>& g, const T* dy, const T* h, const MoeWeights<T>& w,
                            std::span<const double> lb_weight, double z_weight) {
-  const int64_t n = n_, E = c_.n_experts, K = c_.top_k, f = c_.expert_hidden, d = d_, nk = n * K;
-  const int64_t rows = rows_;
+  const int64_t n = n_, E = c_.n_experts, f = c_.expert_hidden, d = d_, rows = rows_;
   grow(dout_, rows * d);
   grow(dact_, rows * f);
   grow(dgu_, rows * 2 * f);
   grow(dx_, rows * d);
   grow(dz_, n * E);
-  // d loss / d w_j (kept in dz_'s first n*k entries until the router's turn) and the
-  // gradient of each grouped output row, w_j dy_t.
-  std::vector<T> dweight(nk);
-  {
-    Timed timer{times_.permute};
+  std::vector<T> dweight(n * c_.top_k);  // d loss / d w_j [n * k]
+  combine_backward(dweight.data(), dy);
+  experts_backward(g, w);
+  gather_backward(dh);
+  if (c_.n_shared > 0) shared_backward(dh, g, dy, h, w);
+  router_backward(dh, g, h, w, dweight.data(), lb_weight, z_weight);
+}
+
+// y_t = sum_j w_j out[row(t, j)]: d loss / d w_j = dy_t . out_row into dweight [n * k], and
+// the gradient of each grouped output row, w_j dy_t, into dout_ (zero on padding rows).
+template <typename T>
+void MoeBlock<T>::combine_backward(T* dweight, const T* dy) {
+  Timed timer{times_.permute};
+  const int64_t n = n_, K = c_.top_k, d = d_, rows = rows_;
 #pragma omp parallel for schedule(static)
-    for (int64_t t = 0; t < n; ++t)
-      for (int64_t j = 0; j < K; ++j) {
-        const int64_t r = row_of_[t * K + j];
-        const T* o = out_.data() + r * d;
-        const T* dyt = dy + t * d;
-        const T wj = weight_[t * K + j];
-        double dot = 0;
-        T* dr = dout_.data() + r * d;
-        for (int64_t i = 0; i < d; ++i) {
-          dot += static_cast<double>(dyt[i]) * static_cast<double>(o[i]);
-          dr[i] = wj * dyt[i];
-        }
-        dweight[t * K + j] = static_cast<T>(dot);
-      }
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r)  // padding rows: no gradient
-      if (token_of_[r] < 0) std::fill_n(dout_.data() + r * d, d, T(0));
-  }
-  {
-    Timed timer{times_.experts};
-    if (uniform_) {  // the per-expert products below as one batched call each
-      const int64_t M = rows / E, stride_w = 3 * f * d;
-      T* dact = dact_.data();
-      T* dgu = dgu_.data();
-      // dact = dout W_down; dW_down += dout^T act; SwiGLU; dx = dgu W_gu; dW_gu += dgu^T x.
-      k::batched_matmul(dact, dout_.data(), w.experts + 2 * f * d, k::MatmulShape{.M = M, .N = f, .K = d},
-                        k::BatchStrides{E, M * d, stride_w, M * f});
-      k::batched_matmul(g.experts + 2 * f * d, dout_.data(), act_.data(),
-                        k::MatmulShape{.M = d, .N = f, .K = M, .trans_a = true, .accumulate = true},
-                        k::BatchStrides{E, M * d, M * f, stride_w});
-      k::swiglu_backward(dgu, dact, gu_.data(), rows, f);
-      k::batched_matmul(dx_.data(), dgu, w.experts, k::MatmulShape{.M = M, .N = d, .K = 2 * f},
-                        k::BatchStrides{E, M * 2 * f, stride_w, M * d});
-      k::batched_matmul(g.experts, dgu, x_.data(),
-                        k::MatmulShape{.M = 2 * f, .N = d, .K = M, .trans_a = true, .accumulate = true},
-                        k::BatchStrides{E, M * 2 * f, M * d, stride_w});
-    } else
-    for (int64_t e = 0; e < E; ++e) {
-      const int64_t m = offsets_[e + 1] - offsets_[e], r0 = offsets_[e];
-      if (m == 0) continue;
-      const T* we = w.experts + e * 3 * f * d;
-      T* ge = g.experts + e * 3 * f * d;
-      k::linear_backward(dact_.data() + r0 * f, ge + 2 * f * d, dout_.data() + r0 * d, act_.data() + r0 * f,
-                         we + 2 * f * d, m, f, d, /*accumulate_dx=*/false);
-      k::swiglu_backward(dgu_.data() + r0 * 2 * f, dact_.data() + r0 * f, gu_.data() + r0 * 2 * f, m, f);
-      k::linear_backward(dx_.data() + r0 * d, ge, dgu_.data() + r0 * 2 * f, x_.data() + r0 * d, we, m, d, 2 * f,
-                         /*accumulate_dx=*/false);
-    }
-  }
-  {
-    Timed timer{times_.permute};
-#pragma omp parallel for schedule(static)
-    for (int64_t t = 0; t < n; ++t) {
-      T* dht = dh + t * d;
-      std::fill_n(dht, d, T(0));
-      for (int64_t j = 0; j < K; ++j) {
-        const T* dr = dx_.data() + row_of_[t * K + j] * d;
-        for (int64_t i = 0; i < d; ++i) dht[i] += dr[i];
-      }
-    }
-  }
-  if (c_.n_shared > 0) {
-    Timed timer{times_.shared};
-    const int64_t fs = c_.shared_width();
-    grow(dsout_, n * d);
-    grow(dsact_, n * fs);
-    grow(dsgu_, n * 2 * fs);
-    std::vector<T> dgate_pre(n);
-#pragma omp parallel for schedule(static)
-    for (int64_t t = 0; t < n; ++t) {
-      const T s = sgate_[t];
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t j = 0; j < K; ++j) {
+      const int64_t r = row_of_[t * K + j];
+      const T* o = out_.data() + r * d;
+      const T* dyt = dy + t * d;
+      const T wj = weight_[t * K + j];
       double dot = 0;
+      T* dr = dout_.data() + r * d;
       for (int64_t i = 0; i < d; ++i) {
-        dot += static_cast<double>(dy[t * d + i]) * static_cast<double>(sout_[t * d + i]);
-        dsout_[t * d + i] = s * dy[t * d + i];
+        dot += static_cast<double>(dyt[i]) * static_cast<double>(o[i]);
+        dr[i] = wj * dyt[i];
       }
-      dgate_pre[t] = static_cast<T>(dot) * s * (T(1) - s);
+      dweight[t * K + j] = static_cast<T>(dot);
     }
-    k::linear_backward(dsact_.data(), g.shared_down, dsout_.data(), sact_.data(), w.shared_down, n, fs, d, false);
-    k::swiglu_backward(dsgu_.data(), dsact_.data(), sgu_.data(), n, fs);
-    k::linear_backward(dh, g.shared, dsgu_.data(), h, w.shared, n, d, 2 * fs, /*accumulate_dx=*/true);
-    k::linear_backward(dh, g.shared_gate, dgate_pre.data(), h, w.shared_gate, n, d, 1, /*accumulate_dx=*/true);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r)  // padding rows: no gradient
+    if (token_of_[r] < 0) std::fill_n(dout_.data() + r * d, d, T(0));
+}
+
+// The experts' SwiGLU backward over their grouped rows: dout_ -> dx_, weight gradients into g.experts.
+template <typename T>
+void MoeBlock<T>::experts_backward(const MoeGrads<T>& g, const MoeWeights<T>& w) {
+  Timed timer{times_.experts};
+  const int64_t E = c_.n_experts, f = c_.expert_hidden, d = d_, rows = rows_;
+  if (uniform_) {  // the per-expert products below as one batched call each
+    const int64_t M = rows / E, stride_w = 3 * f * d;
+    T* dact = dact_.data();
+    T* dgu = dgu_.data();
+    // dact = dout W_down; dW_down += dout^T act; SwiGLU; dx = dgu W_gu; dW_gu += dgu^T x.
+    k::batched_matmul(dact, dout_.data(), w.experts + 2 * f * d, k::MatmulShape{.M = M, .N = f, .K = d},
+                      k::BatchStrides{E, M * d, stride_w, M * f});
+    k::batched_matmul(g.experts + 2 * f * d, dout_.data(), act_.data(),
+                      k::MatmulShape{.M = d, .N = f, .K = M, .trans_a = true, .accumulate = true},
+                      k::BatchStrides{E, M * d, M * f, stride_w});
+    k::swiglu_backward(dgu, dact, gu_.data(), rows, f);
+    k::batched_matmul(dx_.data(), dgu, w.experts, k::MatmulShape{.M = M, .N = d, .K = 2 * f},
+                      k::BatchStrides{E, M * 2 * f, stride_w, M * d});
+    k::batched_matmul(g.experts, dgu, x_.data(),
+                      k::MatmulShape{.M = 2 * f, .N = d, .K = M, .trans_a = true, .accumulate = true},
+                      k::BatchStrides{E, M * 2 * f, M * d, stride_w});
+    return;
   }
-  // Router: d loss / d p from the chosen weights and the balance loss, then through the
-  // softmax; the z-loss adds 2 Z_t / n * p to d loss / d z.
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t m = offsets_[e + 1] - offsets_[e], r0 = offsets_[e];
+    if (m == 0) continue;
+    const T* we = w.experts + e * 3 * f * d;
+    T* ge = g.experts + e * 3 * f * d;
+    k::linear_backward(dact_.data() + r0 * f, ge + 2 * f * d, dout_.data() + r0 * d, act_.data() + r0 * f,
+                       we + 2 * f * d, m, f, d, /*accumulate_dx=*/false);
+    k::swiglu_backward(dgu_.data() + r0 * 2 * f, dact_.data() + r0 * f, gu_.data() + r0 * 2 * f, m, f);
+    k::linear_backward(dx_.data() + r0 * d, ge, dgu_.data() + r0 * 2 * f, x_.data() + r0 * d, we, m, d, 2 * f,
+                       /*accumulate_dx=*/false);
+  }
+}
+
+// dh [n, d] (overwritten) = the sum of each token's k rows of dx_.
+template <typename T>
+void MoeBlock<T>::gather_backward(T* dh) {
+  Timed timer{times_.permute};
+  const int64_t n = n_, K = c_.top_k, d = d_;
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < n; ++t) {
+    T* dht = dh + t * d;
+    std::fill_n(dht, d, T(0));
+    for (int64_t j = 0; j < K; ++j) {
+      const T* dr = dx_.data() + row_of_[t * K + j] * d;
+      for (int64_t i = 0; i < d; ++i) dht[i] += dr[i];
+    }
+  }
+}
+
+// The shared expert sigmoid(h g^T) S(h): its gradients, and d loss / d h added into dh.
+template <typename T>
+void MoeBlock<T>::shared_backward(T* dh, const MoeGrads<T>& g, const T* dy, const T* h, const MoeWeights<T>& w) {
+  Timed timer{times_.shared};
+  const int64_t n = n_, d = d_, fs = c_.shared_width();
+  grow(dsout_, n * d);
+  grow(dsact_, n * fs);
+  grow(dsgu_, n * 2 * fs);
+  std::vector<T> dgate_pre(n);
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < n; ++t) {
+    const T s = sgate_[t];
+    double dot = 0;
+    for (int64_t i = 0; i < d; ++i) {
+      dot += static_cast<double>(dy[t * d + i]) * static_cast<double>(sout_[t * d + i]);
+      dsout_[t * d + i] = s * dy[t * d + i];
+    }
+    dgate_pre[t] = static_cast<T>(dot) * s * (T(1) - s);
+  }
+  k::linear_backward(dsact_.data(), g.shared_down, dsout_.data(), sact_.data(), w.shared_down, n, fs, d, false);
+  k::swiglu_backward(dsgu_.data(), dsact_.data(), sgu_.data(), n, fs);
+  k::linear_backward(dh, g.shared, dsgu_.data(), h, w.shared, n, d, 2 * fs, /*accumulate_dx=*/true);
+  k::linear_backward(dh, g.shared_gate, dgate_pre.data(), h, w.shared_gate, n, d, 1, /*accumulate_dx=*/true);
+}
+
+// Router: d loss / d p from the chosen weights and the balance loss, then through the
+// softmax; the z-loss adds 2 Z_t / n * p to d loss / d z. d loss / d h is added into dh.
+template <typename T>
+void MoeBlock<T>::router_backward(T* dh, const MoeGrads<T>& g, const T* h, const MoeWeights<T>& w,
+                                  const T* dweight, std::span<const double> lb_weight, double z_weight) {
   Timed timer{times_.routing};
+  const int64_t n = n_, E = c_.n_experts, K = c_.top_k, d = d_;
   const double inv_n = 1.0 / static_cast<double>(n);
 #pragma omp parallel
   {
@@ -309,7 +334,7 @@ void MoeBlock<T>::backward(T* dh, const MoeGrads<T>& g, const T* dy, const T* h,
     T* dz = dz_.data() + t * E;
     for (int64_t e = 0; e < E; ++e) dp[e] = lb_weight[e] * inv_n;
     const int32_t* sel = chosen_.data() + t * K;
-    const T* dw = dweight.data() + t * K;
+    const T* dw = dweight + t * K;
     if (c_.norm_topk_prob) {  // w_j = p_j / S: d/dp_j = (dw_j - sum_l dw_l w_l) / S
       double S = 0, mix = 0;
       for (int64_t j = 0; j < K; ++j) S += p[sel[j]];

@@ -80,6 +80,13 @@ class MoeBlock {
  private:
   void route(const T* h, int64_t n, const MoeWeights<T>& w);
   void group();
+  // backward's parts, in its order (moe.cpp).
+  void combine_backward(T* dweight, const T* dy);
+  void experts_backward(const MoeGrads<T>& g, const MoeWeights<T>& w);
+  void gather_backward(T* dh);
+  void shared_backward(T* dh, const MoeGrads<T>& g, const T* dy, const T* h, const MoeWeights<T>& w);
+  void router_backward(T* dh, const MoeGrads<T>& g, const T* h, const MoeWeights<T>& w, const T* dweight,
+                       std::span<const double> lb_weight, double z_weight);
 
   MoeConfig c_;
   int64_t d_, n_ = 0;
