@@ -146,9 +146,8 @@ std::vector<std::vector<int32_t>> tokenize_corpus(const std::vector<std::string>
   return docs;
 }
 
-}  // namespace
-
-BigramBackcopySummary synthesize_bigram_backcopy(const BigramBackcopyOptions& o) {
+// The flags' checks; returns the number of training documents.
+int64_t checked_train_docs(const BigramBackcopyOptions& o) {
   if (o.corpus.empty()) fail("--corpus PATH is required (the text the bigram model is estimated from)");
   if (o.out.empty()) fail("--out DIR is required");
   if (o.tokenizer.empty()) fail("--tokenizer FILE|byte is required");
@@ -163,85 +162,119 @@ BigramBackcopySummary synthesize_bigram_backcopy(const BigramBackcopyOptions& o)
   const int64_t train_docs = std::max<int64_t>(1, docs_wanted);
   if (train_docs > (int64_t{1} << 32) / (o.seq_len + 1))
     fail("--count/--tokens: ", train_docs, " documents of ", o.seq_len, " tokens exceed 2^32 tokens");
+  return train_docs;
+}
 
-  const bool byte = o.tokenizer == "byte";
-  const std::unique_ptr<io::Tokenizer> tok = io::Tokenizer::load(o.tokenizer);
-  json sources = json::array();
-  const BigramModel bigram = BigramModel::estimate(tokenize_corpus(o.corpus, *tok, byte, sources));
+// --trigger-ids checked against the corpus, or its --triggers most frequent symbols.
+std::vector<int32_t> choose_triggers(const BigramBackcopyOptions& o, const BigramModel& bigram) {
   const int64_t n_symbols = static_cast<int64_t>(bigram.symbols().size());
-
-  std::vector<int32_t> triggers = o.trigger_ids;
-  if (triggers.empty()) {
+  if (o.trigger_ids.empty()) {
     if (o.triggers >= n_symbols)
       fail("--triggers ", o.triggers, ": the corpus has only ", n_symbols,
            " distinct symbols, and at least one must not be a trigger");
-    triggers = bigram.most_frequent(o.triggers);
-  } else {
-    std::vector<int32_t> sorted = triggers;
-    std::sort(sorted.begin(), sorted.end());
-    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) fail("--trigger-ids: an id is given twice");
-    for (int32_t id : triggers)
-      if (bigram.count(id) == 0) fail("--trigger-ids: token ", id, " does not occur in the corpus");
-    if (static_cast<int64_t>(triggers.size()) >= n_symbols)
-      fail("--trigger-ids: every symbol of the corpus is a trigger; at least one must not be");
+    return bigram.most_frequent(o.triggers);
+  }
+  std::vector<int32_t> sorted = o.trigger_ids;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) fail("--trigger-ids: an id is given twice");
+  for (int32_t id : o.trigger_ids)
+    if (bigram.count(id) == 0) fail("--trigger-ids: token ", id, " does not occur in the corpus");
+  if (static_cast<int64_t>(o.trigger_ids.size()) >= n_symbols)
+    fail("--trigger-ids: every symbol of the corpus is a trigger; at least one must not be");
+  return o.trigger_ids;
+}
+
+// Writes the documents of one split: BOS + chain of seq_len - 1 symbols + EOS, each from
+// its own seeded stream; counts the training chains' trigger positions.
+class SplitWriter {
+ public:
+  SplitWriter(const BigramBackcopyOptions& o, const BigramModel& bigram, const std::vector<int32_t>& triggers,
+              const io::Tokenizer& tok)
+      : o_(o), bigram_(bigram), triggers_(triggers), tok_(tok),
+        piece_bytes_(static_cast<size_t>(tok.vocab_size()), 1.0) {
+    if (o.tokenizer != "byte")
+      for (int32_t s : bigram.symbols()) piece_bytes_[s] = static_cast<double>(tok.decode({s}).size());
   }
 
-  // Documents: BOS + chain of seq_len - 1 symbols + EOS, each from its own seeded stream.
-  std::vector<double> piece_bytes(static_cast<size_t>(tok->vocab_size()), 1.0);
-  if (!byte)
-    for (int32_t s : bigram.symbols()) piece_bytes[s] = static_cast<double>(tok->decode({s}).size());
-  int64_t trigger_positions = 0, chain_positions = 0;
-  auto write_split = [&](const std::string& stream, int64_t docs, std::vector<uint32_t>& out, io::SplitInfo& info) {
-    out.reserve(static_cast<size_t>(docs * (o.seq_len + 1)));
+  void write(const std::string& stream, int64_t docs, std::vector<uint32_t>& out, io::SplitInfo& info) {
+    out.reserve(static_cast<size_t>(docs * (o_.seq_len + 1)));
     Progress progress(cat("bigram-backcopy ", stream), docs);
     double bytes = 0;
     for (int64_t d = 0; d < docs; ++d) {
-      Rng rng(Rng::derive(o.seed, cat("bigram-backcopy/", stream, "/", d)));
-      const std::vector<int32_t> chain = bigram_backcopy_chain(bigram, triggers, o.seq_len - 1, rng);
-      out.push_back(static_cast<uint32_t>(tok->bos_id()));
+      Rng rng(Rng::derive(o_.seed, cat("bigram-backcopy/", stream, "/", d)));
+      const std::vector<int32_t> chain = bigram_backcopy_chain(bigram_, triggers_, o_.seq_len - 1, rng);
+      out.push_back(static_cast<uint32_t>(tok_.bos_id()));
       for (int32_t s : chain) {
         out.push_back(static_cast<uint32_t>(s));
-        bytes += piece_bytes[s];
+        bytes += piece_bytes_[s];
         if (stream == "train") {
-          trigger_positions += std::find(triggers.begin(), triggers.end(), s) != triggers.end();
-          ++chain_positions;
+          trigger_positions_ += std::find(triggers_.begin(), triggers_.end(), s) != triggers_.end();
+          ++chain_positions_;
         }
       }
-      out.push_back(static_cast<uint32_t>(tok->eos_id()));
+      out.push_back(static_cast<uint32_t>(tok_.eos_id()));
       progress.update(d + 1);
     }
     progress.finish();
     info.tokens = static_cast<int64_t>(out.size());
     info.documents = docs;
     info.bytes = std::llround(bytes);
-  };
+  }
+
+  // The share of the training chains' positions that hold a trigger.
+  double trigger_share() const {
+    return chain_positions_ > 0 ? static_cast<double>(trigger_positions_) / static_cast<double>(chain_positions_) : 0;
+  }
+
+ private:
+  const BigramBackcopyOptions& o_;
+  const BigramModel& bigram_;
+  const std::vector<int32_t>& triggers_;
+  const io::Tokenizer& tok_;
+  std::vector<double> piece_bytes_;  // [vocab] decoded bytes of each symbol (1 for the byte tokenizer)
+  int64_t trigger_positions_ = 0, chain_positions_ = 0;
+};
+
+json synthetic_record(const BigramBackcopyOptions& o, const BigramBackcopySummary& s, const BigramModel& bigram,
+                      const io::Tokenizer& tok) {
+  json trigger_info = json::array();
+  for (int32_t t : s.triggers)
+    trigger_info.push_back({{"id", t}, {"text", tok.decode({t})}, {"corpus_count", bigram.count(t)}});
+  return {{"task", "bigram-backcopy"},
+          {"symbols", s.symbols},
+          {"triggers", trigger_info},
+          {"trigger_share", s.trigger_share},
+          {"seq_len", o.seq_len},
+          {"train_documents", s.train_documents},
+          {"val_documents", s.val_documents},
+          {"seed", o.seed}};
+}
+
+}  // namespace
+
+BigramBackcopySummary synthesize_bigram_backcopy(const BigramBackcopyOptions& o) {
+  const int64_t train_docs = checked_train_docs(o);
+  const std::unique_ptr<io::Tokenizer> tok = io::Tokenizer::load(o.tokenizer);
+  json sources = json::array();
+  const BigramModel bigram = BigramModel::estimate(tokenize_corpus(o.corpus, *tok, o.tokenizer == "byte", sources));
+  const std::vector<int32_t> triggers = choose_triggers(o, bigram);
+
+  SplitWriter writer(o, bigram, triggers, *tok);
   const int64_t val_docs = std::max<int64_t>(1, std::llround(static_cast<double>(train_docs) * o.val_fraction));
   std::vector<uint32_t> train_ids, val_ids;
   io::SplitInfo train, val;
-  write_split("train", train_docs, train_ids, train);
-  write_split("val", val_docs, val_ids, val);
+  writer.write("train", train_docs, train_ids, train);
+  writer.write("val", val_docs, val_ids, val);
 
   BigramBackcopySummary s;
-  s.symbols = n_symbols;
+  s.symbols = static_cast<int64_t>(bigram.symbols().size());
   s.train_documents = train_docs;
   s.val_documents = val_docs;
   s.train_tokens = train.tokens;
   s.val_tokens = val.tokens;
   s.triggers = triggers;
-  s.trigger_share = chain_positions > 0 ? static_cast<double>(trigger_positions) / static_cast<double>(chain_positions) : 0;
-
-  json trigger_info = json::array();
-  for (int32_t t : triggers)
-    trigger_info.push_back({{"id", t}, {"text", tok->decode({t})}, {"corpus_count", bigram.count(t)}});
-  const json extra = {{"synthetic",
-                       {{"task", "bigram-backcopy"},
-                        {"symbols", n_symbols},
-                        {"triggers", trigger_info},
-                        {"trigger_share", s.trigger_share},
-                        {"seq_len", o.seq_len},
-                        {"train_documents", train_docs},
-                        {"val_documents", val_docs},
-                        {"seed", o.seed}}}};
+  s.trigger_share = writer.trigger_share();
+  const json extra = {{"synthetic", synthetic_record(o, s, bigram, *tok)}};
   io::write_token_dataset(o.out, o.tokenizer, train_ids, val_ids, train, val, sources.dump(), o.val_fraction,
                           extra.dump(), o.force);
   return s;
