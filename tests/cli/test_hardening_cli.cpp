@@ -271,7 +271,9 @@ TEST_F(HardeningCli, LibraryFailuresBecomeMessages) {
   const auto rep = run_gatedlm({"report", (root_ / "analysis.json").string(), "--out", (root_ / "rep").string(),
                                 "--gnuplot", "/bin/true"});
   EXPECT_LT(rep.exit_code, 2) << rep.output;  // rendered, or refused naming the file: never an internal error
-  if (rep.exit_code != 0) EXPECT_TRUE(contains(rep.output, "analysis.json")) << rep.output;
+  if (rep.exit_code != 0) {
+    EXPECT_TRUE(contains(rep.output, "analysis.json")) << rep.output;
+  }
 }
 
 // Issue 18, row 9: NaN or Inf weights are refused by score and eval (non-zero exit).

@@ -79,7 +79,9 @@ TEST(HardeningGenerate, TheContextBoundsPromptAndCompletion) {
   ASSERT_EQ(w.exit_code, 0) << w.output;
   const json j = last_json_line(w.output);
   EXPECT_TRUE(j["finish_reason"] == "length" || j["finish_reason"] == "eos") << w.output;
-  if (j["finish_reason"] == "length") EXPECT_EQ(j["ids"].size(), 40u);
+  if (j["finish_reason"] == "length") {
+    EXPECT_EQ(j["ids"].size(), 40u);
+  }
 }
 
 TEST(HardeningGenerate, SweepSpecSeedsAreCappedAndCheckedInOnePass) {
