@@ -13,19 +13,15 @@
 #include "model/init.h"
 #include "test_files.h"
 #include "test_util.h"
+#include "test_fixtures.h"
 
 namespace gatedlm {
 namespace {
 
+using testing::switch_config;
+
 using nlohmann::json;
 using testing::TempDir;
-
-json switch_config(int64_t experts, int64_t top_k, const char* on) {
-  return {{"vocab_size", 258}, {"d_model", 32}, {"n_layers", 2},    {"n_heads", 4},
-          {"n_kv_heads", 2},   {"head_dim", 8},  {"ffn_hidden", 48}, {"max_seq_len", 32},
-          {"init_std", 0.2},
-          {"switch_heads", {{"n_experts", experts}, {"top_k", top_k}, {"experts_on", on}}}};
-}
 
 TEST(SwitchHeadsCli, ParamsCountsRoutersAndActiveExperts) {
   TempDir dir("switch_params");

@@ -16,9 +16,12 @@
 #include "eval/synth_bigram_backcopy.h"
 #include "io/token_dataset.h"
 #include "test_files.h"
+#include "test_fixtures.h"
 
 namespace gatedlm {
 namespace {
+
+using testing::corpus_text;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -28,21 +31,6 @@ using testing::read_file;
 using testing::run_gatedlm;
 using testing::TempDir;
 using testing::write_file;
-
-// Seeded sentences over a small word list: a corpus whose byte bigrams are far from uniform.
-std::string corpus_text(int sentences, uint64_t seed) {
-  static const char* const words[] = {"the",  "state", "of",    "union", "is",   "strong", "and",   "we",
-                                      "will", "keep",  "peace", "with",  "all",  "nations", "people", "work",
-                                      "for",  "a",     "better", "future", "every", "family", "deserves", "hope"};
-  const int n = static_cast<int>(sizeof(words) / sizeof(words[0]));
-  Rng rng(seed);
-  std::string s;
-  for (int i = 0; i < sentences; ++i) {
-    const int len = 5 + static_cast<int>(rng.below(8));
-    for (int k = 0; k < len; ++k) s += std::string(words[rng.below(n)]) + (k + 1 < len ? " " : ".\n");
-  }
-  return s;
-}
 
 bool is_in(const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 

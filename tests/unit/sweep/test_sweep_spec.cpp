@@ -20,28 +20,18 @@
 #include "sweep/stats.h"
 #include "test_files.h"
 #include "tiny_training_data.h"
+#include "test_fixtures.h"
 
 namespace gatedlm {
 namespace {
+
+using testing::tiny_spec;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::contains;
 using testing::error_of;
 using testing::run_gatedlm;
-
-json tiny_spec() {
-  return json{{"base", {{"d_model", 32}, {"n_layers", 2}, {"n_heads", 2}, {"n_kv_heads", 1}, {"head_dim", 16},
-                        {"ffn_hidden", 64}, {"max_seq_len", 32}}},
-              {"train", {{"batch_size", 4}, {"seq_len", 32}, {"lr", 3e-3}, {"min_lr", 3e-4}, {"eval_tokens", 256}}},
-              {"tokens", 2048},
-              {"seeds", {1, 2}},
-              {"final_windows", 3},
-              {"heldout_tokens", 256},
-              {"variants",
-               {{{"name", "baseline"}},
-                {{"name", "g1"}, {"label", "G1 gated"}, {"model", {{"gate", {{"position", "sdpa"}}}}}}}}};
-}
 
 std::string spec_error(const json& j) {
   return error_of([&] { sweep::parse_spec(j, "spec.json", ""); });
