@@ -51,13 +51,23 @@ json parse_json_strict(std::string_view text, const std::string& source) {
   return j;
 }
 
-std::string read_whole_file(const std::string& path, const std::string& what) {
+namespace {
+
+// Opens `path` for reading, refusing a missing file or a directory with a message naming it.
+std::ifstream open_for_reading(const std::string& path, const std::string& what) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(status)) fail(path, ": no such ", what);
   if (std::filesystem::is_directory(status)) fail(path, ": is a directory, expected the ", what);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, ": cannot open the ", what, " (", std::strerror(errno), ")");
+  return in;
+}
+
+}  // namespace
+
+std::string read_whole_file(const std::string& path, const std::string& what) {
+  std::ifstream in = open_for_reading(path, what);
   std::ostringstream s;
   s << in.rdbuf();
   if (in.bad()) fail(path, ": read error in the ", what);
@@ -65,12 +75,7 @@ std::string read_whole_file(const std::string& path, const std::string& what) {
 }
 
 std::string read_file_at_most(const std::string& path, size_t max_bytes, const std::string& what) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status)) fail(path, ": no such ", what);
-  if (std::filesystem::is_directory(status)) fail(path, ": is a directory, expected the ", what);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot open the ", what, " (", std::strerror(errno), ")");
+  std::ifstream in = open_for_reading(path, what);
   std::string out;
   char buffer[1 << 16];
   while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
