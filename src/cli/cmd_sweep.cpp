@@ -1,6 +1,5 @@
 // gatedlm sweep: variants x seeds at one token budget, with paired statistics.
 #include <CLI/CLI.hpp>
-#include <sstream>
 #include <string>
 
 #include "cli/command_line.h"
@@ -14,30 +13,17 @@ namespace gatedlm::cli {
 namespace {
 
 // "3" = seeds 1..3; "1,5,9" = those seeds.
-std::vector<uint64_t> parse_seeds(const std::string& text) {
+// --seeds (CLI11 splits the list): one value N is a count (seeds 1..N), several a list.
+std::vector<uint64_t> seeds_from_option(const std::vector<uint64_t>& given) {
+  if (given.size() != 1) {
+    sweep::check_seeds(given, "--seeds");
+    return given;
+  }
+  const uint64_t n = given[0];
+  if (n < 1 || n > sweep::kMaxSeeds)
+    fail("--seeds ", n, ": a count must be in 1..", sweep::kMaxSeeds, " (or give a list: 1,2,3)");
   std::vector<uint64_t> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    size_t used = 0;
-    unsigned long long v = 0;
-    try {
-      if (!item.empty() && item[0] != '-') v = std::stoull(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size()) fail("--seeds: \"", item, "\" is not a non-negative integer");
-    out.push_back(v);
-  }
-  if (out.empty()) fail("--seeds: give a count (3) or a list (1,2,3)");
-  if (out.size() == 1 && text.find(',') == std::string::npos) {
-    const uint64_t n = out[0];
-    if (n < 1 || n > sweep::kMaxSeeds)
-      fail("--seeds ", text, ": a count must be in 1..", sweep::kMaxSeeds, " (or give a list: 1,2,3)");
-    out.clear();
-    for (uint64_t s = 1; s <= n; ++s) out.push_back(s);
-  }
-  sweep::check_seeds(out, "--seeds");
+  for (uint64_t seed = 1; seed <= n; ++seed) out.push_back(seed);
   return out;
 }
 
@@ -46,7 +32,7 @@ std::vector<uint64_t> parse_seeds(const std::string& text) {
 void register_sweep(CLI::App& app) {
   struct Options {
     sweep::SweepOptions sweep;
-    std::string seeds, only;
+    std::vector<uint64_t> seeds;
     bool no_report = false;
   };
   auto opt = std::make_shared<Options>();
@@ -70,17 +56,16 @@ void register_sweep(CLI::App& app) {
                   "held-out text file for a second bits-per-byte column (overrides the spec's; none = skip)");
   sub->add_option("--tokens", opt->sweep.tokens, "training tokens per run (overrides the spec's \"tokens\")")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--seeds", opt->seeds, "seeds: a count N (seeds 1..N) or a list 1,2,3 (overrides the spec's)");
-  sub->add_option("--only", opt->only,
-                  "comma-separated variants to run (their baselines are added); the tables cover those");
+  sub->add_option("--seeds", opt->seeds, "seeds: a count N (seeds 1..N) or a list 1,2,3 (overrides the spec's)")
+      ->delimiter(',');
+  sub->add_option("--only", opt->sweep.only,
+                  "comma-separated variants to run (their baselines are added); the tables cover those")
+      ->delimiter(',');
   sub->add_flag("--plan", opt->sweep.plan_only, "print the variants and their parameter counts, write DIR/plan.json, train nothing");
   sub->add_flag("--no-report", opt->no_report, "skip the HTML report (needs gnuplot)");
   sub->callback([opt, sub] {
     sweep::SweepOptions o = opt->sweep;
-    if (!opt->seeds.empty()) o.seeds = parse_seeds(opt->seeds);
-    std::stringstream only(opt->only);
-    for (std::string name; std::getline(only, name, ',');)
-      if (!name.empty()) o.only.push_back(name);
+    if (!opt->seeds.empty()) o.seeds = seeds_from_option(opt->seeds);
     o.report = !opt->no_report;
     o.command_line = command_line_of(*sub, "sweep");
     if (sweep::run_sweep(o) == sweep::SweepOutcome::interrupted) throw CLI::RuntimeError(130);
