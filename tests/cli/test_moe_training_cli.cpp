@@ -18,6 +18,7 @@
 #include "train/train_config.h"
 #include "train/trainer.h"
 #include "tiny_training_data.h"
+#include "test_files.h"
 
 namespace gatedlm {
 namespace {
@@ -25,13 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::run_gatedlm;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::vector<json> step_records(const fs::path& run) {
   std::vector<json> out;
@@ -53,7 +47,7 @@ class MoeTraining : public ::testing::Test {
     auto r = testing::make_tiny_training_data(root_);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     // The tiny training model with 8 experts (top-2, one shared expert) in layer 1 only.
-    json c = json::parse(slurp(root_ / "model.json"));
+    json c = json::parse(testing::read_file(root_ / "model.json"));
     c["moe"] = {{"n_experts", 8}, {"top_k", 2}, {"expert_hidden", 24}, {"n_shared", 1}, {"every", 2},
                 {"lb_coef", 0.01}, {"z_coef", 0.001}};
     std::ofstream(root_ / "moe.json") << c.dump();
@@ -106,12 +100,12 @@ TEST_F(MoeTraining, LogsAuxLossesAndResumesBitForBit) {
     EXPECT_EQ(resumed[i]["loss"], steps[i]["loss"]) << "step " << i + 1;
     EXPECT_EQ(resumed[i]["lb_loss"], steps[i]["lb_loss"]) << "step " << i + 1;
   }
-  EXPECT_TRUE(slurp(straight / "checkpoints" / "step_00000008" / "model.safetensors") ==
-              slurp(stopped / "checkpoints" / "step_00000008" / "model.safetensors"))
+  EXPECT_TRUE(testing::read_file(straight / "checkpoints" / "step_00000008" / "model.safetensors") ==
+              testing::read_file(stopped / "checkpoints" / "step_00000008" / "model.safetensors"))
       << "final weights differ";
 
   // The checkpoint holds the Qwen-MoE names and loads back into the same layout.
-  const std::string header = slurp(straight / "checkpoints" / "step_00000008" / "model.safetensors").substr(0, 20000);
+  const std::string header = testing::read_file(straight / "checkpoints" / "step_00000008" / "model.safetensors").substr(0, 20000);
   for (const char* name : {"model.layers.1.mlp.gate.weight", "model.layers.1.mlp.experts.7.down_proj.weight",
                            "model.layers.1.mlp.shared_expert.up_proj.weight",
                            "model.layers.1.mlp.shared_expert_gate.weight", "model.layers.0.mlp.gate_proj.weight"})
@@ -125,7 +119,7 @@ TEST_F(MoeTraining, LogsAuxLossesAndResumesBitForBit) {
   r = run_gatedlm({"analyze", "--checkpoint", straight.string(), "--data", (root_ / "data").string(), "--sequences",
                    "4", "--seq-len", "32", "--out", analysis.string()});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const json a = json::parse(slurp(analysis));
+  const json a = json::parse(testing::read_file(analysis));
   ASSERT_TRUE(a["experts"].is_object()) << a["experts"];
   ASSERT_EQ(a["experts"]["per_layer"].size(), 1u);
   const json& layer = a["experts"]["per_layer"][0];
@@ -143,7 +137,7 @@ TEST_F(MoeTraining, LogsAuxLossesAndResumesBitForBit) {
 
   r = run_gatedlm({"report", straight.string(), analysis.string(), "--out", (root_ / "report").string()});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(slurp(root_ / "report" / "index.html").find("Expert load"), std::string::npos);
+  EXPECT_NE(testing::read_file(root_ / "report" / "index.html").find("Expert load"), std::string::npos);
 }
 
 TEST_F(MoeTraining, ParamsReportsActivePerTokenAndGates) {

@@ -26,6 +26,7 @@
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "tiny_training_data.h"
+#include "test_files.h"
 
 namespace gatedlm {
 namespace {
@@ -35,13 +36,6 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 const std::string kMpiexec = GATEDLM_MPIEXEC;  // empty when the build has no MPI
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // metrics.jsonl's records, split into training steps and evaluations.
 struct Metrics {
@@ -86,7 +80,7 @@ pid_t find_rank(pid_t launcher, int rank) {
   const std::string want = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
   for (pid_t pid : family) {
     if (pid == launcher) continue;
-    const std::string env = slurp("/proc/" + std::to_string(pid) + "/environ");
+    const std::string env = testing::read_file("/proc/" + std::to_string(pid) + "/environ");
     for (size_t at = 0; at < env.size();) {
       const size_t end = env.find('\0', at);
       if (env.compare(at, (end == std::string::npos ? env.size() : end) - at, want) == 0) return pid;
@@ -184,12 +178,12 @@ TEST_F(MpiTraining, TwoRanksGiveOneProcessResultAndRepeatBitForBit) {
   EXPECT_EQ(m.evals.size(), 3u);  // steps 20, 40 and the end
   for (const json& s : m.steps) EXPECT_GT(s.at("allreduce_s").get<double>(), 0.0);
   // The global batch is recorded, not the per-rank one.
-  EXPECT_EQ(json::parse(slurp(root_ / "two_x2_a" / "train_config.json"))["grad_accum"], 4);
+  EXPECT_EQ(json::parse(testing::read_file(root_ / "two_x2_a" / "train_config.json"))["grad_accum"], 4);
 
   expect_same_run(root_ / "two_x2_a", root_ / "one_x4", 1e-6);
   expect_same_run(root_ / "two_x2_a", root_ / "two_x2_b", 0.0);
-  EXPECT_EQ(slurp(root_ / "two_x2_a" / "checkpoints" / "step_00000050" / "optimizer.safetensors"),
-            slurp(root_ / "two_x2_b" / "checkpoints" / "step_00000050" / "optimizer.safetensors"));
+  EXPECT_EQ(testing::read_file(root_ / "two_x2_a" / "checkpoints" / "step_00000050" / "optimizer.safetensors"),
+            testing::read_file(root_ / "two_x2_b" / "checkpoints" / "step_00000050" / "optimizer.safetensors"));
   for (const char* file : {"metrics.jsonl"}) {
     // Equal but for the timings.
     const Metrics a = read_metrics(root_ / "two_x2_a"), b = read_metrics(root_ / "two_x2_b");
@@ -226,7 +220,7 @@ class MpiSignals : public MpiTraining {
     SignalledJob job;
     job.exit_code = testing::wait_exit_code(launcher);
     job.stop_s = std::chrono::duration<double>(Clock::now() - signalled_at).count();
-    job.output = slurp(log);
+    job.output = testing::read_file(log);
     if (target > 0 && !to_launcher) ::kill(target, SIGKILL);  // a stopped rank the launcher left behind
     return job;
   }
@@ -260,7 +254,7 @@ TEST_F(MpiSignals, CtrlCSavesOnceAndTheRunResumesOnTwoRanks) {
   const SignalledJob job = signal_job(run, SIGINT, true);
   EXPECT_NE(job.exit_code, 0) << job.output;
   EXPECT_NE(job.output.find("interrupted at step"), std::string::npos) << job.output;
-  ASSERT_EQ(json::parse(slurp(run / "summary.json"))["outcome"], "interrupted") << job.output;
+  ASSERT_EQ(json::parse(testing::read_file(run / "summary.json"))["outcome"], "interrupted") << job.output;
   auto r = mpirun(2, {"train", "--resume", run.string()});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_same_run(run, straight_run(), 1e-6);
@@ -316,7 +310,7 @@ TEST_F(MpiTraining, AllreduceOnThreeRanksSumsExactly) {
 // the ranks, so 2 ranks give one process's run, with one micro-batch per rank (counts summed
 // between forward and backward) and with two (the counting pass first).
 TEST_F(MpiTraining, MoeGlobalLoadBalanceOverRanksGivesOneProcessResult) {
-  json c = json::parse(slurp(root_ / "model.json"));
+  json c = json::parse(testing::read_file(root_ / "model.json"));
   c["moe"] = {{"n_experts", 8}, {"top_k", 2}, {"expert_hidden", 24}, {"lb_coef", 0.05}, {"z_coef", 0.001}};
   const fs::path config = root_ / "moe.json";
   std::ofstream(config) << c.dump();

@@ -14,19 +14,13 @@
 
 #include "cli_runner.h"
 #include "tiny_training_data.h"
+#include "test_files.h"
 
 namespace gatedlm {
 namespace {
 
 namespace fs = std::filesystem;
 using testing::run_gatedlm;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The per-step records of metrics.jsonl, as text, in order.
 std::vector<std::string> step_losses(const fs::path& run) {
@@ -73,21 +67,21 @@ class TrainRunTest : public ::testing::Test {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     ::kill(pid, signal);
     const int code = testing::wait_exit_code(pid);
-    ASSERT_EQ(code, expected_exit) << slurp(root_ / "log.txt");
+    ASSERT_EQ(code, expected_exit) << testing::read_file(root_ / "log.txt");
     ASSERT_FALSE(fs::exists(stopped / "summary.json") &&
-                 nlohmann::json::parse(slurp(stopped / "summary.json"))["outcome"] == "completed")
+                 nlohmann::json::parse(testing::read_file(stopped / "summary.json"))["outcome"] == "completed")
         << "the run finished before it could be stopped: the test would prove nothing";
 
     r = run_gatedlm({"train", "--resume", stopped.string()});
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_EQ(step_losses(stopped), step_losses(straight));
     EXPECT_EQ(step_losses(stopped).size(), static_cast<size_t>(steps));
-    const std::string a = slurp(straight / "checkpoints" / "step_00000120" / "model.safetensors");
-    const std::string b = slurp(stopped / "checkpoints" / "step_00000120" / "model.safetensors");
+    const std::string a = testing::read_file(straight / "checkpoints" / "step_00000120" / "model.safetensors");
+    const std::string b = testing::read_file(stopped / "checkpoints" / "step_00000120" / "model.safetensors");
     ASSERT_FALSE(a.empty());
     EXPECT_TRUE(a == b) << "final weights differ";
-    EXPECT_EQ(slurp(straight / "checkpoints" / "step_00000120" / "optimizer.safetensors"),
-              slurp(stopped / "checkpoints" / "step_00000120" / "optimizer.safetensors"));
+    EXPECT_EQ(testing::read_file(straight / "checkpoints" / "step_00000120" / "optimizer.safetensors"),
+              testing::read_file(stopped / "checkpoints" / "step_00000120" / "optimizer.safetensors"));
   }
 
   static fs::path root_;
@@ -121,7 +115,7 @@ TEST_F(TrainRunTest, WritesDocumentedMetricsAndSummary) {
   }
   EXPECT_EQ(steps, 30);
   EXPECT_EQ(evals, 2);  // step 25 and the end
-  auto summary = nlohmann::json::parse(slurp(run / "summary.json"));
+  auto summary = nlohmann::json::parse(testing::read_file(run / "summary.json"));
   EXPECT_EQ(summary["outcome"], "completed");
   EXPECT_EQ(summary["steps"], 30);
   EXPECT_TRUE(summary["spikes"].contains("count"));
