@@ -16,6 +16,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import hybrid_reference as hyb
 import switch_heads_reference as swr
 from moe_reference import MoeConfig, MoeMLP, aux_loss, moe_shapes
 
@@ -155,6 +156,12 @@ class ModelConfig:
     attn_o_bias: bool = False           # bias on o_proj
     switch_heads: Optional[swr.SwitchHeadsConfig] = None   # switch_heads_reference.py
     moe: Optional["MoeConfig"] = None   # mixture-of-experts FFN (moe_reference.py)
+    # Hybrid models (hybrid_reference.py): which layers are Gated DeltaNet layers, their shape,
+    # and zero-centred block norms x_hat * (1 + w).
+    layer_types: Optional[list] = None
+    full_attention_interval: Optional[int] = None
+    linear_attention: Optional[hyb.LinearAttentionConfig] = None
+    norm_zero_centered: bool = False
 
     @classmethod
     def from_json(cls, d):
@@ -199,6 +206,7 @@ class ModelConfig:
             cfg.switch_heads = swr.SwitchHeadsConfig.from_json(d["switch_heads"], ConfigError)
         if "moe" in d:
             cfg.moe = MoeConfig.from_json(d["moe"])
+        hyb.parse_config_keys(cfg, d, ConfigError)
         cfg.validate()
         return cfg
 
@@ -216,7 +224,7 @@ class ModelConfig:
         else:
             d["rope_scaling"] = {"type": self.rope_scaling.type, "factor": self.rope_scaling.factor,
                                  "original_max_seq_len": self.original_len}
-        return d
+        return hyb.drop_unset_keys(d)
 
     @property
     def original_len(self):
@@ -257,6 +265,7 @@ class ModelConfig:
             raise ConfigError("attn_qkv_bias needs a gate that reads all of d_model")
         if self.switch_heads is not None and self.attn_qkv_bias:
             raise ConfigError("switch_heads: the experts have no biases (attn_qkv_bias must be false)")
+        hyb.validate(self, ConfigError)
 
     def gate_has_bias(self):
         return self.attn_qkv_bias and self.gate.position != "none" and self.gate.input == "hidden"
@@ -286,41 +295,52 @@ class ModelConfig:
         return self.gate.input_dims if self.gate.input_dims > 0 else self.d_model
 
 
-def parameter_shapes(cfg):
-    """Ordered dict checkpoint name -> shape, computed from the config alone (no allocation)."""
+def attention_shapes(cfg, p):
+    """name -> shape of one softmax layer's self_attn tensors (p = 'model.layers.{i}.')."""
     d, dk = cfg.d_model, cfg.head_dim
     nq, nk = cfg.n_heads, cfg.n_kv_heads
+    shapes = {}
+    shapes[p + "self_attn.q_proj.weight"] = (nq * dk, d)
+    sw = cfg.switch_heads
+    if sw is None or not sw.switches_k:
+        shapes[p + "self_attn.k_proj.weight"] = (nk * dk, d)
+    if sw is None:
+        shapes[p + "self_attn.v_proj.weight"] = (nk * dk, d)
+    else:
+        shapes.update(swr.parameter_shapes(cfg, p))
+    shapes[p + "self_attn.o_proj.weight"] = (d, nq * dk)
+    if cfg.attn_qkv_bias:
+        shapes[p + "self_attn.q_proj.bias"] = (nq * dk,)
+        shapes[p + "self_attn.k_proj.bias"] = (nk * dk,)
+        shapes[p + "self_attn.v_proj.bias"] = (nk * dk,)
+    if cfg.attn_o_bias:
+        shapes[p + "self_attn.o_proj.bias"] = (d,)
+    if cfg.qk_norm:
+        shapes[p + "self_attn.q_norm.weight"] = (dk,)
+        shapes[p + "self_attn.k_norm.weight"] = (dk,)
+    if cfg.gate.position != "none":
+        if cfg.gate.input == "hidden":
+            shapes[p + "self_attn.gate.weight"] = (cfg.gate_out(), cfg.gate_in())
+            if cfg.gate_has_bias():
+                shapes[p + "self_attn.gate.bias"] = (cfg.gate_out(),)
+        else:
+            shapes[p + "self_attn.gate.weight"] = (cfg.gate_out(),)
+    if cfg.sdpa_transform == "rmsnorm":
+        shapes[p + "self_attn.sdpa_norm.weight"] = (dk,)
+    return shapes
+
+
+def parameter_shapes(cfg):
+    """Ordered dict checkpoint name -> shape, computed from the config alone (no allocation)."""
+    d = cfg.d_model
     shapes = {"model.embed_tokens.weight": (cfg.vocab_size, d)}
     for i in range(cfg.n_layers):
         p = f"model.layers.{i}."
         shapes[p + "input_layernorm.weight"] = (d,)
-        shapes[p + "self_attn.q_proj.weight"] = (nq * dk, d)
-        sw = cfg.switch_heads
-        if sw is None or not sw.switches_k:
-            shapes[p + "self_attn.k_proj.weight"] = (nk * dk, d)
-        if sw is None:
-            shapes[p + "self_attn.v_proj.weight"] = (nk * dk, d)
+        if hyb.is_linear_layer(cfg, i):
+            shapes.update(hyb.parameter_shapes(cfg, p))
         else:
-            shapes.update(swr.parameter_shapes(cfg, p))
-        shapes[p + "self_attn.o_proj.weight"] = (d, nq * dk)
-        if cfg.attn_qkv_bias:
-            shapes[p + "self_attn.q_proj.bias"] = (nq * dk,)
-            shapes[p + "self_attn.k_proj.bias"] = (nk * dk,)
-            shapes[p + "self_attn.v_proj.bias"] = (nk * dk,)
-        if cfg.attn_o_bias:
-            shapes[p + "self_attn.o_proj.bias"] = (d,)
-        if cfg.qk_norm:
-            shapes[p + "self_attn.q_norm.weight"] = (dk,)
-            shapes[p + "self_attn.k_norm.weight"] = (dk,)
-        if cfg.gate.position != "none":
-            if cfg.gate.input == "hidden":
-                shapes[p + "self_attn.gate.weight"] = (cfg.gate_out(), cfg.gate_in())
-                if cfg.gate_has_bias():
-                    shapes[p + "self_attn.gate.bias"] = (cfg.gate_out(),)
-            else:
-                shapes[p + "self_attn.gate.weight"] = (cfg.gate_out(),)
-        if cfg.sdpa_transform == "rmsnorm":
-            shapes[p + "self_attn.sdpa_norm.weight"] = (dk,)
+            shapes.update(attention_shapes(cfg, p))
         shapes[p + "post_attention_layernorm.weight"] = (d,)
         if cfg.sandwich_norm:
             shapes[p + "post_attn_branch_norm.weight"] = (d,)
@@ -362,6 +382,11 @@ class Weight(nn.Module):
 
 def rms_norm(x, w, eps):
     return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * w
+
+
+def block_norm(cfg, x, w):
+    """A block RMSNorm: weight w, or 1 + w with norm_zero_centered (hybrid_reference.norm_weight)."""
+    return rms_norm(x, hyb.norm_weight(cfg, w), cfg.norm_eps)
 
 
 def rope_scaled_inv_freq(rot_dims, base, scaling="none", factor=1.0, original_len=None, device=None):
@@ -503,8 +528,8 @@ class Attention(nn.Module):
         elif g.position == "value":
             v = self.apply_gate(v, a)
         if cfg.qk_norm:
-            q = rms_norm(q, self.q_norm.weight, cfg.norm_eps)
-            k = rms_norm(k, self.k_norm.weight, cfg.norm_eps)
+            q = block_norm(cfg, q, self.q_norm.weight)
+            k = block_norm(cfg, k, self.k_norm.weight)
         q = apply_rope(q, cos, sin)
         k = apply_rope(k, cos, sin)
 
@@ -521,7 +546,7 @@ class Attention(nn.Module):
         y = (probs @ vh).transpose(1, 2)             # [B, T, nq, dk]
 
         if cfg.sdpa_transform == "rmsnorm":
-            y = rms_norm(y, self.sdpa_norm.weight, cfg.norm_eps)
+            y = block_norm(cfg, y, self.sdpa_norm.weight)
         elif cfg.sdpa_transform == "silu":
             y = F.silu(y)
         if g.position == "sdpa":
@@ -552,7 +577,10 @@ class DecoderLayer(nn.Module):
         self.cfg = cfg
         d = cfg.d_model
         self.input_layernorm = Weight(d, device=device)
-        self.self_attn = Attention(cfg, device=device)
+        if hyb.is_linear_layer(cfg, layer_index):
+            self.linear_attn = hyb.GatedDeltaNet(cfg, Weight, device=device)
+        else:
+            self.self_attn = Attention(cfg, device=device)
         self.post_attention_layernorm = Weight(d, device=device)
         if cfg.sandwich_norm:
             self.post_attn_branch_norm = Weight(d, device=device)
@@ -565,7 +593,7 @@ class DecoderLayer(nn.Module):
     def _branch_out(self, o, norm, trace, key):
         cfg = self.cfg
         if cfg.sandwich_norm:
-            o = rms_norm(o, norm.weight, cfg.norm_eps)
+            o = block_norm(cfg, o, norm.weight)
         if cfg.residual_clip > 0:
             if trace is not None:
                 trace[key] = o.detach()
@@ -574,12 +602,15 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x, cos, sin, trace=None, prefix=""):
         cfg = self.cfg
-        h = rms_norm(x, self.input_layernorm.weight, cfg.norm_eps)
-        o = self.self_attn(h, cos, sin, trace, prefix)
+        h = block_norm(cfg, x, self.input_layernorm.weight)
+        if hasattr(self, "linear_attn"):
+            o = self.linear_attn(h, trace, prefix)
+        else:
+            o = self.self_attn(h, cos, sin, trace, prefix)
         o = self._branch_out(o, getattr(self, "post_attn_branch_norm", None), trace,
                              prefix + "attn_branch_preclip")
         x = x + o
-        h2 = rms_norm(x, self.post_attention_layernorm.weight, cfg.norm_eps)
+        h2 = block_norm(cfg, x, self.post_attention_layernorm.weight)
         f = self.mlp(h2)
         f = self._branch_out(f, getattr(self, "post_ffn_branch_norm", None), trace,
                              prefix + "ffn_branch_preclip")
@@ -613,7 +644,8 @@ class GatedLM(nn.Module):
 
     # ---- weights --------------------------------------------------------------------------
     def init_weights(self, generator=None):
-        """Default init: matrices N(0, init_std), norms 1, biases 0, gates per gate.init."""
+        """Default init: matrices N(0, init_std), norms 1 (0 when zero-centred), biases 0,
+        gates per gate.init, linear layers' vectors per hybrid_reference.init_parameter."""
         cfg = self.cfg
         with torch.no_grad():
             for name, p in self.named_parameters():
@@ -626,8 +658,10 @@ class GatedLM(nn.Module):
                         p.normal_(0.0, cfg.init_std, generator=generator)
                 elif p.ndim >= 2:
                     p.normal_(0.0, cfg.init_std, generator=generator)
+                elif hyb.init_parameter(name, p, generator):
+                    pass
                 else:
-                    p.fill_(1.0)
+                    p.fill_(0.0 if cfg.norm_zero_centered and hyb.is_block_norm(name) else 1.0)
 
     def state_dict_flat(self):
         """name -> tensor (detached), in checkpoint order."""
@@ -666,7 +700,7 @@ class GatedLM(nn.Module):
                                 rs.type, rs.factor, cfg.original_len)
         for i, layer in enumerate(self.model.layers):
             x = layer(x, cos, sin, trace, f"layers.{i}.")
-        x = rms_norm(x, self.model.norm.weight, cfg.norm_eps)
+        x = block_norm(cfg, x, self.model.norm.weight)
         w_out = emb if cfg.tie_embeddings else self.lm_head.weight
         return x @ w_out.t()
 

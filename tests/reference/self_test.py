@@ -21,6 +21,8 @@ import time
 import numpy as np
 import torch
 
+import hybrid_reference
+import hybrid_self_test
 import safetensors_io
 import switch_heads_reference
 from reference_model import (ConfigError, GatedLM, ModelConfig, gate_parameter_count,
@@ -220,12 +222,93 @@ def _np_rope_freq(cfg):
     return freq, 1.0
 
 
-def naive_forward(cfg, P, tokens):
-    """Token-by-token, head-by-head float64 forward written without the torch code."""
-    P = {k: v.detach().numpy().astype(np.float64) for k, v in P.items()}
+def naive_attention(cfg, P, p, h):
+    """One softmax layer's attention output [T, d] for one sequence h [T, d], token by token
+    and head by head (the loop-based forward's softmax layer)."""
     d, dk, nq, nk = cfg.d_model, cfg.head_dim, cfg.n_heads, cfg.n_kv_heads
     g = cfg.gate
     R = cfg.rotary_dims
+    eps = cfg.norm_eps
+    T = h.shape[0]
+    # Switch heads have no k_proj (experts_on kv) or v_proj: their k / v come below.
+    Wq, Wk, Wv, Wo = (P.get(p + f"self_attn.{n}_proj.weight", np.zeros((nk * dk, d))) for n in "qkvo")
+    zero = lambda rows: np.zeros(rows)  # noqa: E731  (no bias)
+    bq, bk, bv, bo = (P.get(p + f"self_attn.{n}_proj.bias", zero(W.shape[0]))
+                      for n, W in zip("qkvo", (Wq, Wk, Wv, Wo)))
+    q = np.zeros((T, nq, dk)); k = np.zeros((T, nk, dk)); v = np.zeros((T, nk, dk))
+    for t in range(T):
+        for hh in range(nq):
+            q[t, hh] = Wq[hh * dk:(hh + 1) * dk] @ h[t] + bq[hh * dk:(hh + 1) * dk]
+        for hh in range(nk):
+            k[t, hh] = Wk[hh * dk:(hh + 1) * dk] @ h[t] + bk[hh * dk:(hh + 1) * dk]
+            v[t, hh] = Wv[hh * dk:(hh + 1) * dk] @ h[t] + bv[hh * dk:(hh + 1) * dk]
+    if cfg.switch_heads is not None:
+        k_switched, v = switch_heads_reference.naive_kv(cfg, P, p, h)
+        k = k if k_switched is None else k_switched
+
+    def score(t):
+        """Gate score for token t as a function (head, j) -> value, or dense vector."""
+        if g.input == "hidden":
+            gin = g.input_dims or d
+            s = P[p + "self_attn.gate.weight"] @ h[t][:gin]
+            if p + "self_attn.gate.bias" in P:
+                s = s + P[p + "self_attn.gate.bias"]
+        else:
+            s = P[p + "self_attn.gate.weight"].copy()
+        a = _np_act(s, g.activation)
+        if g.position == "dense":
+            return a
+        heads = nq if g.position in ("sdpa", "query") else nk
+        if g.granularity == "headwise":
+            return np.repeat(a[:, None], dk, axis=1)                # [heads, dk]
+        a = a.reshape(heads, dk)
+        if g.head_shared:
+            a = np.tile(a.mean(axis=0), (heads, 1))
+        return a
+
+    def gated(y, a):
+        return y * a if g.combine == "multiply" else y + a
+
+    if g.position in ("query", "key", "value"):
+        tgt = {"query": q, "key": k, "value": v}[g.position]
+        for t in range(T):
+            tgt[t] = gated(tgt[t], score(t))
+    if cfg.qk_norm:
+        q = _np_rmsnorm(q, P[p + "self_attn.q_norm.weight"], eps)
+        k = _np_rmsnorm(k, P[p + "self_attn.k_norm.weight"], eps)
+    freq, mag = _np_rope_freq(cfg)
+    for arr in (q, k):
+        for t in range(T):
+            for i in range(R // 2):
+                th = t * freq[i]
+                a1 = arr[t, :, i].copy(); a2 = arr[t, :, i + R // 2].copy()
+                arr[t, :, i] = mag * (a1 * math.cos(th) - a2 * math.sin(th))
+                arr[t, :, i + R // 2] = mag * (a2 * math.cos(th) + a1 * math.sin(th))
+    o = np.zeros((T, d))
+    for t in range(T):
+        ycat = np.zeros(nq * dk)
+        for hh in range(nq):
+            kv = hh // (nq // nk)
+            logits = np.array([q[t, hh] @ k[j, kv] / math.sqrt(dk) for j in range(t + 1)])
+            w = np.exp(logits - logits.max()); w /= w.sum()
+            y = sum(w[j] * v[j, kv] for j in range(t + 1))
+            if cfg.sdpa_transform == "rmsnorm":
+                y = _np_rmsnorm(y, P[p + "self_attn.sdpa_norm.weight"], eps)
+            elif cfg.sdpa_transform == "silu":
+                y = y * _np_act(y, "sigmoid")
+            if g.position == "sdpa":
+                y = gated(y, score(t)[hh])
+            ycat[hh * dk:(hh + 1) * dk] = y
+        o[t] = Wo @ ycat + bo
+        if g.position == "dense":
+            o[t] = gated(o[t], score(t))
+    return o
+
+
+def naive_forward(cfg, P, tokens):
+    """Token-by-token, head-by-head float64 forward written without the torch code."""
+    P = {k: v.detach().numpy().astype(np.float64) for k, v in P.items()}
+    P = hybrid_reference.naive_norm_weights(cfg, P)   # 1 + w when zero-centred
     eps = cfg.norm_eps
     out = []
     for b in range(tokens.shape[0]):
@@ -235,78 +318,10 @@ def naive_forward(cfg, P, tokens):
         for L in range(cfg.n_layers):
             p = f"model.layers.{L}."
             h = _np_rmsnorm(x, P[p + "input_layernorm.weight"], eps)
-            # Switch heads have no k_proj (experts_on kv) or v_proj: their k / v come below.
-            Wq, Wk, Wv, Wo = (P.get(p + f"self_attn.{n}_proj.weight", np.zeros((nk * dk, d))) for n in "qkvo")
-            zero = lambda rows: np.zeros(rows)  # noqa: E731  (no bias)
-            bq, bk, bv, bo = (P.get(p + f"self_attn.{n}_proj.bias", zero(W.shape[0]))
-                              for n, W in zip("qkvo", (Wq, Wk, Wv, Wo)))
-            q = np.zeros((T, nq, dk)); k = np.zeros((T, nk, dk)); v = np.zeros((T, nk, dk))
-            for t in range(T):
-                for hh in range(nq):
-                    q[t, hh] = Wq[hh * dk:(hh + 1) * dk] @ h[t] + bq[hh * dk:(hh + 1) * dk]
-                for hh in range(nk):
-                    k[t, hh] = Wk[hh * dk:(hh + 1) * dk] @ h[t] + bk[hh * dk:(hh + 1) * dk]
-                    v[t, hh] = Wv[hh * dk:(hh + 1) * dk] @ h[t] + bv[hh * dk:(hh + 1) * dk]
-            if cfg.switch_heads is not None:
-                k_switched, v = switch_heads_reference.naive_kv(cfg, P, p, h)
-                k = k if k_switched is None else k_switched
-
-            def score(t):
-                """Gate score for token t as a function (head, j) -> value, or dense vector."""
-                if g.input == "hidden":
-                    gin = g.input_dims or d
-                    s = P[p + "self_attn.gate.weight"] @ h[t][:gin]
-                    if p + "self_attn.gate.bias" in P:
-                        s = s + P[p + "self_attn.gate.bias"]
-                else:
-                    s = P[p + "self_attn.gate.weight"].copy()
-                a = _np_act(s, g.activation)
-                if g.position == "dense":
-                    return a
-                heads = nq if g.position in ("sdpa", "query") else nk
-                if g.granularity == "headwise":
-                    return np.repeat(a[:, None], dk, axis=1)                # [heads, dk]
-                a = a.reshape(heads, dk)
-                if g.head_shared:
-                    a = np.tile(a.mean(axis=0), (heads, 1))
-                return a
-
-            def gated(y, a):
-                return y * a if g.combine == "multiply" else y + a
-
-            if g.position in ("query", "key", "value"):
-                tgt = {"query": q, "key": k, "value": v}[g.position]
-                for t in range(T):
-                    tgt[t] = gated(tgt[t], score(t))
-            if cfg.qk_norm:
-                q = _np_rmsnorm(q, P[p + "self_attn.q_norm.weight"], eps)
-                k = _np_rmsnorm(k, P[p + "self_attn.k_norm.weight"], eps)
-            freq, mag = _np_rope_freq(cfg)
-            for arr in (q, k):
-                for t in range(T):
-                    for i in range(R // 2):
-                        th = t * freq[i]
-                        a1 = arr[t, :, i].copy(); a2 = arr[t, :, i + R // 2].copy()
-                        arr[t, :, i] = mag * (a1 * math.cos(th) - a2 * math.sin(th))
-                        arr[t, :, i + R // 2] = mag * (a2 * math.cos(th) + a1 * math.sin(th))
-            o = np.zeros((T, d))
-            for t in range(T):
-                ycat = np.zeros(nq * dk)
-                for hh in range(nq):
-                    kv = hh // (nq // nk)
-                    logits = np.array([q[t, hh] @ k[j, kv] / math.sqrt(dk) for j in range(t + 1)])
-                    w = np.exp(logits - logits.max()); w /= w.sum()
-                    y = sum(w[j] * v[j, kv] for j in range(t + 1))
-                    if cfg.sdpa_transform == "rmsnorm":
-                        y = _np_rmsnorm(y, P[p + "self_attn.sdpa_norm.weight"], eps)
-                    elif cfg.sdpa_transform == "silu":
-                        y = y * _np_act(y, "sigmoid")
-                    if g.position == "sdpa":
-                        y = gated(y, score(t)[hh])
-                    ycat[hh * dk:(hh + 1) * dk] = y
-                o[t] = Wo @ ycat + bo
-                if g.position == "dense":
-                    o[t] = gated(o[t], score(t))
+            if hybrid_reference.is_linear_layer(cfg, L):
+                o = hybrid_reference.naive_mixer(cfg, P, p, h)
+            else:
+                o = naive_attention(cfg, P, p, h)
             if cfg.sandwich_norm:
                 o = _np_rmsnorm(o, P[p + "post_attn_branch_norm.weight"], eps)
             if cfg.residual_clip > 0:
@@ -624,5 +639,6 @@ def main(names):
     test_semantics()
     test_adamw()
     test_float32_spread(names)
-    print(f"self-test: {len(_failures)} failure(s) ({time.time() - t0:.1f} s)")
-    return 1 if _failures else 0
+    hybrid_failed = hybrid_self_test.main()
+    print(f"self-test: {len(_failures) + hybrid_failed} failure(s) ({time.time() - t0:.1f} s)")
+    return 1 if _failures or hybrid_failed else 0

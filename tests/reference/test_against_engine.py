@@ -35,6 +35,7 @@ sys.path.insert(0, HERE)
 
 import torch  # noqa: E402
 
+import hybrid_reference  # noqa: E402
 import safetensors_io  # noqa: E402
 import switch_heads_reference  # noqa: E402
 from engine_harness import engine_binary, work_directory  # noqa: E402
@@ -56,6 +57,11 @@ CLIP_MARGIN = 1e-5        # no pre-clip value this close to +-clip (gradients we
 CLIP_FRACTION = (0.05, 0.95)
 ENGINE_TIMEOUT_S = 300
 MOE_MARGIN = 1e-4         # no router top-k decision this close to a tie (unless an exact one)
+# Hybrid cases: a seed whose float32 reference is within TOL / 4 of the float64 one. The
+# gated RMSNorm of a near-zero delta-rule output, the L2 norm of a near-zero q or k, and
+# A_log / dt_bias gradients that are sums of cancelling terms amplify float32 rounding: over
+# random seeds an exact float32 evaluation scores up to about 1e-4 on some gradient.
+HYBRID_F32_MARGIN = TOL / 4
 
 BASE = dict(vocab_size=61, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=8,
             ffn_hidden=48, max_seq_len=32, init_std=MATRIX_STD)
@@ -128,6 +134,7 @@ CASES = {
                              **_moe(n_experts=6, top_k=2, expert_hidden=8, norm_topk_prob=False)),
 }
 CASES.update(switch_heads_reference.ENGINE_CASES)
+CASES.update(hybrid_reference.ENGINE_CASES)
 
 
 def case_config_json(name):
@@ -135,6 +142,7 @@ def case_config_json(name):
     over = copy.deepcopy(CASES[name])
     explicit = over.pop("__explicit__", False)
     over.pop("__moe_weights__", None)
+    over.pop("__seq__", None)
     d = {**BASE, **over}
     if explicit:
         d = ModelConfig.from_json(d).to_json()
@@ -182,10 +190,12 @@ def build_case(name, attempt=0):
     gen = torch.Generator().manual_seed(_seed(name, attempt))
     model = GatedLM(cfg).to(torch.float32)
     random_weights(model, gen)
+    hybrid_reference.randomize_for_tests(model, gen)
     switch_heads_reference.adjust_case_weights(name, model)
     if "__moe_weights__" in CASES[name]:
         edit_router(model, CASES[name]["__moe_weights__"])
-    tokens = torch.randint(0, cfg.vocab_size, (BATCH, SEQ), generator=gen, dtype=torch.int64)
+    seq = CASES[name].get("__seq__", SEQ)
+    tokens = torch.randint(0, cfg.vocab_size, (BATCH, seq), generator=gen, dtype=torch.int64)
     return cfg_json, model, tokens
 
 
@@ -274,6 +284,8 @@ def prepare_case(name):
             continue
         if stats["moe_margin"] < MOE_MARGIN:
             continue
+        if hybrid_reference.is_hybrid(model.cfg) and not float32_well_conditioned(model, tokens, ref):
+            continue
         how = CASES[name].get("__moe_weights__")
         counts = stats["moe_counts"]
         if how == "empty" and not all(c[-1] == 0 for c in counts):
@@ -281,8 +293,16 @@ def prepare_case(name):
         if how == "ties" and not any(c[2] > c[3] for c in counts):
             continue  # want a tie decided by the index: expert 2 chosen where 3 ties with it
         return cfg_json, model, tokens, ref, stats
-    raise RuntimeError(f"{name}: could not find a seed with values away from the clip or top-k boundary "
-                       "and router decisions away from ties")
+    raise RuntimeError(f"{name}: could not find a seed with values away from the clip or top-k boundary, "
+                       "router decisions away from ties and (hybrids) a float32 evaluation within "
+                       f"{HYBRID_F32_MARGIN:g}")
+
+
+def float32_well_conditioned(model32, tokens, ref):
+    """The float32 reference scores within HYBRID_F32_MARGIN on every compared quantity."""
+    r32, _ = reference_outputs(model32, tokens, dtype=torch.float32)
+    s, _, _ = compare(r32, ref)
+    return all(v <= HYBRID_F32_MARGIN for v in s.values())
 
 
 def write_case(directory, cfg_json, model, tokens, ref):
@@ -414,7 +434,7 @@ def main(argv=None):
         return 1
     work, tmp = work_directory(args.workdir, "gatedlm_ref_")
     t0 = time.time()
-    passed = failed = 0
+    passed = failed = skipped = 0
     try:
         for name in names:
             case_dir = os.path.join(work, name)
@@ -426,6 +446,12 @@ def main(argv=None):
                 failed += 1
                 continue
             engine, err = run_engine(binary, case_dir)
+            missing_key = hybrid_reference.engine_lacks_hybrid(err) if engine is None else None
+            if missing_key:
+                print(f"{name:<24} SKIP (the engine does not know the hybrid config key "
+                      f"\"{missing_key}\" yet)")
+                skipped += 1
+                continue
             if engine is None:
                 print(f"{name:<24} FAIL (engine error)\n  " + err.replace("\n", "\n  ").rstrip())
                 failed += 1
@@ -450,6 +476,8 @@ def main(argv=None):
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
     print(f"({time.time() - t0:.1f} s; tolerance {TOL:g} relative L2; reference in float64)")
+    if skipped:
+        print(f"({skipped} hybrid case(s) skipped: the engine rejects their config keys as unknown)")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
