@@ -305,6 +305,29 @@ def naive_attention(cfg, P, p, h):
     return o
 
 
+def _np_swiglu(P, p, h):
+    a = h @ P[p + "gate_proj.weight"].T
+    return (a * _np_act(a, "sigmoid") * (h @ P[p + "up_proj.weight"].T)) @ P[p + "down_proj.weight"].T
+
+
+def naive_moe(m, P, p, h):
+    """The MoE FFN token by token (moe_reference.py's definition): softmax router, top-k by
+    logit with the lower index first on ties, weights p (renormalised with norm_topk_prob),
+    plus sigmoid(h g^T) times the shared expert."""
+    out = np.zeros_like(h)
+    for t in range(h.shape[0]):
+        z = P[p + "gate.weight"] @ h[t]
+        prob = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+        chosen = sorted(range(m.n_experts), key=lambda e: (-z[e], e))[:m.top_k]
+        w = prob[chosen] / (prob[chosen].sum() if m.norm_topk_prob else 1.0)
+        for e, we in zip(chosen, w):
+            out[t] += we * _np_swiglu(P, p + f"experts.{e}.", h[t])
+        if m.n_shared:
+            out[t] += _np_act(P[p + "shared_expert_gate.weight"] @ h[t], "sigmoid") \
+                * _np_swiglu(P, p + "shared_expert.", h[t])
+    return out
+
+
 def naive_forward(cfg, P, tokens):
     """Token-by-token, head-by-head float64 forward written without the torch code."""
     P = {k: v.detach().numpy().astype(np.float64) for k, v in P.items()}
@@ -328,9 +351,10 @@ def naive_forward(cfg, P, tokens):
                 o = np.clip(o, -cfg.residual_clip, cfg.residual_clip)
             x = x + o
             h2 = _np_rmsnorm(x, P[p + "post_attention_layernorm.weight"], eps)
-            a1 = h2 @ P[p + "mlp.gate_proj.weight"].T
-            f = (a1 * _np_act(a1, "sigmoid") * (h2 @ P[p + "mlp.up_proj.weight"].T)) \
-                @ P[p + "mlp.down_proj.weight"].T
+            if cfg.moe is not None and cfg.moe.is_moe_layer(L):
+                f = naive_moe(cfg.moe, P, p + "mlp.", h2)
+            else:
+                f = _np_swiglu(P, p + "mlp.", h2)
             if cfg.sandwich_norm:
                 f = _np_rmsnorm(f, P[p + "post_ffn_branch_norm.weight"], eps)
             if cfg.residual_clip > 0:
@@ -355,7 +379,11 @@ def test_naive(names):
         _, model, tokens, ref, _ = harness.prepare_case(name)
         logits_np, loss_np = naive_forward(model.cfg, model.state_dict_flat(), tokens)
         e = np.abs(logits_np - ref["logits"].numpy()).max() / np.abs(logits_np).max()
-        el = abs(loss_np - float(ref["loss"])) / abs(loss_np)
+        cross_entropy = float(ref["loss"])
+        if model.cfg.moe is not None:  # the naive forward has no auxiliary losses
+            m = model.cfg.moe
+            cross_entropy -= m.lb_coef * float(ref["aux_lb"]) + m.z_coef * float(ref["aux_z"])
+        el = abs(loss_np - cross_entropy) / abs(loss_np)
         worst = max(worst, e, el)
         check(e < 1e-12 and el < 1e-12, f"{name}: naive forward logits {e:.2e} loss {el:.2e}")
     print(f"  max relative difference over {len(names)} configs: {worst:.2e}")
@@ -372,8 +400,8 @@ def test_finite_differences(names, h=1e-6):
         gen = torch.Generator().manual_seed(7)
         params = dict(model.named_parameters())
         for pname, p in params.items():
-            if name.endswith("_ties") and "_router." in pname:
-                continue  # a zeroed router sits on exact ties: the loss has no derivative there
+            if name.endswith("_ties") and ("_router." in pname or ".mlp.gate." in pname):
+                continue  # a router on exact ties: the loss has no derivative there
             g = ref["grad." + pname]
             u = torch.randn(p.shape, generator=gen, dtype=torch.float64)
             u /= u.norm()
@@ -392,8 +420,8 @@ def test_finite_differences(names, h=1e-6):
         # the gradient of every tensor is non-trivial (tests would be weak otherwise)
         for pname in params:
             gn = float(ref["grad." + pname].norm())
-            if gn == 0 and "_experts." in pname and name.endswith("_ties"):
-                continue  # an expert the tie rule leaves without tokens: exactly zero is right
+            if gn == 0 and ("_experts." in pname and name.endswith("_ties") or ".mlp.experts." in pname):
+                continue  # an expert that no token reached (ties, top-k): exactly zero is right
             check(gn > 1e-6, f"{name}: gradient of {pname} is non-trivial (norm {gn:.1e})")
     print(f"  worst |fd - autograd| / |grad| = {worst[0]:.2e} ({worst[1]})")
 
