@@ -6,6 +6,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "io/gguf_tables.h"
 #include "io/half_float.h"
 #include "io/hf_names.h"
 #include "io/tokenizer_json.h"
@@ -126,14 +127,6 @@ TokenizerJsonVocabulary byte_tokenizer_vocabulary() {
   return v;
 }
 
-// One GGUF tensor: its name, shape (outermost first) and the gatedlm parameters stored one
-// after another in it: one, or for qwen3moe's stacked expert tensors one per expert.
-struct GgufTensor {
-  std::string name;
-  std::vector<int64_t> shape;
-  std::vector<const model::ParamSpec*> parts;
-};
-
 // An MoE layer's tensors under llama.cpp's qwen3moe names: the router as ffn_gate_inp
 // [E, d], each kind of expert matrix stacked over the experts as ffn_{gate,up,down}_exps
 // [E, rows, cols]. Returns false for a name that is not an MoE tensor.
@@ -157,6 +150,8 @@ bool add_moe_tensor(std::vector<GgufTensor>& out, std::map<std::string, size_t>&
   return true;
 }
 
+}  // namespace
+
 std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout) {
   std::vector<GgufTensor> out;
   std::map<std::string, size_t> stacked;
@@ -165,7 +160,34 @@ std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout) {
   return out;
 }
 
-}  // namespace
+std::string gguf_architecture(const model::ModelConfig& c) { return c.moe.enabled() ? "qwen3moe" : "qwen3"; }
+
+const std::vector<GgufIntKey>& gguf_int_keys() {
+  using C = model::ModelConfig;
+  using M = model::MoeConfig;
+  static const std::vector<GgufIntKey> keys{
+      {"context_length", &C::max_seq_len, nullptr},
+      {"embedding_length", &C::d_model, nullptr},
+      {"block_count", &C::n_layers, nullptr},
+      {"feed_forward_length", &C::ffn_hidden, nullptr},
+      {"attention.head_count", &C::n_heads, nullptr},
+      {"attention.head_count_kv", &C::n_kv_heads, nullptr},
+      {"attention.key_length", &C::head_dim, nullptr},
+      {"attention.value_length", &C::head_dim, nullptr},
+      {"expert_count", nullptr, &M::n_experts},
+      {"expert_used_count", nullptr, &M::top_k},
+      {"expert_feed_forward_length", nullptr, &M::expert_hidden},
+      {"vocab_size", &C::vocab_size, nullptr},
+  };
+  return keys;
+}
+
+const std::vector<GgufFloatKey>& gguf_float_keys() {
+  using C = model::ModelConfig;
+  static const std::vector<GgufFloatKey> keys{{"rope.freq_base", &C::rope_base},
+                                              {"attention.layer_norm_rms_epsilon", &C::norm_eps}};
+  return keys;
+}
 
 std::string gguf_tensor_name(const std::string& name) {
   const auto [generic, layer] = generic_name(name);
@@ -208,29 +230,16 @@ void check_exportable(const model::ModelConfig& c) {
 // The key/value metadata: qwen3, or qwen3moe for MoE models (the same keys under the
 // architecture's prefix), and the vocabulary.
 Bytes gguf_metadata(const model::ModelConfig& c, GgufDtype dtype, const std::string& tokenizer) {
-  const std::string arch = c.moe.enabled() ? "qwen3moe" : "qwen3";
+  const std::string arch = gguf_architecture(c);
   const auto key = [&](const char* k) { return arch + "." + k; };
   Bytes kv;
   kv.kv_str("general.architecture", arch);
   kv.kv_str("general.name", "gatedlm export");
   kv.kv_u32("general.alignment", kAlignment);
   kv.kv_u32("general.file_type", dtype == GgufDtype::f32 ? 0 : 1);  // all F32 / mostly F16
-  kv.kv_u32(key("context_length"), static_cast<uint32_t>(c.max_seq_len));
-  kv.kv_u32(key("embedding_length"), static_cast<uint32_t>(c.d_model));
-  kv.kv_u32(key("block_count"), static_cast<uint32_t>(c.n_layers));
-  kv.kv_u32(key("feed_forward_length"), static_cast<uint32_t>(c.ffn_hidden));
-  kv.kv_u32(key("attention.head_count"), static_cast<uint32_t>(c.n_heads));
-  kv.kv_u32(key("attention.head_count_kv"), static_cast<uint32_t>(c.n_kv_heads));
-  kv.kv_u32(key("attention.key_length"), static_cast<uint32_t>(c.head_dim));
-  kv.kv_u32(key("attention.value_length"), static_cast<uint32_t>(c.head_dim));
-  kv.kv_f32(key("rope.freq_base"), static_cast<float>(c.rope_base));
-  kv.kv_f32(key("attention.layer_norm_rms_epsilon"), static_cast<float>(c.norm_eps));
-  if (c.moe.enabled()) {
-    kv.kv_u32(key("expert_count"), static_cast<uint32_t>(c.moe.n_experts));
-    kv.kv_u32(key("expert_used_count"), static_cast<uint32_t>(c.moe.top_k));
-    kv.kv_u32(key("expert_feed_forward_length"), static_cast<uint32_t>(c.moe.expert_hidden));
-  }
-  kv.kv_u32(key("vocab_size"), static_cast<uint32_t>(c.vocab_size));
+  for (const GgufIntKey& k : gguf_int_keys())  // the config's numbers (io/gguf_tables.h)
+    if (k.field || c.moe.enabled()) kv.kv_u32(key(k.key), static_cast<uint32_t>(gguf_field(c, k)));
+  for (const GgufFloatKey& k : gguf_float_keys()) kv.kv_f32(key(k.key), static_cast<float>(c.*k.field));
   if (tokenizer == kByteVocabulary) {
     add_gpt2_vocabulary(kv, byte_tokenizer_vocabulary(), c.vocab_size, "the byte tokenizer");
     kv.kv_u32("tokenizer.ggml.bos_token_id", 256);
