@@ -1,17 +1,34 @@
 // gatedlm import: a Hugging Face model directory (the paper's released checkpoints, Qwen3)
-// to a gatedlm checkpoint.
+// or a GGUF file (llama.cpp's qwen3 / qwen3moe) to a gatedlm checkpoint.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/atomic_file.h"
+#include "io/gguf_import.h"
 #include "io/hf_convert.h"
 #include "io/tokenizer_json.h"
 
 namespace gatedlm::cli {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// A GGUF file: everything (config, tensors, vocabulary) is read and checked before the
+// checkpoint and its tokenizer.json are written.
+void import_gguf_file(const std::string& src, const std::string& out) {
+  const io::ImportedGguf m = io::import_gguf(src);
+  io::save_checkpoint(out, m.checkpoint.config, m.checkpoint.params);
+  if (!m.tokenizer_json.empty()) write_file_atomic((fs::path(out) / io::kHfTokenizerFile).string(), m.tokenizer_json);
+  std::fprintf(stderr, "imported %s (GGUF %s, %lld parameters) into %s; vocabulary: %s\n", src.c_str(),
+               m.architecture.c_str(), static_cast<long long>(m.checkpoint.params.size()), out.c_str(),
+               m.vocabulary.c_str());
+}
+
+}  // namespace
 
 void register_import(CLI::App& app) {
   struct Options {
@@ -23,19 +40,25 @@ void register_import(CLI::App& app) {
       "Convert a Hugging Face model directory (config.json + model.safetensors or a sharded "
       "model.safetensors.index.json; F32, BF16 or F16) into a gatedlm checkpoint. Formats: paper (the "
       "gated-attention paper's checkpoints, gate rows inside q_proj) and qwen3 (transformers' Qwen3). "
+      "A GGUF file (llama.cpp's qwen3 and qwen3moe; F32, F16, BF16, and Q8_0 / Q4_0 dequantised to F32) is "
+      "imported with its vocabulary written as tokenizer.json; other architectures and tensor types are refused by name. "
       "Anything gatedlm cannot represent is refused by name and nothing is written: unknown or duplicate config "
       "keys, missing tensors (found from the safetensors headers), NaN or Inf weights (naming tensor and element). "
       "A tokenizer.json beside the weights is loaded and checked, then copied into the checkpoint. Weights are "
       "stored as F32.");
-  sub->add_option("SRC_DIR", opt->src, "the Hugging Face model directory")->required();
+  sub->add_option("SRC", opt->src, "the Hugging Face model directory, or a .gguf file")->required();
   sub->add_option("--out", opt->out, "checkpoint directory to create (must not exist or be empty)")->required();
-  sub->add_option("--format", opt->format, "auto | paper | qwen3 (auto: paper when the config has the paper's keys)")
+  sub->add_option("--format", opt->format,
+                  "auto | paper | qwen3 | gguf (auto: gguf for a file that starts with GGUF's magic, else paper when the "
+                  "config has the paper's keys)")
       ->capture_default_str();
   sub->callback([opt] {
-    std::optional<io::HfFormat> format;
-    if (opt->format != "auto") format = io::parse_hf_format(opt->format);
     if (fs::exists(opt->out) && !(fs::is_directory(opt->out) && fs::is_empty(opt->out)))
       fail("--out ", opt->out, ": exists and is not an empty directory (nothing written)");
+    if (opt->format == "gguf" || (opt->format == "auto" && io::is_gguf_file(opt->src)))
+      return import_gguf_file(opt->src, opt->out);
+    std::optional<io::HfFormat> format;
+    if (opt->format != "auto") format = io::parse_hf_format(opt->format);
     io::ImportedModel m = io::import_hf(opt->src, format);
     // The tokenizer is loaded (every check of load_tokenizer_json) before anything is written.
     const fs::path tokenizer = fs::path(opt->src) / io::kHfTokenizerFile;

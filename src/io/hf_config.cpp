@@ -159,7 +159,7 @@ std::string to_string(HfFormat f) { return f == HfFormat::paper ? "paper" : "qwe
 HfFormat parse_hf_format(const std::string& name) {
   if (name == "paper") return HfFormat::paper;
   if (name == "qwen3") return HfFormat::qwen3;
-  fail("--format: unknown value \"", name, "\" (expected auto|paper|qwen3)");
+  fail("--format: unknown value \"", name, "\" (expected auto|paper|qwen3|gguf)");
 }
 
 HfFormat detect_hf_format(const json& hf) {

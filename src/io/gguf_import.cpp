@@ -1,0 +1,239 @@
+#include "io/gguf_import.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "core/error.h"
+#include "core/progress.h"
+#include "io/gguf_reader.h"
+#include "io/gguf_tables.h"
+#include "io/gguf_tokenizer.h"
+
+namespace gatedlm::io {
+
+namespace {
+
+// The architectures gatedlm imports: those GGUF export writes (gguf_architecture). Adding
+// qwen35, qwen35moe and qwen3next (once gatedlm has hybrid layers) is a row here, their
+// tensor names and keys in io/gguf_tables.h, and their extra keys in kExtraKeys below.
+struct ImportArchitecture {
+  const char* name;
+  bool moe;
+};
+constexpr ImportArchitecture kArchitectures[] = {{"qwen3", false}, {"qwen3moe", true}};
+
+// Keys under the architecture's prefix that hold no config number of their own, accepted
+// with the one value that changes nothing; any other key there is refused by name.
+struct ExtraKey {
+  const char* key;
+  const char* accepted;  // the value, as shown in the refusal
+};
+constexpr ExtraKey kExtraKeys[] = {{"rope.dimension_count", "attention.key_length (RoPE over whole heads)"},
+                                   {"rope.scaling.type", "\"none\""}};
+
+const ImportArchitecture& architecture(const GgufReader& f) {
+  const std::string name = f.get_string("general.architecture");
+  for (const ImportArchitecture& a : kArchitectures)
+    if (name == a.name) return a;
+  fail(f.path(), ": key general.architecture is \"", name,
+       "\"; gatedlm imports qwen3 and qwen3moe (qwen35, qwen35moe and qwen3next need hybrid layers)");
+}
+
+// Every key under "<arch>." is a config number (io/gguf_tables.h) or an extra key.
+void check_known_keys(const GgufReader& f, const std::string& prefix, bool moe) {
+  std::set<std::string> known;
+  for (const GgufIntKey& k : gguf_int_keys())
+    if (!k.moe_field || moe) known.insert(prefix + k.key);
+  for (const GgufFloatKey& k : gguf_float_keys()) known.insert(prefix + k.key);
+  for (const ExtraKey& k : kExtraKeys) known.insert(prefix + k.key);
+  for (const auto& [key, value] : f.metadata())
+    if (key.compare(0, prefix.size(), prefix) == 0 && !known.count(key))
+      fail(f.path(), ": key ", key, " is not supported (gatedlm maps no such setting of ", prefix.substr(0, prefix.size() - 1),
+           "; importing without it would change the model)");
+  if (f.has("split.count") && f.get_int("split.count", 0, INT64_MAX) > 1)
+    fail(f.path(), ": key split.count: split GGUF files are not supported (merge them with llama-gguf-split --merge)");
+}
+
+// A float32 metadata value as the double nearest its shortest decimal form (1e-6f -> 1e-6),
+// so that a config exported as f32 comes back as it was written.
+double widen_f32(double x) {
+  const float f = static_cast<float>(x);
+  char text[32];
+  for (int digits = 1; digits <= 9; ++digits) {
+    std::snprintf(text, sizeof(text), "%.*g", digits, static_cast<double>(f));
+    if (std::strtof(text, nullptr) == f) return std::strtod(text, nullptr);
+  }
+  return x;
+}
+
+// The config numbers by the key tables; two keys of one field must agree.
+void read_config_keys(const GgufReader& f, const std::string& prefix, bool moe, model::ModelConfig& c) {
+  std::map<const int64_t*, std::string> set_by;
+  for (const GgufIntKey& k : gguf_int_keys()) {
+    const std::string key = prefix + k.key;
+    if ((k.moe_field && !moe) || !f.has(key)) continue;
+    const int64_t v = f.get_int(key, 0, int64_t{1} << 31);
+    int64_t& field = gguf_field(c, k);
+    const auto [it, fresh] = set_by.emplace(&field, key);
+    if (!fresh && field != v)
+      fail(f.path(), ": keys ", it->second, " (", field, ") and ", key, " (", v, ") disagree; gatedlm holds one value for both");
+    field = v;
+  }
+  std::vector<std::string> required{"context_length", "embedding_length", "block_count", "attention.head_count"};
+  if (moe) required.insert(required.end(), {"expert_count", "expert_used_count", "expert_feed_forward_length"});
+  else required.push_back("feed_forward_length");
+  for (const std::string& k : required)
+    if (!f.has(prefix + k)) fail(f.path(), ": missing key ", prefix, k);
+  for (const GgufFloatKey& k : gguf_float_keys()) {
+    const std::string key = prefix + k.key;
+    if (!f.has(key)) continue;
+    const double v = f.get_float(key);
+    c.*k.field = f.metadata().at(key).type == 6 ? widen_f32(v) : v;
+  }
+  if (!f.has(prefix + "attention.layer_norm_rms_epsilon")) fail(f.path(), ": missing key ", prefix, "attention.layer_norm_rms_epsilon");
+}
+
+// llama.cpp's defaults for the keys a file may leave out, the settings its qwen3 and
+// qwen3moe graphs fix, and the checks of the extra keys.
+void complete_config(const GgufReader& f, const std::string& prefix, model::ModelConfig& c) {
+  if (!f.has(prefix + "attention.head_count_kv")) c.n_kv_heads = c.n_heads;
+  if (!f.has(prefix + "attention.key_length") && c.n_heads > 0) c.head_dim = c.d_model / c.n_heads;
+  if (!f.has(prefix + "vocab_size")) {
+    const GgufTensorInfo* embed = f.find_tensor("token_embd.weight");
+    if (!embed) fail(f.path(), ": missing tensor token_embd.weight");
+    c.vocab_size = embed->shape[0];
+  }
+  if (f.has(prefix + "rope.dimension_count") && f.get_int(prefix + "rope.dimension_count", 0, INT64_MAX) != c.head_dim)
+    fail(f.path(), ": key ", prefix, "rope.dimension_count must equal attention.key_length (", c.head_dim,
+         "): gatedlm imports RoPE over whole heads");
+  if (f.has(prefix + "rope.scaling.type") && f.get_string(prefix + "rope.scaling.type") != "none")
+    fail(f.path(), ": key ", prefix, "rope.scaling.type \"", f.get_string(prefix + "rope.scaling.type"),
+         "\" is not supported (none)");
+  c.rope_dims = c.head_dim;
+  c.qk_norm = true;
+  c.tie_embeddings = f.find_tensor("output.weight") == nullptr;  // llama.cpp then reuses token_embd
+  c.rope_scaling.original_max_seq_len = c.max_seq_len;
+  if (c.moe.enabled()) {
+    c.moe.shared_hidden = c.moe.expert_hidden;
+    c.moe.every = 1;              // every qwen3moe layer is sparse
+    c.moe.norm_topk_prob = true;  // and renormalises the chosen experts' weights
+  }
+}
+
+model::ModelConfig config_from_gguf(const GgufReader& f, const ImportArchitecture& arch) {
+  const std::string prefix = std::string(arch.name) + ".";
+  check_known_keys(f, prefix, arch.moe);
+  model::ModelConfig c;
+  read_config_keys(f, prefix, arch.moe, c);
+  complete_config(f, prefix, c);
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    fail(f.path(), ": the model its metadata describes is not valid: ", e.what());
+  }
+  return c;
+}
+
+// Refuses, from the tensor table alone, a layer or expert count the file cannot hold, so
+// that the layout is built only for one it does.
+void check_counts(const GgufReader& f, const model::ModelConfig& c, const std::string& arch) {
+  if (c.n_layers > static_cast<int64_t>(f.tensors().size()))
+    fail(f.path(), ": key ", arch, ".block_count asks for ", c.n_layers, " layers; the file holds ", f.tensors().size(), " tensors");
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    const std::string norm = cat("blk.", i, ".attn_norm.weight");
+    if (!f.find_tensor(norm))
+      fail(f.path(), ": missing tensor ", norm, " (key ", arch, ".block_count asks for ", c.n_layers, " layers)");
+    if (!c.moe.enabled()) continue;
+    const std::string experts = cat("blk.", i, ".ffn_gate_exps.weight");
+    const GgufTensorInfo* t = f.find_tensor(experts);
+    if (!t) fail(f.path(), ": missing tensor ", experts);
+    if (t->shape.size() != 3 || t->shape[0] != c.moe.n_experts)
+      fail(f.path(), ": tensor ", experts, " does not stack the ", c.moe.n_experts, " experts key ", arch,
+           ".expert_count asks for");
+  }
+}
+
+std::string show(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// Every tensor the layout needs is there, in its shape and a type gatedlm reads; no other.
+void check_tensors(const GgufReader& f, const std::vector<GgufTensor>& wanted, const std::string& arch) {
+  std::set<std::string> names;
+  for (const GgufTensor& t : wanted) {
+    names.insert(t.name);
+    const GgufTensorInfo* info = f.find_tensor(t.name);
+    if (!info) fail(f.path(), ": missing tensor ", t.name, " (the metadata asks for it)");
+    if (info->shape != t.shape)
+      fail(f.path(), ": tensor ", t.name, " has shape ", show(info->shape), ", the metadata needs ", show(t.shape));
+    if (!readable_as_f32(info->type))
+      fail(f.path(), ": tensor ", t.name, " has type ", describe_ggml_type(info->type),
+           "; gatedlm imports F32, F16 and BF16 (and dequantises Q8_0 and Q4_0)");
+  }
+  for (const GgufTensorInfo& t : f.tensors())
+    if (!names.count(t.name))
+      fail(f.path(), ": unexpected tensor ", t.name, " (gatedlm's ", arch, " with this metadata has no such tensor)");
+}
+
+// The values, each tensor into its parameters (a stacked expert tensor through a scratch
+// buffer: its experts are not adjacent in gatedlm's layout).
+void read_weights(GgufReader& f, const std::vector<GgufTensor>& wanted, std::vector<float>& params) {
+  Progress progress("import", static_cast<int64_t>(wanted.size()));
+  std::vector<float> scratch;
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const GgufTensor& t = wanted[i];
+    const GgufTensorInfo& info = *f.find_tensor(t.name);
+    const std::string where = cat(f.path(), ": tensor ", t.name);
+    if (t.parts.size() == 1) {
+      float* dst = params.data() + t.parts[0]->offset;
+      f.read_f32(info, dst, info.numel);
+      require_finite(dst, info.numel, where);
+    } else {
+      scratch.resize(static_cast<size_t>(info.numel));
+      f.read_f32(info, scratch.data(), info.numel);
+      require_finite(scratch.data(), info.numel, where);
+      const float* src = scratch.data();
+      for (const model::ParamSpec* part : t.parts) {
+        std::memcpy(params.data() + part->offset, src, static_cast<size_t>(part->numel) * sizeof(float));
+        src += part->numel;
+      }
+    }
+    progress.update(static_cast<int64_t>(i + 1), t.name);
+  }
+  progress.finish();
+}
+
+}  // namespace
+
+ImportedGguf import_gguf(const std::string& path) {
+  GgufReader f(path);
+  const ImportArchitecture& arch = architecture(f);
+  ImportedGguf out;
+  out.architecture = arch.name;
+  model::ModelConfig& c = out.checkpoint.config;
+  c = config_from_gguf(f, arch);
+  check_counts(f, c, arch.name);
+  const model::ParamLayout layout(c);
+  const std::vector<GgufTensor> wanted = gguf_tensors(layout);
+  check_tensors(f, wanted, arch.name);
+  GgufVocabulary vocabulary = gguf_vocabulary(f, c.vocab_size);
+  out.tokenizer_json = std::move(vocabulary.tokenizer_json);
+  out.vocabulary = std::move(vocabulary.description);
+  out.checkpoint.params.assign(static_cast<size_t>(layout.total()), 0.0f);
+  read_weights(f, wanted, out.checkpoint.params);
+  return out;
+}
+
+bool is_gguf_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+}  // namespace gatedlm::io

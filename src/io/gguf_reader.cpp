@@ -1,0 +1,341 @@
+#include "io/gguf_reader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.h"
+#include "io/gguf_encode.h"
+#include "io/half_float.h"
+#include "kernels/quant_blocks.h"
+
+namespace gatedlm::io {
+
+namespace {
+
+constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian uint32
+constexpr uint32_t kArray = 9, kString = 8;
+constexpr uint64_t kDefaultAlignment = 32, kMaxAlignment = uint64_t{1} << 30;
+constexpr uint32_t kMaxDims = 4;  // ggml's GGML_MAX_DIMS
+
+// ggml's tensor types: name, values per block, bytes per block (ggml.c's type traits).
+// Ids missing here (4, 5, 31-33, 36-38: types ggml removed) are refused as unknown.
+struct TypeTraits {
+  uint32_t id;
+  const char* name;
+  uint64_t block, bytes;
+};
+constexpr TypeTraits kTypes[] = {
+    {0, "F32", 1, 4},         {1, "F16", 1, 2},         {2, "Q4_0", 32, 18},      {3, "Q4_1", 32, 20},
+    {6, "Q5_0", 32, 22},      {7, "Q5_1", 32, 24},      {8, "Q8_0", 32, 34},      {9, "Q8_1", 32, 36},
+    {10, "Q2_K", 256, 84},    {11, "Q3_K", 256, 110},   {12, "Q4_K", 256, 144},   {13, "Q5_K", 256, 176},
+    {14, "Q6_K", 256, 210},   {15, "Q8_K", 256, 292},   {16, "IQ2_XXS", 256, 66}, {17, "IQ2_XS", 256, 74},
+    {18, "IQ3_XXS", 256, 98}, {19, "IQ1_S", 256, 50},   {20, "IQ4_NL", 32, 18},   {21, "IQ3_S", 256, 110},
+    {22, "IQ2_S", 256, 82},   {23, "IQ4_XS", 256, 136}, {24, "I8", 1, 1},         {25, "I16", 1, 2},
+    {26, "I32", 1, 4},        {27, "I64", 1, 8},        {28, "F64", 1, 8},        {29, "IQ1_M", 256, 56},
+    {30, "BF16", 1, 2},       {34, "TQ1_0", 256, 54},   {35, "TQ2_0", 256, 66},   {39, "MXFP4", 32, 17},
+};
+
+const TypeTraits* type_traits(uint32_t id) {
+  for (const TypeTraits& t : kTypes)
+    if (t.id == id) return &t;
+  return nullptr;
+}
+
+// Bytes of one value of GGUF metadata type t (strings: their length field, the least
+// they take); 0 for an unknown type.
+uint16_t load_u16(const unsigned char* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+uint64_t value_min_bytes(uint32_t t) {
+  static constexpr uint64_t kWidth[] = {1, 1, 2, 2, 4, 4, 4, 1, 8, 0, 8, 8, 8};
+  return t < std::size(kWidth) ? kWidth[t] : 0;
+}
+
+// Little-endian reads from the file, each checked against the bytes left before anything
+// is read or allocated.
+class Cursor {
+ public:
+  Cursor(std::ifstream& in, uint64_t size, const std::string& path) : in_(in), size_(size), path_(path) {}
+  uint64_t pos() const { return pos_; }
+  uint64_t left() const { return size_ - pos_; }
+
+  void need(uint64_t n, const std::string& what) const {
+    if (n > left())
+      fail(path_, ": truncated: ", what, " needs ", n, " bytes at offset ", pos_, ", the file has ", left(), " left");
+  }
+  template <typename T>
+  T get(const std::string& what) {
+    need(sizeof(T), what);
+    T v;
+    raw(&v, sizeof(T), what);
+    return v;
+  }
+  std::string str(const std::string& what) {
+    const uint64_t n = get<uint64_t>(what + " (length)");
+    need(n, what);
+    std::string s(static_cast<size_t>(n), '\0');
+    raw(s.data(), s.size(), what);
+    return s;
+  }
+
+ private:
+  void raw(void* out, size_t n, const std::string& what) {
+    in_.read(static_cast<char*>(out), static_cast<std::streamsize>(n));
+    if (!in_) fail(path_, ": read error in ", what, " at offset ", pos_);
+    pos_ += n;
+  }
+  std::ifstream& in_;
+  uint64_t size_, pos_ = 0;
+  const std::string& path_;
+};
+
+// One scalar of type t appended to v.
+void read_scalar(Cursor& c, uint32_t t, GgufValue& v, const std::string& what) {
+  switch (t) {
+    case 0: v.ints.push_back(c.get<uint8_t>(what)); return;
+    case 1: v.ints.push_back(c.get<int8_t>(what)); return;
+    case 2: v.ints.push_back(c.get<uint16_t>(what)); return;
+    case 3: v.ints.push_back(c.get<int16_t>(what)); return;
+    case 4: v.ints.push_back(c.get<uint32_t>(what)); return;
+    case 5: v.ints.push_back(c.get<int32_t>(what)); return;
+    case 6: v.floats.push_back(c.get<float>(what)); return;
+    case 7: v.ints.push_back(c.get<uint8_t>(what)); return;
+    case 8: v.strings.push_back(c.str(what)); return;
+    case 10: {
+      const uint64_t u = c.get<uint64_t>(what);
+      v.ints.push_back(u > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(u));
+      return;
+    }
+    case 11: v.ints.push_back(c.get<int64_t>(what)); return;
+    case 12: v.floats.push_back(c.get<double>(what)); return;
+    default: fail("internal error: GGUF value type ", t);
+  }
+}
+
+GgufValue read_value(Cursor& c, const std::string& path, const std::string& key) {
+  const std::string what = "key " + key;
+  GgufValue v;
+  v.type = c.get<uint32_t>(what + " (type)");
+  uint32_t t = v.type;
+  uint64_t count = 1;
+  if (v.type == kArray) {
+    v.elem_type = t = c.get<uint32_t>(what + " (array type)");
+    if (t == kArray) fail(path, ": key ", key, ": arrays of arrays are not supported");
+    count = c.get<uint64_t>(what + " (array length)");
+  }
+  const uint64_t width = value_min_bytes(t);
+  if (width == 0) fail(path, ": key ", key, ": unknown value type ", t);
+  if (count > c.left() / width)
+    fail(path, ": key ", key, ": an array of ", count, " values cannot fit in the ", c.left(), " bytes left");
+  if (t == kString) v.strings.reserve(static_cast<size_t>(count));
+  else if (t == 6 || t == 12) v.floats.reserve(static_cast<size_t>(count));
+  else v.ints.reserve(static_cast<size_t>(count));
+  for (uint64_t i = 0; i < count; ++i) read_scalar(c, t, v, what);
+  return v;
+}
+
+// numel and bytes of a tensor from its dims (innermost first) and type; the file's name
+// for the tensor in every message.
+void size_tensor(GgufTensorInfo& t, const std::vector<uint64_t>& dims, const std::string& where) {
+  const TypeTraits* traits = type_traits(t.type);
+  if (!traits) fail(where, ": unknown ggml type ", t.type);
+  uint64_t numel = 1;
+  for (uint64_t d : dims)
+    if (d > static_cast<uint64_t>(INT64_MAX) || (d != 0 && numel > static_cast<uint64_t>(INT64_MAX) / d))
+      fail(where, ": its dims overflow 64 bits");
+    else
+      numel *= d;
+  if (dims[0] % traits->block != 0)
+    fail(where, ": a ", traits->name, " row holds whole blocks of ", traits->block, " values; its row has ", dims[0]);
+  if (numel / traits->block > UINT64_MAX / traits->bytes) fail(where, ": its size overflows 64 bits");
+  t.numel = static_cast<int64_t>(numel);
+  t.bytes = numel / traits->block * traits->bytes;
+  for (auto it = dims.rbegin(); it != dims.rend(); ++it) t.shape.push_back(static_cast<int64_t>(*it));
+}
+
+GgufTensorInfo read_tensor_info(Cursor& c, const std::string& path, uint64_t index) {
+  const std::string what = cat("tensor info ", index);
+  GgufTensorInfo t;
+  t.name = c.str(what + " (name)");
+  const std::string where = cat(path, ": tensor ", t.name);
+  const uint32_t n_dims = c.get<uint32_t>(what + " (n_dims)");
+  if (n_dims < 1 || n_dims > kMaxDims) fail(where, ": ", n_dims, " dims (1 to ", kMaxDims, ")");
+  std::vector<uint64_t> dims(n_dims);
+  for (uint64_t& d : dims) d = c.get<uint64_t>(what + " (dims)");
+  t.type = c.get<uint32_t>(what + " (type)");
+  t.offset = c.get<uint64_t>(what + " (offset)");
+  size_tensor(t, dims, where);
+  return t;
+}
+
+}  // namespace
+
+std::string describe_ggml_type(uint32_t type) {
+  const TypeTraits* t = type_traits(type);
+  return t ? t->name : cat("type ", type);
+}
+
+bool readable_as_f32(uint32_t type) {
+  for (GgmlType t : {GgmlType::f32, GgmlType::f16, GgmlType::bf16, GgmlType::q8_0, GgmlType::q4_0})
+    if (type == static_cast<uint32_t>(t)) return true;
+  return false;
+}
+
+GgufReader::GgufReader(const std::string& path) : path_(path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) fail(path, ": not a regular file");
+  file_size_ = std::filesystem::file_size(path, ec);
+  if (ec) fail(path, ": cannot read its size (", ec.message(), ")");
+  in_.open(path, std::ios::binary);
+  if (!in_) fail(path, ": cannot open");
+  Cursor c(in_, file_size_, path_);
+  const uint32_t magic = c.get<uint32_t>("the magic");
+  if (magic != kMagic) fail(path, ": not a GGUF file (the first 4 bytes are not \"GGUF\")");
+  version_ = c.get<uint32_t>("the version");
+  if (version_ != 2 && version_ != 3) fail(path, ": GGUF version ", version_, " is not supported (2 or 3, little-endian)");
+  const uint64_t n_tensors = c.get<uint64_t>("the tensor count"), n_kv = c.get<uint64_t>("the key/value count");
+  // The least a key/value (8 + 4 + 1 bytes) and a tensor info (8 + 4 + 8 + 4 + 8) can take.
+  if (n_kv > c.left() / 13 || n_tensors > c.left() / 32 || n_kv * 13 + n_tensors * 32 > c.left())
+    fail(path, ": ", n_kv, " keys and ", n_tensors, " tensors cannot fit in the file's ", file_size_, " bytes");
+  for (uint64_t i = 0; i < n_kv; ++i) {
+    std::string key = c.str(cat("key ", i));
+    if (key.empty()) fail(path, ": key ", i, " has an empty name");
+    if (kv_.count(key)) fail(path, ": duplicate key ", key);
+    GgufValue v = read_value(c, path, key);
+    kv_.emplace(std::move(key), std::move(v));
+  }
+  tensors_.reserve(static_cast<size_t>(n_tensors));
+  for (uint64_t i = 0; i < n_tensors; ++i) {
+    tensors_.push_back(read_tensor_info(c, path, i));
+    if (!tensor_index_.emplace(tensors_.back().name, i).second) fail(path, ": duplicate tensor ", tensors_.back().name);
+  }
+  place_data(c.pos());
+}
+
+// The data section starts at the first multiple of the alignment past the tensor infos;
+// each tensor's bytes must lie inside the file, at an aligned offset, apart from the others.
+void GgufReader::place_data(uint64_t infos_end) {
+  const uint64_t align =
+      has("general.alignment") ? static_cast<uint64_t>(get_int("general.alignment", 1, kMaxAlignment)) : kDefaultAlignment;
+  if ((align & (align - 1)) != 0) fail(path_, ": key general.alignment is ", align, ", not a power of two");
+  const uint64_t data_start = (infos_end + align - 1) / align * align;
+  if (tensors_.empty()) return;
+  if (data_start > file_size_) fail(path_, ": truncated: the data section would start at ", data_start, ", past the end");
+  const uint64_t data_size = file_size_ - data_start;
+  std::vector<GgufTensorInfo*> by_offset;
+  for (GgufTensorInfo& t : tensors_) {
+    if (t.offset % align != 0) fail(path_, ": tensor ", t.name, ": offset ", t.offset, " is not a multiple of ", align);
+    if (t.offset > data_size || t.bytes > data_size - t.offset)
+      fail(path_, ": tensor ", t.name, ": its ", t.bytes, " bytes at offset ", t.offset,
+           " lie past the end of the data section (", data_size, " bytes)");
+    t.offset += data_start;
+    by_offset.push_back(&t);
+  }
+  std::sort(by_offset.begin(), by_offset.end(), [](const auto* a, const auto* b) { return a->offset < b->offset; });
+  for (size_t i = 1; i < by_offset.size(); ++i)
+    if (by_offset[i - 1]->offset + by_offset[i - 1]->bytes > by_offset[i]->offset)
+      fail(path_, ": tensors ", by_offset[i - 1]->name, " and ", by_offset[i]->name, " overlap");
+}
+
+const GgufValue& GgufReader::value(const std::string& key) const {
+  const auto it = kv_.find(key);
+  if (it == kv_.end()) fail(path_, ": missing key ", key);
+  return it->second;
+}
+
+namespace {
+
+[[noreturn]] void wrong_type(const std::string& path, const std::string& key, const GgufValue& v, const char* want) {
+  fail(path, ": key ", key, " has GGUF type ", v.type, v.is_array() ? cat(" (array of ", v.elem_type, ")") : "",
+       ", not ", want);
+}
+
+bool is_integer_type(uint32_t t) { return t <= 5 || t == 10 || t == 11; }
+
+}  // namespace
+
+int64_t GgufReader::get_int(const std::string& key, int64_t lo, int64_t hi) const {
+  const GgufValue& v = value(key);
+  if (!is_integer_type(v.type)) wrong_type(path_, key, v, "an integer");
+  const int64_t x = v.ints[0];
+  if (x < lo || x > hi) fail(path_, ": key ", key, " is ", x, ", out of range [", lo, ", ", hi, "]");
+  return x;
+}
+
+double GgufReader::get_float(const std::string& key) const {
+  const GgufValue& v = value(key);
+  if (v.type != 6 && v.type != 12) wrong_type(path_, key, v, "a float");
+  return v.floats[0];
+}
+
+bool GgufReader::get_bool(const std::string& key) const {
+  const GgufValue& v = value(key);
+  if (v.type != 7) wrong_type(path_, key, v, "a bool");
+  return v.ints[0] != 0;
+}
+
+const std::string& GgufReader::get_string(const std::string& key) const {
+  const GgufValue& v = value(key);
+  if (v.type != kString) wrong_type(path_, key, v, "a string");
+  return v.strings[0];
+}
+
+const std::vector<std::string>& GgufReader::get_strings(const std::string& key) const {
+  const GgufValue& v = value(key);
+  if (!v.is_array() || v.elem_type != kString) wrong_type(path_, key, v, "an array of strings");
+  return v.strings;
+}
+
+const std::vector<int64_t>& GgufReader::get_ints(const std::string& key) const {
+  const GgufValue& v = value(key);
+  if (!v.is_array() || !is_integer_type(v.elem_type)) wrong_type(path_, key, v, "an array of integers");
+  return v.ints;
+}
+
+const GgufTensorInfo* GgufReader::find_tensor(const std::string& name) const {
+  const auto it = tensor_index_.find(name);
+  return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
+}
+
+void GgufReader::read_f32(const GgufTensorInfo& t, float* out, int64_t n) {
+  if (n != t.numel) fail(path_, ": tensor ", t.name, " holds ", t.numel, " values, ", n, " asked for");
+  const auto type = static_cast<GgmlType>(t.type);
+  if (!readable_as_f32(t.type))
+    fail(path_, ": tensor ", t.name, " has type ", describe_ggml_type(t.type),
+         "; gatedlm reads F32, F16, BF16, Q8_0 and Q4_0 (the last two dequantised to F32)");
+  in_.clear();
+  in_.seekg(static_cast<std::streamoff>(t.offset));
+  const TypeTraits& traits = *type_traits(t.type);
+  // A chunk of whole blocks at a time, converted straight into `out`.
+  constexpr uint64_t kChunkBytes = uint64_t{8} << 20;
+  const uint64_t blocks = static_cast<uint64_t>(t.numel) / traits.block, per_chunk = std::max<uint64_t>(1, kChunkBytes / traits.bytes);
+  std::vector<unsigned char> buf;
+  for (uint64_t b = 0; b < blocks; b += per_chunk) {
+    const uint64_t nb = std::min(per_chunk, blocks - b), values = nb * traits.block;
+    float* dst = out + b * traits.block;
+    buf.resize(static_cast<size_t>(nb * traits.bytes));
+    in_.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(buf.size()));
+    if (!in_) fail(path_, ": read error in tensor ", t.name);
+    switch (type) {
+      case GgmlType::f32: std::memcpy(dst, buf.data(), buf.size()); break;
+      case GgmlType::f16:
+        for (uint64_t i = 0; i < values; ++i) dst[i] = f16_to_f32(load_u16(buf.data() + 2 * i));
+        break;
+      case GgmlType::bf16:
+        for (uint64_t i = 0; i < values; ++i) dst[i] = bf16_to_f32(load_u16(buf.data() + 2 * i));
+        break;
+      case GgmlType::q8_0:
+        kernels::dequantize_row_q8_0(dst, reinterpret_cast<const kernels::BlockQ8_0*>(buf.data()), static_cast<int64_t>(values));
+        break;
+      case GgmlType::q4_0:
+        kernels::dequantize_row_q4_0(dst, reinterpret_cast<const kernels::BlockQ4_0*>(buf.data()), static_cast<int64_t>(values));
+        break;
+    }
+  }
+}
+
+}  // namespace gatedlm::io

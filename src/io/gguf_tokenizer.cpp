@@ -1,0 +1,167 @@
+#include "io/gguf_tokenizer.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "io/text_corpus.h"
+#include "io/tokenizer_json.h"
+
+namespace gatedlm::io {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;  // std::map objects: a 150k-token vocab inserts in O(log n) each
+
+// llama.cpp's pre-tokenizer names (tokenizer.ggml.pre) gatedlm can express: the split regex
+// of the Hugging Face tokenizer.json they stand for (nullptr: GPT-2's own, ByteLevel with
+// use_regex) and whether it normalises to NFC first. Qwen3.5's "qwen35" is a row to add
+// with the hybrid architectures.
+struct PreTokenizer {
+  const char* name;
+  const char* regex;
+  bool nfc;
+};
+constexpr PreTokenizer kPreTokenizers[] = {
+    {"qwen2",
+     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+     true},
+    {"default", nullptr, false},
+    {"gpt2", nullptr, false},
+    {"gpt-2", nullptr, false},
+};
+
+const PreTokenizer& pre_tokenizer(const GgufReader& f) {
+  const std::string name = f.has("tokenizer.ggml.pre") ? f.get_string("tokenizer.ggml.pre") : "default";
+  for (const PreTokenizer& p : kPreTokenizers)
+    if (name == p.name) return p;
+  std::string known;
+  for (const PreTokenizer& p : kPreTokenizers) known += (known.empty() ? "" : ", ") + std::string(p.name);
+  fail(f.path(), ": key tokenizer.ggml.pre is \"", name, "\", a pre-tokenizer gatedlm does not know (", known, ")");
+}
+
+json pre_tokenizer_json(const PreTokenizer& p) {
+  if (!p.regex) return {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", true}};
+  return {{"type", "Sequence"},
+          {"pretokenizers",
+           {{{"type", "Split"}, {"pattern", {{"Regex", p.regex}}}, {"behavior", "Isolated"}, {"invert", false}},
+            {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}}}};
+}
+
+// gatedlm's byte tokenizer as `export --format gguf` writes it: the 256 byte symbols,
+// <|bos|>, <|eos|>, no merges, the rest unused padding.
+bool is_byte_vocabulary(const std::vector<std::string>& tokens, const std::vector<int64_t>& types, size_t merges) {
+  if (merges != 0 || tokens.size() < 258 || tokens[256] != "<|bos|>" || tokens[257] != "<|eos|>") return false;
+  for (int b = 0; b < 256; ++b)
+    if (tokens[b] != byte_level_symbol(static_cast<unsigned char>(b))) return false;
+  for (size_t i = 258; i < types.size(); ++i)
+    if (types[i] != 5) return false;
+  return types.size() <= 258 || tokens.size() == types.size();
+}
+
+void require_utf8(const GgufReader& f, const char* key, int64_t index, const std::string& s) {
+  if (find_invalid_utf8(s) >= 0) fail(f.path(), ": key ", key, ": entry ", index, " is not valid UTF-8");
+}
+
+// tokens and types -> model.vocab and added_tokens.
+void add_tokens(const GgufReader& f, const std::vector<std::string>& tokens, const std::vector<int64_t>& types,
+                json& vocab, json& added) {
+  std::unordered_map<std::string, size_t> seen;
+  for (size_t id = 0; id < tokens.size(); ++id) {
+    const std::string& t = tokens[id];
+    const int64_t type = types.empty() ? 1 : types[id];
+    if (type == 5) continue;
+    require_utf8(f, "tokenizer.ggml.tokens", static_cast<int64_t>(id), t);
+    if (t.empty()) fail(f.path(), ": key tokenizer.ggml.tokens: token ", id, " is empty");
+    if (type == 6)
+      fail(f.path(), ": key tokenizer.ggml.token_type: token ", id, " is a byte token (type 6), which byte-level BPE has not");
+    if (type < 1 || type > 4) fail(f.path(), ": key tokenizer.ggml.token_type: token ", id, " has unknown type ", type);
+    if (const auto [it, fresh] = seen.emplace(t, id); !fresh)
+      fail(f.path(), ": key tokenizer.ggml.tokens: tokens ", it->second, " and ", id, " are both \"", t, "\"");
+    if (type <= 2) {
+      vocab[t] = id;
+    } else {
+      added.push_back({{"id", id}, {"content", t}, {"single_word", false}, {"lstrip", false}, {"rstrip", false},
+                       {"normalized", false}, {"special", type == 3}});
+    }
+  }
+}
+
+json merges_json(const GgufReader& f) {
+  json out = json::array();
+  if (!f.has("tokenizer.ggml.merges")) return out;
+  const std::vector<std::string>& merges = f.get_strings("tokenizer.ggml.merges");
+  for (size_t i = 0; i < merges.size(); ++i) {
+    const std::string& m = merges[i];
+    require_utf8(f, "tokenizer.ggml.merges", static_cast<int64_t>(i), m);
+    const size_t space = m.find(' ', 1);  // as llama.cpp splits them
+    if (space == std::string::npos || space + 1 == m.size())
+      fail(f.path(), ": key tokenizer.ggml.merges: merge ", i, " \"", m, "\" is not \"left right\"");
+    out.push_back({m.substr(0, space), m.substr(space + 1)});
+  }
+  return out;
+}
+
+// Loads `text` through load_tokenizer_json (every check it makes) from a scratch file.
+int64_t loaded_vocab_size(const GgufReader& f, const std::string& text) {
+  const fs::path scratch = fs::temp_directory_path() / cat("gatedlm-gguf-vocab-", ::getpid(), ".json");
+  struct Remove {
+    const fs::path& p;
+    ~Remove() {
+      std::error_code ec;
+      fs::remove(p, ec);
+    }
+  } remove{scratch};
+  std::ofstream(scratch, std::ios::binary | std::ios::trunc) << text;
+  try {
+    return load_tokenizer_json(scratch.string())->vocab_size();
+  } catch (const Error& e) {
+    fail(f.path(), ": its vocabulary (tokenizer.ggml.*) does not load as a byte-level BPE tokenizer.json: ", e.what());
+  }
+}
+
+}  // namespace
+
+GgufVocabulary gguf_vocabulary(const GgufReader& f, int64_t model_vocab) {
+  if (!f.has("tokenizer.ggml.tokens")) return {"", "none (the file has no tokenizer.ggml.tokens)"};
+  const std::string model = f.get_string("tokenizer.ggml.model");
+  if (model != "gpt2")
+    fail(f.path(), ": key tokenizer.ggml.model is \"", model, "\"; gatedlm imports byte-level BPE vocabularies (\"gpt2\")");
+  const std::vector<std::string>& tokens = f.get_strings("tokenizer.ggml.tokens");
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (n > model_vocab)
+    fail(f.path(), ": key tokenizer.ggml.tokens holds ", n, " tokens, more than the model's vocab_size ", model_vocab);
+  std::vector<int64_t> types;
+  if (f.has("tokenizer.ggml.token_type")) {
+    types = f.get_ints("tokenizer.ggml.token_type");
+    if (static_cast<int64_t>(types.size()) != n)
+      fail(f.path(), ": key tokenizer.ggml.token_type holds ", types.size(), " types for ", n, " tokens");
+  }
+  for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"})
+    if (f.has(key)) (void)f.get_int(key, 0, n - 1);
+  const size_t n_merges = f.has("tokenizer.ggml.merges") ? f.get_strings("tokenizer.ggml.merges").size() : 0;
+  if (is_byte_vocabulary(tokens, types, n_merges)) return {"", "gatedlm's byte tokenizer (no tokenizer.json needed)"};
+
+  const PreTokenizer& pre = pre_tokenizer(f);
+  json vocab = json::object(), added = json::array();
+  add_tokens(f, tokens, types, vocab, added);
+  json j{{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", added}};
+  j["normalizer"] = pre.nfc ? json{{"type", "NFC"}} : json(nullptr);
+  j["pre_tokenizer"] = pre_tokenizer_json(pre);
+  j["post_processor"] = nullptr;
+  j["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
+  j["model"] = {{"type", "BPE"},        {"dropout", nullptr},      {"unk_token", nullptr},
+                {"fuse_unk", false},    {"byte_fallback", false},  {"ignore_merges", false},
+                {"vocab", vocab},       {"merges", merges_json(f)}};
+  GgufVocabulary out{j.dump(1) + "\n", ""};
+  const int64_t ids = loaded_vocab_size(f, out.tokenizer_json);
+  out.description = cat("byte-level BPE, ", ids, " ids, ", j["model"]["merges"].size(), " merges, pre-tokenizer ", pre.name);
+  return out;
+}
+
+}  // namespace gatedlm::io
