@@ -23,25 +23,27 @@ void register_export(CLI::App& app) {
       "Write a checkpoint as a Hugging Face model directory: config.json + model.safetensors. paper: the "
       "gated-attention paper's layout (a G1 sigmoid gate, elementwise or headwise, fused into q_proj; load it "
       "with the authors' modeling_qwen3.py); qwen3: transformers' Qwen3 (ungated models); gguf: DIR/model.gguf "
-      "for llama.cpp (architecture qwen3, F32 or F16; ungated models without biases; with the checkpoint's "
-      "tokenizer.json vocabulary when it has one, else the byte tokenizer's for a byte model). A config the format cannot express is refused by key before "
-      "anything is written.");
+      "for llama.cpp (architecture qwen3 or qwen3moe, F32, F16, BF16, Q8_0 or Q4_0; ungated models without biases: "
+      "llama.cpp has the G1 gate only in hybrid architectures, which abort on a model without Gated DeltaNet "
+      "layers; with the checkpoint's tokenizer.json vocabulary when it has one, else the byte tokenizer's for a "
+      "byte model). A config the format cannot express is refused by key before anything is written.");
   sub->add_option("CKPT", opt->checkpoint, "checkpoint or run directory")->required();
   sub->add_option("--format", opt->format, "paper | qwen3 | gguf")->required();
   sub->add_option("--out", opt->out, "output directory (must not exist or be empty)")->required();
-  sub->add_option("--dtype", opt->dtype, "f32 | bf16 | f16 (round to nearest even; gguf: f32 | f16)")->capture_default_str();
+  sub->add_option("--dtype", opt->dtype, "f32 | bf16 | f16 (round to nearest even); gguf also q8_0 | q4_0 (GGUF's blocks of 32; "
+                  "norms, routers and 1-D tensors stay f32, as llama.cpp keeps them)")->capture_default_str();
   sub->callback([opt] {
     const bool gguf = opt->format == "gguf";
     const io::HfFormat format = gguf ? io::HfFormat::qwen3 : io::parse_hf_format(opt->format);
-    const io::StoreDtype dtype = io::parse_store_dtype(opt->dtype);
-    if (gguf && dtype == io::StoreDtype::bf16) fail("--dtype bf16: the GGUF export writes f32 or f16");
+    // Checked before anything is read: gguf's types, or the Hugging Face formats' own.
+    const io::GgufDtype gguf_dtype = gguf ? io::parse_gguf_dtype(opt->dtype) : io::GgufDtype::f32;
+    const io::StoreDtype dtype = gguf ? io::StoreDtype::f32 : io::parse_store_dtype(opt->dtype);
     if (fs::exists(opt->out) && !(fs::is_directory(opt->out) && fs::is_empty(opt->out)))
       fail("--out ", opt->out, ": exists and is not an empty directory (nothing written)");
     const std::string dir = io::resolve_checkpoint_dir(opt->checkpoint);
     const io::Checkpoint ck = io::load_checkpoint(dir);
     const fs::path tokenizer = fs::path(dir) / io::kHfTokenizerFile;
     if (gguf) {
-      const io::GgufDtype gd = dtype == io::StoreDtype::f32 ? io::GgufDtype::f32 : io::GgufDtype::f16;
       // llama.cpp loads no GGUF without a vocabulary: the checkpoint's tokenizer.json, or for a
       // byte model (vocab_size 258) the byte tokenizer's.
       const bool has_json = fs::exists(tokenizer);
@@ -54,7 +56,7 @@ void register_export(CLI::App& app) {
       // Validate everything (export_gguf refuses first) before creating the directory.
       fs::create_directories(opt->out);
       try {
-        io::export_gguf(ck, gd, vocab, (fs::path(opt->out) / "model.gguf").string());
+        io::export_gguf(ck, gguf_dtype, vocab, (fs::path(opt->out) / "model.gguf").string());
       } catch (...) {
         std::error_code ec;
         if (fs::is_empty(opt->out, ec)) fs::remove(opt->out, ec);

@@ -1,14 +1,11 @@
 #include "io/gguf.h"
 
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <map>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "io/gguf_tables.h"
-#include "io/half_float.h"
-#include "io/hf_names.h"
 #include "io/tokenizer_json.h"
 #include "model/param_layout.h"
 
@@ -16,34 +13,11 @@ namespace gatedlm::io {
 
 namespace {
 
-// ggml's tensor types and GGUF's metadata value types (the values the spec assigns).
-enum GgmlType : uint32_t { kGgmlF32 = 0, kGgmlF16 = 1 };
+// GGUF's metadata value types (the values the spec assigns).
 enum GgufType : uint32_t {
   kUint32 = 4, kInt32 = 5, kFloat32 = 6, kBool = 7, kString = 8, kArray = 9, kUint64 = 10
 };
 constexpr uint64_t kAlignment = 32;
-
-// "{i}" stands for the layer index on both sides.
-struct GgufName {
-  const char* ours;
-  const char* theirs;
-};
-const GgufName kQwen3Names[] = {
-    {"model.embed_tokens.weight", "token_embd.weight"},
-    {"model.norm.weight", "output_norm.weight"},
-    {"lm_head.weight", "output.weight"},
-    {"model.layers.{i}.input_layernorm.weight", "blk.{i}.attn_norm.weight"},
-    {"model.layers.{i}.self_attn.q_proj.weight", "blk.{i}.attn_q.weight"},
-    {"model.layers.{i}.self_attn.k_proj.weight", "blk.{i}.attn_k.weight"},
-    {"model.layers.{i}.self_attn.v_proj.weight", "blk.{i}.attn_v.weight"},
-    {"model.layers.{i}.self_attn.o_proj.weight", "blk.{i}.attn_output.weight"},
-    {"model.layers.{i}.self_attn.q_norm.weight", "blk.{i}.attn_q_norm.weight"},
-    {"model.layers.{i}.self_attn.k_norm.weight", "blk.{i}.attn_k_norm.weight"},
-    {"model.layers.{i}.post_attention_layernorm.weight", "blk.{i}.ffn_norm.weight"},
-    {"model.layers.{i}.mlp.gate_proj.weight", "blk.{i}.ffn_gate.weight"},
-    {"model.layers.{i}.mlp.up_proj.weight", "blk.{i}.ffn_up.weight"},
-    {"model.layers.{i}.mlp.down_proj.weight", "blk.{i}.ffn_down.weight"},
-};
 
 // Little-endian serialisation of the spec's primitive values.
 class Bytes {
@@ -127,108 +101,72 @@ TokenizerJsonVocabulary byte_tokenizer_vocabulary() {
   return v;
 }
 
-// An MoE layer's tensors under llama.cpp's qwen3moe names: the router as ffn_gate_inp
-// [E, d], each kind of expert matrix stacked over the experts as ffn_{gate,up,down}_exps
-// [E, rows, cols]. Returns false for a name that is not an MoE tensor.
-bool add_moe_tensor(std::vector<GgufTensor>& out, std::map<std::string, size_t>& stacked, const model::ParamSpec& s) {
-  const auto [generic, layer] = generic_name(s.name);
-  const std::string mlp = "model.layers.{i}.mlp.", blk = "blk." + layer + ".";
-  if (generic.rfind(mlp, 0) != 0) return false;
-  const std::string rest = generic.substr(mlp.size());
-  if (rest == "gate.weight") {
-    out.push_back({blk + "ffn_gate_inp.weight", s.shape, {&s}});
-    return true;
-  }
-  if (rest.rfind("experts.", 0) != 0) return false;
-  const std::string kind = rest.substr(rest.find('.', 8) + 1);  // "gate_proj.weight", ...
-  const std::string name = blk + "ffn_" + kind.substr(0, kind.find('_')) + "_exps.weight";
-  auto [it, fresh] = stacked.try_emplace(name, out.size());
-  if (fresh) out.push_back({name, {0, s.shape[0], s.shape[1]}, {}});
-  GgufTensor& t = out[it->second];
-  t.parts.push_back(&s);
-  t.shape[0] = static_cast<int64_t>(t.parts.size());
-  return true;
+[[noreturn]] void refuse(const std::string& key, const std::string& why) {
+  fail("export --format gguf: model config key \"", key, "\" ", why);
 }
 
-}  // namespace
-
-std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout) {
-  std::vector<GgufTensor> out;
-  std::map<std::string, size_t> stacked;
-  for (const model::ParamSpec& s : layout.specs())
-    if (!add_moe_tensor(out, stacked, s)) out.push_back({gguf_tensor_name(s.name), s.shape, {&s}});
-  return out;
+// The paper's G1 gate as llama.cpp's qwen35 computes it: attn * sigmoid(h W_gate^T), one
+// score per element of the SDPA output, W_gate reading all of the normed hidden state h.
+// Every other variant is refused by the key that makes it differ, naming the variant.
+void check_qwen35_gate(const model::ModelConfig& c) {
+  const model::GateConfig& g = c.gate;
+  const std::string why = "is part of the gate " + model::describe_gate(c) +
+                          ", which has no llama.cpp form: llama.cpp's qwen35 computes only G1 (sdpa, elementwise, "
+                          "sigmoid, multiply, reading all of d_model)";
+  if (g.position != model::GatePosition::sdpa) refuse("gate.position", why);
+  if (g.granularity != model::GateGranularity::elementwise) refuse("gate.granularity", why);
+  if (g.head_shared) refuse("gate.head_shared", why);
+  if (g.activation != kernels::Activation::sigmoid) refuse("gate.activation", why);
+  if (g.combine != model::GateCombine::multiply) refuse("gate.combine", why);
+  if (g.input != model::GateInput::hidden) refuse("gate.input", why);
+  if (c.gate_in() != c.d_model) refuse("gate.input_dims", why);
 }
 
-std::string gguf_architecture(const model::ModelConfig& c) { return c.moe.enabled() ? "qwen3moe" : "qwen3"; }
+// Set to write a G1-gated model whose layers are all full attention as qwen35 anyway, to
+// re-check a newer llama.cpp (tests/reference/test_gguf_llama.py does, expecting the abort
+// below while the pinned llama.cpp has it).
+constexpr const char* kForceAllFullQwen35 = "GATEDLM_GGUF_FORCE_ALL_FULL_QWEN35";
 
-const std::vector<GgufIntKey>& gguf_int_keys() {
-  using C = model::ModelConfig;
-  using M = model::MoeConfig;
-  static const std::vector<GgufIntKey> keys{
-      {"context_length", &C::max_seq_len, nullptr},
-      {"embedding_length", &C::d_model, nullptr},
-      {"block_count", &C::n_layers, nullptr},
-      {"feed_forward_length", &C::ffn_hidden, nullptr},
-      {"attention.head_count", &C::n_heads, nullptr},
-      {"attention.head_count_kv", &C::n_kv_heads, nullptr},
-      {"attention.key_length", &C::head_dim, nullptr},
-      {"attention.value_length", &C::head_dim, nullptr},
-      {"expert_count", nullptr, &M::n_experts},
-      {"expert_used_count", nullptr, &M::top_k},
-      {"expert_feed_forward_length", nullptr, &M::expert_hidden},
-      {"vocab_size", &C::vocab_size, nullptr},
-  };
-  return keys;
+// llama.cpp computes the G1 gate only in qwen35 / qwen35moe / qwen3next, hybrid
+// architectures whose graph reads a recurrent state even when no layer is recurrent.
+void check_llama_runs_all_full_attention(const model::ModelConfig& c) {
+  if (std::getenv(kForceAllFullQwen35)) return;
+  refuse("gate", "is " + model::describe_gate(c) + " in a model whose layers are all full attention: llama.cpp has "
+         "this gate only in its hybrid architectures (qwen35, qwen35moe, qwen3next), and these cannot run a model "
+         "without Gated DeltaNet layers: llama.cpp (node-llama-cpp 3.22.1, commit 0ad4a86) aborts in llama_decode "
+         "with GGML_ASSERT(buffer) in llm_graph_input_mem_hybrid::set_input, the recurrent-state input being left "
+         "unallocated (bench/RESULTS.md, \"GGUF export of gated models\"). Export it with --format paper instead");
 }
 
-const std::vector<GgufFloatKey>& gguf_float_keys() {
-  using C = model::ModelConfig;
-  static const std::vector<GgufFloatKey> keys{{"rope.freq_base", &C::rope_base},
-                                              {"attention.layer_norm_rms_epsilon", &C::norm_eps}};
-  return keys;
-}
-
-std::string gguf_tensor_name(const std::string& name) {
-  const auto [generic, layer] = generic_name(name);
-  for (const GgufName& n : kQwen3Names)
-    if (generic == n.ours) {
-      std::string out = n.theirs;
-      const size_t at = out.find("{i}");
-      if (at != std::string::npos) out.replace(at, 3, layer);
-      return out;
-    }
-  fail("gguf (qwen3): no GGUF tensor for gatedlm parameter ", name);
-}
-
-namespace {
-
-// Refuses, by config key, what llama.cpp's qwen3 / qwen3moe architectures cannot run.
+// Refuses, by config key, what llama.cpp's qwen3 / qwen3moe (ungated) and qwen35 /
+// qwen35moe (G1-gated) architectures cannot run.
 void check_exportable(const model::ModelConfig& c) {
-  auto refuse = [](const std::string& key, const std::string& why) {
-    fail("export --format gguf: model config key \"", key, "\" ", why);
-  };
-  if (c.has_gate())
-    refuse("gate", "must be none: llama.cpp's qwen3 architecture has no gate on the attention output, so a gated "
-                   "model cannot run there (use --format paper)");
-  if (c.attn_qkv_bias || c.attn_o_bias) refuse("attn_qkv_bias", "must be false (llama.cpp's qwen3 has no attention biases)");
-  if (!c.qk_norm) refuse("qk_norm", "must be true (qwen3 normalises q and k)");
-  if (c.rope_dims != c.head_dim) refuse("rope_dims", "must equal head_dim");
+  const std::string arch = gguf_architecture(c);
+  if (c.has_gate()) {
+    check_qwen35_gate(c);
+    check_llama_runs_all_full_attention(c);  // (gatedlm has no Gated DeltaNet layers yet)
+  }
+  if (c.attn_qkv_bias || c.attn_o_bias)
+    refuse(c.attn_qkv_bias ? "attn_qkv_bias" : "attn_o_bias", "must be false (llama.cpp's " + arch + " has no attention biases)");
+  if (!c.qk_norm) refuse("qk_norm", "must be true (llama.cpp's " + arch + " normalises q and k)");
+  if (c.rope_dims != c.head_dim && !c.has_gate())
+    refuse("rope_dims", "must equal head_dim (llama.cpp's qwen3 rotates whole heads)");
   if (c.rope_scaling.type != model::RopeScalingType::none) refuse("rope_scaling", "must be none");
   if (c.sdpa_transform != model::SdpaTransform::none) refuse("sdpa_transform", "must be none");
   if (c.sandwich_norm) refuse("sandwich_norm", "must be false");
   if (c.residual_clip != 0.0) refuse("residual_clip", "must be 0");
-  if (c.switch_heads.on()) refuse("switch_heads", "must be absent (llama.cpp's qwen3 has no switch heads)");
+  if (c.switch_heads.on()) refuse("switch_heads", "must be absent (llama.cpp's " + arch + " has no switch heads)");
   if (c.moe.enabled()) {
-    if (c.moe.every != 1) refuse("moe.every", "must be 1 (llama.cpp's qwen3moe makes every layer sparse)");
-    if (c.moe.n_shared > 0) refuse("moe.n_shared", "must be 0 (llama.cpp's qwen3moe has no shared expert)");
+    if (c.moe.every != 1) refuse("moe.every", "must be 1 (llama.cpp's " + arch + " makes every layer sparse)");
+    if (c.moe.n_shared > 0 && !c.has_gate())
+      refuse("moe.n_shared", "must be 0 (llama.cpp's qwen3moe has no shared expert)");
     if (!c.moe.norm_topk_prob)
-      refuse("moe.norm_topk_prob", "must be true (llama.cpp's qwen3moe renormalises the chosen experts' weights)");
+      refuse("moe.norm_topk_prob", "must be true (llama.cpp's " + arch + " renormalises the chosen experts' weights)");
   }
 }
 
-// The key/value metadata: qwen3, or qwen3moe for MoE models (the same keys under the
-// architecture's prefix), and the vocabulary.
+// The key/value metadata: the config's numbers under the architecture's prefix
+// (io/gguf_tables.h), and the vocabulary.
 Bytes gguf_metadata(const model::ModelConfig& c, GgufDtype dtype, const std::string& tokenizer) {
   const std::string arch = gguf_architecture(c);
   const auto key = [&](const char* k) { return arch + "." + k; };
@@ -236,10 +174,14 @@ Bytes gguf_metadata(const model::ModelConfig& c, GgufDtype dtype, const std::str
   kv.kv_str("general.architecture", arch);
   kv.kv_str("general.name", "gatedlm export");
   kv.kv_u32("general.alignment", kAlignment);
-  kv.kv_u32("general.file_type", dtype == GgufDtype::f32 ? 0 : 1);  // all F32 / mostly F16
+  kv.kv_u32("general.file_type", gguf_file_type(dtype));  // llama.cpp's LLAMA_FTYPE
   for (const GgufIntKey& k : gguf_int_keys())  // the config's numbers (io/gguf_tables.h)
     if (k.field || c.moe.enabled()) kv.kv_u32(key(k.key), static_cast<uint32_t>(gguf_field(c, k)));
   for (const GgufFloatKey& k : gguf_float_keys()) kv.kv_f32(key(k.key), static_cast<float>(c.*k.field));
+  for (const GgufArchKey& k : gguf_arch_keys(c)) {
+    if (const auto* v = std::get_if<uint32_t>(&k.value)) kv.kv_u32(key(k.key.c_str()), *v);
+    if (const auto* v = std::get_if<std::vector<int32_t>>(&k.value)) kv.kv_i32s(key(k.key.c_str()), *v);
+  }
   if (tokenizer == kByteVocabulary) {
     add_gpt2_vocabulary(kv, byte_tokenizer_vocabulary(), c.vocab_size, "the byte tokenizer");
     kv.kv_u32("tokenizer.ggml.bos_token_id", 256);
@@ -249,58 +191,51 @@ Bytes gguf_metadata(const model::ModelConfig& c, GgufDtype dtype, const std::str
   return kv;
 }
 
-// A tensor and where its data starts, relative to the data section.
+// A tensor, the ggml type its values are stored in, and where its data starts, relative to
+// the data section.
 struct PlacedTensor {
   const GgufTensor* tensor;
-  bool f16;
+  GgmlType type;
   uint64_t offset;
 };
 
-// The tensor infos (matrices in the chosen type, 1-D tensors such as norms always F32),
-// appending each tensor's place to `placed`.
-Bytes gguf_tensor_infos(const std::vector<GgufTensor>& tensors, GgufDtype dtype, std::vector<PlacedTensor>& placed) {
+// The tensor infos, each tensor in its stored type (io/gguf_encode.h), appending each
+// tensor's place to `placed`. `tied`: token_embd is also the output matrix.
+Bytes gguf_tensor_infos(const std::vector<GgufTensor>& tensors, GgufDtype dtype, bool tied,
+                        std::vector<PlacedTensor>& placed) {
   Bytes infos;
   uint64_t offset = 0;
   for (const GgufTensor& t : tensors) {
-    const bool f16 = dtype == GgufDtype::f16 && t.shape.size() >= 2;
-    int64_t numel = 0;
-    for (const model::ParamSpec* part : t.parts) numel += part->numel;
+    const bool output = t.name == "output.weight" || (tied && t.name == "token_embd.weight");
+    const GgmlType type = gguf_stored_type(t.name, t.shape, dtype, output);
+    const int64_t numel = t.numel();
     infos.str(t.name);
     infos.put<uint32_t>(static_cast<uint32_t>(t.shape.size()));
     for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it) infos.put<uint64_t>(static_cast<uint64_t>(*it));
-    infos.put<uint32_t>(f16 ? kGgmlF16 : kGgmlF32);
+    infos.put<uint32_t>(static_cast<uint32_t>(type));
     infos.put<uint64_t>(offset);
-    placed.push_back({&t, f16, offset});
-    offset += (static_cast<uint64_t>(numel) * (f16 ? 2 : 4) + kAlignment - 1) / kAlignment * kAlignment;
+    placed.push_back({&t, type, offset});
+    const auto bytes = static_cast<uint64_t>(numel / t.shape.back() * ggml_row_bytes(type, t.shape.back()));
+    offset += (bytes + kAlignment - 1) / kAlignment * kAlignment;
   }
   return infos;
-}
-
-// Appends one part of a tensor (F32 values) to `bytes` as F16 or F32.
-void append_values(std::string& bytes, const float* v, int64_t n, bool f16) {
-  if (!f16) {
-    bytes.append(reinterpret_cast<const char*>(v), static_cast<size_t>(n) * 4);
-    return;
-  }
-  const size_t at = bytes.size();
-  bytes.resize(at + static_cast<size_t>(n) * 2);
-  for (int64_t i = 0; i < n; ++i) {
-    const uint16_t x = f32_to_f16(v[i]);
-    std::memcpy(bytes.data() + at + 2 * i, &x, 2);
-  }
 }
 
 // The data section: each tensor at its offset, padded to the alignment.
 void write_tensor_data(AtomicFile& file, const std::vector<PlacedTensor>& placed, const std::vector<float>& params) {
   std::string bytes;
+  std::vector<float> zeros;  // a run of zeros (GgufRun without a parameter)
   uint64_t written = 0;
   for (const PlacedTensor& p : placed) {
-    bytes.assign(static_cast<size_t>(p.offset - written), '\0');  // the previous tensor's padding
-    written = p.offset;
-    for (const model::ParamSpec* part : p.tensor->parts) {
-      append_values(bytes, params.data() + part->offset, part->numel, p.f16);
-      written += static_cast<uint64_t>(part->numel) * (p.f16 ? 2 : 4);
+    const auto padding = static_cast<size_t>(p.offset - written);  // the previous tensor's
+    bytes.assign(padding, '\0');
+    const int64_t k = p.tensor->shape.back();
+    for (const GgufRun& run : p.tensor->runs) {
+      if (!run.spec) zeros.assign(static_cast<size_t>(run.count), 0.0f);
+      const float* values = run.spec ? params.data() + run.spec->offset + run.begin : zeros.data();
+      encode_ggml_rows(bytes, values, run.count / k, k, p.type);
     }
+    written = p.offset + (bytes.size() - padding);
     file.write(bytes);
     bytes.clear();
   }
@@ -316,9 +251,9 @@ void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& token
   check_exportable(c);
   Bytes kv = gguf_metadata(c, dtype, tokenizer);
   const model::ParamLayout layout(c);
-  const std::vector<GgufTensor> tensors = gguf_tensors(layout);
+  const std::vector<GgufTensor> tensors = gguf_tensors(layout, c);
   std::vector<PlacedTensor> placed;
-  Bytes infos = gguf_tensor_infos(tensors, dtype, placed);
+  Bytes infos = gguf_tensor_infos(tensors, dtype, c.tie_embeddings, placed);
 
   Bytes head;
   head.put<uint32_t>(0x46554747);  // "GGUF" read as a little-endian uint32

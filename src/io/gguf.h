@@ -4,23 +4,22 @@
 // key/value metadata; tensor infos (name, dims innermost first, ggml type, offset into the
 // data section); the data section, every tensor aligned to general.alignment (32).
 //
-// gatedlm writes llama.cpp's `qwen3` architecture, F32 or F16 (matrices F16, norms F32),
-// for ungated models without attention biases (llama.cpp's qwen3 graph has neither), with
-// the byte-level BPE vocabulary of a tokenizer.json when the checkpoint carries one (else
-// the byte tokenizer's, as llama.cpp's "gpt2" tokenizer with no merges); MoE
-// models (every layer sparse, no shared expert, renormalised top-k) as `qwen3moe`, the
-// router as ffn_gate_inp and each kind of expert matrix stacked over the experts
-// (ffn_{gate,up,down}_exps [E, rows, cols]).
+// gatedlm writes llama.cpp's architectures (io/gguf_tables.h): `qwen3` for ungated models,
+// `qwen35` for models with the paper's G1 gate (elementwise sigmoid on the SDPA output,
+// reading all of d_model; the gate's rows fused per head into attn_q), and their MoE forms
+// `qwen3moe` / `qwen35moe`; in F32, F16, BF16, Q8_0 or Q4_0 (which tensors keep F32:
+// io/gguf_encode.h). What an architecture cannot run (other gate variants, attention
+// biases, switch heads, ...) is refused by config key before anything is written. The
+// vocabulary is the byte-level BPE of a tokenizer.json when the checkpoint carries one (else
+// the byte tokenizer's, as llama.cpp's "gpt2" tokenizer with no merges).
 #include <cstdint>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "io/checkpoint.h"
+#include "io/gguf_encode.h"
 
 namespace gatedlm::io {
-
-enum class GgufDtype { f32, f16 };
 
 // The vocabulary written: a tokenizer.json path (checked as load_tokenizer_json checks it),
 // or kByteVocabulary for gatedlm's byte tokenizer (ids 0..255 bytes, 256 BOS, 257 EOS).
@@ -29,9 +28,5 @@ inline constexpr const char* kByteVocabulary = "byte";
 inline constexpr int64_t kByteVocabularySize = 258;
 // Writes `path` (atomically); everything is checked before the file is created.
 void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& tokenizer, const std::string& path);
-
-// The gatedlm parameter name -> GGUF tensor name table of the qwen3 architecture; throws
-// naming a parameter it has no name for.
-std::string gguf_tensor_name(const std::string& gatedlm_name);
 
 }  // namespace gatedlm::io

@@ -181,8 +181,9 @@ void check_tensors(const GgufReader& f, const std::vector<GgufTensor>& wanted, c
       fail(f.path(), ": unexpected tensor ", t.name, " (gatedlm's ", arch, " with this metadata has no such tensor)");
 }
 
-// The values, each tensor into its parameters (a stacked expert tensor through a scratch
-// buffer: its experts are not adjacent in gatedlm's layout).
+// The values, each tensor into its parameters: a tensor that is one whole parameter
+// directly, any other (stacked experts, qwen35's attn_q) through a scratch buffer, run by run
+// (io/gguf_tables.h; a run of zeros has no parameter and is skipped).
 void read_weights(GgufReader& f, const std::vector<GgufTensor>& wanted, std::vector<float>& params) {
   Progress progress("import", static_cast<int64_t>(wanted.size()));
   std::vector<float> scratch;
@@ -190,8 +191,8 @@ void read_weights(GgufReader& f, const std::vector<GgufTensor>& wanted, std::vec
     const GgufTensor& t = wanted[i];
     const GgufTensorInfo& info = *f.find_tensor(t.name);
     const std::string where = cat(f.path(), ": tensor ", t.name);
-    if (t.parts.size() == 1) {
-      float* dst = params.data() + t.parts[0]->offset;
+    if (t.runs.size() == 1 && t.runs[0].spec) {
+      float* dst = params.data() + t.runs[0].spec->offset + t.runs[0].begin;
       f.read_f32(info, dst, info.numel);
       require_finite(dst, info.numel, where);
     } else {
@@ -199,9 +200,10 @@ void read_weights(GgufReader& f, const std::vector<GgufTensor>& wanted, std::vec
       f.read_f32(info, scratch.data(), info.numel);
       require_finite(scratch.data(), info.numel, where);
       const float* src = scratch.data();
-      for (const model::ParamSpec* part : t.parts) {
-        std::memcpy(params.data() + part->offset, src, static_cast<size_t>(part->numel) * sizeof(float));
-        src += part->numel;
+      for (const GgufRun& run : t.runs) {
+        if (run.spec)
+          std::memcpy(params.data() + run.spec->offset + run.begin, src, static_cast<size_t>(run.count) * sizeof(float));
+        src += run.count;
       }
     }
     progress.update(static_cast<int64_t>(i + 1), t.name);
@@ -220,7 +222,7 @@ ImportedGguf import_gguf(const std::string& path) {
   c = config_from_gguf(f, arch);
   check_counts(f, c, arch.name);
   const model::ParamLayout layout(c);
-  const std::vector<GgufTensor> wanted = gguf_tensors(layout);
+  const std::vector<GgufTensor> wanted = gguf_tensors(layout, c);
   check_tensors(f, wanted, arch.name);
   GgufVocabulary vocabulary = gguf_vocabulary(f, c.vocab_size);
   out.tokenizer_json = std::move(vocabulary.tokenizer_json);

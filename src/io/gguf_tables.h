@@ -1,15 +1,26 @@
 #pragma once
 // The tables GGUF export (io/gguf.cpp) writes by and GGUF import (io/gguf_import.cpp) reads
 // by, so that the two directions cannot drift apart: which GGUF tensors hold a gatedlm
-// parameter layout (llama.cpp's names, MoE experts stacked) and which metadata keys hold
-// the model config's numbers. Defined in io/gguf.cpp, beside the writer.
+// parameter layout (llama.cpp's names, MoE experts stacked, qwen35's gate inside attn_q)
+// and which metadata keys hold the model config's numbers. Defined in io/gguf_tables.cpp.
 //
-// Adding an architecture (qwen35, qwen35moe, qwen3next once gatedlm has hybrid layers) is
-// rows here: its tensor names in gguf_tensors (through gguf_tensor_name), its keys in
-// gguf_int_keys / gguf_float_keys, its name in gguf_architecture; the importer accepts every
-// architecture gguf_architecture can return (kGgufImportArchitectures in io/gguf_import.cpp).
+// The architectures: qwen3 (ungated dense), qwen3moe (ungated MoE), qwen35 (the paper's G1
+// gate: elementwise sigmoid on the SDPA output, reading all of d_model; every layer full
+// attention) and qwen35moe (the same with MoE FFNs). qwen35 holds the gate in attn_q: per
+// head h, the head's head_dim query rows, then its head_dim gate rows. Its norms are
+// llama.cpp's plain x_hat * w (llama.cpp's converter adds 1 to Qwen3.5's zero-centred
+// weights), so gatedlm's plain weights are stored as they are. llama.cpp's qwen35moe requires
+// a sigmoid-gated shared expert: a model without one is stored with a zero shared expert of
+// 32 units (its output is exactly 0).
+//
+// Adding an architecture (qwen3next, the Gated DeltaNet layers' ssm_* tensors) is rows
+// here: its tensor names in the name tables of gguf_tables.cpp (or an assembly like
+// qwen35's attn_q), its keys in gguf_int_keys / gguf_float_keys / gguf_arch_keys, its name
+// in gguf_architecture; the importer accepts every architecture gguf_architecture can return
+// (kGgufImportArchitectures in io/gguf_import.cpp).
 #include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "model/config.h"
@@ -17,20 +28,31 @@
 
 namespace gatedlm::io {
 
+// A run of `count` consecutive values of one gatedlm parameter, from its element `begin`
+// on; or, spec null, `count` zeros (values the model does not have, such as qwen35moe's zero
+// shared expert). The runs of a matrix are whole rows.
+struct GgufRun {
+  const model::ParamSpec* spec;
+  int64_t begin, count;
+};
 // One GGUF tensor: its name, shape (outermost first; GGUF stores the dims innermost first)
-// and the gatedlm parameters stored one after another in it: one, or for qwen3moe's
-// stacked expert tensors ffn_{gate,up,down}_exps [E, rows, cols] one per expert, in order.
+// and its values as runs one after another: one whole parameter; for qwen3moe's stacked
+// expert tensors ffn_{gate,up,down}_exps [E, rows, cols] one per expert, in order; for
+// qwen35's attn_q a head's q_proj rows, then its gate rows, head after head. Import copies
+// each run back into its parameter.
 struct GgufTensor {
   std::string name;
   std::vector<int64_t> shape;
-  std::vector<const model::ParamSpec*> parts;
+  std::vector<GgufRun> runs;
+  int64_t numel() const;
 };
-// Every parameter of the layout, in layout order of first use. Throws naming a parameter
-// that has no GGUF name.
-std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout);
+// Every parameter of the layout of config c, in layout order of first use. Throws naming a
+// parameter that has no GGUF name.
+std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const model::ModelConfig& c);
 
-// "qwen3", or "qwen3moe" for an MoE model: the value of general.architecture and the
-// prefix of the keys below.
+// "qwen3" or "qwen3moe" for an ungated model, "qwen35" or "qwen35moe" for a gated one: the
+// value of general.architecture and the prefix of the keys below. (Export refuses first
+// what the architecture cannot run: io/gguf.cpp.)
 std::string gguf_architecture(const model::ModelConfig& c);
 
 // A config number stored under "<architecture>.<key>": a field of ModelConfig, or (moe_field
@@ -54,5 +76,21 @@ inline int64_t& gguf_field(model::ModelConfig& c, const GgufIntKey& k) {
 inline int64_t gguf_field(const model::ModelConfig& c, const GgufIntKey& k) {
   return k.field ? c.*k.field : c.moe.*k.moe_field;
 }
+
+// Keys of one architecture only (qwen35's rope.dimension_count = rope_dims and M-RoPE
+// rope.dimension_sections, full_attention_interval 1, the ssm.* sizes, which qwen35 requires
+// even without Gated DeltaNet layers (0 then), qwen35moe's
+// expert_shared_feed_forward_length), without the "<architecture>." prefix.
+struct GgufArchKey {
+  std::string key;
+  std::variant<uint32_t, std::vector<int32_t>> value;
+};
+std::vector<GgufArchKey> gguf_arch_keys(const model::ModelConfig& c);
+
+// qwen35's M-RoPE sections for rope_dims rotated dims (p = rope_dims / 2 pairs):
+// llama.cpp gives pair s the position of section s % 3 when s < 3 * sections[s % 3] and
+// position 0 otherwise; for text all three sections hold the token's position, so
+// [ceil(p/3), ceil((p-1)/3), floor(p/3), 0] makes it the rotate-half RoPE gatedlm computes.
+std::vector<int32_t> gguf_rope_sections(int64_t rope_dims);
 
 }  // namespace gatedlm::io

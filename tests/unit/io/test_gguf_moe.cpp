@@ -4,14 +4,12 @@
 // written. llama.cpp itself runs the export in tests/reference/test_gguf_llama.py.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "gguf_test_reader.h"
 #include "io/gguf.h"
 #include "model/param_layout.h"
 #include "test_util.h"
@@ -33,69 +31,9 @@ struct GgufRead {
 };
 
 GgufRead read_gguf(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), {});
-  size_t at = 0;
-  auto get = [&](auto& v) {
-    std::memcpy(&v, bytes.data() + at, sizeof(v));
-    at += sizeof(v);
-  };
-  auto str = [&] {
-    uint64_t n;
-    get(n);
-    std::string s = bytes.substr(at, n);
-    at += n;
-    return s;
-  };
-  uint32_t magic, version, type;
-  uint64_t n_tensors, n_kv;
-  get(magic), get(version), get(n_tensors), get(n_kv);
-  EXPECT_EQ(magic, 0x46554747u);
-  GgufRead r;
-  std::function<void(uint32_t)> skip = [&](uint32_t t) {  // one value of GGUF type t
-    static const std::map<uint32_t, size_t> width{{0, 1}, {1, 1}, {2, 2}, {3, 2}, {4, 4}, {5, 4},
-                                                  {6, 4}, {7, 1}, {10, 8}, {11, 8}, {12, 8}};
-    if (t == 8) {
-      str();
-    } else if (t == 9) {
-      uint32_t inner;
-      uint64_t n;
-      get(inner), get(n);
-      for (uint64_t i = 0; i < n; ++i) skip(inner);
-    } else {
-      at += width.at(t);
-    }
-  };
-  for (uint64_t i = 0; i < n_kv; ++i) {
-    const std::string key = str();
-    get(type);
-    if (key == "general.architecture") {
-      r.architecture = str();
-      continue;
-    }
-    skip(type);
-  }
-  std::vector<std::tuple<std::string, std::vector<uint64_t>, uint64_t>> infos;
-  for (uint64_t i = 0; i < n_tensors; ++i) {
-    const std::string name = str();
-    uint32_t n_dims;
-    get(n_dims);
-    std::vector<uint64_t> dims(n_dims);
-    for (auto& d : dims) get(d);
-    uint32_t ggml_type;
-    uint64_t offset;
-    get(ggml_type), get(offset);
-    EXPECT_EQ(ggml_type, 0u) << name;  // F32
-    infos.emplace_back(name, dims, offset);
-  }
-  const size_t data = (at + 31) / 32 * 32;
-  for (const auto& [name, dims, offset] : infos) {
-    uint64_t n = 1;
-    for (uint64_t d : dims) n *= d;
-    std::vector<float> v(n);
-    std::memcpy(v.data(), bytes.data() + data + offset, n * 4);
-    r.tensors[name] = {dims, v};
-  }
+  const testing::GgufTestFile file = testing::read_gguf_for_test(path);
+  GgufRead r{file.architecture, {}};
+  for (const auto& [name, t] : file.tensors) r.tensors[name] = {t.dims, t.floats()};
   return r;
 }
 
