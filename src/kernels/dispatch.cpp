@@ -4,6 +4,7 @@
 #include "kernels/kernel_sets.h"
 #include "kernels/bf16_support.h"
 #include "kernels/matmul.h"
+#include "kernels/quant_matmul_sets.h"
 
 namespace gatedlm::kernels {
 
@@ -88,6 +89,15 @@ void round_to_bf16(float* out, const float* in, int64_t n) { GATEDLM_DISPATCH(ro
 void skinny_matmul_f32(float* C, int64_t ldc, const float* A, int64_t lda, const float* B, int64_t ldb, int64_t M,
                        int64_t N, int64_t K, bool accumulate) {
   GATEDLM_DISPATCH(skinny_matmul_f32(C, ldc, A, lda, B, ldb, M, N, K, accumulate));
+}
+bool quant_path_runnable(QuantPath path, QuantFormat format) { GATEDLM_DISPATCH(quant_path_runnable(path, format)); }
+QuantPath quant_best_path(QuantFormat format, int64_t m) { GATEDLM_DISPATCH(quant_best_path(format, m)); }
+void quant_matmul_path_of_set(QuantPath path, float* C, int64_t ldc, const float* A, int64_t lda, int64_t m,
+                              const QuantWeights& W, bool accumulate) {
+  GATEDLM_DISPATCH(quant_matmul_path(path, C, ldc, A, lda, m, W, accumulate));
+}
+void quant_dequantize_rows_of_set(float* out, const QuantWeights& W, int64_t row0, int64_t rows) {
+  GATEDLM_DISPATCH(quant_dequantize_rows(out, W, row0, rows));
 }
 
 #undef GATEDLM_DISPATCH

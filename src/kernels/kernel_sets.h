@@ -2,7 +2,7 @@
 // The kernel sets' entry points, one namespace per set (kernel_set.h says what the sets
 // are). The public functions of activations.h, adamw.h, attention.h (float),
 // cross_entropy.h, rmsnorm.h, rope.h (rope_apply), matmul.h (to_bf16) and
-// bf16_support.h (round_to_bf16) forward to the
+// bf16_support.h (round_to_bf16) and quant_matmul.h forward to the
 // active set's (dispatch.cpp); the tests call a set's directly to compare them.
 #include <cstdint>
 
@@ -10,6 +10,7 @@
 #include "kernels/adamw.h"
 #include "kernels/attention.h"
 #include "kernels/cross_entropy.h"
+#include "kernels/quant_matmul.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 

@@ -2,7 +2,7 @@
 // Products of fp32 activations with quantised weights (quant_blocks.h):
 //   C[m, n] = A[m, k] W^T, W stored [n, k]: n rows of k weights in one format, each
 //   quant_row_bytes(format, k) bytes, back to back (a GGUF tensor of shape ne0 = k, ne1 = n).
-// k must be a multiple of 32 (checked, for every format). A and C are packed row-major.
+// k must be a multiple of 32 (checked, for every format). A and C are row-major.
 #include <cstdint>
 
 #include "kernels/quant_blocks.h"
@@ -19,11 +19,44 @@ struct QuantWeights {
 // The oracle: each weight row dequantised to fp32, then dotted with A's rows in double.
 void quant_matmul_reference(float* C, const float* A, int64_t m, const QuantWeights& W);
 
-// The decode product: reads each weight block once for up to kQuantDecodeRows rows of A
-// (more rows are taken in groups of that many while the block is in cache), dequantises
-// it in registers and accumulates in fp32 (quant_matmul.cpp says why not int8 dots).
-// OpenMP over the weight rows.
+// How a product meets the weights (the kernels of the active kernel set, kernel_set.h):
+//   fp32_expand  each block expanded to fp32 in registers, the activations used as given
+//                (every set, every format): the reference's result up to fp32 summation order.
+//   int8_madd    Q8_0 / Q4_0: each row of A first quantised to int8 blocks of 32 with an
+//   int8_vnni    fp16 scale (GGUF's Q8_0, as llama.cpp's CPU backend does), then int8 dot
+//                products per block, scaled in fp32: AVX2's vpmaddubsw (avx2 and avx512
+//                sets), or vpdpbusd where the CPU has AVX512-VNNI (avx512 set) / AVX-VNNI
+//                (avx2 set). The activations' rounding adds a bounded error:
+//                |error| <= sum over blocks of (max|a| in the block) * (1/254 + 2^-11) * sum|w|
+//                in the block (test_quant_matmul.cpp derives it).
+//   bf16_dot     BF16: the rows of A rounded to bf16, then AVX512-BF16's vdpbf16ps
+//                (avx512 set, CPUs with AVX512-BF16); error <= 2^-8 * sum |a w| + fp32 sums.
+//   automatic    the fastest runnable path for the format and m, by measurement
+//                (bench/RESULTS.md, "Quantised products").
+enum class QuantPath { automatic, fp32_expand, int8_madd, int8_vnni, bf16_dot };
+const char* quant_path_name(QuantPath path);
+// Whether the active kernel set has `path` for `format` on this CPU (automatic: always).
+bool quant_path_runnable(QuantPath path, QuantFormat format);
+
+// The product through the active kernel set, OpenMP over the weight rows: each weight
+// block is read once for up to 8 rows of A (kQuantDecodeRows); more rows take the weights
+// in tiles that stay in cache while every group of 8 rows passes over them. Every element
+// of C is computed the same way whatever the thread count. Built for decode batches (m up
+// to about 64); for prefill, expanding tiles of W to fp32 for matmul<float> is faster
+// from kQuantExpandRows rows (quant_dequantize_rows below; measured in bench/RESULTS.md).
 inline constexpr int64_t kQuantDecodeRows = 8;
+inline constexpr int64_t kQuantExpandRows = 32;
 void quant_matmul(float* C, const float* A, int64_t m, const QuantWeights& W);
+// The same with row strides (lda >= k, ldc >= n) and C += A W^T when accumulate.
+void quant_matmul(float* C, int64_t ldc, const float* A, int64_t lda, int64_t m, const QuantWeights& W,
+                  bool accumulate);
+// The same through one path (tests, benchmarks); fails naming the path, the format and the
+// kernel set when the path is not runnable.
+void quant_matmul_path(QuantPath path, float* C, int64_t ldc, const float* A, int64_t lda, int64_t m,
+                       const QuantWeights& W, bool accumulate);
+
+// Rows [row0, row0 + rows) of W expanded to fp32, `rows` rows of W.cols values (the
+// values dequantize_row gives), vectorised per kernel set, OpenMP over the rows.
+void quant_dequantize_rows(float* out, const QuantWeights& W, int64_t row0, int64_t rows);
 
 }  // namespace gatedlm::kernels

@@ -1,7 +1,7 @@
 // The inference weight formats of quant_blocks.h: hand-computed blocks with the exact bytes
 // ggml's reference quantisers write (the zero block, Q4_0's negative extreme and its clamp,
-// rounding at .5), the round-trip error bound of each format, and the decode product of
-// quant_matmul.h against its dequantise-then-multiply oracle.
+// rounding at .5) and the round-trip error bound of each format (the products on the
+// blocks: test_quant_matmul.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +11,6 @@
 #include "core/error.h"
 #include "kernels/half_float.h"
 #include "kernels/quant_blocks.h"
-#include "kernels/quant_matmul.h"
 #include "test_util.h"
 
 namespace gatedlm::kernels {
@@ -145,62 +144,6 @@ TEST(QuantBlocks, RoundTripErrorWithinEachFormatsBound) {
     // The bound is not loose: some element comes within a factor 2 of it.
     EXPECT_GT(worst_ratio, 0.5) << quant_format_name(format);
   }
-}
-
-// The decode product against the oracle, every format, m around the groups of 8 rows,
-// n odd, k an odd number of blocks; the tolerance is fp32 summation's: k * 2^-24 * sum |a w|.
-void expect_product_matches_reference(QuantFormat format, int64_t m, int64_t n, int64_t k) {
-  const std::vector<float> a = random_vector<float>(m * k, 100 + m, 1.0);
-  const std::vector<float> w = random_vector<float>(n * k, 200 + n, 0.5);
-  const int64_t row_bytes = quant_row_bytes(format, k);
-  std::vector<uint8_t> weights(static_cast<size_t>(n * row_bytes));
-  for (int64_t o = 0; o < n; ++o) quantize_row(format, weights.data() + o * row_bytes, w.data() + o * k, k);
-  const QuantWeights W{format, weights.data(), n, k};
-  std::vector<float> fast(m * n, NAN), reference(m * n, NAN), deq(k);
-  quant_matmul(fast.data(), a.data(), m, W);
-  quant_matmul_reference(reference.data(), a.data(), m, W);
-  for (int64_t o = 0; o < n; ++o) {
-    dequantize_row(format, deq.data(), weights.data() + o * row_bytes, k);
-    for (int64_t r = 0; r < m; ++r) {
-      double magnitude = 0.0;
-      for (int64_t j = 0; j < k; ++j) magnitude += std::fabs(a[r * k + j] * deq[j]);
-      const double tolerance = k * 0x1p-24 * magnitude + 1e-30;
-      ASSERT_NEAR(fast[r * n + o], reference[r * n + o], tolerance)
-          << quant_format_name(format) << " m=" << m << " n=" << n << " k=" << k << " at row " << r << " col " << o;
-    }
-  }
-}
-
-TEST(QuantMatmul, DecodeProductMatchesReference) {
-  for (QuantFormat format : {QuantFormat::bf16, QuantFormat::q8_0, QuantFormat::q4_0})
-    for (int64_t m : {1, 2, 3, 5, 8, 17}) {
-      expect_product_matches_reference(format, m, 13, 32 * 3);
-      expect_product_matches_reference(format, m, 67, 32 * 33);  // large enough for threads
-    }
-}
-
-// Weights quantised exactly (integers within Q8_0's range, a block maximum of 127, so
-// d = 1) make the oracle the plain product of the fp32 values: this checks the oracle.
-TEST(QuantMatmul, ReferenceIsThePlainProductOnExactWeights) {
-  const int64_t m = 3, n = 5, k = 96;
-  std::vector<float> w(n * k), a = random_vector<float>(m * k, 5, 1.0);
-  for (int64_t i = 0; i < n * k; ++i) w[i] = (i % 32 == 0) ? 127.0f : static_cast<float>((i * 37) % 255 - 127);
-  std::vector<uint8_t> weights(static_cast<size_t>(n * quant_row_bytes(QuantFormat::q8_0, k)));
-  for (int64_t o = 0; o < n; ++o) quantize_row(QuantFormat::q8_0, weights.data() + o * 102, w.data() + o * k, k);
-  std::vector<float> C(m * n);
-  quant_matmul_reference(C.data(), a.data(), m, QuantWeights{QuantFormat::q8_0, weights.data(), n, k});
-  for (int64_t r = 0; r < m; ++r)
-    for (int64_t o = 0; o < n; ++o) {
-      double expected = 0.0;
-      for (int64_t j = 0; j < k; ++j) expected += static_cast<double>(a[r * k + j]) * w[o * k + j];
-      EXPECT_EQ(C[r * n + o], static_cast<float>(expected)) << "row " << r << " col " << o;
-    }
-}
-
-TEST(QuantMatmul, RefusesColumnsThatAreNotWholeBlocks) {
-  std::vector<uint16_t> weights(2 * 40);
-  std::vector<float> a(40), c(2);
-  EXPECT_THROW(quant_matmul(c.data(), a.data(), 1, QuantWeights{QuantFormat::bf16, weights.data(), 2, 40}), Error);
 }
 
 }  // namespace

@@ -1,0 +1,204 @@
+// The quantised products of quant_matmul.h in one kernel set: the fp32_expand path (every
+// set), the bf16_dot path (avx512 set, CPUs with AVX512-BF16), the choice among the paths
+// and the per-set dequantisation of whole rows. The int8 paths are in quant_int8.cpp.
+#include "kernels/kernel_sets.h"
+
+#include <array>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/half_float.h"
+#include "kernels/matmul.h"
+
+#include "kernels/kernel_set_begin.h"
+#include "kernels/fast_math.h"
+#include "kernels/quant_kernels.h"
+
+namespace gatedlm::kernels::GATEDLM_KSET {
+namespace {
+
+constexpr int kBlock = static_cast<int>(kQuantBlockValues);
+constexpr int kLanes = 8;  // partial sums per row of A: one AVX2 register, two SSE ones
+
+// Each format seen as blocks of 32 weights: expand() writes a block's values as fp32,
+// exactly the values dequantize_row gives (q * d rounded once in fp32).
+struct Q8Format {
+  using Block = BlockQ8_0;
+  static void expand(const Block& block, float* w) {
+    const float d = f16_to_f32(block.d);
+    for (int j = 0; j < kBlock; ++j) w[j] = static_cast<float>(block.qs[j]) * d;
+  }
+};
+struct Q4Format {
+  using Block = BlockQ4_0;
+  static void expand(const Block& block, float* w) {
+    const float d = f16_to_f32(block.d);
+    // Nibbles to int8 first (byte operations), then the Q8_0 conversion: written as one
+    // loop over nibbles to floats, GCC 12 leaves it scalar or nearly.
+    int8_t q[kBlock];
+#pragma omp simd
+    for (int j = 0; j < kBlock / 2; ++j) {
+      q[j] = static_cast<int8_t>((block.qs[j] & 0x0F) - 8);
+      q[j + kBlock / 2] = static_cast<int8_t>((block.qs[j] >> 4) - 8);
+    }
+    for (int j = 0; j < kBlock; ++j) w[j] = static_cast<float>(q[j]) * d;
+  }
+};
+struct Bf16Format {
+  struct Block {
+    uint16_t values[kBlock];
+  };
+  static void expand(const Block& block, float* w) {
+    for (int j = 0; j < kBlock; ++j) w[j] = bf16_to_f32(block.values[j]);
+  }
+};
+
+// out[r0 + r, o] = A[r0 + r, :] . w for R rows of A (row stride lda) against one weight
+// row (k / 32 blocks): each block expanded once, then used by every row.
+template <typename Format, int R>
+void expanded_rows(const QuantOutput& out, const float* A, int64_t lda, int64_t r0, int64_t o, int64_t k,
+                   const typename Format::Block* blocks) {
+  float acc[R][kLanes] = {};
+  const int64_t count = k / kBlock;
+  for (int64_t b = 0; b < count; ++b) {
+    alignas(64) float w[kBlock];
+    Format::expand(blocks[b], w);
+    for (int r = 0; r < R; ++r) {
+      const float* a = A + (r0 + r) * lda + b * kBlock;
+      for (int g = 0; g < kBlock; g += kLanes)
+        for (int l = 0; l < kLanes; ++l) acc[r][l] += w[g + l] * a[g + l];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float sum = 0.0f;
+    for (int l = 0; l < kLanes; ++l) sum += acc[r][l];
+    out.store(r0 + r, o, sum);
+  }
+}
+
+template <typename Format>
+void expand_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
+  const auto* data = static_cast<const unsigned char*>(W.data);
+  const int64_t row_bytes = quant_row_bytes(W.format, W.cols);
+  for_each_row_group(W.rows, m, row_bytes, W.cols, [&](int64_t o, int64_t r0, int64_t rows) {
+    const auto* blocks = reinterpret_cast<const typename Format::Block*>(data + o * row_bytes);
+    with_row_count(rows, [&]<int R>() { expanded_rows<Format, R>(out, A, lda, r0, o, W.cols, blocks); });
+  });
+}
+
+void fp32_expand_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
+  switch (W.format) {
+    case QuantFormat::bf16: return expand_product<Bf16Format>(out, A, lda, m, W);
+    case QuantFormat::q8_0: return expand_product<Q8Format>(out, A, lda, m, W);
+    case QuantFormat::q4_0: return expand_product<Q4Format>(out, A, lda, m, W);
+  }
+}
+
+#if GATEDLM_KSET_AVX512 && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC target("avx512bf16")
+// out[r0 + r, o] for R rows of A in bf16 (row stride k) against one BF16 weight row:
+// vdpbf16ps multiplies 32 bf16 pairs and adds them to 16 fp32 lanes.
+template <int R>
+void bf16_rows(const QuantOutput& out, const uint16_t* A, int64_t r0, int64_t o, int64_t k, const uint16_t* w) {
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t j = 0; j < k; j += kBlock) {
+    const __m512bh weights = (__m512bh)_mm512_loadu_si512(w + j);
+    for (int r = 0; r < R; ++r)
+      acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)_mm512_loadu_si512(A + (r0 + r) * k + j), weights);
+  }
+  for (int r = 0; r < R; ++r) out.store(r0 + r, o, sum16(acc[r]));
+}
+
+void bf16_dot_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
+  thread_local std::vector<uint16_t> rounded;  // A in bf16, [m, k]
+  rounded.resize(static_cast<size_t>(m * W.cols));
+  for (int64_t r = 0; r < m; ++r) to_bf16(rounded.data() + r * W.cols, A + r * lda, W.cols);
+  // A plain pointer for the lambda: on the other OpenMP threads the name `rounded` is
+  // their own (empty) thread_local.
+  const uint16_t* a16 = rounded.data();
+  const auto* data = static_cast<const uint16_t*>(W.data);
+  for_each_row_group(W.rows, m, W.cols * 2, W.cols, [&](int64_t o, int64_t r0, int64_t rows) {
+    with_row_count(rows, [&]<int R>() { bf16_rows<R>(out, a16, r0, o, W.cols, data + o * W.cols); });
+  });
+}
+#pragma GCC pop_options
+#define GATEDLM_QUANT_BF16_DOT 1
+#else
+#define GATEDLM_QUANT_BF16_DOT 0
+#endif
+
+bool cpu_has_bf16_dot() {
+#if GATEDLM_QUANT_BF16_DOT
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+bool quant_path_runnable(QuantPath path, QuantFormat format) {
+  const bool blocks = format == QuantFormat::q8_0 || format == QuantFormat::q4_0;
+  switch (path) {
+    case QuantPath::automatic:
+    case QuantPath::fp32_expand: return true;
+    case QuantPath::int8_madd: return blocks && GATEDLM_KSET_AVX2;
+    case QuantPath::int8_vnni: return blocks && int8_vnni_runnable();
+    case QuantPath::bf16_dot: return format == QuantFormat::bf16 && cpu_has_bf16_dot();
+  }
+  return false;
+}
+
+QuantPath quant_best_path(QuantFormat format, int64_t /*m*/) {
+  // Measured on Zen 4 (bench/RESULTS.md, "Quantised products"). Qualified: argument-
+  // dependent lookup would also find the public functions of the same names.
+  const auto runnable = [format](QuantPath path) { return GATEDLM_KSET::quant_path_runnable(path, format); };
+  if (format == QuantFormat::bf16) return runnable(QuantPath::bf16_dot) ? QuantPath::bf16_dot : QuantPath::fp32_expand;
+  if (runnable(QuantPath::int8_vnni)) return QuantPath::int8_vnni;
+  if (runnable(QuantPath::int8_madd)) return QuantPath::int8_madd;
+  return QuantPath::fp32_expand;
+}
+
+void quant_matmul_path(QuantPath path, float* C, int64_t ldc, const float* A, int64_t lda, int64_t m,
+                       const QuantWeights& W, bool accumulate) {
+  if (path == QuantPath::automatic) path = GATEDLM_KSET::quant_best_path(W.format, m);
+  const QuantOutput out{C, ldc, accumulate};
+  switch (path) {
+    case QuantPath::automatic:
+    case QuantPath::fp32_expand: return fp32_expand_product(out, A, lda, m, W);
+    case QuantPath::int8_madd: return int8_product(false, out, A, lda, m, W);
+    case QuantPath::int8_vnni: return int8_product(true, out, A, lda, m, W);
+    case QuantPath::bf16_dot:
+#if GATEDLM_QUANT_BF16_DOT
+      return bf16_dot_product(out, A, lda, m, W);
+#else
+      break;
+#endif
+  }
+  fail("quantised product: no ", quant_path_name(path), " kernel in this kernel set");
+}
+
+void quant_dequantize_rows(float* out, const QuantWeights& W, int64_t row0, int64_t rows) {
+  const auto* data = static_cast<const unsigned char*>(W.data);
+  const int64_t row_bytes = quant_row_bytes(W.format, W.cols), count = W.cols / kBlock;
+#pragma omp parallel for schedule(static) if (rows * W.cols >= (int64_t{1} << 16))
+  for (int64_t i = 0; i < rows; ++i) {
+    const unsigned char* row = data + (row0 + i) * row_bytes;
+    float* values = out + i * W.cols;
+    for (int64_t b = 0; b < count; ++b) {
+      float* w = values + b * kBlock;
+      switch (W.format) {
+        case QuantFormat::bf16: Bf16Format::expand(reinterpret_cast<const Bf16Format::Block*>(row)[b], w); break;
+        case QuantFormat::q8_0: Q8Format::expand(reinterpret_cast<const BlockQ8_0*>(row)[b], w); break;
+        case QuantFormat::q4_0: Q4Format::expand(reinterpret_cast<const BlockQ4_0*>(row)[b], w); break;
+      }
+    }
+  }
+}
+
+}  // namespace gatedlm::kernels::GATEDLM_KSET
+
+#include "kernels/kernel_set_end.h"

@@ -1,0 +1,203 @@
+// The int8 paths of the quantised products (quant_matmul.h: int8_madd, int8_vnni),
+// compiled once per kernel set; the avx2 and avx512 sets have them, the generic set not.
+//
+// Each row of A is first quantised to int8 blocks of 32 exactly as ggml quantises
+// activations for Q8_0 / Q4_0 weights on x86 (quantize_row_q8_0): d = max|a| / 127 kept
+// as fp16, q = round-to-nearest-even(a * 127 / max|a|). Then per weight block and row of
+// A one integer dot product of 32 int8 pairs (exact in int32), scaled by d_w * d_a and
+// summed in fp32 over the blocks: llama.cpp's arithmetic, so our logits differ from its
+// only in the order of fp32 additions.
+//
+// The dot product: Q8_0 blocks are 32 int8 weights; Q4_0 nibbles become int8 (q - 8).
+//   vpmaddubsw (AVX2) multiplies unsigned by signed bytes: |w| times a with w's sign,
+//     pairs summed to int16 (at most 2 * 128 * 127, no saturation), then vpmaddwd to int32.
+//   vpdpbusd (AVX512-VNNI, AVX-VNNI) does all that in one instruction, unsigned by signed:
+//     the activations are kept as a + 128 (unsigned) and 128 * sum(w) taken off, one
+//     correction per weight block that every row of A shares.
+#include "kernels/kernel_sets.h"
+
+#include <vector>
+
+#include "core/error.h"
+
+#include "kernels/kernel_set_begin.h"
+#include "kernels/quant_kernels.h"
+
+namespace gatedlm::kernels::GATEDLM_KSET {
+
+#if GATEDLM_KSET_AVX2
+namespace {
+
+constexpr int64_t kBlock = kQuantBlockValues;
+
+inline float max8(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_max_ss(s, _mm_movehdup_ps(s)));
+}
+inline float add8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+// One block of 32 activations to int8 (ggml's quantize_row_q8_0 on x86): q[32] and the
+// fp32 value of the fp16 scale. biased: q + 128 stored (the unsigned operand of vpdpbusd).
+inline void quantize_block(int8_t* q, float* scale, const float* x, bool biased) {
+  __m256 v[4];
+  const __m256 magnitude_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  __m256 amax = _mm256_setzero_ps();
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm256_loadu_ps(x + 8 * i);
+    amax = _mm256_max_ps(amax, _mm256_and_ps(v[i], magnitude_mask));
+  }
+  const float max_abs = max8(amax);
+  *scale = _cvtsh_ss(_cvtss_sh(max_abs / 127.0f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  const __m256 inverse = _mm256_set1_ps(max_abs != 0.0f ? 127.0f / max_abs : 0.0f);
+  __m256i n[4];
+  for (int i = 0; i < 4; ++i)
+    n[i] = _mm256_cvtps_epi32(
+        _mm256_round_ps(_mm256_mul_ps(v[i], inverse), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  // Packing works within 128-bit lanes: the permute puts the 4-byte groups back in order.
+  const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(n[0], n[1]), _mm256_packs_epi32(n[2], n[3]));
+  __m256i ordered = _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  if (biased) ordered = _mm256_xor_si256(ordered, _mm256_set1_epi8(static_cast<char>(0x80)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), ordered);
+}
+
+// The rows of A as int8 blocks: q [m, k] and the scales in groups of 8 rows, block by
+// block: scales[((r / 8) * blocks + b) * 8 + r % 8] (a group's 8 scales of a block are one
+// vector; the slots of rows past m hold 0). For the VNNI kernel of 4-8 rows also the
+// groups "one row per lane" (see vnni_group_rows): lanes holds, per group and block, 8
+// vectors of 32 bytes, vector s lane j = the signed activations 4s..4s+3 of row j of the
+// group; negated_sums per group and block, lane j = -(sum of row j's 32 activations).
+struct Int8Rows {
+  const int8_t* q;
+  const float* scales;
+  int64_t k;
+  const int8_t* lanes;
+  const int32_t* negated_sums;
+  int64_t group_block(int64_t r0, int64_t b) const { return (r0 / 8) * (k / kBlock) + b; }
+  const float* group_scales(int64_t r0, int64_t b) const { return scales + group_block(r0, b) * 8; }
+};
+
+// Fills Int8Rows::lanes and negated_sums from q (signed, or biased by 128 when `biased`).
+void arrange_one_row_per_lane(int8_t* lanes, int32_t* negated_sums, const int8_t* q, int64_t m, int64_t k,
+                              bool biased) {
+  const int64_t blocks = k / kBlock;
+  const int unbias = biased ? 0x80 : 0;
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t group_block = (r / 8) * blocks + b, lane = r % 8;
+      int32_t sum = 0;
+      for (int64_t j = 0; j < kBlock; ++j) {
+        const auto value = static_cast<int8_t>(q[r * k + b * kBlock + j] ^ unbias);
+        lanes[(group_block * 8 + j / 4) * 32 + lane * 4 + j % 4] = value;
+        sum += value;
+      }
+      negated_sums[group_block * 8 + lane] = -sum;
+    }
+}
+
+Int8Rows quantize_rows(const float* A, int64_t lda, int64_t m, int64_t k, bool biased, bool one_row_per_lane) {
+  // Per calling thread, reused: a decode step makes hundreds of these products.
+  thread_local std::vector<int8_t> q, lanes;
+  thread_local std::vector<float> scales;
+  thread_local std::vector<int32_t> sums;
+  const int64_t blocks = k / kBlock, padded = (m + 7) / 8 * 8;
+  q.resize(static_cast<size_t>(m * k));
+  scales.assign(static_cast<size_t>(padded * blocks), 0.0f);
+  int8_t* qs = q.data();
+  float* ds = scales.data();  // plain pointers: other threads' `q` and `scales` are their own
+#pragma omp parallel for schedule(static) if (m * k >= (int64_t{1} << 16))
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t b = 0; b < blocks; ++b)
+      quantize_block(qs + r * k + b * kBlock, ds + ((r / 8) * blocks + b) * 8 + r % 8, A + r * lda + b * kBlock, biased);
+  if (one_row_per_lane) {
+    lanes.assign(static_cast<size_t>(padded * k), 0);
+    sums.assign(static_cast<size_t>(padded * blocks), 0);
+    arrange_one_row_per_lane(lanes.data(), sums.data(), qs, m, k, biased);
+  }
+  return Int8Rows{q.data(), scales.data(), k, lanes.data(), sums.data()};
+}
+
+// Lane r = the sum of v[r]'s 8 lanes, for 8 vectors (a transpose by unpacking, one add per step).
+inline __m256i lane_sums8(const __m256i* v) {
+  __m256i pairs[4], quads[2];
+  for (int i = 0; i < 4; ++i)  // [a0+a2, b0+b2, a1+a3, b1+b3] per 128-bit half, a = v[2i], b = v[2i+1]
+    pairs[i] = _mm256_add_epi32(_mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]), _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
+  for (int i = 0; i < 2; ++i)  // [sum a, sum b, sum c, sum d] per half
+    quads[i] = _mm256_add_epi32(_mm256_unpacklo_epi64(pairs[2 * i], pairs[2 * i + 1]),
+                                _mm256_unpackhi_epi64(pairs[2 * i], pairs[2 * i + 1]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(quads[0], quads[1], 0x20),
+                          _mm256_permute2x128_si256(quads[0], quads[1], 0x31));
+}
+
+// 32 weights of a block as int8.
+inline __m256i weights_s8(const BlockQ8_0& block) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs));
+}
+inline __m256i weights_s8(const BlockQ4_0& block) {
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.qs));
+  // Low nibbles are elements 0..15, high nibbles 16..31.
+  const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed),
+                                           _mm256_set1_epi8(0x0F));
+  return _mm256_sub_epi8(nibbles, _mm256_set1_epi8(8));
+}
+
+}  // namespace
+
+// The kernels, once per dot instruction: vpmaddubsw in this set's own target, vpdpbusd in
+// a region that adds the VNNI extension (run only where the CPU has it).
+#define GATEDLM_QUANT_VNNI 0
+namespace int8_madd {
+#include "kernels/quant_int8_kernels.inc"
+}
+#undef GATEDLM_QUANT_VNNI
+#if !defined(__clang__)
+#define GATEDLM_QUANT_VNNI 1
+#pragma GCC push_options
+#if GATEDLM_KSET_AVX512
+#pragma GCC target("avx512vnni")
+#else
+#pragma GCC target("avxvnni")
+#endif
+namespace int8_vnni {
+#include "kernels/quant_int8_kernels.inc"
+}
+#pragma GCC pop_options
+#undef GATEDLM_QUANT_VNNI
+#endif
+
+bool int8_vnni_runnable() {
+#if defined(__clang__)
+  return false;  // the VNNI region is GCC's pragma; clang builds take vpmaddubsw
+#elif GATEDLM_KSET_AVX512
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vnni");
+#else
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avxvnni");
+#endif
+}
+
+void int8_product(bool vnni, const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
+  const Int8Rows rows = quantize_rows(A, lda, m, W.cols, vnni, vnni && m >= 4);
+#if !defined(__clang__)
+  if (vnni) return int8_vnni::product(out, rows, m, W);
+#endif
+  int8_madd::product(out, rows, m, W);
+}
+
+#else  // no AVX2: the generic set has no int8 path
+
+bool int8_vnni_runnable() { return false; }
+void int8_product(bool, const QuantOutput&, const float*, int64_t, int64_t, const QuantWeights&) {
+  fail("the int8 quantised products need AVX2 (this is the generic kernel set)");
+}
+
+#endif
+
+}  // namespace gatedlm::kernels::GATEDLM_KSET
+
+#include "kernels/kernel_set_end.h"

@@ -1,0 +1,69 @@
+#pragma once
+// What the per-set sources of the quantised products share (quant_decode.cpp,
+// quant_int8.cpp): the walk over weight rows and groups of activation rows, and the int8
+// path's entry. A per-set header, like fast_math.h: include it after kernel_set_begin.h.
+#ifndef GATEDLM_KSET
+#error "quant_kernels.h belongs to a kernel set: include kernel_set_begin.h first"
+#endif
+#include "kernels/quant_matmul.h"
+
+namespace gatedlm::kernels::GATEDLM_KSET {
+
+// Where a group of activation rows writes: C[r * ldc + o] (+)= value for its rows r.
+struct QuantOutput {
+  float* C;
+  int64_t ldc;
+  bool accumulate;
+  void store(int64_t r, int64_t o, float value) const {
+    float& c = C[r * ldc + o];
+    c = accumulate ? c + value : value;
+  }
+};
+
+// f.template operator()<R>() for R = rows (1..kQuantDecodeRows): the kernels are
+// instantiated per row count so their accumulators live in registers.
+template <class F>
+inline void with_row_count(int64_t rows, F&& f) {
+  switch (rows) {
+    case 1: return f.template operator()<1>();
+    case 2: return f.template operator()<2>();
+    case 3: return f.template operator()<3>();
+    case 4: return f.template operator()<4>();
+    case 5: return f.template operator()<5>();
+    case 6: return f.template operator()<6>();
+    case 7: return f.template operator()<7>();
+    default: return f.template operator()<8>();
+  }
+}
+static_assert(kQuantDecodeRows == 8, "with_row_count covers 1..8 rows");
+
+// Weight rows per tile when more than one group of activation rows passes over them:
+// about 128 KiB of blocks, so the tile stays in L2 while each group of 8 rows reads it.
+inline int64_t quant_tile_rows(int64_t m, int64_t row_bytes) {
+  if (m <= kQuantDecodeRows) return 1;
+  return std::clamp<int64_t>((int64_t{128} << 10) / std::max<int64_t>(row_bytes, 1), 1, 64);
+}
+
+// group(o, r0, rows) for every weight row o < n and group of activation rows [r0, r0 +
+// rows), rows <= kQuantDecodeRows: OpenMP over tiles of weight rows (static), each tile
+// visited by every group in turn. Which call computes an element of C depends on the
+// shapes only, never on the threads.
+template <class Group>
+void for_each_row_group(int64_t n, int64_t m, int64_t row_bytes, int64_t k, Group&& group) {
+  const int64_t tile = quant_tile_rows(m, row_bytes);
+  const int64_t tiles = (n + tile - 1) / tile;
+  const bool parallel = m * n * k >= (int64_t{1} << 16);  // below that, threads cost more
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t end = std::min(n, (t + 1) * tile);
+    for (int64_t r0 = 0; r0 < m; r0 += kQuantDecodeRows)
+      for (int64_t o = t * tile; o < end; ++o) group(o, r0, std::min(kQuantDecodeRows, m - r0));
+  }
+}
+
+// The int8 paths (quant_int8.cpp): Q8_0 / Q4_0 weights, activations quantised to int8
+// blocks first. vnni: vpdpbusd, else vpmaddubsw. Sets without AVX2 have neither.
+bool int8_vnni_runnable();
+void int8_product(bool vnni, const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W);
+
+}  // namespace gatedlm::kernels::GATEDLM_KSET

@@ -1,0 +1,243 @@
+// The quantised products of quant_matmul.h: every path the active kernel set runs on this
+// CPU (the kernels_* ctest entries repeat this suite once per set) against the
+// dequantise-then-multiply oracle, at odd sizes (k an odd number of blocks, n odd, m
+// around the groups of 8 rows and the tiles), with strides and accumulation, and the same
+// bits whatever the thread count.
+//
+// Tolerances, each derived from the arithmetic of its path:
+//  - fp32_expand multiplies the exact dequantised weights by the exact activations; only
+//    fp32 summation differs from the oracle's double sum: each term passes at most k
+//    additions, so |error| <= k * 2^-24 * sum |a w| (a loose, safe form of the usual bound).
+//  - int8 paths quantise each block of 32 activations as ggml does: id = 127 / amax,
+//    q = round(a * id) (|q - a * 127 / amax| <= 1/2 + 127 * 2^-23 after the two fp32
+//    roundings), d = fp16(amax / 127) (relative error <= 2^-11 when normal; absolute
+//    <= 2^-25 when subnormal). So |a - q d| <= amax * (1/254 + 2^-11 + 2^-20) + 127 * 2^-25
+//    per activation, and the product's error from it is at most that times sum |w| over
+//    the block, summed over blocks. The integer dots are exact; the scale products and
+//    fp32 sums add the fp32 term above. Separately, the int8 paths must equal an
+//    emulation of that arithmetic (quantised activations, exact block dots in double)
+//    within the fp32 term alone: that pins the quantisation to ggml's.
+//  - bf16_dot rounds the activations to bf16 (relative error <= 2^-9, products of two
+//    bf16 exact in fp32): 2^-9 * sum |a w| + the fp32 term.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/half_float.h"
+#include "kernels/kernel_set.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/quant_matmul.h"
+#include "test_util.h"
+
+namespace gatedlm::kernels {
+namespace {
+
+using testing::random_vector;
+
+constexpr QuantFormat kFormats[] = {QuantFormat::bf16, QuantFormat::q8_0, QuantFormat::q4_0};
+constexpr QuantPath kPaths[] = {QuantPath::fp32_expand, QuantPath::int8_madd, QuantPath::int8_vnni,
+                                QuantPath::bf16_dot, QuantPath::automatic};
+
+struct Problem {
+  QuantFormat format;
+  int64_t m, n, k;
+  std::vector<float> a;            // [m, k]
+  std::vector<uint8_t> blocks;     // n rows of quant_row_bytes(format, k)
+  std::vector<float> w;            // the dequantised weights [n, k]
+  QuantWeights weights() const { return QuantWeights{format, blocks.data(), n, k}; }
+};
+
+Problem make_problem(QuantFormat format, int64_t m, int64_t n, int64_t k, uint64_t seed) {
+  Problem p{format, m, n, k, random_vector<float>(m * k, seed, 1.0), {}, {}};
+  const std::vector<float> values = random_vector<float>(n * k, seed + 1, 0.5);
+  const int64_t row_bytes = quant_row_bytes(format, k);
+  p.blocks.resize(static_cast<size_t>(n * row_bytes));
+  p.w.resize(static_cast<size_t>(n * k));
+  for (int64_t o = 0; o < n; ++o) {
+    quantize_row(format, p.blocks.data() + o * row_bytes, values.data() + o * k, k);
+    dequantize_row(format, p.w.data() + o * k, p.blocks.data() + o * row_bytes, k);
+  }
+  return p;
+}
+
+// ggml's x86 activation quantisation of one block, as values q * d (see the tolerance note).
+void ggml_q8_block(float* out, const float* x) {
+  float amax = 0.0f;
+  for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float d = f16_to_f32(f32_to_f16(amax / 127.0f));
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  for (int j = 0; j < 32; ++j) out[j] = std::nearbyint(x[j] * id) * d;
+}
+
+// The error bound of `path` for out[r, o] (see the note at the top), and the activations
+// the path's emulation multiplies (a itself, ggml's int8 blocks, or bf16).
+double bound(const Problem& p, QuantPath path, int64_t r, int64_t o) {
+  const float* a = p.a.data() + r * p.k;
+  const float* w = p.w.data() + o * p.k;
+  double magnitude = 0.0, activation_term = 0.0;
+  for (int64_t b = 0; b < p.k; b += 32) {
+    double amax = 0.0, wsum = 0.0;
+    for (int64_t j = b; j < b + 32; ++j) {
+      magnitude += std::fabs(static_cast<double>(a[j]) * w[j]);
+      amax = std::max(amax, std::fabs(static_cast<double>(a[j])));
+      wsum += std::fabs(w[j]);
+    }
+    activation_term += (amax * (1.0 / 254 + 0x1p-11 + 0x1p-20) + 127 * 0x1p-25) * wsum;
+  }
+  const double fp32_term = p.k * 0x1p-24 * magnitude * 1.01 + 1e-30;
+  const bool int8 = path == QuantPath::int8_madd || path == QuantPath::int8_vnni ||
+                    (path == QuantPath::automatic && p.format != QuantFormat::bf16);
+  const bool bf16 = path == QuantPath::bf16_dot || (path == QuantPath::automatic && p.format == QuantFormat::bf16);
+  if (int8) return activation_term + fp32_term;
+  if (bf16) return 0x1p-9 * magnitude + fp32_term;
+  return fp32_term;
+}
+
+void expect_near_reference(const Problem& p, QuantPath path, const std::vector<float>& C, int64_t ldc) {
+  std::vector<float> reference(static_cast<size_t>(p.m * p.n));
+  quant_matmul_reference(reference.data(), p.a.data(), p.m, p.weights());
+  for (int64_t r = 0; r < p.m; ++r)
+    for (int64_t o = 0; o < p.n; ++o)
+      ASSERT_NEAR(C[r * ldc + o], reference[r * p.n + o], bound(p, path, r, o))
+          << quant_path_name(path) << " " << quant_format_name(p.format) << " in " << kernel_set_summary()
+          << ": m=" << p.m << " n=" << p.n << " k=" << p.k << " at row " << r << " col " << o;
+}
+
+std::vector<float> product(const Problem& p, QuantPath path) {
+  std::vector<float> C(static_cast<size_t>(p.m * p.n), NAN);
+  quant_matmul_path(path, C.data(), p.n, p.a.data(), p.k, p.m, p.weights(), false);
+  return C;
+}
+
+TEST(QuantMatmul, EveryRunnablePathMatchesTheReference) {
+  for (QuantFormat format : kFormats)
+    for (QuantPath path : kPaths) {
+      if (!quant_path_runnable(path, format)) continue;
+      for (int64_t m : {1, 3, 8, 9, 64, 100})
+        for (auto [n, k] : {std::pair<int64_t, int64_t>{13, 96}, {67, 32 * 17}, {5, 32 * 33}}) {
+          const Problem p = make_problem(format, m, n, k, 100 * m + n);
+          expect_near_reference(p, path, product(p, path), p.n);
+        }
+    }
+}
+
+// The int8 paths compute ggml's arithmetic: against the emulation within fp32 sums only.
+TEST(QuantMatmul, Int8PathsAreGgmlsActivationQuantisation) {
+  for (QuantFormat format : {QuantFormat::q8_0, QuantFormat::q4_0})
+    for (QuantPath path : {QuantPath::int8_madd, QuantPath::int8_vnni}) {
+      if (!quant_path_runnable(path, format)) continue;
+      const Problem p = make_problem(format, 9, 31, 32 * 19, 7);
+      const std::vector<float> C = product(p, path);
+      std::vector<float> a8(static_cast<size_t>(p.k));
+      for (int64_t r = 0; r < p.m; ++r) {
+        for (int64_t b = 0; b < p.k; b += 32) ggml_q8_block(a8.data() + b, p.a.data() + r * p.k + b);
+        for (int64_t o = 0; o < p.n; ++o) {
+          double expected = 0.0, magnitude = 0.0;
+          for (int64_t j = 0; j < p.k; ++j) {
+            expected += static_cast<double>(a8[j]) * p.w[o * p.k + j];
+            magnitude += std::fabs(static_cast<double>(a8[j]) * p.w[o * p.k + j]);
+          }
+          ASSERT_NEAR(C[r * p.n + o], expected, p.k * 0x1p-24 * magnitude + 1e-30)
+              << quant_path_name(path) << " " << quant_format_name(format) << " row " << r << " col " << o;
+        }
+      }
+    }
+}
+
+TEST(QuantMatmul, StridesAndAccumulation) {
+  for (QuantFormat format : kFormats)
+    for (QuantPath path : kPaths) {
+      if (!quant_path_runnable(path, format)) continue;
+      for (int64_t m : {2, 11, 40}) {
+        const Problem p = make_problem(format, m, 19, 160, 3 + m);
+        const int64_t lda = p.k + 5, ldc = p.n + 3;
+        std::vector<float> a(static_cast<size_t>(m * lda), NAN), C(static_cast<size_t>(m * ldc), 0.5f);
+        for (int64_t r = 0; r < m; ++r) std::copy_n(p.a.data() + r * p.k, p.k, a.data() + r * lda);
+        if (path == QuantPath::automatic) quant_matmul(C.data(), ldc, a.data(), lda, m, p.weights(), true);
+        else quant_matmul_path(path, C.data(), ldc, a.data(), lda, m, p.weights(), true);
+        for (int64_t r = 0; r < m; ++r) {
+          for (int64_t o = 0; o < p.n; ++o) C[r * ldc + o] -= 0.5f;
+          for (int64_t o = p.n; o < ldc; ++o) ASSERT_EQ(C[r * ldc + o], 0.5f) << "padding of C written, row " << r;
+        }
+        expect_near_reference(p, path, C, ldc);
+      }
+    }
+}
+
+// quant_matmul itself: the direct kernels below kQuantExpandRows rows, expanded tiles and
+// matmul<float> from there (fp32 numerics: within every path's bound).
+TEST(QuantMatmul, PublicProductAtDecodeAndPrefillSizes) {
+  for (QuantFormat format : kFormats)
+    for (int64_t m : {int64_t{1}, int64_t{8}, kQuantExpandRows - 1, kQuantExpandRows, int64_t{100}}) {
+      const Problem p = make_problem(format, m, 45, 32 * 9, 11 + m);
+      std::vector<float> C(static_cast<size_t>(m * p.n), NAN);
+      quant_matmul(C.data(), p.a.data(), m, p.weights());
+      expect_near_reference(p, QuantPath::automatic, C, p.n);
+    }
+}
+
+TEST(QuantMatmul, SameBitsWhateverTheThreadCount) {
+  const int threads = omp_get_max_threads();
+  for (QuantFormat format : kFormats)
+    for (QuantPath path : kPaths) {
+      if (!quant_path_runnable(path, format)) continue;
+      for (int64_t m : {1, 9, 64}) {
+        const Problem p = make_problem(format, m, 301, 32 * 5, 17);
+        omp_set_num_threads(1);
+        const std::vector<float> one = product(p, path);
+        omp_set_num_threads(3);
+        const std::vector<float> three = product(p, path);
+        omp_set_num_threads(threads);
+        for (size_t i = 0; i < one.size(); ++i)
+          ASSERT_EQ(one[i], three[i]) << quant_path_name(path) << " " << quant_format_name(format) << " m=" << m
+                                      << " element " << i;
+      }
+    }
+}
+
+// Weights quantised exactly (integers within Q8_0's range, a block maximum of 127, so
+// d = 1) make the oracle the plain product of the fp32 values: this checks the oracle.
+TEST(QuantMatmul, ReferenceIsThePlainProductOnExactWeights) {
+  const int64_t m = 3, n = 5, k = 96;
+  std::vector<float> w(n * k), a = random_vector<float>(m * k, 5, 1.0);
+  for (int64_t i = 0; i < n * k; ++i) w[i] = (i % 32 == 0) ? 127.0f : static_cast<float>((i * 37) % 255 - 127);
+  std::vector<uint8_t> weights(static_cast<size_t>(n * quant_row_bytes(QuantFormat::q8_0, k)));
+  for (int64_t o = 0; o < n; ++o) quantize_row(QuantFormat::q8_0, weights.data() + o * 102, w.data() + o * k, k);
+  std::vector<float> C(m * n);
+  quant_matmul_reference(C.data(), a.data(), m, QuantWeights{QuantFormat::q8_0, weights.data(), n, k});
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t o = 0; o < n; ++o) {
+      double expected = 0.0;
+      for (int64_t j = 0; j < k; ++j) expected += static_cast<double>(a[r * k + j]) * w[o * k + j];
+      EXPECT_EQ(C[r * n + o], static_cast<float>(expected)) << "row " << r << " col " << o;
+    }
+}
+
+TEST(QuantMatmul, ExpandedRowsAreDequantizeRow) {
+  for (QuantFormat format : kFormats) {
+    const Problem p = make_problem(format, 1, 7, 32 * 3, 23);
+    std::vector<float> rows(static_cast<size_t>(4 * p.k), NAN);
+    quant_dequantize_rows(rows.data(), p.weights(), 2, 4);
+    for (int64_t i = 0; i < 4 * p.k; ++i) ASSERT_EQ(rows[i], p.w[2 * p.k + i]) << quant_format_name(format) << " " << i;
+    EXPECT_THROW(quant_dequantize_rows(rows.data(), p.weights(), 5, 4), Error);
+  }
+}
+
+TEST(QuantMatmul, RefusesBadShapesAndPaths) {
+  std::vector<uint16_t> weights(2 * 64);
+  std::vector<float> a(64), c(4);
+  EXPECT_THROW(quant_matmul(c.data(), a.data(), 1, QuantWeights{QuantFormat::bf16, weights.data(), 2, 40}), Error);
+  EXPECT_THROW(quant_matmul(c.data(), 1, a.data(), 64, 1, QuantWeights{QuantFormat::bf16, weights.data(), 2, 64}, false),
+               Error);  // ldc below n
+  // BF16 weights have no int8 path in any set.
+  EXPECT_FALSE(quant_path_runnable(QuantPath::int8_madd, QuantFormat::bf16));
+  EXPECT_THROW(quant_matmul_path(QuantPath::int8_madd, c.data(), 2, a.data(), 64, 1,
+                                 QuantWeights{QuantFormat::bf16, weights.data(), 2, 64}, false),
+               Error);
+}
+
+}  // namespace
+}  // namespace gatedlm::kernels
