@@ -70,13 +70,17 @@ CASES = {
     "baseline_noclip": ({}, 1000.0, "never"),
     # Hybrids (hybrid_reference.py; skipped while the engine rejects their keys as unknown):
     # 3 Gated DeltaNet layers : 1 softmax layer with the G1 gate; and n_v = 2 n_k with
-    # zero-centred norms and rope over a quarter of the head.
+    # zero-centred norms and rope over a quarter of the head. norm_eps 1e-5: with 1e-6 the
+    # gated RMSNorm of near-zero delta-rule outputs amplifies float32 rounding so much that
+    # over 8 steps an exact float32 replay of the reference missed by 1e-4 .. 9e-2 on 7 of 8
+    # seeds of the 3:1 model (with 1e-5: at most 3e-5); case_seed also checks the seed used.
     "hybrid_g1_clip": ({"n_layers": 4, "full_attention_interval": 4, "gate": {"position": "sdpa"},
+                        "norm_eps": 1e-5,
                         "linear_attention": {"n_k_heads": 2, "n_v_heads": 2, "k_head_dim": 8,
                                              "v_head_dim": 8, "conv_kernel": 4}}, 1.0, "most"),
     "hybrid_zero_norm": ({"n_layers": 3, "layer_types": ["linear_attention", "full_attention",
                                                          "linear_attention"],
-                          "norm_zero_centered": True, "rope_dims": 2,
+                          "norm_zero_centered": True, "rope_dims": 2, "norm_eps": 1e-5,
                           "linear_attention": {"n_k_heads": 2, "n_v_heads": 4, "k_head_dim": 8,
                                                "v_head_dim": 6, "conv_kernel": 4}}, 1000.0, "never"),
 }
@@ -154,10 +158,10 @@ def param_groups(model, weight_decay, decay_norms=False):
     return groups
 
 
-def reference_run(model32, stream, bos, clip, mutate=None):
-    """Replays the engine's loop in float64. Returns (per-step records, final weights)."""
+def reference_run(model32, stream, bos, clip, mutate=None, dtype=torch.float64):
+    """Replays the engine's loop in float64 (or dtype). Returns (per-step records, final weights)."""
     t = TRAIN
-    model = copy.deepcopy(model32).to(torch.float64)
+    model = copy.deepcopy(model32).to(dtype)
     params = list(model.parameters())
     opt = torch.optim.AdamW(param_groups(model, t["weight_decay"], mutate == "decay_norms"),
                             lr=t["lr"], betas=(t["beta1"], t["beta2"]), eps=t["eps"])
@@ -220,12 +224,17 @@ def random_weights(model, gen):
                 p.copy_(1.0 + NORM_JITTER * torch.randn(p.shape, generator=gen))
 
 
-def write_checkpoint(directory, cfg_json, seed):
-    os.makedirs(directory, exist_ok=True)
+def random_model(cfg_json, seed):
     model = GatedLM(ModelConfig.from_json(cfg_json)).to(torch.float32)
     gen = torch.Generator().manual_seed(seed)
     random_weights(model, gen)
     hybrid_reference.randomize_for_tests(model, gen)  # draws nothing for other models
+    return model
+
+
+def write_checkpoint(directory, cfg_json, seed):
+    os.makedirs(directory, exist_ok=True)
+    model = random_model(cfg_json, seed)
     with open(os.path.join(directory, "config.json"), "w") as f:
         json.dump(cfg_json, f, indent=2)
         f.write("\n")
@@ -297,14 +306,32 @@ def mixed_clip(model32, stream, bos):
     return round((norms[i] + norms[i + 1]) / 2, 3)
 
 
+def case_seed(name, cfg_json, stream, bos, clip):
+    """1000 + the name's byte sum; for a hybrid the first seed + 7919 k whose float32 replay
+    of the reference stays within a quarter of the tolerances on every step's loss and
+    grad_norm and on the final weights (so that what the comparison measures is the engine,
+    not float32 rounding amplified by an ill-conditioned draw)."""
+    seed = 1000 + sum(name.encode())
+    if not hybrid_reference.is_hybrid(ModelConfig.from_json(cfg_json)):
+        return seed
+    for k in range(10):
+        model32 = random_model(cfg_json, seed + 7919 * k)
+        r64, w64 = reference_run(model32, stream, bos, clip)
+        r32, w32 = reference_run(model32, stream, bos, clip, dtype=torch.float32)
+        worst = max([rel(a[key], b[key]) for a, b in zip(r32, r64) for key in ("loss", "grad_norm")] +
+                    [rel_l2(w32[n], w64[n]) for n in w64])
+        if worst <= min(LOSS_TOL, NORM_TOL, WEIGHT_TOL) / 4:
+            return seed + 7919 * k
+    raise RuntimeError(f"{name}: no seed whose float32 replay stays within a quarter of the tolerances")
+
+
 def check_case(name, binary, work, data, stream, bos, mutate):
     overrides, clip, expect = CASES[name]
     cfg_json = {**MODEL, **overrides}
     case_dir = os.path.join(work, name)
     shutil.rmtree(case_dir, ignore_errors=True)
     ckpt = os.path.join(case_dir, "init")
-    seed = 1000 + sum(name.encode())
-    model32 = write_checkpoint(ckpt, cfg_json, seed)
+    model32 = write_checkpoint(ckpt, cfg_json, case_seed(name, cfg_json, stream, bos, clip))
     if clip is None:
         clip = mixed_clip(model32, stream, bos)
     out = os.path.join(case_dir, "run")
