@@ -7,7 +7,7 @@
 //
 // Feeds the prompt one token at a time and prints, per position, "logits" and the values of
 // that position's next-token logits; then greedily generates N_GENERATE tokens and prints
-// "greedy" and their ids.
+// "greedy" and their ids. LLAMA_PROBE_THREADS sets llama.cpp's thread count.
 //
 //   llama_probe --bench LIBDIR MODEL.gguf THREADS PROMPT_TOKENS NEW_TOKENS REPS
 //
@@ -170,6 +170,9 @@ int main(int argc, char** argv) {
   const Llama l = open_llama(argv[1]);
   void* model = load_model(l, argv[2]);
   void* ctx = new_context(l, model);
+  // LLAMA_PROBE_THREADS: llama.cpp's thread count (default: llama.cpp's own). Its threads
+  // spin while they wait, so on a loaded machine more threads than free cores stall it.
+  if (const char* threads = std::getenv("LLAMA_PROBE_THREADS")) l.set_threads(ctx, std::atoi(threads), std::atoi(threads));
   const int32_t vocab = l.n_tokens(l.get_vocab(model));
   const int generate = std::atoi(argv[3]);
   std::vector<int32_t> tokens;
