@@ -118,20 +118,28 @@ def write_gguf(path, meta, tensors):
 
 def append_zero_linear_layer(meta, tensors, state=16, conv_kernel=4):
     """One Gated DeltaNet layer (1 key head, 1 value head of `state` dims), every tensor zero."""
-    layers, d = meta["qwen35.block_count"][1], meta["qwen35.embedding_length"][1]
-    ff = meta["qwen35.feed_forward_length"][1]
-    meta["qwen35.block_count"] = (4, layers + 1)
+    arch = meta["general.architecture"][1]
+    layers, d = meta[arch + ".block_count"][1], meta[arch + ".embedding_length"][1]
+    meta[arch + ".block_count"] = (4, layers + 1)
     for key, v in (("conv_kernel", conv_kernel), ("state_size", state), ("group_count", 1), ("time_step_rank", 1),
                    ("inner_size", state)):
-        meta["qwen35.ssm." + key] = (4, v)
-    meta.pop("qwen35.full_attention_interval", None)
-    meta["qwen35.attention.recurrent_layers"] = (9, (7, [False] * layers + [True]))
+        meta[f"{arch}.ssm.{key}"] = (4, v)
+    meta.pop(arch + ".full_attention_interval", None)
+    meta[arch + ".attention.recurrent_layers"] = (9, (7, [False] * layers + [True]))
     blk, conv = f"blk.{layers}.", 3 * state
     shapes = {"attn_norm.weight": [d], "post_attention_norm.weight": [d], "attn_qkv.weight": [d, conv],
               "attn_gate.weight": [d, state], "ssm_conv1d.weight": [conv_kernel, conv], "ssm_dt.bias": [1],
               "ssm_a": [1], "ssm_beta.weight": [d, 1], "ssm_alpha.weight": [d, 1], "ssm_norm.weight": [state],
-              "ssm_out.weight": [state, d], "ffn_gate.weight": [d, ff], "ffn_up.weight": [d, ff],
-              "ffn_down.weight": [ff, d]}
+              "ssm_out.weight": [state, d]}
+    if arch == "qwen35moe":  # a zero router, zero experts and a zero shared expert
+        e, fe = meta[arch + ".expert_count"][1], meta[arch + ".expert_feed_forward_length"][1]
+        fs = meta[arch + ".expert_shared_feed_forward_length"][1]
+        shapes.update({"ffn_gate_inp.weight": [d, e], "ffn_gate_exps.weight": [d, fe, e], "ffn_up_exps.weight": [d, fe, e],
+                       "ffn_down_exps.weight": [fe, d, e], "ffn_gate_inp_shexp.weight": [d],
+                       "ffn_gate_shexp.weight": [d, fs], "ffn_up_shexp.weight": [d, fs], "ffn_down_shexp.weight": [fs, d]})
+    else:
+        ff = meta[arch + ".feed_forward_length"][1]
+        shapes.update({"ffn_gate.weight": [d, ff], "ffn_up.weight": [d, ff], "ffn_down.weight": [ff, d]})
     return tensors + [(blk + n, dims, np.zeros(int(np.prod(dims)), np.float32)) for n, dims in shapes.items()]
 
 
@@ -139,7 +147,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gatedlm", required=True)
     ap.add_argument("--probe", required=True)
-    ap.add_argument("--checkpoint", required=True, help="a G1-gated gatedlm checkpoint, every layer full attention")
+    ap.add_argument("--checkpoint", required=True,
+                    help="a G1-gated gatedlm checkpoint (dense or MoE), every layer full attention")
     args = ap.parse_args()
     libdir, why = t.fetch_llama_libs()
     if libdir is None:
@@ -153,7 +162,7 @@ def main():
         write_gguf(patched, meta, append_zero_linear_layer(meta, tensors))
         prompt = [int(x) for x in np.random.default_rng(3).integers(0, 256, size=12)]
         env = {**os.environ, "LLAMA_PROBE_THREADS": "1"}
-        for label, path in (("as exported (qwen35, all full attention)", os.path.join(forced, "model.gguf")),
+        for label, path in (("as exported (all full attention)", os.path.join(forced, "model.gguf")),
                             ("with a zero Gated DeltaNet layer appended", patched)):
             r = subprocess.run([args.probe, libdir, path, str(t.GENERATE)] + list(map(str, prompt)),
                                capture_output=True, text=True, timeout=600, env=env)
