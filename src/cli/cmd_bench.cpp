@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "io/checkpoint.h"
+#include "io/quantized_checkpoint.h"
 #include "kernels/bf16_support.h"
 #include "model/config.h"
 #include "model/init.h"
@@ -100,31 +101,33 @@ void add_bench_gate(CLI::App* bench) {
 }
 
 struct GenerateBenchOptions {
-  std::string config, checkpoint;
+  std::string config, checkpoint, weights = "f32";
   std::vector<int64_t> batches{1, 8};
   bench::GenerateSpeedOptions speed;
 };
 
-// The model of --config (random weights, seed 1) or of --checkpoint.
-model::Model<float> generate_bench_model(const GenerateBenchOptions& o) {
+// The model of --config (random weights, seed 1, quantised in memory to --weights) or of
+// --checkpoint (F32 or quantised: io/quantized_checkpoint.h).
+io::InferenceModel generate_bench_model(const GenerateBenchOptions& o) {
   if (o.config.empty() == o.checkpoint.empty()) fail("bench generate: give --config or --checkpoint");
-  model::ModelConfig c;
-  std::vector<float> params;
-  if (!o.config.empty()) {
-    c = model::load_config(o.config);
-  } else {
-    io::Checkpoint ck = io::load_checkpoint(o.checkpoint);
-    c = ck.config;
-    params = std::move(ck.params);
+  if (!o.checkpoint.empty()) {
+    if (o.weights != "f32") fail("--weights ", o.weights, ": goes with --config (a checkpoint has its own format)");
+    return io::load_inference_model(o.checkpoint);
   }
-  model::Model<float> m(c);
-  if (params.empty()) model::init_params(params, m.layout(), c, 1);
-  m.load_params(params);
-  return m;
+  io::InferenceModel out;
+  const model::ModelConfig c = model::load_config(o.config);
+  out.model = std::make_unique<model::Model<float>>(c);
+  std::vector<float> params;
+  model::init_params(params, out.model->layout(), c, 1);
+  out.model->load_params(params);
+  if (o.weights != "f32")
+    out.quantized = model::quantize_model(*out.model, io::parse_quant_format(o.weights, "--weights"), true);
+  return out;
 }
 
 void run_bench_generate(const GenerateBenchOptions& o) {
-  model::Model<float> m = generate_bench_model(o);
+  const io::InferenceModel loaded = generate_bench_model(o);
+  model::Model<float>& m = *loaded.model;
   nlohmann::json runs = nlohmann::json::array();
   for (int64_t b : o.batches) {
     const bench::GenerateSpeed r = bench::measure_generate_speed(m, b, o.speed);
@@ -140,6 +143,8 @@ void run_bench_generate(const GenerateBenchOptions& o) {
   const nlohmann::json j{{"prompt_tokens", o.speed.prompt_tokens},
                          {"new_tokens", o.speed.new_tokens},
                          {"params", m.layout().total()},
+                         {"weights", loaded.weight_format()},
+                         {"quantized_weight_bytes", loaded.quantized ? loaded.quantized->bytes() : 0},
                          {"runs", runs},
                          {"peak_rss_bytes", bench::peak_rss_bytes()}};
   std::printf("%s\n", j.dump().c_str());
@@ -154,6 +159,10 @@ void add_bench_generate(CLI::App* bench) {
   auto* gcfg = generate->add_option("--config", gen->config, "model config JSON (random weights)")->check(CLI::ExistingFile);
   auto* gck = generate->add_option("--checkpoint", gen->checkpoint, "checkpoint or run directory");
   gcfg->excludes(gck);
+  generate->add_option("--weights", gen->weights,
+                       "with --config: f32, or the random weights quantised in memory to bf16 | q8_0 | q4_0 "
+                       "(as `gatedlm quantize` would)")
+      ->capture_default_str();
   generate->add_option("--batch", gen->batches, "batch sizes, comma separated")->delimiter(',')->capture_default_str();
   generate->add_option("--prompt-tokens", gen->speed.prompt_tokens, "tokens per prompt")->capture_default_str();
   generate->add_option("--new-tokens", gen->speed.new_tokens, "decode steps")->capture_default_str();

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "infer/decoder.h"
 #include "io/checkpoint.h"
+#include "io/quantized_checkpoint.h"
 #include "io/safetensors.h"
 #include "io/token_ids.h"
 #include "model/model.h"
@@ -39,11 +40,10 @@ void register_debug_decode(CLI::App& app) {
   sub->add_option("--sinks", opt->sinks, "sink tokens kept with --window")->capture_default_str();
   sub->add_option("--out", opt->out, "output .safetensors file")->required();
   sub->callback([opt] {
-    io::Checkpoint ck = io::load_checkpoint(opt->checkpoint);
-    model::Model<float> m(ck.config);
-    m.load_params(ck.params);
+    const io::InferenceModel loaded = io::load_inference_model(opt->checkpoint);  // F32 or quantised
+    model::Model<float>& m = *loaded.model;
     const auto seqs = io::read_token_ids(opt->token_ids);
-    const int64_t B = static_cast<int64_t>(seqs.size()), V = ck.config.vocab_size;
+    const int64_t B = static_cast<int64_t>(seqs.size()), V = m.config().vocab_size;
     if (!opt->prompt_lengths.empty() && static_cast<int64_t>(opt->prompt_lengths.size()) != B)
       fail("--prompt-lengths: ", opt->prompt_lengths.size(), " lengths for ", B, " sequences in ", opt->token_ids);
     std::vector<int64_t> prompt(B), offset(B + 1, 0);

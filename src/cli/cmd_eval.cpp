@@ -7,6 +7,7 @@
 #include "cli/eval_source_options.h"
 #include "eval/evaluate.h"
 #include "io/checkpoint.h"
+#include "io/quantized_checkpoint.h"
 #include "io/eval_stream.h"
 
 namespace gatedlm::cli {
@@ -32,11 +33,10 @@ void register_eval(CLI::App& app) {
   sub->callback([opt] {
     const io::EvalSource& src = opt->source;
     io::check_eval_source(src);
-    io::Checkpoint ck = io::load_checkpoint(opt->checkpoint);
-    model::Model<float> m(ck.config);
-    m.load_params(ck.params);
-    const io::EvalStream es = io::load_eval_stream(src, ck.config.vocab_size);
-    const int64_t seq = opt->seq_len > 0 ? opt->seq_len : ck.config.max_seq_len;
+    const io::InferenceModel loaded = io::load_inference_model(opt->checkpoint);  // F32 or quantised
+    model::Model<float>& m = *loaded.model;
+    const io::EvalStream es = io::load_eval_stream(src, m.config().vocab_size);
+    const int64_t seq = opt->seq_len > 0 ? opt->seq_len : m.config().max_seq_len;
     const eval::EvalResult r =
         eval::evaluate(m, es.tokens, es.bos, seq, opt->max_tokens, opt->batch_size, es.bytes_per_token);
     if (opt->json) {

@@ -37,5 +37,6 @@ void register_generate(CLI::App& app);
 void register_stream_eval(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_sweep(CLI::App& app);
+void register_quantize(CLI::App& app);
 
 }  // namespace gatedlm::cli

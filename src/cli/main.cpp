@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   gatedlm::cli::register_stream_eval(app);
   gatedlm::cli::register_serve(app);
   gatedlm::cli::register_sweep(app);
+  gatedlm::cli::register_quantize(app);
   gatedlm::cli::add_strict_number_checks(app);
   try {
     app.parse(argc, argv);

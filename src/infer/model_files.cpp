@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "io/checkpoint.h"
+#include "io/quantized_checkpoint.h"
 #include "io/token_dataset.h"
 
 namespace gatedlm::infer {
@@ -36,10 +37,11 @@ std::unique_ptr<io::Tokenizer> from_run(const fs::path& run, std::string& source
 
 LoadedModel load_model(const std::string& checkpoint, const std::string& tokenizer_flag) {
   LoadedModel out;
-  out.checkpoint_dir = io::resolve_checkpoint_dir(checkpoint);
-  io::Checkpoint ck = io::load_checkpoint(checkpoint);
-  out.model = std::make_unique<model::Model<float>>(ck.config);
-  out.model->load_params(ck.params);
+  io::InferenceModel loaded = io::load_inference_model(checkpoint);
+  out.checkpoint_dir = loaded.checkpoint_dir;
+  out.model = std::move(loaded.model);
+  out.quantized = std::move(loaded.quantized);
+  const model::ModelConfig& config = out.model->config();
   if (!tokenizer_flag.empty()) {
     out.tokenizer = io::Tokenizer::load(tokenizer_flag);
     out.tokenizer_source = "--tokenizer " + tokenizer_flag;
@@ -60,9 +62,9 @@ LoadedModel load_model(const std::string& checkpoint, const std::string& tokeniz
       fail(checkpoint, ": no tokenizer recorded for this checkpoint (no run.json naming its data, no "
                        "tokenizer.model beside it); give --tokenizer byte|FILE.model");
   }
-  if (out.tokenizer->vocab_size() > ck.config.vocab_size)
+  if (out.tokenizer->vocab_size() > config.vocab_size)
     fail(out.tokenizer_source, ": the tokenizer has ", out.tokenizer->vocab_size(), " ids, more than the model's vocab_size ",
-         ck.config.vocab_size, " (", checkpoint, ")");
+         config.vocab_size, " (", checkpoint, ")");
   return out;
 }
 

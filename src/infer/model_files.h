@@ -13,12 +13,16 @@
 
 #include "io/tokenizer.h"
 #include "model/model.h"
+#include "model/quantized_weights.h"
 
 namespace gatedlm::infer {
 
 struct LoadedModel {
   std::string checkpoint_dir;  // resolved checkpoint directory
   std::unique_ptr<model::Model<float>> model;
+  // A quantised checkpoint's weight blocks, attached to model (io/quantized_checkpoint.h);
+  // null for F32. Declared after model: unregistered before the model goes.
+  std::unique_ptr<model::QuantizedWeights> quantized;
   std::unique_ptr<io::Tokenizer> tokenizer;
   std::string tokenizer_source;  // where the tokenizer came from (for messages and JSON)
 };

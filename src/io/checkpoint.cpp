@@ -8,6 +8,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/memory.h"
+#include "io/quantized_checkpoint.h"
 #include "io/safetensors.h"
 
 namespace gatedlm::io {
@@ -85,6 +86,11 @@ void load_checkpoint_weights(const std::string& path, const model::ModelConfig& 
   if (static_cast<int64_t>(out.size()) != layout.total())
     fail("load_checkpoint_weights: ", out.size(), " values for a model of ", layout.total(), " parameters");
   SafetensorsReader reader(weights_path.string());
+  if (const auto q = reader.metadata().find(kQuantizedKey); q != reader.metadata().end())
+    fail(weights_path.string(), ": an inference checkpoint with ", q->second,
+         " weights (written by gatedlm quantize); training, resuming and this command need F32 weights: use the "
+         "checkpoint it was quantised from (generate, serve, score, eval, analyze, stream-eval and bench generate "
+         "accept it)");
   for (const auto& [name, entry] : reader.tensors())
     if (!layout.find(name))
       fail(weights_path.string(), ": unexpected tensor ", name, " (the config in ", config_path.string(),

@@ -149,6 +149,17 @@ void SafetensorsReader::read_f32(const std::string& name, float* out, int64_t nu
   if (!in) fail(path_, ": tensor ", name, ": read failed (truncated?)");
 }
 
+void SafetensorsReader::read_bytes(const std::string& name, const std::string& dtype, void* out,
+                                   uint64_t bytes) const {
+  const TensorEntry& e = entry(name);
+  if (e.dtype != dtype) fail(path_, ": tensor ", name, " has dtype ", e.dtype, ", expected ", dtype);
+  if (e.end - e.begin != bytes) fail(path_, ": tensor ", name, " holds ", e.end - e.begin, " bytes, expected ", bytes);
+  std::ifstream in(path_, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(data_start_ + e.begin));
+  in.read(static_cast<char*>(out), static_cast<std::streamsize>(bytes));
+  if (!in) fail(path_, ": tensor ", name, ": read failed (truncated?)");
+}
+
 void write_safetensors_header(AtomicFile& file, const std::string& path, const std::vector<HeaderEntry>& entries,
                               const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header;

@@ -30,6 +30,9 @@ class SafetensorsReader {
   // Reads an F32 tensor into out (resized). Throws if the dtype is not F32.
   void read_f32(const std::string& name, std::vector<float>& out) const;
   void read_f32(const std::string& name, float* out, int64_t numel) const;
+  // Reads a tensor's bytes as stored (any dtype, checked to be `dtype`) into out, which
+  // holds `bytes`, the tensor's size (checked).
+  void read_bytes(const std::string& name, const std::string& dtype, void* out, uint64_t bytes) const;
   const std::string& path() const { return path_; }
 
  private:

@@ -1,0 +1,179 @@
+#include "io/quantized_checkpoint.h"
+
+#include <filesystem>
+#include <utility>
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "io/checkpoint.h"
+#include "io/safetensors.h"
+
+namespace gatedlm::io {
+
+namespace fs = std::filesystem;
+namespace k = kernels;
+
+kernels::QuantFormat parse_quant_format(const std::string& text, const std::string& flag) {
+  for (k::QuantFormat f : {k::QuantFormat::bf16, k::QuantFormat::q8_0, k::QuantFormat::q4_0})
+    if (text == k::quant_format_name(f)) return f;
+  fail(flag, " ", text, ": not a weight format (bf16 | q8_0 | q4_0)");
+}
+
+std::optional<kernels::QuantFormat> checkpoint_quant_format(const std::string& path) {
+  const fs::path weights = fs::path(resolve_checkpoint_dir(path)) / "model.safetensors";
+  if (!fs::exists(weights)) return std::nullopt;
+  const SafetensorsReader reader(weights.string());
+  const auto it = reader.metadata().find(kQuantizedKey);
+  if (it == reader.metadata().end()) return std::nullopt;
+  return parse_quant_format(it->second, cat(weights.string(), ": metadata ", kQuantizedKey));
+}
+
+namespace {
+
+// How a tensor is stored in a quantised checkpoint: dtype, shape and bytes.
+HeaderEntry stored_entry(const model::ParamSpec& spec, std::optional<k::QuantFormat> format) {
+  if (!format) return {spec.name, "F32", spec.shape, static_cast<uint64_t>(spec.numel) * 4};
+  const int64_t cols = spec.shape.back(), rows = spec.numel / cols;
+  const auto bytes = static_cast<uint64_t>(rows * k::quant_row_bytes(*format, cols));
+  if (*format == k::QuantFormat::bf16) return {spec.name, "BF16", spec.shape, bytes};
+  return {spec.name, "U8", {rows, k::quant_row_bytes(*format, cols)}, bytes};
+}
+
+
+bool is_weight_matrix(const model::ParamSpec& spec) {
+  return spec.shape.size() >= 2 && (spec.kind == model::ParamKind::matrix || spec.kind == model::ParamKind::gate ||
+                                    spec.kind == model::ParamKind::embedding || spec.kind == model::ParamKind::lm_head);
+}
+
+}  // namespace
+
+QuantizeSummary save_quantized_checkpoint(const std::string& out_dir, const model::ModelConfig& config,
+                                          std::span<const float> params, kernels::QuantFormat format) {
+  const model::ParamLayout layout(config);
+  if (static_cast<int64_t>(params.size()) != layout.total())
+    fail("save_quantized_checkpoint: ", params.size(), " parameters given, the config needs ", layout.total());
+  model::QuantizedWeights blocks(layout, format);
+  blocks.quantize_from(params);
+  QuantizeSummary summary;
+  std::vector<HeaderEntry> entries;
+  nlohmann::ordered_json formats = nlohmann::ordered_json::object();
+  for (const model::ParamSpec& spec : layout.specs()) {
+    const std::optional<k::QuantFormat> f = model::tensor_format(layout, spec, format);
+    entries.push_back(stored_entry(spec, f));
+    summary.f32_bytes += spec.numel * 4;
+    summary.written_bytes += static_cast<int64_t>(entries.back().bytes);
+    if (f) formats[spec.name] = k::quant_format_name(*f);
+    (f ? summary.quantized_tensors : summary.f32_tensors) += 1;
+    if (!f && is_weight_matrix(spec) && spec.shape.back() % k::kQuantBlockValues != 0)
+      summary.narrow_matrices.push_back(spec.name);
+  }
+  const bool created = !fs::exists(out_dir);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) fail(out_dir, ": cannot create the checkpoint directory (", ec.message(), ")");
+  try {
+    const std::string weights_path = (fs::path(out_dir) / "model.safetensors").string();
+    AtomicFile weights(weights_path);
+    write_safetensors_header(weights, weights_path, entries,
+                             {{"format", "pt"}, {kQuantizedKey, k::quant_format_name(format)},
+                              {kTensorFormatsKey, formats.dump()}});
+    for (const model::ParamSpec& spec : layout.specs()) {
+      if (model::tensor_format(layout, spec, format)) {
+        const std::span<const uint8_t> b = std::as_const(blocks).tensor_bytes(spec);
+        weights.write(b.data(), b.size());
+      } else {
+        weights.write(params.data() + spec.offset, static_cast<size_t>(spec.numel) * 4);
+      }
+    }
+    AtomicFile config_file((fs::path(out_dir) / "config.json").string());
+    config_file.write(model::config_to_json(config).dump(2) + "\n");
+    weights.commit();
+    config_file.commit();
+  } catch (...) {
+    if (created) fs::remove_all(out_dir, ec);
+    throw;
+  }
+  return summary;
+}
+
+std::string InferenceModel::weight_format() const {
+  return quantized ? k::quant_format_name(quantized->type()) : "f32";
+}
+
+namespace {
+
+// The recorded formats {tensor: format} of a quantised checkpoint, checked against the
+// layout: every tensor the checkpoint's format quantises, and no other.
+void check_recorded_formats(const SafetensorsReader& reader, const model::ParamLayout& layout, k::QuantFormat format) {
+  const auto it = reader.metadata().find(kTensorFormatsKey);
+  if (it == reader.metadata().end()) fail(reader.path(), ": no ", kTensorFormatsKey, " in the header's metadata");
+  nlohmann::json recorded;
+  try {
+    recorded = nlohmann::json::parse(it->second);
+  } catch (const nlohmann::json::exception& e) {
+    fail(reader.path(), ": metadata ", kTensorFormatsKey, " is not valid JSON (", e.what(), ")");
+  }
+  if (!recorded.is_object()) fail(reader.path(), ": metadata ", kTensorFormatsKey, " is not a JSON object");
+  int64_t expected = 0;
+  for (const model::ParamSpec& spec : layout.specs()) {
+    const std::optional<k::QuantFormat> want = model::tensor_format(layout, spec, format);
+    if (!want) continue;
+    ++expected;
+    const auto f = recorded.find(spec.name);
+    if (f == recorded.end() || !f->is_string() || f->get<std::string>() != k::quant_format_name(*want))
+      fail(reader.path(), ": tensor ", spec.name, " is not recorded as ", k::quant_format_name(*want), " in ",
+           kTensorFormatsKey);
+  }
+  if (static_cast<int64_t>(recorded.size()) != expected)
+    fail(reader.path(), ": ", kTensorFormatsKey, " lists ", recorded.size(), " tensors, the config quantises ", expected);
+}
+
+// Reads every tensor of a quantised checkpoint: F32 ones into params, the others into
+// the blocks (then expanded into params and checked finite).
+void read_quantized_tensors(const SafetensorsReader& reader, const model::ParamLayout& layout,
+                            model::QuantizedWeights& blocks, std::span<float> params) {
+  for (const auto& [name, entry] : reader.tensors())
+    if (!layout.find(name)) fail(reader.path(), ": unexpected tensor ", name, " (the config has no such parameter)");
+  for (const model::ParamSpec& spec : layout.specs()) {
+    if (!reader.has(spec.name)) fail(reader.path(), ": missing tensor ", spec.name);
+    const std::optional<k::QuantFormat> f = model::tensor_format(layout, spec, blocks.type());
+    const HeaderEntry want = stored_entry(spec, f);
+    if (reader.entry(spec.name).shape != want.shape)
+      fail(reader.path(), ": tensor ", spec.name, " has the wrong shape for ", f ? k::quant_format_name(*f) : "F32",
+           " (", want.bytes, " bytes expected)");
+    if (f) {
+      const std::span<uint8_t> b = blocks.tensor_bytes(spec);
+      reader.read_bytes(spec.name, want.dtype, b.data(), b.size());
+    } else {
+      reader.read_f32(spec.name, params.data() + spec.offset, spec.numel);
+    }
+  }
+  blocks.dequantize_into(params);
+  for (const model::ParamSpec& spec : layout.specs())
+    require_finite(params.data() + spec.offset, spec.numel, cat(reader.path(), ": tensor ", spec.name));
+}
+
+}  // namespace
+
+InferenceModel load_inference_model(const std::string& path, bool release_f32) {
+  InferenceModel out;
+  out.checkpoint_dir = resolve_checkpoint_dir(path);
+  const model::ModelConfig config = load_checkpoint_config(out.checkpoint_dir);
+  out.model = std::make_unique<model::Model<float>>(config);
+  const std::optional<k::QuantFormat> format = checkpoint_quant_format(out.checkpoint_dir);
+  if (!format) {
+    load_checkpoint_weights(out.checkpoint_dir, config, out.model->params());
+    return out;
+  }
+  const SafetensorsReader reader((fs::path(out.checkpoint_dir) / "model.safetensors").string());
+  const model::ParamLayout& layout = out.model->layout();
+  check_recorded_formats(reader, layout, *format);
+  out.quantized = std::make_unique<model::QuantizedWeights>(layout, *format);
+  read_quantized_tensors(reader, layout, *out.quantized, out.model->params());
+  out.quantized->attach(out.model->params());
+  if (release_f32) out.quantized->release_f32();
+  return out;
+}
+
+}  // namespace gatedlm::io

@@ -1,0 +1,242 @@
+#include "model/quantized_weights.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "core/error.h"
+#include "kernels/quant_matmul.h"
+
+namespace gatedlm::model {
+
+namespace k = kernels;
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Fp32 values of a tile of expanded rows in the prefill product: 16 MiB.
+constexpr int64_t kTileValues = int64_t{1} << 22;
+
+}  // namespace
+
+bool quantized_tensor(const ParamSpec& spec) {
+  const bool weight_kind = spec.kind == ParamKind::embedding || spec.kind == ParamKind::lm_head ||
+                           spec.kind == ParamKind::matrix || spec.kind == ParamKind::gate;
+  if (!weight_kind || spec.shape.size() < 2 || spec.shape.back() % k::kQuantBlockValues != 0) return false;
+  // Routers: few rows that decide which experts run (llama.cpp keeps ffn_gate_inp F32).
+  return !ends_with(spec.name, ".mlp.gate.weight") && !ends_with(spec.name, ".mlp.shared_expert_gate.weight");
+}
+
+std::optional<k::QuantFormat> tensor_format(const ParamLayout& layout, const ParamSpec& spec, k::QuantFormat type) {
+  if (!quantized_tensor(spec)) return std::nullopt;
+  const bool output = spec.kind == ParamKind::lm_head ||
+                      (spec.kind == ParamKind::embedding && !layout.find("lm_head.weight"));
+  return output && type == k::QuantFormat::q4_0 ? k::QuantFormat::q8_0 : type;
+}
+
+QuantizedWeights::QuantizedWeights(const ParamLayout& layout, k::QuantFormat type)
+    : layout_(layout), type_(type), total_(layout.total()) {
+  for (const ParamSpec& spec : layout.specs()) {
+    const std::optional<k::QuantFormat> format = tensor_format(layout, spec, type);
+    if (!format) continue;
+    const int64_t cols = spec.shape.back(), rows = spec.numel / cols;
+    Segment* last = segments_.empty() ? nullptr : &segments_.back();
+    if (last && last->cols == cols && last->format == *format && last->begin + last->rows * last->cols == spec.offset)
+      last->rows += rows;
+    else
+      segments_.push_back(Segment{spec.offset, rows, cols, *format, false, {}});
+  }
+  for (Segment& seg : segments_)
+    seg.blocks.resize(static_cast<size_t>(seg.rows * k::quant_row_bytes(seg.format, seg.cols)));
+}
+
+QuantizedWeights::~QuantizedWeights() { detach(); }
+
+const QuantizedWeights::Segment* QuantizedWeights::segment_at(int64_t offset) const {
+  auto it = std::upper_bound(segments_.begin(), segments_.end(), offset,
+                             [](int64_t o, const Segment& s) { return o < s.begin; });
+  if (it == segments_.begin()) return nullptr;
+  --it;
+  return offset < it->begin + it->rows * it->cols ? &*it : nullptr;
+}
+
+std::span<const uint8_t> QuantizedWeights::tensor_bytes(const ParamSpec& spec) const {
+  const Segment* seg = quantized_tensor(spec) ? segment_at(spec.offset) : nullptr;
+  if (!seg) fail("quantised weights: tensor ", spec.name, " is kept in F32");
+  const int64_t row_bytes = k::quant_row_bytes(seg->format, seg->cols);
+  const int64_t first_row = (spec.offset - seg->begin) / seg->cols;
+  return {seg->blocks.data() + first_row * row_bytes, static_cast<size_t>(spec.numel / seg->cols * row_bytes)};
+}
+
+std::span<uint8_t> QuantizedWeights::tensor_bytes(const ParamSpec& spec) {
+  const std::span<const uint8_t> held = std::as_const(*this).tensor_bytes(spec);
+  return {const_cast<uint8_t*>(held.data()), held.size()};
+}
+
+int64_t QuantizedWeights::bytes() const {
+  int64_t sum = 0;
+  for (const Segment& seg : segments_) sum += static_cast<int64_t>(seg.blocks.size());
+  return sum;
+}
+
+void QuantizedWeights::quantize_from(std::span<const float> params) {
+  if (static_cast<int64_t>(params.size()) != total_)
+    fail("quantize_from: ", params.size(), " values for a layout of ", total_);
+  for (Segment& seg : segments_) {
+    const int64_t row_bytes = k::quant_row_bytes(seg.format, seg.cols);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < seg.rows; ++r)
+      k::quantize_row(seg.format, seg.blocks.data() + r * row_bytes, params.data() + seg.begin + r * seg.cols, seg.cols);
+  }
+}
+
+void QuantizedWeights::dequantize_into(std::span<float> params) const {
+  if (static_cast<int64_t>(params.size()) != total_)
+    fail("dequantize_into: ", params.size(), " values for a layout of ", total_);
+  for (const Segment& seg : segments_) {
+    const int64_t row_bytes = k::quant_row_bytes(seg.format, seg.cols);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < seg.rows; ++r)
+      k::dequantize_row(seg.format, params.data() + seg.begin + r * seg.cols, seg.blocks.data() + r * row_bytes, seg.cols);
+  }
+}
+
+void QuantizedWeights::attach(std::span<const float> params) {
+  if (static_cast<int64_t>(params.size()) != total_)
+    fail("quantised weights: attached to ", params.size(), " values, the layout has ", total_);
+  detach();
+  base_ = params.data();
+  k::register_weight_source(this);
+}
+
+void QuantizedWeights::detach() {
+  if (!base_) return;
+  k::unregister_weight_source(this);
+  base_ = nullptr;
+}
+
+int64_t QuantizedWeights::release_f32() {
+  if (!base_) fail("release_f32: the quantised weights are not attached to a model");
+  const ParamSpec& embed = layout_.specs().front();  // the embedding lookup copies its rows
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  int64_t released = 0;
+  for (Segment& seg : segments_) {
+    if (seg.begin <= embed.offset && embed.offset < seg.begin + seg.rows * seg.cols) continue;
+    const auto first = reinterpret_cast<uintptr_t>(base_ + seg.begin);
+    const auto last = reinterpret_cast<uintptr_t>(base_ + seg.begin + seg.rows * seg.cols);
+    const uintptr_t from = (first + page - 1) / page * page, to = last / page * page;
+    seg.released = true;  // from here on the blocks are the only copy products read
+    if (to <= from) continue;
+    if (madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED) != 0)
+      fail("release_f32: madvise failed for ", to - from, " bytes");
+    released += static_cast<int64_t>(to - from);
+  }
+  return released;
+}
+
+bool QuantizedWeights::holds(const float* B) const {
+  return base_ && B >= base_ && B < base_ + total_ && segment_at(B - base_) != nullptr;
+}
+
+bool QuantizedWeights::product(float* C, const float* A, const float* B, const k::MatmulShape& s) {
+  if (!base_ || B < base_ || B >= base_ + total_) return false;
+  const int64_t offset = B - base_;
+  const Segment* seg = segment_at(offset);
+  const bool whole_rows = seg && !s.trans_a && s.trans_b && s.K == seg->cols && s.ldb == seg->cols &&
+                          (offset - seg->begin) % seg->cols == 0 &&
+                          (offset - seg->begin) / seg->cols + s.N <= seg->rows;
+  if (whole_rows) {
+    multiply_rows(C, A, *seg, (offset - seg->begin) / seg->cols, s);
+    return true;
+  }
+  // Any other view of the weights (none of the model's products today): the fp32 values
+  // where they are still there, else a copy of B's extent expanded from the blocks.
+  const int64_t stored_rows = s.trans_b ? s.N : s.K, stored_cols = s.trans_b ? s.K : s.N;
+  const int64_t extent = (stored_rows - 1) * s.ldb + stored_cols;
+  bool touches_released = false;
+  for (const Segment& g : segments_)
+    touches_released |= g.released && g.begin < offset + extent && offset < g.begin + g.rows * g.cols;
+  if (!touches_released) return false;
+  std::vector<float> copy(static_cast<size_t>(extent));
+  read_values(copy.data(), offset, extent);
+  k::matmul(C, A, copy.data(), s);
+  return true;
+}
+
+// C = A W^T for rows [row0, row0 + s.N) of a segment (s.K == its width, A and C strided).
+void QuantizedWeights::multiply_rows(float* C, const float* A, const Segment& seg, int64_t row0,
+                                     const k::MatmulShape& s) const {
+  const int64_t row_bytes = k::quant_row_bytes(seg.format, seg.cols);
+  const uint8_t* first = seg.blocks.data() + row0 * row_bytes;
+  if (s.M <= kQuantDirectRows) {  // decode: the blocks read once, directly
+    const k::QuantWeights W{seg.format, first, s.N, s.K};
+    if (s.lda == s.K && s.ldc == s.N && !s.accumulate) {
+      k::quant_matmul(C, A, s.M, W);
+      return;
+    }
+    thread_local std::vector<float> a_packed, c_packed;
+    a_packed.resize(static_cast<size_t>(s.M * s.K));
+    c_packed.resize(static_cast<size_t>(s.M * s.N));
+    for (int64_t i = 0; i < s.M; ++i) std::copy_n(A + i * s.lda, s.K, a_packed.data() + i * s.K);
+    k::quant_matmul(c_packed.data(), a_packed.data(), s.M, W);
+    for (int64_t i = 0; i < s.M; ++i)
+      for (int64_t j = 0; j < s.N; ++j)
+        C[i * s.ldc + j] = (s.accumulate ? C[i * s.ldc + j] : 0.0f) + c_packed[i * s.N + j];
+    return;
+  }
+  // Prefill: tiles of rows expanded to fp32, each multiplied into its columns of C.
+  const int64_t tile_rows = std::max<int64_t>(64, kTileValues / s.K);
+  thread_local std::vector<float> tile;
+  for (int64_t r = 0; r < s.N; r += tile_rows) {
+    const int64_t rows = std::min(tile_rows, s.N - r);
+    tile.resize(static_cast<size_t>(rows * s.K));
+    float* expanded = tile.data();  // the caller's thread_local: other threads see their own
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < rows; ++i)
+      k::dequantize_row(seg.format, expanded + i * s.K, first + (r + i) * row_bytes, s.K);
+    k::MatmulShape part = s;
+    part.N = rows;
+    part.ldb = s.K;
+    k::matmul(C + r, A, expanded, part);
+  }
+}
+
+// out[i] = the weight at element offset + i of the model's buffer, from the blocks where
+// the fp32 pages were released.
+void QuantizedWeights::read_values(float* out, int64_t offset, int64_t count) const {
+  std::vector<float> row;
+  for (int64_t pos = offset, end = offset + count; pos < end;) {
+    const Segment* seg = segment_at(pos);
+    if (!seg || !seg->released) {  // plain values up to the next released segment
+      int64_t stop = end;
+      for (const Segment& g : segments_)
+        if (g.released && g.begin > pos) stop = std::min(stop, g.begin);
+      std::copy(base_ + pos, base_ + stop, out + (pos - offset));
+      pos = stop;
+      continue;
+    }
+    const int64_t r = (pos - seg->begin) / seg->cols, row_start = seg->begin + r * seg->cols;
+    row.resize(static_cast<size_t>(seg->cols));
+    k::dequantize_row(seg->format, row.data(), seg->blocks.data() + r * k::quant_row_bytes(seg->format, seg->cols),
+                      seg->cols);
+    const int64_t take = std::min(end, row_start + seg->cols) - pos;
+    std::copy_n(row.data() + (pos - row_start), take, out + (pos - offset));
+    pos += take;
+  }
+}
+
+std::unique_ptr<QuantizedWeights> quantize_model(Model<float>& model, k::QuantFormat format, bool release_f32) {
+  auto q = std::make_unique<QuantizedWeights>(model.layout(), format);
+  q->quantize_from(model.params());
+  q->dequantize_into(model.params());
+  q->attach(model.params());
+  if (release_f32) q->release_f32();
+  return q;
+}
+
+}  // namespace gatedlm::model

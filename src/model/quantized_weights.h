@@ -1,0 +1,111 @@
+#pragma once
+// A model's weight matrices held as GGUF blocks (kernels/quant_blocks.h) for inference.
+//
+// Which tensors are quantised (quantized_tensor below): every 2-D weight matrix whose
+// input width (columns) is a multiple of 32, i.e. the attention q/k/v/o projections, the
+// gate projections that read the hidden state, the FFN gate/up/down, the MoE experts and
+// shared expert, the switch-head experts, the linear-attention projections, the token
+// embedding and the LM head (llama.cpp's quantiser quantises token_embd and output too;
+// a Q4_0 checkpoint keeps the output matrix in Q8_0, see tensor_format).
+// These stay F32: 1-D tensors (norms, biases, vector gates, decays), the MoE router
+// (mlp.gate.weight) and the shared expert's gate (mlp.shared_expert_gate.weight), the
+// switch-head routers (llama.cpp keeps ffn_gate_inp F32 for the same reason: few rows,
+// and routing decisions are sensitive), conv1d kernels, and every matrix whose input
+// width is not a whole number of 32-value blocks.
+//
+// How products find the blocks: the model keeps its flat fp32 buffer (ParamLayout); a
+// QuantizedWeights attached to it registers as a kernels::WeightSource, so every product
+// whose weight operand B points into a quantised tensor runs on the blocks instead
+// (kernels/weight_source.h). Consecutive quantised tensors of the same width form one
+// segment of rows, so the model's fused products (q|k|v|gate, gate_proj|up_proj) read one
+// block matrix. Few rows (decode): kernels::quant_matmul reads the blocks directly; more
+// rows (prefill): the blocks are expanded to fp32 a tile of rows at a time and multiplied
+// by matmul<float>. The fp32 values of the quantised tensors in the model's buffer are
+// the dequantised blocks (so anything that reads them, e.g. the embedding lookup, sees
+// the same weights), and release_f32() hands the pages of those the products alone read
+// back to the system.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/quant_blocks.h"
+#include "kernels/weight_source.h"
+#include "model/model.h"
+#include "model/param_layout.h"
+
+namespace gatedlm::model {
+
+// Whether a checkpoint quantised to any format stores this tensor quantised (else F32).
+bool quantized_tensor(const ParamSpec& spec);
+// The format a tensor is stored in for a checkpoint of `type`, nullopt for F32: `type`,
+// except that a Q4_0 checkpoint keeps its output matrix (lm_head, or the token embedding
+// when tied) in Q8_0, as gatedlm's GGUF export does (llama-quantize writes Q6_K there).
+std::optional<kernels::QuantFormat> tensor_format(const ParamLayout& layout, const ParamSpec& spec,
+                                                  kernels::QuantFormat type);
+
+// Rows of A up to which products read the blocks directly (kernels::quant_matmul); more
+// rows expand the blocks to fp32 tiles for matmul<float> (prefill).
+inline constexpr int64_t kQuantDirectRows = 64;
+
+class QuantizedWeights final : public kernels::WeightSource {
+ public:
+  // Room for the blocks of every quantised tensor of `layout` for a checkpoint of `type`
+  // (tensor_format; filled by quantize_from or through tensor_bytes).
+  QuantizedWeights(const ParamLayout& layout, kernels::QuantFormat type);
+  ~QuantizedWeights() override;
+  QuantizedWeights(const QuantizedWeights&) = delete;
+  QuantizedWeights& operator=(const QuantizedWeights&) = delete;
+
+  kernels::QuantFormat type() const { return type_; }
+  // The blocks of one quantised tensor: rows * quant_row_bytes(its format, cols) bytes.
+  std::span<uint8_t> tensor_bytes(const ParamSpec& spec);
+  std::span<const uint8_t> tensor_bytes(const ParamSpec& spec) const;
+  int64_t bytes() const;  // all blocks held
+
+  // Quantises the tensors from fp32 values laid out by the layout.
+  void quantize_from(std::span<const float> params);
+  // Writes the dequantised values of every quantised tensor into params.
+  void dequantize_into(std::span<float> params) const;
+
+  // Registers with the products for the model buffer `params` (dequantised values already
+  // in it); detach() or destruction unregisters. One buffer at a time.
+  void attach(std::span<const float> params);
+  void detach();
+  // Returns the fp32 pages of the quantised tensors that only products read (all but the
+  // token embedding, whose rows the embedding lookup copies) to the system: the buffer then
+  // reads zeros there, and products fall back to the blocks for every shape. Returns the
+  // bytes released. Needs attach() first.
+  int64_t release_f32();
+
+  bool product(float* C, const float* A, const float* B, const kernels::MatmulShape& s) override;
+  bool holds(const float* B) const override;
+
+ private:
+  // Consecutive quantised tensors of one width and format: rows [0, rows) of `cols` values
+  // each, standing for the fp32 elements [begin, begin + rows * cols) of the model's buffer.
+  struct Segment {
+    int64_t begin = 0, rows = 0, cols = 0;
+    kernels::QuantFormat format;
+    bool released = false;
+    std::vector<uint8_t> blocks;
+  };
+  const Segment* segment_at(int64_t offset) const;
+  void multiply_rows(float* C, const float* A, const Segment& seg, int64_t row0, const kernels::MatmulShape& s) const;
+  void read_values(float* out, int64_t offset, int64_t count) const;
+
+  ParamLayout layout_;
+  kernels::QuantFormat type_;
+  std::vector<Segment> segments_;  // in offset order
+  const float* base_ = nullptr;
+  int64_t total_ = 0;
+};
+
+// Quantises a model's weights in place for inference: the blocks of its quantised tensors,
+// its buffer then holding their dequantised values, attached to it (and the fp32 pages
+// released when asked, see release_f32). The model must outlive the result.
+std::unique_ptr<QuantizedWeights> quantize_model(Model<float>& model, kernels::QuantFormat format, bool release_f32);
+
+}  // namespace gatedlm::model
