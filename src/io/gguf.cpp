@@ -231,6 +231,8 @@ void write_tensor_data(AtomicFile& file, const std::vector<PlacedTensor>& placed
     bytes.assign(padding, '\0');
     const int64_t k = p.tensor->shape.back();
     for (const GgufRun& run : p.tensor->runs) {
+      if (run.count % k != 0)  // the tables' promise (io/gguf_tables.h): rows are encoded run by run
+        fail("gguf: tensor ", p.tensor->name, ": a run of ", run.count, " values is no whole number of rows of ", k);
       if (!run.spec) zeros.assign(static_cast<size_t>(run.count), 0.0f);
       const float* values = run.spec ? params.data() + run.spec->offset + run.begin : zeros.data();
       encode_ggml_rows(bytes, values, run.count / k, k, p.type);
