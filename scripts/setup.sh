@@ -6,10 +6,10 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(cmake ninja-build g++ pkg-config libdnnl-dev nlohmann-json3-dev libcli11-dev libgtest-dev
           libgmock-dev libsentencepiece-dev gnuplot-nox libopenmpi-dev openmpi-bin libpcre2-dev libicu-dev
-          libcpp-httplib-dev)
+          libcpp-httplib-dev pybind11-dev python3-dev python3-numpy)
 # The PyTorch reference is needed by the tests only.
 if [[ "${GATEDLM_WITH_TEST_DEPS:-0}" == 1 ]]; then
-  PACKAGES+=(python3-torch python3-numpy qemu-user)
+  PACKAGES+=(python3-torch python3-numpy qemu-user python3-pytest python3-matplotlib)
 fi
 # The fuzzing harnesses (scripts/fuzz.sh) need clang's libFuzzer and OpenMP runtime.
 if [[ "${GATEDLM_WITH_FUZZ_DEPS:-0}" == 1 ]]; then

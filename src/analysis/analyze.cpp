@@ -87,6 +87,19 @@ std::vector<int64_t> checked_layer_list(const std::vector<int64_t>& layers, int6
   return out;
 }
 
+int64_t analysis_window_length(int64_t requested, int64_t max_seq_len) {
+  const int64_t len = requested > 0 ? requested : std::min<int64_t>(256, max_seq_len);
+  if (len > max_seq_len) fail("--seq-len ", len, " exceeds the model's max_seq_len ", max_seq_len);
+  return len;
+}
+
+json analyze_stream(model::Model<float>& m, std::span<const int32_t> stream, int32_t bos, int64_t windows,
+                    int64_t length, AnalyzeOptions options, const Progress& progress) {
+  const SequenceSet seqs = sample_windows(stream, bos, windows, length, options.seed);
+  options.map_layers = checked_layer_list(options.map_layers, m.config().n_layers);
+  return analyze(m, seqs, options, progress);
+}
+
 json analyze(model::Model<float>& m, const SequenceSet& seqs, const AnalyzeOptions& options,
              const Progress& progress) {
   const model::ModelConfig& c = m.config();

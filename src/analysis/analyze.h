@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,16 @@ using Progress = std::function<void(const char* phase, int64_t done, int64_t tot
 
 nlohmann::json analyze(model::Model<float>& m, const SequenceSet& sequences, const AnalyzeOptions& options,
                        const Progress& progress = {});
+
+// The window length L of `gatedlm analyze` and Model.analyze: `requested` (0 = min(256,
+// max_seq_len)), refused naming --seq-len when it exceeds max_seq_len.
+int64_t analysis_window_length(int64_t requested, int64_t max_seq_len);
+
+// `gatedlm analyze` over a token stream (a dataset split, an encoded text): `windows`
+// windows of `length` tokens (BOS + length-1 ids, sample_windows with options.seed), the
+// map layers checked (checked_layer_list), then analyze().
+nlohmann::json analyze_stream(model::Model<float>& m, std::span<const int32_t> stream, int32_t bos, int64_t windows,
+                              int64_t length, AnalyzeOptions options, const Progress& progress = {});
 
 // The layers of --map-layers (the command line splits "0,3,5"), each checked against
 // n_layers, duplicates dropped, in the order given.

@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/analyze.h"
-#include "analysis/sequences.h"
 #include "cli/commands.h"
 #include "cli/number_checks.h"
 #include "cli/eval_source_options.h"
@@ -57,12 +56,9 @@ void register_analyze(CLI::App& app) {
     io::load_checkpoint_weights(opt->checkpoint, c, m.params());
     const io::EvalStream es = io::load_eval_stream(src, c.vocab_size);
 
-    const int64_t len = opt->seq_len > 0 ? opt->seq_len : std::min<int64_t>(256, c.max_seq_len);
-    if (len > c.max_seq_len) fail("--seq-len ", len, " exceeds the model's max_seq_len ", c.max_seq_len);
-    const analysis::SequenceSet seqs = analysis::sample_windows(es.tokens, es.bos, opt->sequences, len, opt->seed);
-
+    const int64_t len = analysis::analysis_window_length(opt->seq_len, c.max_seq_len);
     analysis::AnalyzeOptions ao;
-    ao.map_layers = analysis::checked_layer_list(opt->map_layers, c.n_layers);
+    ao.map_layers = opt->map_layers;
     ao.map_size = opt->map_size;
     ao.include_token_ids = !opt->no_token_ids;
     ao.checkpoint = opt->checkpoint;
@@ -71,12 +67,13 @@ void register_analyze(CLI::App& app) {
     const bool quiet = opt->quiet;
     if (!quiet)
       std::fprintf(stderr, "analyze: %s (%s), %lld windows of %lld tokens\n", opt->checkpoint.c_str(),
-                   model::describe_gate(c).c_str(), static_cast<long long>(seqs.count),
-                   static_cast<long long>(seqs.length));
-    const nlohmann::json j = analysis::analyze(m, seqs, ao, [quiet](const char* phase, int64_t done, int64_t total) {
+                   model::describe_gate(c).c_str(), static_cast<long long>(opt->sequences),
+                   static_cast<long long>(len));
+    const auto progress = [quiet](const char* phase, int64_t done, int64_t total) {
       if (!quiet) std::fprintf(stderr, "analyze: %s %lld/%lld\n", phase, static_cast<long long>(done),
                                static_cast<long long>(total));
-    });
+    };
+    const nlohmann::json j = analysis::analyze_stream(m, es.tokens, es.bos, opt->sequences, len, ao, progress);
     write_file_atomic(opt->out, j.dump(1) + "\n");
     if (!quiet)
       std::fprintf(stderr, "analyze: F-Attn %.4f (t>=1), sink rate %.1f%%, M-Act %.3g%s -> %s\n",

@@ -21,19 +21,6 @@ namespace {
 constexpr size_t kMaxPromptFileBytes = size_t{64} << 20;
 constexpr int64_t kMaxGeneratedTokens = int64_t{1} << 20;
 
-// The rule `serve` follows: without a streaming window, prompt and completion share the
-// model's context (max_seq_len); a prompt that fills it is refused naming its flag, and
-// the completion stops where the context is full. Returns the tokens that may be generated.
-int64_t fit_to_context(int64_t prompt_tokens, const infer::StopRules& rules, int64_t window, int64_t max_seq_len,
-                       const std::string& prompt_flag) {
-  if (window > 0) return rules.max_tokens;  // the cache keeps the last `window` tokens: no end
-  const int64_t room = max_seq_len - prompt_tokens;
-  if (room < 1)
-    fail(prompt_flag, ": the prompt's ", prompt_tokens, " tokens (with BOS) leave no room in the model's context of ",
-         max_seq_len, " tokens (max_seq_len); shorten it, or give --window W to stream past the context");
-  return std::min(rules.max_tokens, room);
-}
-
 }  // namespace
 
 void register_generate(CLI::App& app) {
@@ -73,13 +60,13 @@ void register_generate(CLI::App& app) {
                                  ? opt->prompt
                                  : read_file_at_most(opt->prompt_file, kMaxPromptFileBytes, "prompt file (--prompt-file)");
     infer::LoadedModel lm = infer::load_model(opt->checkpoint, opt->tokenizer);
-    std::vector<int32_t> prompt{lm.tokenizer->bos_id()};
-    for (int32_t t : lm.tokenizer->encode(text)) prompt.push_back(t);
+    const std::vector<int32_t> prompt = infer::prompt_ids(*lm.tokenizer, text);
     infer::StopRules rules = opt->rules;
     rules.eos = lm.tokenizer->eos_id();
-    rules.max_tokens = fit_to_context(static_cast<int64_t>(prompt.size()), opt->rules, opt->window,
-                                      lm.model->config().max_seq_len,
-                                      opt->prompt_file.empty() ? "--prompt" : "--prompt-file " + opt->prompt_file);
+    rules.max_tokens =
+        infer::fit_to_context(static_cast<int64_t>(prompt.size()), opt->rules.max_tokens, opt->window,
+                              lm.model->config().max_seq_len,
+                              opt->prompt_file.empty() ? "--prompt" : "--prompt-file " + opt->prompt_file);
     // Stopped because the context is full, not because --max-tokens was reached.
     const bool context_bound = rules.max_tokens < opt->rules.max_tokens;
     infer::Generation gen(prompt, opt->sampling, rules, lm.tokenizer.get());

@@ -6,7 +6,9 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "eval/score.h"
 #include "io/checkpoint.h"
+#include "io/quantized_checkpoint.h"
 #include "io/token_ids.h"
 #include "model/model.h"
 
@@ -28,30 +30,14 @@ void register_score(CLI::App& app) {
   sub->add_flag("--json", opt->json, "print JSON {tokens, mean_loss, logprobs}");
   sub->callback([opt] {
     // Weights read straight into the model: one copy in memory.
-    model::Model<float> m(io::load_checkpoint_config(opt->checkpoint));
-    io::load_checkpoint_weights(opt->checkpoint, m.config(), m.params());
+    const io::InferenceModel loaded = io::load_inference_model(opt->checkpoint);  // F32 or quantised
+    model::Model<float>& m = *loaded.model;
     const auto sequences = io::read_token_ids(
         opt->token_ids, io::TokenIdLimits{m.config().vocab_size, m.config().max_seq_len, 2, "max_seq_len"});
-    double total = 0.0;
-    int64_t tokens = 0;
-    std::vector<std::vector<double>> logprobs;
-    for (const auto& seq : sequences) {
-      const int64_t len = static_cast<int64_t>(seq.size());
-      std::vector<int32_t> targets(len, -1);
-      for (int64_t t = 0; t + 1 < len; ++t) targets[t] = seq[t + 1];
-      m.forward(seq.data(), targets.data(), 1, len);
-      std::vector<double> lp;
-      for (int64_t t = 0; t + 1 < len; ++t) {
-        total += m.token_losses()[t];
-        lp.push_back(-static_cast<double>(m.token_losses()[t]));
-      }
-      tokens += len - 1;
-      logprobs.push_back(std::move(lp));
-    }
-    const double mean = total / static_cast<double>(tokens);  // tokens > 0: every line has two ids or more
-    if (!std::isfinite(mean))
-      fail("the mean loss over ", opt->token_ids, " is ", mean, " (non-finite): the checkpoint ", opt->checkpoint,
-           " gives NaN or Inf logits");
+    const eval::ScoreResult r = eval::score_sequences(m, sequences, opt->token_ids, opt->checkpoint);
+    const int64_t tokens = r.tokens;
+    const double mean = r.mean_loss;
+    const auto& logprobs = r.logprobs;
     if (opt->json) {
       nlohmann::json j{{"tokens", tokens}, {"mean_loss", mean}};
       if (opt->logprobs) j["logprobs"] = logprobs;

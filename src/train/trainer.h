@@ -53,6 +53,11 @@ struct TrainRequest {
   double stop_after_s = 0;  // > 0: also pause once this call has trained this many seconds
   // Called every config.probe_every steps and at the final step (required when probe_every > 0).
   ProbeFn probe;
+  // Called on rank 0 with every record written to metrics.jsonl (steps, evaluations,
+  // probes), after it is written: the Python package's live view of a run. A callback that
+  // wants the run to stop calls InterruptHandling::request() (train/interrupt.h): the run
+  // then stops as on Ctrl-C, checkpointed and resumable.
+  std::function<void(const nlohmann::json& record)> on_record;
 };
 
 enum class TrainOutcome { completed, interrupted, paused };

@@ -328,7 +328,9 @@ TrainOutcome TrainingSession::stop_interrupted() {
 }
 
 void TrainingSession::record(const json& rec) {
-  if (rank0_) metrics_->append(rec);
+  if (!rank0_) return;
+  metrics_->append(rec);
+  if (req_.on_record) req_.on_record(rec);
 }
 
 }  // namespace gatedlm::train

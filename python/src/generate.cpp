@@ -1,0 +1,105 @@
+// Model.generate: an iterator of text pieces over infer::step_generation, the step
+// `gatedlm generate` runs (prefill, then decode over the KV cache).
+#include "common.h"
+#include "infer/decoder.h"
+#include "infer/generation.h"
+#include "infer/run_generation.h"
+
+namespace gatedlm::python {
+
+namespace {
+
+class PyGeneration {
+ public:
+  PyGeneration(std::shared_ptr<ModelHandle> h, std::shared_ptr<io::Tokenizer> tok, std::vector<int32_t> prompt,
+               const infer::SamplingParams& sampling, infer::StopRules rules, int64_t requested_tokens)
+      : h_(std::move(h)),
+        tok_(std::move(tok)),
+        context_bound_(rules.max_tokens < requested_tokens),
+        gen_(prompt, sampling, rules, tok_.get()) {
+    const int64_t capacity = static_cast<int64_t>(prompt.size()) + rules.max_tokens;
+    dec_ = std::make_unique<infer::Decoder>(h_->model, infer::DecoderOptions{1, capacity, 0, 0});
+    dec_->reset(0);
+  }
+
+  // The next piece of final text (invalid UTF-8 replaced); StopIteration once finished.
+  py::str next() {
+    std::string text;
+    {
+      py::gil_scoped_release release;
+      const std::lock_guard lock(h_->mutex);
+      while (text.empty() && !gen_.finished()) text = infer::step_generation(*dec_, 0, gen_, timing_);
+    }
+    if (text.empty()) throw py::stop_iteration();
+    return utf8_text(text);
+  }
+
+  // "" while running; then length, stop, eos, or context (the model's max_seq_len is full).
+  std::string finish_reason() const {
+    const bool hit_context = context_bound_ && gen_.finish_reason() == infer::FinishReason::length;
+    return hit_context ? "context" : infer::to_string(gen_.finish_reason());
+  }
+  const infer::Generation& generation() const { return gen_; }
+  py::dict timing() const {
+    py::dict d;
+    d["prompt_tokens"] = timing_.prompt_tokens;
+    d["prefill_tokens_per_s"] = timing_.prefill_tokens_per_s();
+    d["decode_tokens_per_s"] = timing_.decode_tokens_per_s();
+    return d;
+  }
+
+ private:
+  std::shared_ptr<ModelHandle> h_;
+  std::shared_ptr<io::Tokenizer> tok_;
+  bool context_bound_;
+  infer::Generation gen_;
+  std::unique_ptr<infer::Decoder> dec_;
+  infer::GenerationTiming timing_;
+};
+
+std::unique_ptr<PyGeneration> generate(const PyModel& self, const std::string& prompt, int64_t max_tokens,
+                                       double temperature, int64_t top_k, double top_p, double min_p,
+                                       double repetition_penalty, uint64_t seed, const std::vector<std::string>& stop,
+                                       const py::object& tokenizer_arg) {
+  const std::shared_ptr<ModelHandle> h = self.handle();
+  std::shared_ptr<io::Tokenizer> tok = tokenizer_arg.is_none() ? self.tokenizer : tokenizer_from(tokenizer_arg);
+  if (!tok) throw py::value_error("generate: give tokenizer=, or load the model with one (Model.load(path, tokenizer=))");
+  const model::ModelConfig& c = h->model.config();
+  if (tok->vocab_size() > c.vocab_size)
+    fail(tok->name(), ": the tokenizer has ", tok->vocab_size(), " ids, more than the model's vocab_size ", c.vocab_size);
+  const infer::SamplingParams sampling{temperature, top_k, top_p, min_p, repetition_penalty, seed};
+  infer::validate(sampling);
+  if (max_tokens < 1) throw py::value_error(cat("generate: max_tokens must be at least 1, got ", max_tokens));
+  const std::vector<int32_t> ids = infer::prompt_ids(*tok, prompt);
+  infer::StopRules rules{max_tokens, stop, tok->eos_id()};
+  rules.max_tokens = infer::fit_to_context(static_cast<int64_t>(ids.size()), max_tokens, 0, c.max_seq_len, "prompt");
+  return std::make_unique<PyGeneration>(h, tok, ids, sampling, rules, max_tokens);
+}
+
+}  // namespace
+
+void bind_generate(py::module_& m, py::class_<PyModel>& cls) {
+  py::class_<PyGeneration>(m, "Generation",
+                           "An iterator of text pieces (final text only: whole UTF-8 characters, stop strings cut). "
+                           "After it ends: finish_reason, ids, prompt_ids, text, timing.")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &PyGeneration::next)
+      .def_property_readonly("finish_reason", &PyGeneration::finish_reason,
+                             "'' while running, then 'length', 'stop', 'eos' or 'context' (max_seq_len reached).")
+      .def_property_readonly(
+          "ids", [](const PyGeneration& g) { return g.generation().generated(); }, "Generated ids (EOS excluded).")
+      .def_property_readonly(
+          "prompt_ids", [](const PyGeneration& g) { return g.generation().prompt(); }, "BOS + the prompt's ids.")
+      .def_property_readonly(
+          "text", [](const PyGeneration& g) { return utf8_text(g.generation().text()); }, "The final text so far.")
+      .def_property_readonly("timing", &PyGeneration::timing, "prompt_tokens, prefill and decode tokens/s.");
+  cls.def("generate", &generate, py::arg("prompt"), py::arg("max_tokens") = 128, py::arg("temperature") = 1.0,
+          py::arg("top_k") = 0, py::arg("top_p") = 1.0, py::arg("min_p") = 0.0, py::arg("repetition_penalty") = 1.0,
+          py::arg("seed") = 0, py::arg("stop") = std::vector<std::string>{}, py::arg("tokenizer") = py::none(),
+          R"(Continues a prompt as `gatedlm generate` does (BOS + the prompt, prefill, then decode
+over a KV cache; the same sampler, seed and stop rules give the same text). Returns a
+gatedlm.Generation: iterate it for the text pieces as they become final, e.g.
+    for piece in model.generate("Once", max_tokens=50, seed=1): print(piece, end=""))");
+}
+
+}  // namespace gatedlm::python

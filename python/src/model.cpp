@@ -1,0 +1,192 @@
+// gatedlm.Model: loading (checkpoint, run directory, Hugging Face directory), init, the
+// weights as NumPy views, save, close. Forward, score and analyze: forward.cpp.
+#include <filesystem>
+#include <optional>
+
+#include "common.h"
+#include "core/json_file.h"
+#include "io/checkpoint.h"
+#include "io/hf_config.h"
+#include "io/hf_convert.h"
+#include "model/init.h"
+
+namespace gatedlm::python {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A Hugging Face model directory (what `gatedlm import` reads): a config.json with a
+// model_type key, and no run directory's `latest`.
+bool is_hf_dir(const std::string& path) {
+  const fs::path config = fs::path(path) / "config.json";
+  if (fs::exists(fs::path(path) / "latest") || !fs::is_regular_file(config)) return false;
+  return read_json_file(config.string(), "config").contains("model_type");
+}
+
+std::shared_ptr<ModelHandle> load_handle(const std::string& path, const std::optional<std::string>& format,
+                                         std::string& source) {
+  if ((format && *format != "gatedlm") || (!format && is_hf_dir(path))) {
+    std::optional<io::HfFormat> f;
+    if (format && *format != "auto") f = io::parse_hf_format(*format);
+    io::ImportedModel imported = io::import_hf(path, f);
+    auto h = std::make_shared<ModelHandle>(imported.checkpoint.config);
+    h->model.load_params(imported.checkpoint.params);
+    source = path;
+    return h;
+  }
+  source = io::resolve_checkpoint_dir(path);
+  // Weights read straight into the model: one copy in memory (as `gatedlm score`).
+  auto h = std::make_shared<ModelHandle>(io::load_checkpoint_config(path));
+  io::load_checkpoint_weights(path, h->model.config(), h->model.params());
+  return h;
+}
+
+model::ModelConfig config_from(const py::handle& config) {
+  if (py::isinstance<py::str>(config) || py::isinstance(config, py::module_::import("os").attr("PathLike"))) {
+    const std::string path = path_string(config);
+    return naming_missing_path(path, [&] { return model::load_config(path); });
+  }
+  if (!py::isinstance<py::dict>(config)) throw py::type_error("config: give a dict or the path of a config JSON");
+  return model::config_from_json(from_python(config, "config"), "config");
+}
+
+// The weights as a dict of NumPy arrays under the checkpoint's names: views into the
+// model's buffer (they keep it alive) or copies.
+py::dict weight_arrays(const PyModel& self, bool copy) {
+  const std::shared_ptr<ModelHandle> h = self.handle();
+  const py::capsule owner(new std::shared_ptr<ModelHandle>(h),
+                          [](void* p) { delete static_cast<std::shared_ptr<ModelHandle>*>(p); });
+  py::dict out;
+  float* base = h->model.params().data();
+  for (const model::ParamSpec& s : h->model.layout().specs()) {
+    py::array_t<float> view(s.shape, base + s.offset, owner);
+    out[py::str(s.name)] = copy ? py::array_t<float>(view.attr("copy")()) : view;
+  }
+  return out;
+}
+
+std::shared_ptr<ModelHandle> from_state_dict(const model::ModelConfig& c, const py::dict& state) {
+  auto h = std::make_shared<ModelHandle>(c);
+  const model::ParamLayout& layout = h->model.layout();
+  for (const auto& [key, value] : state) {
+    const std::string name = py::str(key);
+    if (!layout.find(name)) fail("from_state_dict: tensor ", name, " is not a parameter of this config");
+  }
+  float* base = h->model.params().data();
+  for (const model::ParamSpec& s : layout.specs()) {
+    if (!state.contains(s.name)) fail("from_state_dict: tensor ", s.name, " is missing");
+    py::array a = py::module_::import("numpy").attr("asarray")(state[py::str(s.name)]);
+    if (!a.dtype().is(py::dtype::of<float>()))
+      throw py::type_error(cat("from_state_dict: tensor ", s.name, " is ", std::string(py::str(a.dtype())),
+                               ", not float32 (convert it first: the weights are taken bit for bit)"));
+    const std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
+    if (shape != s.shape)
+      throw py::value_error(cat("from_state_dict: tensor ", s.name, " has shape ",
+                                std::string(py::str(py::cast(shape))), ", the config needs ",
+                                std::string(py::str(py::cast(s.shape)))));
+    const auto c_array = py::array_t<float, py::array::c_style>::ensure(a);
+    std::copy(c_array.data(), c_array.data() + s.numel, base + s.offset);
+  }
+  return h;
+}
+
+}  // namespace
+
+void bind_model(py::module_& m) {
+  py::class_<PyModel> cls(m, "Model", R"(A gatedlm decoder: the same C++ model the gatedlm command line runs.
+
+Make one with Model.load (a checkpoint, a run directory or a Hugging Face directory),
+Model.init (fresh weights) or Model.from_state_dict (NumPy or torch weights). Calls release
+the GIL; calls on one model are serialised, two models run in parallel from two threads.
+close() (or a with-block) frees the model; views from params() keep its weights alive.)");
+  cls.def_static(
+         "load",
+         [](const py::object& path_obj, const py::object& tokenizer, std::optional<std::string> format) {
+           const std::string path = path_string(path_obj);
+           std::string source;
+           std::shared_ptr<ModelHandle> h;
+           {
+             py::gil_scoped_release release;
+             h = naming_missing_path(path, [&] { return load_handle(path, format, source); });
+           }
+           auto out = std::make_unique<PyModel>(h, source);
+           if (!tokenizer.is_none()) out->tokenizer = tokenizer_from(tokenizer);
+           return out;
+         },
+         py::arg("path"), py::arg("tokenizer") = py::none(), py::arg("format") = py::none(),
+         R"(Loads a checkpoint directory, a training run directory (its latest checkpoint) or a
+Hugging Face model directory (what `gatedlm import` reads; format "auto", "paper" or "qwen3",
+detected when None). tokenizer: a gatedlm.Tokenizer or spec ("byte", .model, tokenizer.json)
+used by generate() and analyze() when they are given none.)")
+      .def_static(
+          "init",
+          [](const py::object& config, uint64_t seed, const py::object& tokenizer) {
+            const model::ModelConfig c = config_from(config);
+            auto h = std::make_shared<ModelHandle>(c);
+            {
+              py::gil_scoped_release release;
+              std::vector<float> params;
+              model::init_params(params, h->model.layout(), c, seed);
+              h->model.load_params(params);
+            }
+            auto out = std::make_unique<PyModel>(h, "");
+            if (!tokenizer.is_none()) out->tokenizer = tokenizer_from(tokenizer);
+            return out;
+          },
+          py::arg("config"), py::arg("seed") = 1234, py::arg("tokenizer") = py::none(),
+          "Fresh weights for a config (a dict of config.json keys, or its path), as `gatedlm init --seed`.")
+      .def_static(
+          "from_state_dict",
+          [](const py::object& config, const py::dict& state, const py::object& tokenizer) {
+            auto out = std::make_unique<PyModel>(from_state_dict(config_from(config), state), "");
+            if (!tokenizer.is_none()) out->tokenizer = tokenizer_from(tokenizer);
+            return out;
+          },
+          py::arg("config"), py::arg("state_dict"), py::arg("tokenizer") = py::none(),
+          R"(A model from a config and a dict of float32 arrays under the checkpoint's names (every
+tensor, no others; torch tensors via .numpy()). The values are copied bit for bit.)")
+      .def_property_readonly(
+          "config", [](const PyModel& self) { return to_python(model::config_to_json(self.handle()->model.config())); },
+          "The model config as a dict (the keys of config.json).")
+      .def_property_readonly(
+          "n_params", [](const PyModel& self) { return self.handle()->model.layout().total(); }, "Parameter count.")
+      .def_property_readonly("source", &PyModel::source, "The checkpoint directory it was loaded from ('' if none).")
+      .def_property(
+          "tokenizer", [](const PyModel& self) { return self.tokenizer; },
+          [](PyModel& self, const py::object& t) { self.tokenizer = t.is_none() ? nullptr : tokenizer_from(t); },
+          "The tokenizer generate() and analyze() use when given none (or None).")
+      .def(
+          "params", [](const PyModel& self) { return weight_arrays(self, false); },
+          R"(The weights as {checkpoint name: float32 array}, zero-copy views into the model's buffer
+(writing to them changes the model). torch.from_numpy works on them.)")
+      .def(
+          "state_dict", [](const PyModel& self, bool copy) { return weight_arrays(self, copy); },
+          py::arg("copy") = true,
+          "The weights as {checkpoint name: float32 array}: copies by default, views (as params()) with copy=False.")
+      .def(
+          "save",
+          [](const PyModel& self, const py::object& dir_arg) {
+            const std::string dir = path_string(dir_arg);
+            const std::shared_ptr<ModelHandle> h = self.handle();
+            py::gil_scoped_release release;
+            const std::lock_guard lock(h->mutex);
+            const std::span<const float> p = std::as_const(h->model).params();
+            io::save_checkpoint(dir, h->model.config(), std::vector<float>(p.begin(), p.end()));
+          },
+          py::arg("dir"), "Writes a checkpoint directory (config.json + model.safetensors), as `gatedlm init` does.")
+      .def("close", &PyModel::close, "Frees the model; any later call raises ValueError.")
+      .def_property_readonly("closed", &PyModel::closed, "Whether close() was called.")
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__", [](PyModel& self, const py::args&) { self.close(); })
+      .def("__repr__", [](const PyModel& self) {
+        if (self.closed()) return std::string("gatedlm.Model(closed)");
+        const model::ModelConfig& c = self.handle()->model.config();
+        return cat("gatedlm.Model(", self.handle()->model.layout().total(), " parameters, ", c.n_layers, " layers, d_model ",
+                   c.d_model, ", ", model::describe_gate(c), self.source().empty() ? "" : ", from " + self.source(), ")");
+      });
+  bind_forward(cls);
+  bind_generate(m, cls);
+}
+
+}  // namespace gatedlm::python

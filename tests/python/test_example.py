@@ -1,0 +1,18 @@
+"""The example examples/gated_vs_baseline.py runs end to end on a tiny budget."""
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLE = os.path.join(HERE, "..", "..", "examples", "gated_vs_baseline.py")
+
+
+def test_example_trains_both_models_and_plots(work, text_file):
+    out = work / "example"
+    r = subprocess.run([sys.executable, EXAMPLE, "--tiny", "--steps", "3", "--corpus", str(text_file), "--out",
+                        str(out)], capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stderr
+    assert "baseline: 3 steps" in r.stdout and "gated: 3 steps" in r.stdout
+    assert "gate score" in r.stdout  # the gated model's analysis has gate statistics
+    figure = out / "gated_vs_baseline.png"
+    assert figure.exists() and figure.stat().st_size > 10000
