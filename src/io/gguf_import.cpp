@@ -170,11 +170,11 @@ void check_tensors(const GgufReader& f, const std::vector<GgufTensor>& wanted, c
     names.insert(t.name);
     const GgufTensorInfo* info = f.find_tensor(t.name);
     if (!info) fail(f.path(), ": missing tensor ", t.name, " (the metadata asks for it)");
-    if (info->shape != t.shape)
-      fail(f.path(), ": tensor ", t.name, " has shape ", show(info->shape), ", the metadata needs ", show(t.shape));
     if (!readable_as_f32(info->type))
       fail(f.path(), ": tensor ", t.name, " has type ", describe_ggml_type(info->type),
            "; gatedlm imports F32, F16 and BF16 (and dequantises Q8_0 and Q4_0)");
+    if (info->shape != t.shape)
+      fail(f.path(), ": tensor ", t.name, " has shape ", show(info->shape), ", the metadata needs ", show(t.shape));
   }
   for (const GgufTensorInfo& t : f.tensors())
     if (!names.count(t.name))

@@ -59,9 +59,10 @@ bool is_byte_vocabulary(const std::vector<std::string>& tokens, const std::vecto
   if (merges != 0 || tokens.size() < 258 || tokens[256] != "<|bos|>" || tokens[257] != "<|eos|>") return false;
   for (int b = 0; b < 256; ++b)
     if (tokens[b] != byte_level_symbol(static_cast<unsigned char>(b))) return false;
-  for (size_t i = 258; i < types.size(); ++i)
-    if (types[i] != 5) return false;
-  return types.size() <= 258 || tokens.size() == types.size();
+  if (types.empty()) return tokens.size() == 258;
+  for (size_t i = 0; i < types.size(); ++i)
+    if (types[i] != (i < 256 ? 1 : i < 258 ? 3 : 5)) return false;
+  return true;
 }
 
 void require_utf8(const GgufReader& f, const char* key, int64_t index, const std::string& s) {

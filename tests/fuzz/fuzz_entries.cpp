@@ -13,6 +13,8 @@
 #include "core/json_file.h"
 #include "fixed_tokenizer_json.h"
 #include "io/hf_config.h"
+#include "io/gguf_import.h"
+#include "io/gguf_reader.h"
 #include "io/hf_convert.h"
 #include "io/safetensors.h"
 #include "io/token_dataset.h"
@@ -268,6 +270,22 @@ void completion_request(const uint8_t* data, size_t size) {
   }
 }
 
+// A GGUF file through `import` itself (reader, config, tensor checks, vocabulary, weights),
+// then through the reader alone, every tensor it can convert read back (up to 1M values).
+void gguf(const uint8_t* data, size_t size) {
+  const fs::path p = write("m.gguf", data, size);
+  refusals_allowed([&] { (void)io::import_gguf(p.string()); });
+  refusals_allowed([&] {
+    io::GgufReader r(p.string());
+    std::vector<float> values;
+    for (const io::GgufTensorInfo& t : r.tensors())
+      if (io::readable_as_f32(t.type) && t.numel <= (1 << 20)) {
+        values.resize(static_cast<size_t>(t.numel));
+        r.read_f32(t, values.data(), t.numel);
+      }
+  });
+}
+
 void report_analysis(const uint8_t* data, size_t size) {
   const fs::path p = write("analysis.json", data, size);
   refusals_allowed([&] {
@@ -287,7 +305,7 @@ const std::vector<Target>& targets() {
                                        {"tokenizer_model", tokenizer_model}, {"report_analysis", report_analysis},
                                        {"tokenizer_json", tokenizer_json},   {"tokenizer_json_text", tokenizer_json_text},
                                        {"serve_request", serve_request},     {"hf_config_json", hf_config_json},
-                                       {"completion_request", completion_request}};
+                                       {"completion_request", completion_request}, {"gguf", gguf}};
   return all;
 }
 

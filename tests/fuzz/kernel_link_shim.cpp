@@ -59,6 +59,9 @@ template <typename T>
 void linear_backward(T*, T*, const T*, const T*, const T*, int64_t, int64_t, int64_t, bool) {
   not_in_fuzz_harness("linear_backward");
 }
+// kernels/quant_blocks.cpp (GGUF's Q8_0 / Q4_0 blocks, which the gguf harness dequantises)
+// rounds to BF16 through the per-set to_bf16 when it quantises: no harness quantises.
+void to_bf16(uint16_t*, const float*, int64_t) { not_in_fuzz_harness("to_bf16"); }
 template void matmul<float>(float*, const float*, const float*, MatmulShape);
 template void matmul<double>(double*, const double*, const double*, MatmulShape);
 template void linear_forward<float>(float*, const float*, const float*, int64_t, int64_t, int64_t);
