@@ -4,6 +4,7 @@
 #include "kernels/kernel_sets.h"
 
 #include <array>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
@@ -76,13 +77,39 @@ void expanded_rows(const QuantOutput& out, const float* A, int64_t lda, int64_t 
   }
 }
 
+#if GATEDLM_KSET_AVX2
+// BF16 rows with AVX2 (both x86 sets; the one path for BF16 on CPUs without AVX512-BF16,
+// where the generic loop above runs at a third of the memory bound): 8 weights widened
+// to fp32 by a zero-extension and a shift, each used by every row, two sums per row.
+template <int R>
+void bf16_expanded_rows(const QuantOutput& out, const float* A, int64_t lda, int64_t r0, int64_t o, int64_t k,
+                        const uint16_t* w) {
+  __m256 acc[2][R];
+  for (int r = 0; r < R; ++r) acc[0][r] = acc[1][r] = _mm256_setzero_ps();
+  for (int64_t j = 0; j < k; j += 16)
+    for (int h = 0; h < 2; ++h) {
+      const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j + 8 * h)));
+      const __m256 weights = _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+      for (int r = 0; r < R; ++r)
+        acc[h][r] = _mm256_fmadd_ps(_mm256_loadu_ps(A + (r0 + r) * lda + j + 8 * h), weights, acc[h][r]);
+    }
+  for (int r = 0; r < R; ++r) out.store(r0 + r, o, sum8(_mm256_add_ps(acc[0][r], acc[1][r])));
+}
+#endif
+
 template <typename Format>
 void expand_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
   const auto* data = static_cast<const unsigned char*>(W.data);
   const int64_t row_bytes = quant_row_bytes(W.format, W.cols);
   for_each_row_group(W.rows, m, row_bytes, W.cols, [&](int64_t o, int64_t r0, int64_t rows) {
     const auto* blocks = reinterpret_cast<const typename Format::Block*>(data + o * row_bytes);
-    with_row_count(rows, [&]<int R>() { expanded_rows<Format, R>(out, A, lda, r0, o, W.cols, blocks); });
+    with_row_count(rows, [&]<int R>() {
+#if GATEDLM_KSET_AVX2
+      if constexpr (std::is_same_v<Format, Bf16Format>)
+        return bf16_expanded_rows<R>(out, A, lda, r0, o, W.cols, blocks->values);
+#endif
+      expanded_rows<Format, R>(out, A, lda, r0, o, W.cols, blocks);
+    });
   });
 }
 
@@ -144,7 +171,8 @@ bool quant_path_runnable(QuantPath path, QuantFormat format) {
   const bool blocks = format == QuantFormat::q8_0 || format == QuantFormat::q4_0;
   switch (path) {
     case QuantPath::automatic:
-    case QuantPath::fp32_expand: return true;
+    case QuantPath::fp32_expand:
+    case QuantPath::fp32_tiles: return true;
     case QuantPath::int8_madd: return blocks && GATEDLM_KSET_AVX2;
     case QuantPath::int8_vnni: return blocks && int8_vnni_runnable();
     case QuantPath::bf16_dot: return format == QuantFormat::bf16 && cpu_has_bf16_dot();
@@ -152,14 +180,22 @@ bool quant_path_runnable(QuantPath path, QuantFormat format) {
   return false;
 }
 
-QuantPath quant_best_path(QuantFormat format, int64_t /*m*/) {
-  // Measured on Zen 4 (bench/RESULTS.md, "Quantised products"). Qualified: argument-
-  // dependent lookup would also find the public functions of the same names.
+QuantPath quant_best_path(QuantFormat format, int64_t m) {
+  // Measured on Zen 4, thread CPU time, 100M and 1B decode shapes (bench/RESULTS.md,
+  // "Quantised products"). Qualified: argument-dependent lookup would also find the
+  // public functions of the same names.
   const auto runnable = [format](QuantPath path) { return GATEDLM_KSET::quant_path_runnable(path, format); };
-  if (format == QuantFormat::bf16) return runnable(QuantPath::bf16_dot) ? QuantPath::bf16_dot : QuantPath::fp32_expand;
+  // The int8 kernels beat fp32 tiles through oneDNN at every m measured (8-512 rows:
+  // vpdpbusd 2x, vpmaddubsw 1.1-1.4x).
   if (runnable(QuantPath::int8_vnni)) return QuantPath::int8_vnni;
   if (runnable(QuantPath::int8_madd)) return QuantPath::int8_madd;
-  return QuantPath::fp32_expand;
+  // BF16: up to 3 rows the fp32 expansion streams the weights as fast as vdpbf16ps and
+  // keeps the activations exact; from 4 rows vdpbf16ps is faster (1.7x at 8 rows, about
+  // oneDNN's fp32 speed at 128-512).
+  if (format == QuantFormat::bf16 && runnable(QuantPath::bf16_dot))
+    return m >= 4 ? QuantPath::bf16_dot : QuantPath::fp32_expand;
+  // Without those instructions, from 5 rows fp32 tiles through oneDNN win (1.2-3x).
+  return m > 4 ? QuantPath::fp32_tiles : QuantPath::fp32_expand;
 }
 
 void quant_matmul_path(QuantPath path, float* C, int64_t ldc, const float* A, int64_t lda, int64_t m,
@@ -169,6 +205,7 @@ void quant_matmul_path(QuantPath path, float* C, int64_t ldc, const float* A, in
   switch (path) {
     case QuantPath::automatic:
     case QuantPath::fp32_expand: return fp32_expand_product(out, A, lda, m, W);
+    case QuantPath::fp32_tiles: break;  // quant_matmul.cpp's (it calls matmul<float>)
     case QuantPath::int8_madd: return int8_product(false, out, A, lda, m, W);
     case QuantPath::int8_vnni: return int8_product(true, out, A, lda, m, W);
     case QuantPath::bf16_dot:

@@ -63,6 +63,7 @@ const char* quant_path_name(QuantPath path) {
     case QuantPath::int8_madd: return "int8_madd";
     case QuantPath::int8_vnni: return "int8_vnni";
     case QuantPath::bf16_dot: return "bf16_dot";
+    case QuantPath::fp32_tiles: return "fp32_tiles";
   }
   return "?";
 }
@@ -90,16 +91,14 @@ void quant_matmul_path(QuantPath path, float* C, int64_t ldc, const float* A, in
     fail("quantised product: the ", quant_path_name(path), " path cannot multiply ", quant_format_name(W.format),
          " weights in kernel set ", kernel_set_name(active_kernel_set()), " on this CPU");
   if (m == 0 || W.rows == 0) return;
+  if (path == QuantPath::automatic) path = quant_best_path(W.format, m);
+  if (path == QuantPath::fp32_tiles) return expanded_tiles_product(C, ldc, A, lda, m, W, accumulate);
   quant_matmul_path_of_set(path, C, ldc, A, lda, m, W, accumulate);
 }
 
 void quant_matmul(float* C, int64_t ldc, const float* A, int64_t lda, int64_t m, const QuantWeights& W,
                   bool accumulate) {
-  check_product(m, W);
-  check_strides(ldc, lda, W);
-  if (m == 0 || W.rows == 0) return;
-  if (m >= kQuantExpandRows) return expanded_tiles_product(C, ldc, A, lda, m, W, accumulate);
-  quant_matmul_path_of_set(QuantPath::automatic, C, ldc, A, lda, m, W, accumulate);
+  quant_matmul_path(QuantPath::automatic, C, ldc, A, lda, m, W, accumulate);
 }
 
 void quant_matmul(float* C, const float* A, int64_t m, const QuantWeights& W) {

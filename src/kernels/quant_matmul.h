@@ -30,22 +30,25 @@ void quant_matmul_reference(float* C, const float* A, int64_t m, const QuantWeig
 //                |error| <= sum over blocks of (max|a| in the block) * (1/254 + 2^-11) * sum|w|
 //                in the block (test_quant_matmul.cpp derives it).
 //   bf16_dot     BF16: the rows of A rounded to bf16, then AVX512-BF16's vdpbf16ps
-//                (avx512 set, CPUs with AVX512-BF16); error <= 2^-8 * sum |a w| + fp32 sums.
+//                (avx512 set, CPUs with AVX512-BF16); error <= 2^-9 * sum |a w| + fp32 sums.
+//   fp32_tiles   tiles of W expanded to fp32 (quant_dequantize_rows), each multiplied by
+//                matmul<float> (oneDNN): fp32_expand's numerics, for many rows where the
+//                direct kernels have no faster instructions (every set, every format).
 //   automatic    the fastest runnable path for the format and m, by measurement
-//                (bench/RESULTS.md, "Quantised products").
-enum class QuantPath { automatic, fp32_expand, int8_madd, int8_vnni, bf16_dot };
+//                (bench/RESULTS.md, "Quantised products"): on Zen 4, int8_vnni for Q8_0 /
+//                Q4_0 at every m (twice oneDNN's fp32 speed even at 512 rows), bf16_dot
+//                for BF16 from 4 rows, fp32_expand below.
+enum class QuantPath { automatic, fp32_expand, int8_madd, int8_vnni, bf16_dot, fp32_tiles };
 const char* quant_path_name(QuantPath path);
 // Whether the active kernel set has `path` for `format` on this CPU (automatic: always).
 bool quant_path_runnable(QuantPath path, QuantFormat format);
 
 // The product through the active kernel set, OpenMP over the weight rows: each weight
 // block is read once for up to 8 rows of A (kQuantDecodeRows); more rows take the weights
-// in tiles that stay in cache while every group of 8 rows passes over them. Every element
-// of C is computed the same way whatever the thread count. Built for decode batches (m up
-// to about 64); for prefill, expanding tiles of W to fp32 for matmul<float> is faster
-// from kQuantExpandRows rows (quant_dequantize_rows below; measured in bench/RESULTS.md).
+// in tiles that stay in cache while every group of 8 rows passes over them. Any m: decode
+// batches and prefill alike (the kernel set picks the path by m, see `automatic`). Every
+// element of C is computed the same way whatever the thread count.
 inline constexpr int64_t kQuantDecodeRows = 8;
-inline constexpr int64_t kQuantExpandRows = 32;
 void quant_matmul(float* C, const float* A, int64_t m, const QuantWeights& W);
 // The same with row strides (lda >= k, ldc >= n) and C += A W^T when accumulate.
 void quant_matmul(float* C, int64_t ldc, const float* A, int64_t lda, int64_t m, const QuantWeights& W,
