@@ -12,6 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "io/checkpoint.h"
+#include "io/quantized_checkpoint.h"
 #include "io/eval_stream.h"
 #include "model/model.h"
 
@@ -50,10 +51,11 @@ void register_analyze(CLI::App& app) {
   sub->callback([opt] {
     const io::EvalSource& src = opt->source;
     io::check_eval_source(src);
-    // Weights read straight into the model: one copy in memory.
-    model::Model<float> m(io::load_checkpoint_config(opt->checkpoint));
+    // Weights read straight into the model (one copy in memory), F32 or quantised; a
+    // quantised model keeps the fp32 values of its matrices too, for probes that read them.
+    const io::InferenceModel loaded = io::load_inference_model(opt->checkpoint, /*release_f32=*/false);
+    model::Model<float>& m = *loaded.model;
     const model::ModelConfig& c = m.config();
-    io::load_checkpoint_weights(opt->checkpoint, c, m.params());
     const io::EvalStream es = io::load_eval_stream(src, c.vocab_size);
 
     const int64_t len = analysis::analysis_window_length(opt->seq_len, c.max_seq_len);

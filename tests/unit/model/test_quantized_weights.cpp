@@ -1,0 +1,135 @@
+// A model with quantised weights (model/quantized_weights.h) against the same model with
+// the dequantised weights in fp32: dense, gated, MoE and switch-head configs, tied and
+// untied embeddings, a matrix too narrow to quantise, few rows (the blocks read directly)
+// and many (prefill tiles). The quantised model's fp32 copies of its matrices are
+// overwritten with NaN first, so a product that missed the blocks shows as NaN.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "kernels/quant_blocks.h"
+#include "model/config.h"
+#include "model/init.h"
+#include "model/model.h"
+#include "model/quantized_weights.h"
+#include "test_util.h"
+
+namespace gatedlm::model {
+namespace {
+
+using nlohmann::json;
+namespace k = kernels;
+
+json base_json() {
+  return json{{"vocab_size", 300}, {"d_model", 64},  {"n_layers", 2},      {"n_heads", 4},
+              {"n_kv_heads", 2},   {"head_dim", 16}, {"ffn_hidden", 96},   {"max_seq_len", 128},
+              {"init_std", 0.1},   {"qk_norm", true}, {"tie_embeddings", true}};
+}
+
+json with(json j, const json& extra) {
+  j.update(extra);
+  return j;
+}
+
+// Logits [batch * seq, vocab] of one forward of seeded tokens.
+std::vector<float> logits_of(Model<float>& m, int64_t batch, int64_t seq) {
+  std::vector<int32_t> tokens(batch * seq);
+  Rng rng(7);
+  for (int32_t& t : tokens) t = static_cast<int32_t>(rng.below(m.config().vocab_size));
+  m.forward(tokens.data(), nullptr, batch, seq);
+  return {m.logits(), m.logits() + batch * seq * m.config().vocab_size};
+}
+
+// Every quantised tensor but the embedding (whose rows the lookup copies) set to NaN.
+void poison_f32_copies(Model<float>& m) {
+  for (const ParamSpec& s : m.layout().specs())
+    if (quantized_tensor(s) && s.kind != ParamKind::embedding)
+      std::fill_n(m.params().data() + s.offset, s.numel, std::numeric_limits<float>::quiet_NaN());
+}
+
+// The tolerance: fp32 products in another summation order, plus the activations rounded
+// to int8 blocks (Q8_0 / Q4_0: relative 1/254 per block) or bf16 (2^-8) where a kernel
+// set's fast path multiplies that way (kernels/quant_matmul.h); through two blocks and the
+// head that stays well below 2e-2 of the logits' norm, while weight quantisation moves
+// them by more (checked below).
+constexpr double kTolerance = 2e-2;
+
+void expect_quantised_forward_matches(const json& config_json, k::QuantFormat format) {
+  SCOPED_TRACE(config_json.dump() + " " + k::quant_format_name(format));
+  const ModelConfig c = config_from_json(config_json, "test");
+  Model<float> original(c), quantised(c), dequantised(c);
+  std::vector<float> params;
+  init_params(params, original.layout(), c, 3);
+  original.load_params(params);
+  quantised.load_params(params);
+  const std::unique_ptr<QuantizedWeights> q = quantize_model(quantised, format, /*release_f32=*/false);
+  dequantised.load_params(quantised.params());  // the dequantised values, before they go
+  q->release_f32();
+  poison_f32_copies(quantised);
+  EXPECT_GT(q->bytes(), 0);
+  for (const auto [batch, seq] : {std::pair<int64_t, int64_t>{1, 3}, {2, 5}, {2, 100}}) {
+    SCOPED_TRACE(::testing::Message() << "rows " << batch * seq);
+    const std::vector<float> got = logits_of(quantised, batch, seq), want = logits_of(dequantised, batch, seq);
+    for (float v : got) ASSERT_TRUE(std::isfinite(v)) << "a product read the poisoned fp32 copy";
+    const double err = gatedlm::testing::rel_error(got, want);
+    EXPECT_LT(err, kTolerance);
+    if (format == k::QuantFormat::q4_0)  // the comparison can tell weights apart: Q4_0 moves the logits more
+      EXPECT_GT(gatedlm::testing::rel_error(logits_of(original, batch, seq), want), 2 * err);
+  }
+}
+
+TEST(QuantizedWeights, WhichTensorsAreQuantised) {
+  const ModelConfig c = config_from_json(
+      with(base_json(), {{"ffn_hidden", 40}, {"moe", {{"n_experts", 4}, {"top_k", 2}, {"expert_hidden", 32}, {"n_shared", 1}}},
+                         {"tie_embeddings", false}}),
+      "test");
+  const ParamLayout layout(c);
+  EXPECT_TRUE(quantized_tensor(layout.at("model.embed_tokens.weight")));
+  EXPECT_TRUE(quantized_tensor(layout.at("lm_head.weight")));
+  EXPECT_TRUE(quantized_tensor(layout.at("model.layers.0.self_attn.q_proj.weight")));
+  EXPECT_TRUE(quantized_tensor(layout.at("model.layers.0.mlp.experts.3.down_proj.weight")));
+  EXPECT_TRUE(quantized_tensor(layout.at("model.layers.0.mlp.shared_expert.up_proj.weight")));
+  EXPECT_FALSE(quantized_tensor(layout.at("model.layers.0.mlp.gate.weight")));  // router
+  EXPECT_FALSE(quantized_tensor(layout.at("model.layers.0.mlp.shared_expert_gate.weight")));
+  EXPECT_FALSE(quantized_tensor(layout.at("model.layers.0.input_layernorm.weight")));
+  EXPECT_FALSE(quantized_tensor(layout.at("model.layers.0.self_attn.q_norm.weight")));
+  // Row bytes of each format, and the blocks of one tensor where quant_row_bytes says.
+  QuantizedWeights q(layout, k::QuantFormat::q8_0);
+  const ParamSpec& wq = layout.at("model.layers.1.self_attn.q_proj.weight");
+  EXPECT_EQ(static_cast<int64_t>(q.tensor_bytes(wq).size()), 64 * 34 / 32 * 64);
+  EXPECT_THROW(q.tensor_bytes(layout.at("model.norm.weight")), Error);
+}
+
+TEST(QuantizedWeights, DenseForwardMatchesDequantisedWeights) {
+  for (k::QuantFormat f : {k::QuantFormat::bf16, k::QuantFormat::q8_0, k::QuantFormat::q4_0})
+    expect_quantised_forward_matches(base_json(), f);
+  expect_quantised_forward_matches(with(base_json(), {{"tie_embeddings", false}}), k::QuantFormat::q4_0);
+}
+
+TEST(QuantizedWeights, NarrowMatrixStaysF32) {  // down_proj reads 40 values a row
+  expect_quantised_forward_matches(with(base_json(), {{"ffn_hidden", 40}}), k::QuantFormat::q4_0);
+}
+
+TEST(QuantizedWeights, GatedForwardMatchesDequantisedWeights) {
+  for (const json& gate : {json{{"position", "sdpa"}, {"granularity", "elementwise"}},
+                           json{{"position", "sdpa"}, {"granularity", "headwise"}},
+                           json{{"position", "value"}, {"granularity", "elementwise"}}})
+    expect_quantised_forward_matches(with(base_json(), {{"gate", gate}}), k::QuantFormat::q8_0);
+}
+
+TEST(QuantizedWeights, MoeForwardMatchesDequantisedWeights) {
+  expect_quantised_forward_matches(
+      with(base_json(), {{"moe", {{"n_experts", 4}, {"top_k", 2}, {"expert_hidden", 32}, {"n_shared", 1}}}}),
+      k::QuantFormat::q4_0);
+}
+
+TEST(QuantizedWeights, SwitchHeadsForwardMatchesDequantisedWeights) {
+  expect_quantised_forward_matches(with(base_json(), {{"switch_heads", {{"n_experts", 3}, {"top_k", 2}}}}),
+                                   k::QuantFormat::q8_0);
+}
+
+}  // namespace
+}  // namespace gatedlm::model
