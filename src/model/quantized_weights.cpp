@@ -19,9 +19,6 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-// Fp32 values of a tile of expanded rows in the prefill product: 16 MiB.
-constexpr int64_t kTileValues = int64_t{1} << 22;
-
 }  // namespace
 
 bool quantized_tensor(const ParamSpec& spec) {
@@ -168,42 +165,14 @@ bool QuantizedWeights::product(float* C, const float* A, const float* B, const k
   return true;
 }
 
-// C = A W^T for rows [row0, row0 + s.N) of a segment (s.K == its width, A and C strided).
+// C = A W^T for rows [row0, row0 + s.N) of a segment (s.K == its width, A and C strided):
+// kernels::quant_matmul picks its path by the rows (blocks read directly for decode, int8
+// dot products or fp32 tiles for prefill, per kernel set).
 void QuantizedWeights::multiply_rows(float* C, const float* A, const Segment& seg, int64_t row0,
                                      const k::MatmulShape& s) const {
   const int64_t row_bytes = k::quant_row_bytes(seg.format, seg.cols);
-  const uint8_t* first = seg.blocks.data() + row0 * row_bytes;
-  if (s.M <= kQuantDirectRows) {  // decode: the blocks read once, directly
-    const k::QuantWeights W{seg.format, first, s.N, s.K};
-    if (s.lda == s.K && s.ldc == s.N && !s.accumulate) {
-      k::quant_matmul(C, A, s.M, W);
-      return;
-    }
-    thread_local std::vector<float> a_packed, c_packed;
-    a_packed.resize(static_cast<size_t>(s.M * s.K));
-    c_packed.resize(static_cast<size_t>(s.M * s.N));
-    for (int64_t i = 0; i < s.M; ++i) std::copy_n(A + i * s.lda, s.K, a_packed.data() + i * s.K);
-    k::quant_matmul(c_packed.data(), a_packed.data(), s.M, W);
-    for (int64_t i = 0; i < s.M; ++i)
-      for (int64_t j = 0; j < s.N; ++j)
-        C[i * s.ldc + j] = (s.accumulate ? C[i * s.ldc + j] : 0.0f) + c_packed[i * s.N + j];
-    return;
-  }
-  // Prefill: tiles of rows expanded to fp32, each multiplied into its columns of C.
-  const int64_t tile_rows = std::max<int64_t>(64, kTileValues / s.K);
-  thread_local std::vector<float> tile;
-  for (int64_t r = 0; r < s.N; r += tile_rows) {
-    const int64_t rows = std::min(tile_rows, s.N - r);
-    tile.resize(static_cast<size_t>(rows * s.K));
-    float* expanded = tile.data();  // the caller's thread_local: other threads see their own
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < rows; ++i)
-      k::dequantize_row(seg.format, expanded + i * s.K, first + (r + i) * row_bytes, s.K);
-    k::MatmulShape part = s;
-    part.N = rows;
-    part.ldb = s.K;
-    k::matmul(C + r, A, expanded, part);
-  }
+  const k::QuantWeights W{seg.format, seg.blocks.data() + row0 * row_bytes, s.N, s.K};
+  k::quant_matmul(C, s.ldc, A, s.lda, s.M, W, s.accumulate);
 }
 
 // out[i] = the weight at element offset + i of the model's buffer, from the blocks where

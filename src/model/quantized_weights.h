@@ -18,9 +18,9 @@
 // whose weight operand B points into a quantised tensor runs on the blocks instead
 // (kernels/weight_source.h). Consecutive quantised tensors of the same width form one
 // segment of rows, so the model's fused products (q|k|v|gate, gate_proj|up_proj) read one
-// block matrix. Few rows (decode): kernels::quant_matmul reads the blocks directly; more
-// rows (prefill): the blocks are expanded to fp32 a tile of rows at a time and multiplied
-// by matmul<float>. The fp32 values of the quantised tensors in the model's buffer are
+// block matrix, through kernels::quant_matmul at any number of rows (it reads the blocks
+// directly for decode and picks int8 dot products or fp32 tiles for prefill, per kernel
+// set: kernels/quant_matmul.h). The fp32 values of the quantised tensors in the model's buffer are
 // the dequantised blocks (so anything that reads them, e.g. the embedding lookup, sees
 // the same weights), and release_f32() hands the pages of those the products alone read
 // back to the system.
@@ -45,10 +45,6 @@ bool quantized_tensor(const ParamSpec& spec);
 // when tied) in Q8_0, as gatedlm's GGUF export does (llama-quantize writes Q6_K there).
 std::optional<kernels::QuantFormat> tensor_format(const ParamLayout& layout, const ParamSpec& spec,
                                                   kernels::QuantFormat type);
-
-// Rows of A up to which products read the blocks directly (kernels::quant_matmul); more
-// rows expand the blocks to fp32 tiles for matmul<float> (prefill).
-inline constexpr int64_t kQuantDirectRows = 64;
 
 class QuantizedWeights final : public kernels::WeightSource {
  public:
