@@ -37,7 +37,8 @@ void quant_matmul_reference(float* C, const float* A, int64_t m, const QuantWeig
 //   automatic    the fastest runnable path for the format and m, by measurement
 //                (bench/RESULTS.md, "Quantised products"): on Zen 4, int8_vnni for Q8_0 /
 //                Q4_0 at every m (twice oneDNN's fp32 speed even at 512 rows), bf16_dot
-//                for BF16 from 4 rows, fp32_expand below.
+//                for BF16; without those instructions int8_madd, fp32_expand up to 4
+//                rows and fp32_tiles above.
 enum class QuantPath { automatic, fp32_expand, int8_madd, int8_vnni, bf16_dot, fp32_tiles };
 const char* quant_path_name(QuantPath path);
 // Whether the active kernel set has `path` for `format` on this CPU (automatic: always).
