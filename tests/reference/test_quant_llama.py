@@ -9,14 +9,17 @@ is imported into gatedlm, then
 are identical). tests/llama/llama_probe feeds a prompt to llama.cpp token by token; gatedlm
 decodes the same tokens one at a time over its KV cache (`debug decode --prompt-lengths 1`,
 products reading the blocks directly):
-  - the logits at every prompt position match within TOL (relative L2). The tolerance:
-    llama.cpp's CPU backend rounds the activations entering every Q8_0 / Q4_0 product to
-    Q8_0 blocks (32 values, one fp16 scale: up to 1/254 of the block's largest value per
-    element, about 2.3e-3 rms relative), and keeps its K/V cache in F16 (3e-3 on the F32
-    files in test_gguf_llama.py); gatedlm's products round the activations the same way
-    or not at all, depending on the kernel set. Through two layers and the LM head that is
-    a few 1e-3; TOL = 1e-2 leaves room, and stays well below what changing the weights
-    does (gatedlm's F32 model against llama.cpp's Q4_0 file is printed for scale);
+  - the logits at every prompt position match within a tolerance that llama.cpp's own
+    activation rounding explains: its CPU backend rounds the activations entering every
+    Q8_0 / Q4_0 product to Q8_0 blocks (32 values, one fp16 scale), the same relative
+    step as rounding the weights to Q8_0. So the logits move by about as much as gatedlm's
+    own Q8_0 weights move them from its F32 ones (measured here, on the same prompt); the
+    tolerance is ACT_FACTOR (1.5) times that, for Q8_0 and Q4_0 alike (llama.cpp rounds
+    the activations to Q8_0 for both). Measured on this model (Zen 4, avx512 set): 1.8e-2
+    against llama.cpp for both formats (the same with GATEDLM_KERNELS=generic, whose
+    products do not round the activations), 2.5e-2 from gatedlm's own Q8_0 weights; the
+    Q4_0 weights move the logits by 0.36 from F32, so the check tells the weights apart
+    (asserted: the error must stay below gatedlm F32 against the Q4_0 file);
   - the greedy 32-token continuation of Q8_0 is the one gatedlm predicts (argmax of its
     logits at each position, teacher-forced on llama.cpp's tokens).
 Exit status 77 (ctest: skipped) with the reason when npm or the registry is unavailable.
@@ -39,7 +42,7 @@ import hf_layout_model as hf  # noqa: E402
 import test_gguf_llama as gguf  # noqa: E402
 from engine_harness import work_directory  # noqa: E402
 
-TOL = 1e-2
+ACT_FACTOR = 1.5
 GENERATE = gguf.GENERATE
 
 
@@ -59,7 +62,7 @@ def gatedlm_decode_logits(binary, ck, tokens, work, tag):
         f.write(" ".join(map(str, tokens)) + "\n")
     dump = os.path.join(work, f"{tag}_decode.safetensors")
     gguf.run([binary, "debug", "decode", "--checkpoint", ck, "--token-ids", ids, "--prompt-lengths", "1", "--out", dump])
-    return hf.read_safetensors(dump)["incremental_logits"].reshape(len(tokens), -1)
+    return hf.read_safetensors(dump)["incremental_logits"][1].reshape(len(tokens), -1)
 
 
 def rel_l2(a, b):
@@ -89,6 +92,7 @@ def main(argv=None):
         gguf.run([binary, "import", src, "--out", ck])
         prompt = [int(t) for t in np.random.default_rng(3).integers(0, 256, size=12)]
         ours_f32 = gatedlm_decode_logits(binary, ck, prompt, work, "f32")
+        tol = None
         for dtype in ("q8_0", "q4_0"):
             qck, out = os.path.join(work, f"ck_{dtype}"), os.path.join(work, f"gguf_{dtype}")
             gguf.run([binary, "quantize", ck, "--type", dtype, "--out", qck])
@@ -98,10 +102,12 @@ def main(argv=None):
             ours = gatedlm_decode_logits(binary, qck, full, work, dtype)
             err = rel_l2(llama_logits, ours[:len(prompt)])
             scale = rel_l2(llama_logits, ours_f32)
+            if dtype == "q8_0":  # what rounding to Q8_0 blocks does to the logits (weights here)
+                tol = ACT_FACTOR * rel_l2(ours[:len(prompt)], ours_f32)
             ours_greedy = [int(np.argmax(ours[t])) for t in range(len(prompt) - 1, len(full) - 1)]
             same = ours_greedy == greedy and len(greedy) == GENERATE
-            ok = err <= TOL and (err < scale or dtype != "q4_0") and (same or dtype != "q8_0")
-            print(f"{dtype}: prompt logits rel L2 {err:.2e} (tol {TOL:.0e}; gatedlm F32 vs this file {scale:.2e}); "
+            ok = err <= tol and (err < scale or dtype != "q4_0") and (same or dtype != "q8_0")
+            print(f"{dtype}: prompt logits rel L2 {err:.2e} (tol {tol:.2e}; gatedlm F32 vs this file {scale:.2e}); "
                   f"greedy {GENERATE} tokens {'identical' if same else 'DIFFER'}  {'PASS' if ok else 'FAIL'}")
             print(f"  llama.cpp {greedy}\n  gatedlm   {ours_greedy}")
             if dtype == "q8_0" and len(set(greedy)) < 4:
