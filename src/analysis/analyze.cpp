@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <sstream>
 
 #include "analysis/attention_sink.h"
 #include "analysis/expert_load.h"
 #include "analysis/gate_stats.h"
+#include "analysis/linear_attention_stats.h"
 #include "analysis/massive_activations.h"
 #include "core/error.h"
 #include "model/config.h"
@@ -51,7 +53,6 @@ json massive_json(const MassiveResult& r) {
 json gates_json(const GateStatsResult& r) {
   if (!r.gated) return nullptr;
   json layers = json::array();
-  double mean = 0;
   for (const GateLayer& g : r.gates) {
     json sparsity{{"before", sparsity_json(g.before)}, {"after", sparsity_json(g.after)}};
     sparsity["mean_scaled_control"] = g.has_control ? sparsity_json(g.mean_scaled_control) : json(nullptr);
@@ -65,9 +66,8 @@ json gates_json(const GateStatsResult& r) {
                       {"sparsity", sparsity},
                       {"mean_abs_y", g.mean_abs_y},
                       {"mean_abs_y_gated", g.mean_abs_y_gated}});
-    mean += g.mean_score / static_cast<double>(r.gates.size());
   }
-  return json{{"per_layer", layers}, {"mean_score", mean}};
+  return json{{"per_layer", layers}, {"mean_score", r.mean_score()}};
 }
 
 json sdpa_json(const GateStatsResult& r) {
@@ -111,13 +111,17 @@ json analyze(model::Model<float>& m, const SequenceSet& seqs, const AnalyzeOptio
   sink_opt.eps = options.sink_eps;
   sink_opt.map_size = options.map_size;
   sink_opt.map_layers = options.map_layers;
-  if (sink_opt.map_layers.empty()) {
-    sink_opt.map_layers.push_back(0);
-    if (c.n_layers > 1) sink_opt.map_layers.push_back(c.n_layers - 1);
+  if (sink_opt.map_layers.empty()) {  // the first and the last softmax layer
+    std::vector<int64_t> softmax;
+    for (int64_t l = 0; l < c.n_layers; ++l)
+      if (!c.is_linear(l)) softmax.push_back(l);
+    if (!softmax.empty()) sink_opt.map_layers.push_back(softmax.front());
+    if (softmax.size() > 1) sink_opt.map_layers.push_back(softmax.back());
   }
   AttentionSinkProbe sink(c, sink_opt);
   MassiveActivationProbe massive(c);
   GateStatsProbe gates(c);
+  LinearAttentionProbe linear(c);
   ExpertLoadProbe experts(c);
 
   const int64_t L = seqs.length;
@@ -134,6 +138,7 @@ json analyze(model::Model<float>& m, const SequenceSet& seqs, const AnalyzeOptio
     sink.observe(m);
     massive.observe(m);
     gates.observe(m);
+    linear.observe(m);
     experts.observe(m);
     if (progress) progress("probes", i + 1, seqs.count);
   }
@@ -161,6 +166,7 @@ json analyze(model::Model<float>& m, const SequenceSet& seqs, const AnalyzeOptio
   j.update(sink_json(sink.result()));
   j["massive_activations"] = massive_json(massive.result());
   j["gates"] = gates_json(gate_result);
+  j["linear_attention"] = linear_attention_json(linear.result());
   j["sdpa_output"] = sdpa_json(gate_result);
   j["experts"] = experts.result();  // null for a dense model
   j["elapsed_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -11,8 +11,11 @@ namespace gatedlm::analysis {
 AttentionSinkProbe::AttentionSinkProbe(const model::ModelConfig& config, AttentionSinkOptions options)
     : config_(config), options_(std::move(options)) {
   const int64_t L = config_.n_layers, H = config_.n_heads;
-  for (int64_t l : options_.map_layers)
+  for (int64_t l : options_.map_layers) {
     if (l < 0 || l >= L) fail("attention map layer ", l, " is outside 0..", L - 1);
+    if (config_.is_linear(l))
+      fail("attention map layer ", l, " is a linear-attention (Gated DeltaNet) layer: it has no attention probabilities");
+  }
   if (options_.map_size < 1) fail("attention map size must be at least 1, got ", options_.map_size);
   sum_f_.assign(L * H, 0.0);
   sum_f_all_.assign(L * H, 0.0);
@@ -32,6 +35,10 @@ void AttentionSinkProbe::observe(const model::Model<float>& m, int64_t b) {
          " MiB per layer; use a shorter --seq-len");
   probs_.resize(static_cast<size_t>(elements));
   for (int64_t l = 0; l < c.n_layers; ++l) {
+    if (c.is_linear(l)) {  // no softmax, no sink to measure: left out of every mean
+      seq_seen_[l] = 1;
+      continue;
+    }
     const model::BlockProbe<float> p = m.probe(l);
     kernels::attention_probs(probs_.data(), p.q_roped, p.k_roped, shape, b);
     observe_layer(l, probs_.data(), S);
@@ -73,7 +80,7 @@ void AttentionSinkProbe::end_sequence() {
     if (!seq_seen_[l]) fail("attention sink probe: layer ", l, " was not observed for sequence ", sequences_);
   int64_t sinks = 0;
   for (double a : seq_alpha_) sinks += a > options_.eps;
-  sum_sink_share_ += static_cast<double>(sinks) / static_cast<double>(L * H);
+  sum_sink_share_ += static_cast<double>(sinks) / static_cast<double>((L - config_.linear_layers()) * H);
   std::fill(seq_seen_.begin(), seq_seen_.end(), 0);
   ++sequences_;
 }
@@ -90,15 +97,22 @@ AttentionSinkResult AttentionSinkProbe::result() const {
   r.f_attn_all_per_head.assign(L, std::vector<double>(H));
   r.f_attn_per_layer.assign(L, 0.0);
   r.f_attn_all_per_layer.assign(L, 0.0);
+  const double softmax_layers = static_cast<double>(L - config_.linear_layers());
   for (int64_t l = 0; l < L; ++l) {
+    if (config_.is_linear(l)) {  // null in the JSON
+      r.f_attn_per_layer[l] = r.f_attn_all_per_layer[l] = NAN;
+      std::fill(r.f_attn_per_head[l].begin(), r.f_attn_per_head[l].end(), NAN);
+      std::fill(r.f_attn_all_per_head[l].begin(), r.f_attn_all_per_head[l].end(), NAN);
+      continue;
+    }
     for (int64_t h = 0; h < H; ++h) {
       r.f_attn_per_head[l][h] = sum_f_[l * H + h] / ns;
       r.f_attn_all_per_head[l][h] = sum_f_all_[l * H + h] / ns;
       r.f_attn_per_layer[l] += r.f_attn_per_head[l][h] / static_cast<double>(H);
       r.f_attn_all_per_layer[l] += r.f_attn_all_per_head[l][h] / static_cast<double>(H);
     }
-    r.f_attn += r.f_attn_per_layer[l] / static_cast<double>(L);
-    r.f_attn_all += r.f_attn_all_per_layer[l] / static_cast<double>(L);
+    r.f_attn += r.f_attn_per_layer[l] / softmax_layers;
+    r.f_attn_all += r.f_attn_all_per_layer[l] / softmax_layers;
   }
   r.sink_rate_percent = 100.0 * sum_sink_share_ / ns;
   for (size_t i = 0; i < map_sum_.size(); ++i) {

@@ -1,7 +1,9 @@
 #pragma once
 // Attention-sink probes (docs metrics.md, "Attention sink"): F-Attn, the Gu et al. sink
 // rate and head-averaged attention maps, from the materialised attention probabilities
-// A[h][t][j] of each layer (kernels::attention_probs).
+// A[h][t][j] of each layer (kernels::attention_probs). A hybrid model's linear-attention
+// layers have no such probabilities: their per-layer values are NaN (null in JSON) and the
+// means and the sink rate run over the softmax layers.
 #include <cstdint>
 #include <vector>
 

@@ -33,6 +33,7 @@ void GateStatsProbe::observe(const model::Model<float>& m, int64_t b) {
   const int64_t S = m.seq(), qd = config_.q_dim();
   if (b < 0 || b >= m.batch()) fail("gate statistics: no batch row ", b);
   for (int64_t l = 0; l < config_.n_layers; ++l) {
+    if (config_.is_linear(l)) continue;  // no SDPA, no gate: linear_attention_stats.h covers them
     const model::BlockProbe<float> p = m.probe(l);
     const int64_t off = b * S * target_;
     observe_layer(l, S, p.gate_y ? p.gate_y + off : nullptr, p.gate_y_out ? p.gate_y_out + off : nullptr,
@@ -75,6 +76,7 @@ void GateStatsProbe::begin_control_pass() {
   if (!gated()) return;
   control_mean_.resize(acc_.size());
   for (size_t l = 0; l < acc_.size(); ++l) {
+    if (config_.is_linear(l)) continue;
     if (acc_[l].count == 0) fail("gate statistics: no sequence observed before the control pass");
     control_mean_[l] = acc_[l].score_sum / static_cast<double>(acc_[l].count);
   }
@@ -84,7 +86,8 @@ void GateStatsProbe::begin_control_pass() {
 void GateStatsProbe::observe_control(const model::Model<float>& m, int64_t b) {
   if (!gated()) return;
   const int64_t S = m.seq();
-  for (int64_t l = 0; l < config_.n_layers; ++l) observe_control_layer(l, S, m.probe(l).gate_y + b * S * target_);
+  for (int64_t l = 0; l < config_.n_layers; ++l)
+    if (!config_.is_linear(l)) observe_control_layer(l, S, m.probe(l).gate_y + b * S * target_);
 }
 
 void GateStatsProbe::observe_control_layer(int64_t layer, int64_t tokens, const float* y) {
@@ -98,6 +101,17 @@ void GateStatsProbe::observe_control_layer(int64_t layer, int64_t tokens, const 
     count_below(a.control, v);
   }
   a.control_count += n;
+}
+
+double GateStatsResult::mean_score() const {
+  double sum = 0;
+  int64_t layers = 0;
+  for (const GateLayer& g : gates)
+    if (std::isfinite(g.mean_score)) {
+      sum += g.mean_score;
+      ++layers;
+    }
+  return layers ? sum / static_cast<double>(layers) : NAN;
 }
 
 GateStatsResult GateStatsProbe::result() const {

@@ -44,6 +44,9 @@ struct GateStatsResult {
   bool gated = false;
   std::vector<GateLayer> gates;  // empty when the model has no gate
   std::vector<SdpaLayer> sdpa;   // every model
+  // The mean over layers of each layer's mean score: over the softmax layers of a hybrid
+  // (its linear layers have no such gate; their entries are NaN). NaN without a gate.
+  double mean_score() const;
 };
 
 class GateStatsProbe {

@@ -148,13 +148,16 @@ Figure sparsity_figure(const std::vector<Analysed>& runs, const std::string& axi
 std::optional<DataTable> gate_histogram_table(const ReportRun& r, size_t i) {
   const json& layers = r.analysis["gates"].value("per_layer", json::array());
   std::vector<double> share;
+  double counted = 0;  // layers with a histogram (not a hybrid's linear layers: theirs is null)
   for (const json& l : layers) {
-    if (!l.contains("histogram") || !l["histogram"].contains("share")) continue;
+    if (!l.contains("histogram") || !l["histogram"].contains("share") || !l["mean_score"].is_number()) continue;
     const json& s = l["histogram"]["share"];
     share.resize(std::max(share.size(), s.size()), 0.0);
-    for (size_t k = 0; k < s.size(); ++k) share[k] += jnum(s[k]) / static_cast<double>(layers.size());
+    for (size_t k = 0; k < s.size(); ++k) share[k] += jnum(s[k]);
+    ++counted;
   }
   if (share.empty()) return std::nullopt;
+  for (double& v : share) v /= counted;
   DataTable t(cat("gate_hist_", i), {"score", "share"});
   for (size_t k = 0; k < share.size(); ++k)
     t.add_row({(static_cast<double>(k) + 0.5) / static_cast<double>(share.size()), share[k]});

@@ -24,13 +24,7 @@ json probe_summary(model::Model<float>& m, const SequenceSet& windows) {
   }
   const AttentionSinkResult s = sink.result();
   json gate_mean = nullptr;
-  if (gates.gated()) {
-    // The mean over layers of each layer's mean score, as analyze's gates.mean_score.
-    const GateStatsResult g = gates.result();
-    double mean = 0;
-    for (const GateLayer& l : g.gates) mean += l.mean_score / static_cast<double>(g.gates.size());
-    gate_mean = mean;
-  }
+  if (gates.gated()) gate_mean = gates.result().mean_score();  // as analyze's gates.mean_score
   return json{{"f_attn", s.f_attn},
               {"sink_rate_percent", s.sink_rate_percent},
               {"m_act", massive.result().m_act},

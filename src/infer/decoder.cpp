@@ -16,7 +16,8 @@ CacheGeometry geometry_of(const model::ModelConfig& c, const DecoderOptions& o) 
   if (o.slots < 1) fail("decoder: slots must be at least 1");
   if (o.window < 0 || o.sinks < 0) fail("decoder: window and sinks must not be negative");
   if (o.window == 0 && o.sinks > 0) fail("decoder: --sinks needs --window");
-  CacheGeometry g{c.n_layers, c.n_kv_heads, c.head_dim, o.slots, 0, o.window, o.sinks};
+  // Only the softmax layers keep keys and values; a hybrid's linear layers keep a RecurrentState.
+  CacheGeometry g{c.n_layers - c.linear_layers(), c.n_kv_heads, c.head_dim, o.slots, 0, o.window, o.sinks};
   g.capacity = o.window > 0 ? o.sinks + o.window : (o.capacity > 0 ? o.capacity : c.max_seq_len);
   if (g.capacity < 1) fail("decoder: the cache needs a capacity (the model's max_seq_len is 0)");
   return g;
@@ -27,8 +28,18 @@ CacheGeometry geometry_of(const model::ModelConfig& c, const DecoderOptions& o) 
 Decoder::Decoder(model::Model<float>& model, const DecoderOptions& options)
     : model_(model),
       cache_(geometry_of(model.config(), options)),
+      recurrent_(model.config(), options.slots),
       use_packed_(options.packed_weights),
-      packed_(model.params()) {}
+      packed_(model.params()) {
+  for (int64_t l = 0, index = 0; l < model.config().n_layers; ++l)
+    cache_layer_.push_back(model.config().is_linear(l) ? -1 : index++);
+}
+
+int64_t Decoder::state_bytes_per_sequence(int64_t tokens) const {
+  const CacheGeometry& g = cache_.geometry();
+  const int64_t rows = g.streaming() ? std::min(tokens, g.capacity) : tokens;
+  return static_cast<int64_t>(sizeof(float)) * (2 * g.n_layers * rows * g.row_width() + recurrent_.floats_per_slot());
+}
 
 const float* Decoder::step(std::span<const Chunk> chunks, bool all_rows) {
   if (chunks.empty()) fail("decoder: a step with no tokens");
@@ -64,8 +75,10 @@ const float* Decoder::step(std::span<const Chunk> chunks, bool all_rows) {
   const int64_t rows = static_cast<int64_t>(tokens.size());
   const bool decode_batch = rows == static_cast<int64_t>(chunks.size()) && rows > kernels::kSkinnyRows;
   kernels::PackedWeightsScope packed(use_packed_ && decode_batch ? &packed_ : nullptr);
-  model_.forward_tokens(tokens.data(), row_pos_.data(), static_cast<int64_t>(tokens.size()),
-                        [this](const model::AttentionCall<float>& call) { attend(call); }, logit_rows);
+  model_.forward_tokens(
+      tokens.data(), row_pos_.data(), static_cast<int64_t>(tokens.size()),
+      [this](const model::AttentionCall<float>& call) { attend(call); }, logit_rows,
+      [this](int64_t layer, int64_t row) { return recurrent_.of(layer, row_slot_[row]); });
   for (size_t c = 0; c < chunks.size(); ++c) cache_.set_length(chunk_slot_[c], cache_.length(chunk_slot_[c]) + chunk_len_[c]);
   return model_.logits();
 }
@@ -77,7 +90,7 @@ const float* Decoder::step(std::span<const Chunk> chunks, bool all_rows) {
 void Decoder::attend(const model::AttentionCall<float>& call) {
   const model::ModelConfig& c = model_.config();
   const CacheGeometry& g = cache_.geometry();
-  const int64_t l = call.layer, kvd = g.row_width(), qd = c.q_dim(), D = c.head_dim;
+  const int64_t l = cache_layer_[call.layer], kvd = g.row_width(), qd = c.q_dim(), D = c.head_dim;
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   auto store = [&](int64_t row) {
     const int64_t slot = row_slot_[row], dst = cache_.row_of(row_pos_[row]);

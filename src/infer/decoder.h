@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "infer/kv_cache.h"
+#include "infer/recurrent_state.h"
 #include "kernels/matmul.h"
 #include "kernels/rope.h"
 #include "model/model.h"
@@ -39,6 +40,9 @@ class Decoder {
 
   const model::ModelConfig& config() const { return model_.config(); }
   const KvCache& cache() const { return cache_; }
+  // Decode state per sequence: the KV cache rows of the softmax layers at `tokens` tokens
+  // plus the linear layers' constant recurrent state, in bytes.
+  int64_t state_bytes_per_sequence(int64_t tokens) const;
   const kernels::PackedWeights& packed_weights() const { return packed_; }
   int64_t slots() const { return cache_.geometry().slots; }
   // Tokens each slot holds in a full cache (prompt and generated); unbounded when streaming.
@@ -55,7 +59,9 @@ class Decoder {
   void attend(const model::AttentionCall<float>& call);
 
   model::Model<float>& model_;
-  KvCache cache_;
+  KvCache cache_;  // of the softmax layers only (cache_layer_ maps a model layer to its cache layer)
+  std::vector<int64_t> cache_layer_;
+  RecurrentState recurrent_;  // of the linear-attention layers of a hybrid model
   bool use_packed_;
   kernels::PackedWeights packed_;  // of model_'s parameters, which stay fixed while decoding
   kernels::RopeTable sink_rope_;  // magnitude-1 table for re-rotating sink keys

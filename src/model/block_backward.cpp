@@ -63,9 +63,48 @@ GateGrad<T> gate_grad_of(const ModelConfig& c, std::vector<T>& dqkvg, std::vecto
 template <typename T>
 void Model<T>::block_backward(int64_t l) {
   ffn_backward(l);
+  if (config_.is_linear(l)) {
+    linear_attention_backward(l);
+    return;
+  }
   const T* dy = attention_outputs_backward(l);
   sdpa_backward(l, dy);
   attention_inputs_backward(l);
+}
+
+// A Gated DeltaNet layer's token mixer (model/gated_deltanet.h) and its input norm:
+// s.dres += d loss / d resid[l].
+template <typename T>
+void Model<T>::linear_attention_backward(int64_t l) {
+  const ModelConfig& c = config_;
+  State& s = *s_;
+  LayerActivations<T>& a = s.layers[l];
+  const LayerViews<T>& w = w_.layers[l];
+  const LayerViews<T>& g = g_.layers[l];
+  const T* d_o = branch_output_backward(l, a.o0.data());
+  deltanet_backward(s.dh.data(), deltanet_grads(g), d_o, a.h.data(), s.batch, s.seq, deltanet_shape(c),
+                    deltanet_weights(w), a.lin, s.lin_scratch);
+  k::rmsnorm_backward(s.dres.data(), g.input_norm, s.dh.data(), s.resid[l].data(), w.input_norm,
+                      a.rstd_attn.data(), s.n, c.d_model);
+}
+
+// The end of the token mixer's branch (mid = x + clip(sandwich(branch))): returns
+// d loss / d branch [n, d] (in s.da or s.db) from s.dres.
+template <typename T>
+const T* Model<T>::branch_output_backward(int64_t l, const T* branch) {
+  const ModelConfig& c = config_;
+  State& s = *s_;
+  LayerActivations<T>& a = s.layers[l];
+  const int64_t n = s.n, d = c.d_model;
+  T* d_o = s.da.data();
+  clip_backward(d_o, s.dres.data(), c.sandwich_norm ? a.o2.data() : branch, n * d, c.residual_clip);
+  if (c.sandwich_norm) {
+    std::fill_n(s.db.data(), n * d, T(0));
+    k::rmsnorm_backward(s.db.data(), g_.layers[l].attn_branch_norm, d_o, branch, w_.layers[l].attn_branch_norm,
+                        a.rstd_o.data(), n, d);
+    d_o = s.db.data();
+  }
+  return d_o;
 }
 
 // FFN branch: resid[l+1] = mid + clip(sandwich(f0)); s.dres becomes d loss / d mid.
@@ -123,13 +162,7 @@ const T* Model<T>::attention_outputs_backward(int64_t l) {
   const GateGrad<T> gg = gate_grad_of(c, s.dqkvg, s.dgate, a);
 
   const T* o1 = gp == GatePosition::dense ? a.gated.data() : a.o0.data();
-  T* d_o = s.da.data();
-  clip_backward(d_o, s.dres.data(), c.sandwich_norm ? a.o2.data() : o1, n * d, c.residual_clip);
-  if (c.sandwich_norm) {
-    std::fill_n(s.db.data(), n * d, T(0));
-    k::rmsnorm_backward(s.db.data(), g.attn_branch_norm, d_o, o1, w.attn_branch_norm, a.rstd_o.data(), n, d);
-    d_o = s.db.data();
-  }
+  const T* d_o = branch_output_backward(l, o1);
   if (gp == GatePosition::dense) {
     std::fill_n(s.dc.data(), n * d, T(0));
     gate_backward(s.dc.data(), gg.dpre, gg.ld, s.dscore.data(), d_o, a.o0.data(), gg.pre, gs.gate_out,

@@ -9,6 +9,7 @@
 #include "kernels/bias.h"
 #include "kernels/matmul.h"
 #include "kernels/rmsnorm.h"
+#include "core/error.h"
 #include "model/model_state.h"
 
 namespace gatedlm::model {
@@ -66,9 +67,52 @@ const T* apply_gate(LayerActivations<T>& a, const T* y_in, GatePre<T> pre, int64
 
 template <typename T>
 void Model<T>::block_forward(int64_t l, const AttentionFn<T>* attend) {
-  attention_inputs_forward(l);
-  attention_outputs_forward(l, attend);
+  if (config_.is_linear(l)) {
+    linear_attention_forward(l);
+  } else {
+    attention_inputs_forward(l);
+    attention_outputs_forward(l, attend);
+  }
   ffn_forward(l);
+}
+
+// A Gated DeltaNet layer's token mixer (model/gated_deltanet.h): resid[l] -> a.h -> a.o0,
+// then the branch's end as attention's. Training-shaped forwards run whole sequences from a
+// zero state; forward_tokens runs the rows in runs over the caller's recurrent states.
+template <typename T>
+void Model<T>::linear_attention_forward(int64_t l) {
+  const ModelConfig& c = config_;
+  State& s = *s_;
+  LayerActivations<T>& a = s.layers[l];
+  const LayerViews<T>& w = w_.layers[l];
+  k::rmsnorm_forward(a.h.data(), a.rstd_attn.data(), s.resid[l].data(), w.input_norm, s.n, c.d_model, c.norm_eps);
+  if (s.positions.empty()) {
+    deltanet_forward(a.o0.data(), a.h.data(), s.batch, s.seq, deltanet_shape(c), deltanet_weights(w), a.lin);
+  } else {
+    const std::vector<DeltaNetRun<T>> runs = linear_runs(l);
+    deltanet_forward_runs<T>(a.o0.data(), a.h.data(), s.n, runs, deltanet_shape(c), deltanet_weights(w), a.lin);
+  }
+  branch_output_forward(l, a.o0.data());
+}
+
+// forward_tokens' rows as runs of one sequence each: consecutive rows with the same state
+// and consecutive positions; a run at position 0 starts fresh.
+template <typename T>
+std::vector<DeltaNetRun<T>> Model<T>::linear_runs(int64_t l) const {
+  const State& s = *s_;
+  if (!linear_state_ || !*linear_state_)
+    fail("forward_tokens: a hybrid model needs the recurrent state of its linear-attention layers");
+  std::vector<DeltaNetRun<T>> runs;
+  for (int64_t r = 0; r < s.n; ++r) {
+    const DeltaNetState<T> state = (*linear_state_)(l, r);
+    DeltaNetRun<T>* last = runs.empty() ? nullptr : &runs.back();
+    if (last && last->state.delta == state.delta && s.positions[r] == s.positions[r - 1] + 1) {
+      ++last->count;
+    } else {
+      runs.push_back({r, 1, state, s.positions[r] == 0});
+    }
+  }
+  return runs;
 }
 
 // resid[l] -> a.h -> the fused q|k|v(|gate) product split into a.q0, a.k0, a.v0 (switch
@@ -156,11 +200,21 @@ void Model<T>::attention_outputs_forward(int64_t l, const AttentionFn<T>* attend
   if (w.bo) k::bias_forward(a.o0.data(), w.bo, n, d);
   const T* o = a.o0.data();
   if (gp == GatePosition::dense) o = apply_gate(a, o, pre, n, gs);
+  branch_output_forward(l, o);
+}
+
+// The end of the token mixer's branch [n, d]: the sandwich norm, and mid = resid[l] + clip(branch).
+template <typename T>
+void Model<T>::branch_output_forward(int64_t l, const T* branch) {
+  const ModelConfig& c = config_;
+  State& s = *s_;
+  LayerActivations<T>& a = s.layers[l];
+  const int64_t n = s.n, d = c.d_model;
   if (c.sandwich_norm) {
-    k::rmsnorm_forward(a.o2.data(), a.rstd_o.data(), o, w.attn_branch_norm, n, d, c.norm_eps);
-    o = a.o2.data();
+    k::rmsnorm_forward(a.o2.data(), a.rstd_o.data(), branch, w_.layers[l].attn_branch_norm, n, d, c.norm_eps);
+    branch = a.o2.data();
   }
-  add_clipped(a.mid.data(), s.resid[l].data(), o, n * d, c.residual_clip);
+  add_clipped(a.mid.data(), s.resid[l].data(), branch, n * d, c.residual_clip);
 }
 
 // mid -> a.h2 -> dense SwiGLU or the MoE block of model/moe.h -> sandwich norm, and

@@ -208,6 +208,7 @@ void ModelConfig::validate() const {
   require(init_std >= 0.0, "init_std", cat("must not be negative, got ", init_std));
   require(residual_clip >= 0.0, "residual_clip", cat("must be 0 (off) or positive, got ", residual_clip));
   validate_moe(moe, d_model, n_layers);
+  validate_hybrid();
   if (!has_gate()) return;
   const std::string pos = to_string(gate.position);
   if (gate.granularity == GateGranularity::headwise) {
@@ -227,6 +228,14 @@ void ModelConfig::validate() const {
           cat("needs a gate that reads all of d_model (gate.input_dims is ", gate.input_dims, ")"));
 }
 
+void ModelConfig::validate_hybrid() const {
+  require(layer_types.empty() || static_cast<int64_t>(layer_types.size()) == n_layers, "layer_types",
+          cat("has ", layer_types.size(), " entries for n_layers ", n_layers));
+  if (!has_linear()) return;
+  validate_linear_attention(linear_attention);
+  require(!switch_heads.on(), "switch_heads", "cannot be combined with linear_attention layers (not implemented)");
+}
+
 void ModelConfig::validate_switch_heads() const {
   const SwitchHeadsConfig& sw = switch_heads;
   require(sw.n_experts >= 0 && sw.n_experts <= kMaxSwitchExperts, "switch_heads.n_experts",
@@ -237,6 +246,28 @@ void ModelConfig::validate_switch_heads() const {
   require(!attn_qkv_bias, "attn_qkv_bias",
           "must be false with switch_heads (the expert projections carry no biases)");
 }
+
+int64_t ModelConfig::linear_layers() const {
+  int64_t count = 0;
+  for (LayerKind k : layer_types) count += k == LayerKind::linear_attention;
+  return count;
+}
+
+namespace {
+
+// layer_types / full_attention_interval, linear_attention and norm_zero_centered.
+void read_hybrid_keys(Reader& r, const json& j, ModelConfig& c, const std::string& source) {
+  c.layer_types = layer_kinds_from_json(j, c.n_layers, source);
+  if (r.has("layer_types")) r.raw("layer_types");
+  if (r.has("full_attention_interval")) r.raw("full_attention_interval");
+  if (r.has("linear_attention"))
+    c.linear_attention = linear_attention_from_json(r.raw("linear_attention"), source + ": linear_attention");
+  else if (c.has_linear())
+    fail(source, ": linear_attention layers need a \"linear_attention\" object (n_k_heads, n_v_heads, k_head_dim, v_head_dim)");
+  c.norm_zero_centered = r.boolean("norm_zero_centered", c.norm_zero_centered);
+}
+
+}  // namespace
 
 ModelConfig config_from_json(const json& j, const std::string& source) {
   Reader r(j, source);
@@ -294,6 +325,7 @@ ModelConfig config_from_json(const json& j, const std::string& source) {
     sr.reject_unknown();
   }
   if (r.has("moe")) c.moe = moe_config_from_json(r.raw("moe"), source + ": moe");
+  read_hybrid_keys(r, j, c, source);
   r.reject_unknown();
   try {
     c.validate();
@@ -343,6 +375,11 @@ json config_to_json(const ModelConfig& c) {
                              {"top_k", c.switch_heads.top_k},
                              {"experts_on", kSwitchTargets.name(c.switch_heads.experts_on)}};
   if (c.has_moe()) j["moe"] = moe_config_to_json(c.moe);
+  if (c.has_linear()) {
+    j["layer_types"] = layer_kinds_to_json(c.layer_types);
+    j["linear_attention"] = linear_attention_to_json(c.linear_attention);
+  }
+  if (c.norm_zero_centered) j["norm_zero_centered"] = true;
   if (c.rope_scaling.type != RopeScalingType::none)
     j["rope_scaling"] = json{{"type", kRopeScalings.name(c.rope_scaling.type)},
                              {"factor", c.rope_scaling.factor},

@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <vector>
 
 #include "kernels/activations.h"
+#include "model/hybrid_config.h"
 #include "model/moe_config.h"
 #include "model/rope_scaling.h"
 
@@ -68,9 +70,22 @@ struct ModelConfig {
   bool attn_o_bias = false;
   SwitchHeadsConfig switch_heads;  // switch_heads: {n_experts, top_k, experts_on}
   MoeConfig moe;  // mixture-of-experts FFN (model/moe_config.h); n_experts 0 = dense FFN everywhere
+  // Hybrid models (model/hybrid_config.h): the kind of each layer (empty: all full
+  // attention) and the shape of the Gated DeltaNet layers.
+  std::vector<LayerKind> layer_types;
+  LinearAttentionConfig linear_attention;
+  // RMSNorms compute x_hat * (1 + w), weights initialised at 0 (Qwen3-Next / Qwen3.5), for
+  // the block norms, QK-norm, the sandwich and SDPA norms and the final norm; the linear
+  // layers' gated norm stays plain.
+  bool norm_zero_centered = false;
 
   bool has_gate() const { return gate.position != GatePosition::none; }
   bool has_moe() const { return moe.enabled(); }
+  bool is_linear(int64_t layer) const {
+    return !layer_types.empty() && layer_types[layer] == LayerKind::linear_attention;
+  }
+  int64_t linear_layers() const;  // how many layers are Gated DeltaNet layers
+  bool has_linear() const { return linear_layers() > 0; }
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
   // Heads of the tensor the gate acts on (1 for the dense output) and their width.
@@ -85,6 +100,7 @@ struct ModelConfig {
   // Throws gatedlm::Error naming the offending key.
   void validate() const;
   void validate_switch_heads() const;  // the switch_heads part of validate()
+  void validate_hybrid() const;        // layer_types and linear_attention
 };
 
 // Parses and validates; `source` names the file in messages.

@@ -31,7 +31,14 @@ Model<T>::Model(const ModelConfig& config)
   // The fused products rely on the layout's adjacency of their weights.
   const int64_t d = config_.d_model, qd = config_.q_dim(), kvd = config_.kv_dim();
   const int64_t kw = k_product_width(config_), vw = v_product_width(config_);
-  for (const LayerViews<T>& w : w_.layers) {
+  for (int64_t l = 0; l < config_.n_layers; ++l) {
+    const LayerViews<T>& w = w_.layers[l];
+    if (config_.is_linear(l)) {  // in_proj_qkv|z|b|a as one matrix
+      const ParamSpec& a = layout_.at(layer_param(l, "linear_attn.in_proj_a.weight"));
+      if (params_.data() + a.offset + a.numel != w.linear.in_proj + config_.linear_attention.in_width() * d)
+        fail("internal error: the parameter layout does not keep the linear layer's input projections adjacent");
+      continue;
+    }
     const bool adjacent = (!kw || w.wk == w.wq + qd * d) && (!vw || w.wv == w.wq + (qd + kw) * d) &&
                           (!gate_in_qkv_product(config_) || w.gate == w.wq + gate_product_column(config_) * d) &&
                           (!w.w_gate || w.w_up == w.w_gate + config_.ffn_hidden * d) &&
@@ -43,6 +50,40 @@ Model<T>::Model(const ModelConfig& config)
   s_->moe.resize(config_.n_layers);
   for (int64_t l = 0; l < config_.n_layers; ++l)
     if (config_.moe.is_moe_layer(l)) s_->moe[l] = std::make_unique<MoeBlock<T>>(config_.moe, d);
+  if (config_.norm_zero_centered) redirect_zero_centered_norms();
+}
+
+// Points the views of every zero-centred norm at its slot in norm_scales_ (1 + w, made by
+// refresh_zero_centered_norms). The linear layers' gated norm (linear_norm) stays plain.
+template <typename T>
+void Model<T>::redirect_zero_centered_norms() {
+  std::vector<std::pair<T*, T*>> moved;  // (view into params_, view into norm_scales_)
+  int64_t size = 0;
+  for (const ParamSpec& spec : layout_.specs())
+    if (spec.kind == ParamKind::norm) {
+      norm_offsets_.push_back({spec.offset, size});
+      size += spec.numel;
+    }
+  norm_scales_.assign(static_cast<size_t>(size), T(1));
+  for (auto [from, to] : norm_offsets_) moved.push_back({params_.data() + from, norm_scales_.data() + to});
+  auto redirect = [&](T*& view) {
+    for (auto [from, to] : moved)
+      if (view == from) view = to;
+  };
+  redirect(w_.final_norm);
+  for (LayerViews<T>& w : w_.layers)
+    for (T** view : {&w.input_norm, &w.q_norm, &w.k_norm, &w.sdpa_norm, &w.ffn_norm, &w.attn_branch_norm,
+                     &w.ffn_branch_norm})
+      redirect(*view);
+}
+
+template <typename T>
+void Model<T>::refresh_zero_centered_norms() {
+  for (size_t i = 0; i < norm_offsets_.size(); ++i) {
+    const auto [from, to] = norm_offsets_[i];
+    const int64_t end = i + 1 < norm_offsets_.size() ? norm_offsets_[i + 1].second : static_cast<int64_t>(norm_scales_.size());
+    for (int64_t j = 0; j < end - to; ++j) norm_scales_[to + j] = T(1) + params_[from + j];
+  }
 }
 
 template <typename T>
@@ -104,10 +145,10 @@ BlockProbe<T> Model<T>::probe(int64_t layer) const {
     case GatePosition::dense: gate_y = a.o0.data(); break;
     case GatePosition::none: break;
   }
-  const bool gated = c.has_gate();
+  const bool gated = c.has_gate() && !c.is_linear(layer);
   return BlockProbe<T>{s_->resid[layer + 1].data(), a.qr.data(), a.kr.data(), sdpa, gate_y,
                        gated ? a.gated.data() : nullptr, gated ? a.gate_score.data() : nullptr,
-                       c.switch_heads.on() ? &a.sw : nullptr};
+                       c.switch_heads.on() ? &a.sw : nullptr, c.is_linear(layer) ? &a.lin : nullptr};
 }
 
 template <typename T>
@@ -126,9 +167,25 @@ void Model<T>::ensure_buffers(int64_t batch, int64_t seq, bool for_backward) {
   s.layers.assign(c.n_layers, {});
   int64_t layer = 0;
   for (auto& a : s.layers) {
+    const bool linear = c.is_linear(layer);
     const bool dense_ffn = !c.moe.is_moe_layer(layer++);
     resize(a.rstd_attn, n);
     resize(a.h, n * d);
+    resize(a.o0, n * d);
+    resize(a.o2, n * d, c.sandwich_norm);
+    resize(a.rstd_o, n, c.sandwich_norm);
+    resize(a.mid, n * d);
+    resize(a.rstd_ffn, n);
+    resize(a.h2, n * d);
+    resize(a.fgu, n * 2 * f, dense_ffn);
+    resize(a.fa, n * f, dense_ffn);
+    resize(a.f0, n * d);
+    resize(a.f1, n * d, c.sandwich_norm);
+    resize(a.rstd_f, n, c.sandwich_norm);
+    if (linear) {
+      a.lin.resize(n, c.linear_attention);
+      continue;
+    }
     resize(a.q0, n * qd);
     resize(a.k0, n * kvd);
     resize(a.v0, n * kvd);
@@ -143,17 +200,6 @@ void Model<T>::ensure_buffers(int64_t batch, int64_t seq, bool for_backward) {
     resize(a.lse, n * c.n_heads);
     resize(a.y1, n * qd, c.sdpa_transform != SdpaTransform::none);
     resize(a.rstd_y, n * c.n_heads, c.sdpa_transform == SdpaTransform::rmsnorm);
-    resize(a.o0, n * d);
-    resize(a.o2, n * d, c.sandwich_norm);
-    resize(a.rstd_o, n, c.sandwich_norm);
-    resize(a.mid, n * d);
-    resize(a.rstd_ffn, n);
-    resize(a.h2, n * d);
-    resize(a.fgu, n * 2 * f, dense_ffn);
-    resize(a.fa, n * f, dense_ffn);
-    resize(a.f0, n * d);
-    resize(a.f1, n * d, c.sandwich_norm);
-    resize(a.rstd_f, n, c.sandwich_norm);
   }
   resize(s.rstd_final, n);
   resize(s.h_final, n * d);
@@ -202,6 +248,7 @@ double Model<T>::forward(const int32_t* tokens, const int32_t* targets, int64_t 
 template <typename T>
 void Model<T>::begin_forward(int64_t batch, int64_t seq) {
   ensure_buffers(batch, seq, /*for_backward=*/true);
+  refresh_zero_centered_norms();
   if (rope_.positions < seq && config_.rope_dims > 0)
     rope_ = model_rope_table(config_, std::max(seq, config_.max_seq_len));
   s_->positions.clear();
@@ -302,7 +349,8 @@ const MoeBlock<T>* Model<T>::moe_block(int64_t layer) const {
 
 template <typename T>
 void Model<T>::forward_tokens(const int32_t* tokens, const int32_t* positions, int64_t n,
-                              const AttentionFn<T>& attend, std::span<const int64_t> logit_rows) {
+                              const AttentionFn<T>& attend, std::span<const int64_t> logit_rows,
+                              const LinearStateFn<T>& linear_state) {
   const ModelConfig& c = config_;
   if (n < 1) fail("forward_tokens: no tokens");
   k::MatmulPrecisionScope precision(bf16_matmuls_);
@@ -315,8 +363,11 @@ void Model<T>::forward_tokens(const int32_t* tokens, const int32_t* positions, i
   s.positions.assign(positions, positions + n);
   s.targets.assign(n, -1);
   counted_ = 0;
+  refresh_zero_centered_norms();
+  linear_state_ = &linear_state;
   embed(tokens);
   for (int64_t l = 0; l < c.n_layers; ++l) block_forward(l, &attend);
+  linear_state_ = nullptr;
   final_logits(logit_rows);
 }
 

@@ -12,6 +12,7 @@
 
 #include "kernels/rope.h"
 #include "model/config.h"
+#include "model/gated_deltanet.h"
 #include "model/moe.h"
 #include "model/param_layout.h"
 
@@ -34,6 +35,9 @@ struct BlockProbe {
   const T* gate_y_out;      // [n, gate target size] Y' after the gate
   const T* gate_score;      // [n, gate target size] effective score applied to each element
   const SwitchHeadsState<T>* switch_heads;  // routing of the switch heads, or null
+  // A linear-attention layer's tensors (beta, g, SiLU(z) ...; the attention fields above are
+  // null there), or null for a softmax layer.
+  const DeltaNetActivations<T>* linear = nullptr;
 };
 
 // One block's attention in the incremental path (infer/): the block hands over the
@@ -51,6 +55,13 @@ struct AttentionCall {
 };
 template <typename T>
 using AttentionFn = std::function<void(const AttentionCall<T>&)>;
+
+// The incremental path's recurrent state of a hybrid model's linear-attention layers: the
+// caller keeps one state per layer and sequence (infer/recurrent_state.h) and returns the
+// state of the sequence that a row belongs to. The model groups consecutive rows of one
+// sequence (same state, consecutive positions) into runs; a run at position 0 starts fresh.
+template <typename T>
+using LinearStateFn = std::function<DeltaNetState<T>(int64_t layer, int64_t row)>;
 
 template <typename T>
 class Model {
@@ -88,8 +99,9 @@ class Model {
   // RoPE position positions[r], each block's attention supplied by `attend`. Writes the
   // logits of the rows listed in logit_rows (every row when empty), in that order, to
   // logits() [logit_rows, vocab]. Keeps nothing for backward.
+  // Hybrid models need linear_state for their linear-attention layers.
   void forward_tokens(const int32_t* tokens, const int32_t* positions, int64_t n, const AttentionFn<T>& attend,
-                      std::span<const int64_t> logit_rows = {});
+                      std::span<const int64_t> logit_rows = {}, const LinearStateFn<T>& linear_state = {});
 
   const T* logits() const;          // [batch * seq, vocab] of the last forward
   const T* token_losses() const;    // [batch * seq]: -log p(target), 0 where ignored
@@ -127,6 +139,13 @@ class Model {
   void final_logits(std::span<const int64_t> rows);
   // One block (block_forward.cpp, block_backward.cpp), each pass in the parts it chains.
   void block_forward(int64_t l, const AttentionFn<T>* attend);
+  void linear_attention_forward(int64_t l);
+  void branch_output_forward(int64_t l, const T* branch);
+  const T* branch_output_backward(int64_t l, const T* branch);
+  void linear_attention_backward(int64_t l);
+  std::vector<DeltaNetRun<T>> linear_runs(int64_t l) const;
+  void redirect_zero_centered_norms();
+  void refresh_zero_centered_norms();
   void attention_inputs_forward(int64_t l);
   void attention_outputs_forward(int64_t l, const AttentionFn<T>* attend);
   void ffn_forward(int64_t l);
@@ -141,6 +160,12 @@ class Model {
   std::vector<T> params_, grads_;
   ModelViews<T> w_, g_;
   kernels::RopeTable rope_;
+  const LinearStateFn<T>* linear_state_ = nullptr;  // during forward_tokens
+  // Zero-centred norms (config norm_zero_centered): the forward and backward read 1 + w from
+  // this copy, which the views of those norms point into (the gradient with respect to w is
+  // the one with respect to 1 + w); refreshed at the start of every forward.
+  std::vector<T> norm_scales_;
+  std::vector<std::pair<int64_t, int64_t>> norm_offsets_;  // (offset in params_, in norm_scales_) per norm
   struct State;
   std::unique_ptr<State> s_;
   int64_t counted_ = 0;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/gate.h"
+#include "model/gated_deltanet.h"
 #include "model/model.h"
 #include "model/moe.h"
 #include "model/switch_heads.h"
@@ -39,6 +40,10 @@ struct LayerActivations {
   std::vector<T> fa;               // [n, ffn] SwiGLU output
   std::vector<T> f0, f1, rstd_f;   // [n, d] down_proj output, after sandwich norm
   SwitchHeadsState<T> sw;          // switch heads: routing and expert outputs (k0/v0 come from them)
+  // Linear-attention layers (model/gated_deltanet.h) keep rstd_attn, h, o0 (the token mixer's
+  // output), the sandwich norm, mid and the FFN's tensors above, and these instead of the
+  // attention's.
+  DeltaNetActivations<T> lin;
 };
 
 template <typename T>
@@ -57,6 +62,7 @@ struct Model<T>::State {
   // Backward scratch, reused by every block.
   std::vector<T> dres, dh, da, db, dc, dq0, dq1, dq2, dk0, dk1, dk2, dv0, dv1, dfa, dfgu, dgate, dscore, dqkvg;
   SwitchHeadsScratch<T> sw_scratch;
+  DeltaNetScratch<T> lin_scratch;
 };
 
 namespace detail {
@@ -64,6 +70,20 @@ namespace detail {
 template <typename T>
 void zero(std::vector<T>& v) {
   std::fill(v.begin(), v.end(), T(0));
+}
+
+// The shape of a hybrid model's Gated DeltaNet layers and a layer's weights / gradients in
+// that layer's terms.
+inline DeltaNetShape deltanet_shape(const ModelConfig& c) { return {c.linear_attention, c.d_model, c.norm_eps}; }
+template <typename T>
+DeltaNetWeights<T> deltanet_weights(const LayerViews<T>& w) {
+  const LinearAttentionViews<T>& v = w.linear;
+  return {v.in_proj, v.conv, v.dt_bias, v.A_log, v.norm, v.out_proj};
+}
+template <typename T>
+DeltaNetGrads<T> deltanet_grads(const LayerViews<T>& g) {
+  const LinearAttentionViews<T>& v = g.linear;
+  return {v.in_proj, v.conv, v.dt_bias, v.A_log, v.norm, v.out_proj};
 }
 
 // The attention's input projections are one product h [n, d] x [Wq; Wk; Wv; Wgate]^T

@@ -11,8 +11,10 @@
 namespace gatedlm::model {
 
 // switch_router: the routers of switch heads (model/switch_heads.h); their experts are
-// matrices.
-enum class ParamKind { embedding, lm_head, matrix, norm, gate, bias, switch_router };
+// matrices. The Gated DeltaNet layers' convolution (conv), A_log and dt_bias (decay) and
+// gated output norm (linear_norm: always plain, initialised at 1) have kinds of their own
+// for their initialisation (model/init.cpp).
+enum class ParamKind { embedding, lm_head, matrix, norm, gate, bias, switch_router, conv, decay, linear_norm };
 
 struct ParamSpec {
   std::string name;
@@ -39,6 +41,9 @@ class ParamLayout {
 
  private:
   void add(std::string name, std::vector<int64_t> shape, ParamKind kind);
+  void add_attention(int64_t layer, const ModelConfig& c);
+  void add_linear_attention(int64_t layer, const ModelConfig& c);
+  void add_ffn(int64_t layer, const ModelConfig& c);
   std::vector<ParamSpec> specs_;
   int64_t total_ = 0;
 };
@@ -47,6 +52,13 @@ std::string layer_param(int64_t layer, const std::string& suffix);  // "model.la
 
 // Typed pointers into one flat buffer (weights or grads) laid out by ParamLayout.
 // Pointers of absent tensors are null.
+// A Gated DeltaNet layer's tensors (model/gated_deltanet.h); in_proj is in_proj_qkv, with
+// in_proj_z, in_proj_b and in_proj_a adjacent after it.
+template <typename T>
+struct LinearAttentionViews {
+  T *in_proj = nullptr, *conv = nullptr, *dt_bias = nullptr, *A_log = nullptr, *norm = nullptr, *out_proj = nullptr;
+};
+
 template <typename T>
 struct LayerViews {
   T *input_norm, *wq, *wk, *wv, *wo, *q_norm, *k_norm, *gate, *sdpa_norm, *ffn_norm,
@@ -62,6 +74,7 @@ struct LayerViews {
   // expert's gate_proj (up_proj follows), its down_proj and its sigmoid gate [1, d].
   T *moe_router = nullptr, *moe_experts = nullptr, *moe_shared = nullptr, *moe_shared_down = nullptr,
     *moe_shared_gate = nullptr;
+  LinearAttentionViews<T> linear;  // linear-attention layers (null elsewhere)
 };
 template <typename T>
 struct ModelViews {

@@ -38,7 +38,8 @@ TEST_P(ModelGradientTest, AnalyticGradientsMatchFiniteDifferences) {
   // tested at a generic point.
   Rng rng(99);
   for (const ParamSpec& s : m.layout().specs())
-    if (s.kind == ParamKind::norm || s.kind == ParamKind::gate || s.kind == ParamKind::bias)
+    if (s.kind == ParamKind::norm || s.kind == ParamKind::gate || s.kind == ParamKind::bias ||
+        s.kind == ParamKind::linear_norm || s.kind == ParamKind::decay)
       for (int64_t i = 0; i < s.numel; ++i) w[s.offset + i] += 0.3 * rng.normal();
   m.load_params(w);
   const int64_t B = 2, T = 5;
@@ -95,6 +96,15 @@ const Variant kVariants[] = {
       {"gate", {{"position", "sdpa"}, {"granularity", "headwise"}}}}},
     {"o_bias_dense_gate", {{"attn_o_bias", true}, {"gate", {{"position", "dense"}}}}},
     {"qkv_bias_constant_gate", {{"attn_qkv_bias", true}, {"gate", {{"position", "sdpa"}, {"input", "constant"}}}}},
+    // Hybrid models: a Gated DeltaNet layer (model/gated_deltanet.h) before a softmax layer.
+    {"hybrid_gated_nv_2nk",
+     {{"layer_types", {"linear_attention", "full_attention"}},
+      {"linear_attention", {{"n_k_heads", 1}, {"n_v_heads", 2}, {"k_head_dim", 4}, {"v_head_dim", 3}, {"conv_kernel", 3}}},
+      {"gate", {{"position", "sdpa"}}}}},
+    {"hybrid_zero_centered_partial_rope_sandwich",
+     {{"full_attention_interval", 2},
+      {"linear_attention", {{"n_k_heads", 2}, {"n_v_heads", 2}, {"k_head_dim", 3}, {"v_head_dim", 4}}},
+      {"norm_zero_centered", true}, {"rope_dims", 2}, {"sandwich_norm", true}, {"residual_clip", 0.9}}},
 };
 
 INSTANTIATE_TEST_SUITE_P(AllGateVariants, ModelGradientTest, ::testing::ValuesIn(kVariants),

@@ -1,0 +1,201 @@
+// The Gated DeltaNet layer's forward (gated_deltanet.h has the formulas and layouts).
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "kernels/activations.h"
+#include "kernels/delta_rule.h"
+#include "kernels/matmul.h"
+#include "kernels/rmsnorm.h"
+#include "model/gated_deltanet_parts.h"
+
+namespace gatedlm::model {
+
+namespace k = kernels;
+using namespace deltanet;
+
+template <typename T>
+void DeltaNetActivations<T>::resize(int64_t n, const LinearAttentionConfig& la) {
+  auto size = [](std::vector<T>& v, int64_t count) { v.assign(static_cast<size_t>(count), T(0)); };
+  size(proj, n * la.in_width());
+  size(conv_pre, n * la.conv_dim());
+  size(q, n * la.n_v_heads * la.k_head_dim);
+  size(k, n * la.n_v_heads * la.k_head_dim);
+  size(v, n * la.value_dim());
+  size(rnorm_q, n * la.n_k_heads);
+  size(rnorm_k, n * la.n_k_heads);
+  size(g, n * la.n_v_heads);
+  size(beta, n * la.n_v_heads);
+  for (std::vector<T>* buf : {&o, &normed, &z_gate, &y}) size(*buf, n * la.value_dim());
+  size(rstd_o, n * la.n_v_heads);
+}
+
+template <typename T>
+void DeltaNetScratch<T>::resize(int64_t n, const LinearAttentionConfig& la) {
+  auto size = [](std::vector<T>& v, int64_t count) { v.assign(static_cast<size_t>(count), T(0)); };
+  size(dproj, n * la.in_width());
+  for (std::vector<T>* buf : {&dy, &dnormed, &d_o, &dv}) size(*buf, n * la.value_dim());
+  size(dq, n * la.n_v_heads * la.k_head_dim);
+  size(dk, n * la.n_v_heads * la.k_head_dim);
+  size(dg, n * la.n_v_heads);
+  size(dbeta, n * la.n_v_heads);
+  size(dconv, n * la.conv_dim());
+}
+
+namespace {
+
+// The causal depthwise convolution of one sequence's `count` rows of proj (row stride ld):
+// conv_pre[t, c] = sum_j w[c, j] x[t - (K-1) + j, c], where rows before the first come from
+// history [K-1, C] (null: zeros).
+template <typename T>
+void conv_forward(T* conv_pre, const T* proj, int64_t ld, int64_t count, const T* w, const T* history,
+                  const LinearAttentionConfig& la) {
+  const int64_t C = la.conv_dim(), K = la.conv_kernel;
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < count; ++t) {
+    T* out = conv_pre + t * C;
+    std::fill_n(out, C, T(0));
+    for (int64_t j = 0; j < K; ++j) {
+      const int64_t u = t - (K - 1) + j;
+      const T* x = u >= 0 ? proj + u * ld : history ? history + (K - 1 + u) * C : nullptr;
+      if (!x) continue;
+      for (int64_t c = 0; c < C; ++c) out[c] += w[c * K + j] * x[c];
+    }
+  }
+}
+
+// history [K-1, C] <- the last K-1 convolution inputs after a run of `count` rows.
+template <typename T>
+void conv_history_update(T* history, const T* proj, int64_t ld, int64_t count, bool fresh,
+                         const LinearAttentionConfig& la) {
+  const int64_t C = la.conv_dim(), K = la.conv_kernel;
+  std::vector<T> next(static_cast<size_t>((K - 1) * C), T(0));
+  for (int64_t i = 0; i < K - 1; ++i) {
+    const int64_t u = count - (K - 1) + i;
+    if (u >= 0) std::copy_n(proj + u * ld, C, next.data() + i * C);
+    else if (!fresh) std::copy_n(history + (K - 1 + u) * C, C, next.data() + i * C);
+  }
+  std::copy(next.begin(), next.end(), history);
+}
+
+// SiLU of the convolution, then q and k L2-normalised per key head (q also scaled by
+// 1/sqrt(d_k)) and repeated to the value heads, v copied per value head; beta, g and SiLU(z)
+// from the other columns of proj. Rows are independent.
+template <typename T>
+void mix_inputs(DeltaNetActivations<T>& a, int64_t n, const DeltaNetWeights<T>& w, const LinearAttentionConfig& la) {
+  const ProjColumns col(la);
+  const int64_t C = la.conv_dim(), nk = la.n_k_heads, nv = la.n_v_heads, dk = la.k_head_dim, vd = la.value_dim();
+  const int64_t rep = la.heads_per_key(), kd = la.key_dim();
+  const T q_scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(dk)));
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < n; ++r) {
+    std::vector<T> act(static_cast<size_t>(C));
+    for (int64_t c = 0; c < C; ++c) act[c] = k::activate(k::Activation::silu, a.conv_pre[r * C + c]);
+    for (int64_t j = 0; j < nk; ++j) {
+      for (int which = 0; which < 2; ++which) {  // q, then k
+        const T* x = act.data() + which * kd + j * dk;
+        T sum = 0;
+        for (int64_t i = 0; i < dk; ++i) sum += x[i] * x[i];
+        const T rn = T(1) / std::sqrt(sum + static_cast<T>(kL2Eps));
+        (which == 0 ? a.rnorm_q : a.rnorm_k)[r * nk + j] = rn;
+        const T scale = rn * (which == 0 ? q_scale : T(1));
+        T* dst = (which == 0 ? a.q : a.k).data();
+        for (int64_t h = j * rep; h < (j + 1) * rep; ++h)
+          for (int64_t i = 0; i < dk; ++i) dst[(r * nv + h) * dk + i] = x[i] * scale;
+      }
+    }
+    std::copy_n(act.data() + 2 * kd, vd, a.v.data() + r * vd);
+    const T* p = a.proj.data() + r * col.width;
+    for (int64_t h = 0; h < nv; ++h) {
+      a.beta[r * nv + h] = k::sigmoid(p[col.b + h]);
+      a.g[r * nv + h] = -std::exp(w.A_log[h]) * softplus(p[col.a + h] + w.dt_bias[h]);
+    }
+    for (int64_t i = 0; i < vd; ++i) a.z_gate[r * vd + i] = k::activate(k::Activation::silu, p[col.z + i]);
+  }
+}
+
+// The gated RMSNorm and the output projection: o -> normed -> y -> out [n, d].
+template <typename T>
+void gated_norm_out(T* out, DeltaNetActivations<T>& a, int64_t n, const DeltaNetShape& s,
+                    const DeltaNetWeights<T>& w) {
+  const LinearAttentionConfig& la = s.la;
+  const int64_t vd = la.value_dim();
+  k::rmsnorm_forward(a.normed.data(), a.rstd_o.data(), a.o.data(), w.norm, n * la.n_v_heads, la.v_head_dim,
+                     s.norm_eps);
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n * vd; ++i) a.y[i] = a.normed[i] * a.z_gate[i];
+  k::linear_forward(out, a.y.data(), w.out_proj, n, vd, s.d_model);
+}
+
+template <typename T>
+k::DeltaRuleShape rule_shape(int64_t batch, int64_t seq, const LinearAttentionConfig& la) {
+  return {batch, seq, la.n_v_heads, la.k_head_dim, la.v_head_dim};
+}
+
+}  // namespace
+
+template <typename T>
+void deltanet_forward(T* out, const T* h, int64_t batch, int64_t seq, const DeltaNetShape& s,
+                      const DeltaNetWeights<T>& w, DeltaNetActivations<T>& a) {
+  const LinearAttentionConfig& la = s.la;
+  const int64_t n = batch * seq, ld = la.in_width();
+  if (static_cast<int64_t>(a.proj.size()) != n * ld) a.resize(n, la);
+  k::linear_forward(a.proj.data(), h, w.in_proj, n, s.d_model, ld);
+  for (int64_t b = 0; b < batch; ++b)
+    conv_forward(a.conv_pre.data() + b * seq * la.conv_dim(), a.proj.data() + b * seq * ld, ld, seq, w.conv,
+                 static_cast<const T*>(nullptr), la);
+  mix_inputs(a, n, w, la);
+  const k::DeltaRuleInputs<T> in{a.q.data(), a.k.data(), a.v.data(), a.g.data(), a.beta.data(), nullptr};
+  k::delta_rule_chunked_forward<T>(a.o.data(), nullptr, in, rule_shape<T>(batch, seq, la), kChunk);
+  gated_norm_out(out, a, n, s, w);
+}
+
+// Each run: the convolution over its rows with its state's history, then (after the rows'
+// inputs are mixed) the delta rule from its state; runs of kChunkedFrom tokens or more (a
+// prompt) take the chunked form, shorter ones (decode) the recurrence.
+template <typename T>
+void deltanet_forward_runs(T* out, const T* h, int64_t n, std::span<const DeltaNetRun<T>> runs,
+                           const DeltaNetShape& s, const DeltaNetWeights<T>& w, DeltaNetActivations<T>& a) {
+  const LinearAttentionConfig& la = s.la;
+  const int64_t ld = la.in_width(), C = la.conv_dim(), nv = la.n_v_heads, dk = la.k_head_dim;
+  if (static_cast<int64_t>(a.proj.size()) < n * ld) a.resize(n, la);
+  k::linear_forward(a.proj.data(), h, w.in_proj, n, s.d_model, ld);
+  for (const DeltaNetRun<T>& run : runs) {
+    if (run.first < 0 || run.count < 1 || run.first + run.count > n)
+      fail("deltanet: run [", run.first, ", +", run.count, ") outside the ", n, " rows");
+    const T* p = a.proj.data() + run.first * ld;
+    conv_forward(a.conv_pre.data() + run.first * C, p, ld, run.count, w.conv, run.fresh ? nullptr : run.state.conv, la);
+    conv_history_update(run.state.conv, p, ld, run.count, run.fresh, la);
+  }
+  mix_inputs(a, n, w, la);
+  std::vector<T> initial;
+  for (const DeltaNetRun<T>& run : runs) {
+    const int64_t r = run.first;
+    if (!run.fresh) initial.assign(run.state.delta, run.state.delta + delta_state_size(la));
+    const k::DeltaRuleInputs<T> in{a.q.data() + r * nv * dk, a.k.data() + r * nv * dk, a.v.data() + r * la.value_dim(),
+                                   a.g.data() + r * nv,       a.beta.data() + r * nv,    run.fresh ? nullptr : initial.data()};
+    T* o = a.o.data() + r * la.value_dim();
+    if (run.count >= kChunkedFrom)
+      k::delta_rule_chunked_forward<T>(o, run.state.delta, in, rule_shape<T>(1, run.count, la), kChunk);
+    else
+      k::delta_rule_recurrent_forward<T>(o, run.state.delta, in, rule_shape<T>(1, run.count, la));
+  }
+  gated_norm_out(out, a, n, s, w);
+}
+
+template struct DeltaNetActivations<float>;
+template struct DeltaNetActivations<double>;
+template struct DeltaNetScratch<float>;
+template struct DeltaNetScratch<double>;
+template void deltanet_forward<float>(float*, const float*, int64_t, int64_t, const DeltaNetShape&,
+                                      const DeltaNetWeights<float>&, DeltaNetActivations<float>&);
+template void deltanet_forward<double>(double*, const double*, int64_t, int64_t, const DeltaNetShape&,
+                                       const DeltaNetWeights<double>&, DeltaNetActivations<double>&);
+template void deltanet_forward_runs<float>(float*, const float*, int64_t, std::span<const DeltaNetRun<float>>,
+                                           const DeltaNetShape&, const DeltaNetWeights<float>&,
+                                           DeltaNetActivations<float>&);
+template void deltanet_forward_runs<double>(double*, const double*, int64_t, std::span<const DeltaNetRun<double>>,
+                                            const DeltaNetShape&, const DeltaNetWeights<double>&,
+                                            DeltaNetActivations<double>&);
+
+}  // namespace gatedlm::model

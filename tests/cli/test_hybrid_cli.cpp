@@ -1,0 +1,141 @@
+// Hybrid models (Gated DeltaNet layers beside a gated softmax layer, Qwen3.5-style) end to
+// end through the binary: training, a resume that repeats an uninterrupted run bit for bit,
+// `analyze` (the sink probes on the softmax layer only, the linear layers' gate, beta and
+// decay), `report`, greedy `generate` against the full forward's choice, `stream-eval` and
+// `bench generate`.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "test_files.h"
+#include "tiny_training_data.h"
+#include "train/train_config.h"
+#include "train/trainer.h"
+
+namespace gatedlm {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::run_gatedlm;
+
+std::vector<json> step_records(const fs::path& run) {
+  std::vector<json> out;
+  std::ifstream in(run / "metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    json j = json::parse(line);
+    if (j.contains("loss")) out.push_back(j);
+  }
+  return out;
+}
+
+class HybridModel : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = fs::temp_directory_path() / ("gatedlm_hybrid_" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    auto r = testing::make_tiny_training_data(root_);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    // Three Gated DeltaNet layers, then one gated softmax layer with partial rotary and
+    // zero-centred norms, as Qwen3.5 stacks them.
+    json c = json::parse(testing::read_file(root_ / "model.json"));
+    c["n_layers"] = 4;
+    c["full_attention_interval"] = 4;
+    c["linear_attention"] = {{"n_k_heads", 2}, {"n_v_heads", 4}, {"k_head_dim", 8}, {"v_head_dim", 8}};
+    c["norm_zero_centered"] = true;
+    c["rope_dims"] = 4;
+    std::ofstream(root_ / "hybrid.json") << c.dump();
+    r = run_gatedlm(train_args(root_ / "straight", 8));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+
+  static std::vector<std::string> train_args(const fs::path& run, int steps) {
+    return {"train",        "--config",     (root_ / "hybrid.json").string(), "--data", (root_ / "data").string(),
+            "--out",        run.string(),   "--steps", std::to_string(steps), "--batch-size", "2",
+            "--grad-accum", "2",            "--seq-len", "40",              "--save-every", "4",
+            "--eval-every", "100",          "--eval-tokens", "512",          "--warmup", "2", "--lr", "3e-3"};
+  }
+  static fs::path checkpoint() { return root_ / "straight"; }
+  static fs::path root_;
+};
+fs::path HybridModel::root_;
+
+TEST_F(HybridModel, TrainsAndResumesBitForBit) {
+  const std::vector<json> steps = step_records(root_ / "straight");
+  ASSERT_EQ(steps.size(), 8u);
+  EXPECT_LT(steps.back()["loss"].get<double>(), steps.front()["loss"].get<double>());
+  const fs::path stopped = root_ / "stopped";
+  train::TrainRequest req;
+  req.out = stopped.string();
+  req.model_config = (root_ / "hybrid.json").string();
+  req.data = (root_ / "data").string();
+  req.config = train::train_config_from_json(
+      json{{"batch_size", 2}, {"grad_accum", 2}, {"seq_len", 40}, {"steps", 8}, {"save_every", 4},
+           {"eval_every", 100}, {"eval_tokens", 512}, {"warmup", 2}, {"lr", 3e-3}},
+      "test");
+  req.stop_at_step = 4;
+  ASSERT_EQ(train::run_training(req), train::TrainOutcome::paused);
+  auto r = run_gatedlm({"train", "--resume", stopped.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::vector<json> resumed = step_records(stopped);
+  ASSERT_EQ(resumed.size(), 8u);
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(resumed[i]["loss"], steps[i]["loss"]) << "step " << i + 1;
+  EXPECT_TRUE(testing::read_file(root_ / "straight" / "checkpoints" / "step_00000008" / "model.safetensors") ==
+              testing::read_file(stopped / "checkpoints" / "step_00000008" / "model.safetensors"))
+      << "final weights differ";
+  const std::string header =
+      testing::read_file(root_ / "straight" / "checkpoints" / "step_00000008" / "model.safetensors").substr(0, 20000);
+  for (const char* name : {"model.layers.0.linear_attn.in_proj_qkv.weight", "model.layers.2.linear_attn.A_log",
+                           "model.layers.1.linear_attn.conv1d.weight", "model.layers.3.self_attn.gate.weight"})
+    EXPECT_NE(header.find(name), std::string::npos) << name;
+}
+
+TEST_F(HybridModel, AnalyzeProbesSoftmaxAndLinearLayers) {
+  const fs::path analysis = root_ / "analysis.json";
+  auto r = run_gatedlm({"analyze", "--checkpoint", checkpoint().string(), "--data", (root_ / "data").string(),
+                        "--sequences", "3", "--seq-len", "40", "--out", analysis.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json a = json::parse(testing::read_file(analysis));
+  const json& f = a["f_attn"]["per_layer"];
+  ASSERT_EQ(f.size(), 4u);
+  for (int l = 0; l < 3; ++l) EXPECT_TRUE(f[l].is_null()) << "linear layer " << l << ": " << f[l];
+  EXPECT_TRUE(f[3].is_number());
+  EXPECT_EQ(a["f_attn"]["mean"], f[3]);  // the mean over the one softmax layer
+  EXPECT_TRUE(a["gates"]["mean_score"].is_number());
+  EXPECT_EQ(a["massive_activations"]["per_layer"].size(), 4u);
+  const json& lin = a["linear_attention"]["per_layer"];
+  ASSERT_EQ(lin.size(), 3u);
+  for (const json& l : lin) {
+    ASSERT_EQ(l["beta_per_head"].size(), 4u);
+    for (const json& b : l["beta_per_head"]) EXPECT_TRUE(b.get<double>() > 0 && b.get<double>() < 1);
+    for (const json& d : l["decay_per_head"]) EXPECT_TRUE(d.get<double>() > 0 && d.get<double>() < 1);
+    EXPECT_TRUE(l["z_gate"]["mean"].is_number());
+  }
+  r = run_gatedlm({"report", checkpoint().string(), analysis.string(), "--out", (root_ / "report").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST_F(HybridModel, GeneratesStreamsAndBenchmarks) {
+  auto r = run_gatedlm({"generate", "--checkpoint", checkpoint().string(), "--prompt", "the king shall",
+                        "--max-tokens", "24", "--temperature", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("24 generated"), std::string::npos) << r.output;
+  // The streaming window applies to the softmax layer; the linear layers carry their state.
+  r = run_gatedlm({"stream-eval", "--checkpoint", checkpoint().string(), "--text", (root_ / "corpus.txt").string(),
+                   "--window", "16", "--sinks", "0,2", "--tokens", "200", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_gatedlm({"bench", "generate", "--checkpoint", checkpoint().string(), "--batch", "2", "--prompt-tokens",
+                   "20", "--new-tokens", "8"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+}  // namespace
+}  // namespace gatedlm
