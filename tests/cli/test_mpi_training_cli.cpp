@@ -333,6 +333,28 @@ TEST_F(MpiTraining, MoeGlobalLoadBalanceOverRanksGivesOneProcessResult) {
   }
 }
 
+// A hybrid model (Gated DeltaNet layers beside a softmax layer): two ranks give the one-process run.
+TEST_F(MpiTraining, HybridModelOnTwoRanksGivesOneProcessResult) {
+  json c = json::parse(testing::read_file(root_ / "model.json"));
+  c["n_layers"] = 4;
+  c["full_attention_interval"] = 2;
+  c["linear_attention"] = {{"n_k_heads", 2}, {"n_v_heads", 4}, {"k_head_dim", 8}, {"v_head_dim", 6}};
+  c["norm_zero_centered"] = true;
+  const fs::path config = root_ / "hybrid.json";
+  std::ofstream(config) << c.dump();
+  auto args = [&](const fs::path& run, int grad_accum) {
+    std::vector<std::string> a = train_args(run, 8, grad_accum);
+    a[2] = config.string();  // --config
+    return a;
+  };
+  const fs::path one = root_ / "hybrid_one_x2", two = root_ / "hybrid_two_x1";
+  auto r = testing::run_gatedlm(args(one, 2));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = mpirun(2, args(two, 1));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_same_run(one, two, 1e-6);
+}
+
 TEST(MpiBuild, VersionSaysWhetherMpiIsBuiltIn) {
   auto r = testing::run_gatedlm({"--version"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
