@@ -23,6 +23,9 @@ struct GenerateSpeed {
   double prefill_ms = 0, decode_ms_per_step = 0;  // medians over reps
   std::vector<double> prefill_ms_reps, decode_ms_reps;  // per rep: prefill, and the mean decode step
   int64_t packed_weight_bytes = 0;  // the decoder's packed copies of the weights (0: none made)
+  // Decode state per sequence (KV cache rows of the softmax layers + the linear layers'
+  // recurrent state) at 1k, 8k and 32k tokens.
+  std::vector<std::pair<int64_t, int64_t>> state_bytes_per_sequence;
 };
 
 GenerateSpeed measure_generate_speed(model::Model<float>& model, int64_t batch, const GenerateSpeedOptions& o);

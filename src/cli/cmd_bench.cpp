@@ -128,9 +128,10 @@ io::InferenceModel generate_bench_model(const GenerateBenchOptions& o) {
 void run_bench_generate(const GenerateBenchOptions& o) {
   const io::InferenceModel loaded = generate_bench_model(o);
   model::Model<float>& m = *loaded.model;
-  nlohmann::json runs = nlohmann::json::array();
+  nlohmann::json runs = nlohmann::json::array(), state_bytes = nlohmann::json::object();
   for (int64_t b : o.batches) {
     const bench::GenerateSpeed r = bench::measure_generate_speed(m, b, o.speed);
+    for (auto [tokens, bytes] : r.state_bytes_per_sequence) state_bytes[std::to_string(tokens)] = bytes;
     runs.push_back({{"batch", b},
                     {"prefill_tokens_per_s", r.prefill_tokens_per_s},
                     {"decode_tokens_per_s", r.decode_tokens_per_s},
@@ -146,6 +147,7 @@ void run_bench_generate(const GenerateBenchOptions& o) {
                          {"weights", loaded.weight_format()},
                          {"quantized_weight_bytes", loaded.quantized ? loaded.quantized->bytes() : 0},
                          {"runs", runs},
+                         {"state_bytes_per_sequence", state_bytes},
                          {"peak_rss_bytes", bench::peak_rss_bytes()}};
   std::printf("%s\n", j.dump().c_str());
 }
@@ -155,7 +157,9 @@ void add_bench_generate(CLI::App* bench) {
   CLI::App* generate = bench->add_subcommand(
       "generate", "Prefill and decode tokens/s over the KV cache at each batch size (random prompts, greedy); prints "
                   "JSON: per batch, prefill_tokens_per_s, decode_tokens_per_s (aggregate), prefill_ms, "
-                  "decode_ms_per_step, the per-rep times and packed_weight_bytes.");
+                  "decode_ms_per_step, the per-rep times and packed_weight_bytes; the decode state per sequence at 1k, 8k and "
+                  "32k tokens (state_bytes_per_sequence: KV cache of the softmax layers plus a hybrid's recurrent "
+                  "state).");
   auto* gcfg = generate->add_option("--config", gen->config, "model config JSON (random weights)")->check(CLI::ExistingFile);
   auto* gck = generate->add_option("--checkpoint", gen->checkpoint, "checkpoint or run directory");
   gcfg->excludes(gck);
