@@ -4,7 +4,7 @@
 // streaming read bandwidth. Random weights; the matrices of a decode step of a
 // Qwen3-shaped model, enough layers that they do not fit in the caches.
 //
-//   build-x/quant_matmul_speed [--shape 100m|1b] [--batch 1,8] [--reps 7] [--cpu-time]
+//   build-x/quant_matmul_speed [--shape 100m|1b] [--batch 1,8] [--reps 7] [--cpu-time] [--automatic-only]
 //   GATEDLM_KERNELS=avx2 build-x/quant_matmul_speed ...   (another kernel set)
 // Prints a markdown table; bench/RESULTS.md, "Quantised products", has the figures.
 #include <immintrin.h>
@@ -48,6 +48,7 @@ Shape shape_named(const std::string& name) {
 // Wall-clock seconds, or with --cpu-time (one thread) the thread's CPU seconds: on a
 // machine shared with other work that leaves out the time other processes held the core.
 bool g_cpu_time = false;
+bool g_automatic_only = false;  // --automatic-only: quant_matmul's own choice, not every path
 double now_seconds() {
   timespec t{};
   clock_gettime(g_cpu_time ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &t);
@@ -161,6 +162,7 @@ void bench_format(const Shape& shape, const char* label, k::QuantFormat format, 
   };
   if (f32) return print_row(label, "matmul<float>", batch, bytes, median_seconds(reps, [&] { step({}, true); }), stream);
   print_row(label, "quant_matmul", batch, bytes, median_seconds(reps, [&] { step({}, true); }), stream);
+  if (g_automatic_only) return;
   for (k::QuantPath path : {k::QuantPath::fp32_expand, k::QuantPath::int8_madd, k::QuantPath::int8_vnni,
                             k::QuantPath::bf16_dot, k::QuantPath::fp32_tiles})
     if (k::quant_path_runnable(path, format))
@@ -178,6 +180,9 @@ int main(int argc, char** argv) {
       g_cpu_time = true;
       omp_set_num_threads(1);
       --i;
+    } else if (flag == "--automatic-only") {
+      g_automatic_only = true;
+      --i;
     } else if (i + 1 == argc) {
       std::fprintf(stderr, "%s needs a value\n", flag.c_str());
       return 2;
@@ -185,7 +190,7 @@ int main(int argc, char** argv) {
     else if (flag == "--batch") batches = argv[i + 1];
     else if (flag == "--reps") reps = std::max(1, std::atoi(argv[i + 1]));
     else {
-      std::fprintf(stderr, "unknown flag %s (--shape 100m|1b, --batch 1,8, --reps N, --cpu-time)\n", flag.c_str());
+      std::fprintf(stderr, "unknown flag %s (--shape 100m|1b, --batch 1,8, --reps N, --cpu-time, --automatic-only)\n", flag.c_str());
       return 2;
     }
   }
