@@ -6,7 +6,7 @@
 //
 //   build-x/quant_matmul_speed [--shape 100m|1b] [--batch 1,8] [--reps 7] [--cpu-time] [--automatic-only]
 //   GATEDLM_KERNELS=avx2 build-x/quant_matmul_speed ...   (another kernel set)
-// Prints a markdown table; bench/RESULTS.md, "Quantised products", has the figures.
+// Prints a markdown table; bench/RESULTS.md, "Quantised products: the kernels", has the figures.
 #include <immintrin.h>
 #include <omp.h>
 

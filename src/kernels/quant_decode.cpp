@@ -188,8 +188,8 @@ bool quant_path_runnable(QuantPath path, QuantFormat format) {
 
 QuantPath quant_best_path(QuantFormat format, int64_t m) {
   // Measured on Zen 4, thread CPU time, 100M and 1B decode shapes (bench/RESULTS.md,
-  // "Quantised products"). Qualified: argument-dependent lookup would also find the
-  // public functions of the same names.
+  // "Quantised products: the kernels"). Qualified: argument-dependent lookup would also
+  // find the public functions of the same names.
   const auto runnable = [format](QuantPath path) { return GATEDLM_KSET::quant_path_runnable(path, format); };
   // The int8 kernels beat fp32 tiles through oneDNN at every m measured (8-512 rows:
   // vpdpbusd 2x, vpmaddubsw 1.1-1.4x).

@@ -112,7 +112,8 @@ Int8Rows quantize_rows(const float* A, int64_t lda, int64_t m, int64_t k, bool b
 #pragma omp parallel for schedule(static) if (m * k >= (int64_t{1} << 16))
   for (int64_t r = 0; r < m; ++r)
     for (int64_t b = 0; b < blocks; ++b)
-      quantize_block(qs + r * k + b * kBlock, ds + ((r / 8) * blocks + b) * 8 + r % 8, A + r * lda + b * kBlock, biased);
+      quantize_block(qs + r * k + b * kBlock, ds + ((r / 8) * blocks + b) * 8 + r % 8, A + r * lda + b * kBlock,
+                     biased);
   if (one_row_per_lane) {
     lanes.assign(static_cast<size_t>(padded * k), 0);
     sums.assign(static_cast<size_t>(padded * blocks), 0);
@@ -125,7 +126,8 @@ Int8Rows quantize_rows(const float* A, int64_t lda, int64_t m, int64_t k, bool b
 inline __m256i lane_sums8(const __m256i* v) {
   __m256i pairs[4], quads[2];
   for (int i = 0; i < 4; ++i)  // [a0+a2, b0+b2, a1+a3, b1+b3] per 128-bit half, a = v[2i], b = v[2i+1]
-    pairs[i] = _mm256_add_epi32(_mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]), _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
+    pairs[i] = _mm256_add_epi32(_mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]),
+                                _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
   for (int i = 0; i < 2; ++i)  // [sum a, sum b, sum c, sum d] per half
     quads[i] = _mm256_add_epi32(_mm256_unpacklo_epi64(pairs[2 * i], pairs[2 * i + 1]),
                                 _mm256_unpackhi_epi64(pairs[2 * i], pairs[2 * i + 1]));
