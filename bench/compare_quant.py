@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+"""Quantised weights (issue 26): accuracy and decode speed of gatedlm's F32 / BF16 / Q8_0 /
+Q4_0 checkpoints against llama.cpp on GGUF files of the same weights, in one run.
+
+Accuracy (--ppl-checkpoint CK, an ungated trained checkpoint, e.g. the demo's baseline):
+  the held-out text (--ppl-text) is tokenised with --ppl-tokenizer and cut into --ppl-windows
+  windows of --ppl-len tokens; gatedlm scores them (`gatedlm score`, F32 checkpoint and
+  `gatedlm quantize` of it), llama.cpp runs the same windows on `gatedlm export --format gguf
+  --dtype` files of the same checkpoint (tests/llama/llama_probe prints its logits) and the
+  perplexity is computed here from its logits. The GGUF needs a vocabulary to load: a
+  byte-level tokenizer.json of the model's vocab_size stands in (ids go in directly).
+Speed (--shapes): a random model of each config (`gatedlm init --seed 1`), quantised and
+  exported per type; batch-1 decode of gatedlm (`bench generate --checkpoint`) and llama.cpp
+  (`llama_probe --bench`) alternated in --pairs pairs (median ratio, as compare_generate.py),
+  batch 8 against batch 1, and tokens/s against the memory-bandwidth bound (weight bytes
+  read per token / the read bandwidth measured here with numpy).
+
+Usage: /usr/bin/python3 bench/compare_quant.py --gatedlm build/gatedlm --llama-probe build/tests/llama_probe
+          [--threads 2] [--shapes bench/configs/qwen3_100m.json,...] [--types f32,bf16,q8_0,q4_0]
+          [--ppl-checkpoint CK --ppl-text FILE --ppl-tokenizer TOK.model] [--workdir DIR]
+Prints a markdown report (paste into bench/RESULTS.md with `lscpu`'s model name)."""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
+sys.dont_write_bytecode = True
+
+import numpy as np  # noqa: E402
+
+from test_gguf_llama import byte_level_tokenizer, fetch_llama_libs  # noqa: E402
+
+
+def run(args, threads=None, capture=True):
+    env = dict(os.environ)
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
+    p = subprocess.run(args, capture_output=capture, text=True, env=env)
+    if p.returncode:
+        sys.exit(f"{' '.join(args)} failed ({p.returncode}):\n{(p.stderr or '')[-3000:]}")
+    return p.stdout
+
+
+def last_json(text):
+    return json.loads(text.strip().splitlines()[-1])
+
+
+def prepare(a, ck, work, tag, types):
+    """Quantised checkpoints and GGUF files of checkpoint ck: {type: (checkpoint, gguf)}."""
+    vocab_file = os.path.join(ck, "tokenizer.json")  # llama.cpp loads no model without a vocabulary
+    if not os.path.exists(vocab_file):
+        with open(vocab_file, "w") as f:
+            json.dump(byte_level_tokenizer(json.load(open(os.path.join(ck, "config.json")))["vocab_size"]), f)
+    out = {}
+    for t in types:
+        qck = ck if t == "f32" else os.path.join(work, f"{tag}_{t}")
+        if t != "f32" and not os.path.exists(os.path.join(qck, "model.safetensors")):
+            run([a.gatedlm, "quantize", ck, "--type", t, "--out", qck])
+        gguf = os.path.join(work, f"{tag}_gguf_{t}")
+        if not os.path.exists(os.path.join(gguf, "model.gguf")):
+            run([a.gatedlm, "export", ck, "--format", "gguf", "--dtype", t, "--out", gguf])
+        out[t] = (qck, os.path.join(gguf, "model.gguf"))
+    return out
+
+
+def log_softmax_nll(logits, targets):
+    m = logits.max(axis=1, keepdims=True)
+    lse = m[:, 0] + np.log(np.exp(logits - m).sum(axis=1))
+    return lse - logits[np.arange(len(targets)), targets]
+
+
+def perplexity(a, libdir, work, types):
+    """Perplexity of the same windows, gatedlm and llama.cpp, per type."""
+    text = open(a.ppl_text, encoding="utf-8").read()
+    p = subprocess.run([a.gatedlm, "tokenizer", "encode", "--tokenizer", a.ppl_tokenizer],
+                       input=text[: a.ppl_windows * a.ppl_len * 8], capture_output=True, text=True, check=True)
+    ids = [int(v) for v in p.stdout.split()]
+    windows = [ids[i * a.ppl_len:(i + 1) * a.ppl_len] for i in range(a.ppl_windows)]
+    windows = [w for w in windows if len(w) == a.ppl_len]
+    tok = os.path.join(work, "ppl_windows.txt")
+    with open(tok, "w") as f:
+        f.write("".join(" ".join(map(str, w)) + "\n" for w in windows))
+    files = prepare(a, a.ppl_checkpoint, work, "ppl", types)
+    rows = []
+    for t in types:
+        ck, gguf = files[t]
+        ours = last_json(run([a.gatedlm, "score", "--checkpoint", ck, "--token-ids", tok, "--json"], a.threads))
+        nll, count = 0.0, 0
+        for w in windows:
+            lines = run([a.llama_probe, libdir, gguf, "0"] + list(map(str, w)))
+            logits = np.array([[float(v) for v in ln.split()[1:]] for ln in lines.splitlines()
+                               if ln.startswith("logits")])
+            nll += float(log_softmax_nll(logits[:-1].astype(np.float64), np.array(w[1:])).sum())
+            count += len(w) - 1
+        rows.append((t, math.exp(ours["mean_loss"]), math.exp(nll / count), ours["tokens"]))
+    print(f"\n## Perplexity: {a.ppl_checkpoint} on {len(windows)} windows of {a.ppl_len} tokens of {a.ppl_text}\n")
+    print("| weights | gatedlm ppl | llama.cpp ppl (same GGUF weights) | difference |")
+    print("| --- | ---: | ---: | ---: |")
+    for t, ours, theirs, _ in rows:
+        print(f"| {t} | {ours:.3f} | {theirs:.3f} | {100 * (ours / theirs - 1):+.2f} % |")
+
+
+def read_bandwidth_gbs():
+    """Read bandwidth of this process (numpy sum over 1 GiB, best of 5), GB/s."""
+    x = np.ones(1 << 28, dtype=np.float32)
+    best = 1e9
+    for _ in range(5):
+        t0 = time.perf_counter()
+        x.sum()
+        best = min(best, time.perf_counter() - t0)
+    return x.nbytes / best / 1e9
+
+
+def weight_bytes_per_token(ck):
+    """Bytes of weights one decode step reads: the whole model.safetensors less the embedding
+    rows it does not read (an untied embedding is looked up, not multiplied)."""
+    total = os.path.getsize(os.path.join(ck, "model.safetensors"))
+    cfg = json.load(open(os.path.join(ck, "config.json")))
+    if not cfg.get("tie_embeddings", True):
+        with open(os.path.join(ck, "model.safetensors"), "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+            e = json.loads(f.read(n))["model.embed_tokens.weight"]["data_offsets"]
+        total -= e[1] - e[0]
+    return total
+
+
+def speed(a, libdir, work, shape, types, bandwidth):
+    name = os.path.splitext(os.path.basename(shape))[0]
+    ck = os.path.join(work, name)
+    if not os.path.exists(os.path.join(ck, "model.safetensors")):
+        run([a.gatedlm, "init", "--config", shape, "--out", ck, "--seed", "1", "--force"])
+    files = prepare(a, ck, work, name, types)
+    print(f"\n## Decode speed: {shape}, prompt {a.prompt_tokens}, {a.new_tokens} decode steps, {a.threads} threads, "
+          f"median of {a.reps} reps, {a.pairs} alternated pairs at batch 1\n")
+    print("| weights | MB read / token | gatedlm b1 tok/s | llama.cpp b1 tok/s | ratio (median of pairs) | "
+          "gatedlm b8 tok/s | b8 / b1 | bound tok/s | gatedlm / bound |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for t in types:
+        qck, gguf = files[t]
+        bench = [a.gatedlm, "bench", "generate", "--checkpoint", qck, "--prompt-tokens", str(a.prompt_tokens),
+                 "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)]
+        pairs = []
+        for _ in range(a.pairs):
+            ours = last_json(run(bench + ["--batch", "1"], a.threads))["runs"][0]["decode_tokens_per_s"]
+            theirs = last_json(run([a.llama_probe, "--bench", libdir, gguf, str(a.threads), str(a.prompt_tokens),
+                                    str(a.new_tokens), str(a.reps)]))["decode_tokens_per_s"]
+            pairs.append((ours, theirs))
+        b8 = last_json(run(bench + ["--batch", "8"], a.threads))["runs"][0]["decode_tokens_per_s"]
+        b1 = statistics.median(o for o, _ in pairs)
+        per_token = weight_bytes_per_token(qck)
+        bound = bandwidth * 1e9 / per_token
+        ratio = statistics.median(o / r for o, r in pairs)
+        print(f"| {t} | {per_token / 1e6:.0f} | {b1:.1f} | {statistics.median(r for _, r in pairs):.1f} | "
+              f"{ratio:.2f}x | {b8:.1f} | {b8 / b1:.2f}x | {bound:.1f} | {b1 / bound:.2f} |")
+        sys.stdout.flush()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gatedlm", default=os.path.join(HERE, "..", "build", "gatedlm"))
+    ap.add_argument("--llama-probe", default=os.path.join(HERE, "..", "build", "tests", "llama_probe"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--types", default="f32,bf16,q8_0,q4_0")
+    ap.add_argument("--shapes", default=os.path.join(HERE, "configs", "qwen3_100m.json"),
+                    help="model configs for the speed table, comma separated (empty: none)")
+    ap.add_argument("--prompt-tokens", type=int, default=32)
+    ap.add_argument("--new-tokens", type=int, default=32)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--ppl-checkpoint")
+    ap.add_argument("--ppl-text")
+    ap.add_argument("--ppl-tokenizer")
+    ap.add_argument("--ppl-windows", type=int, default=8)
+    ap.add_argument("--ppl-len", type=int, default=256)
+    ap.add_argument("--workdir")
+    a = ap.parse_args()
+    libdir, why = fetch_llama_libs()
+    if libdir is None:
+        sys.exit(f"llama.cpp is unavailable: {why}")
+    work = a.workdir or tempfile.mkdtemp(prefix="gatedlm_quant_bench_")
+    os.makedirs(work, exist_ok=True)
+    types = a.types.split(",")
+    print(f"# Quantised weights: gatedlm vs llama.cpp (node-llama-cpp 3.22.1 prebuilt), {a.threads} threads")
+    if a.ppl_checkpoint:
+        perplexity(a, libdir, work, types)
+    if a.shapes:
+        bandwidth = read_bandwidth_gbs()
+        print(f"\nread bandwidth (numpy sum over 1 GiB, one thread, best of 5): {bandwidth:.1f} GB/s")
+        for shape in a.shapes.split(","):
+            speed(a, libdir, work, shape, types, bandwidth)
+
+
+if __name__ == "__main__":
+    main()
