@@ -23,10 +23,11 @@ void register_export(CLI::App& app) {
       "Write a checkpoint as a Hugging Face model directory: config.json + model.safetensors. paper: the "
       "gated-attention paper's layout (a G1 sigmoid gate, elementwise or headwise, fused into q_proj; load it "
       "with the authors' modeling_qwen3.py); qwen3: transformers' Qwen3 (ungated models); gguf: DIR/model.gguf "
-      "for llama.cpp (architecture qwen3 or qwen3moe, F32, F16, BF16, Q8_0 or Q4_0; ungated models without biases: "
-      "llama.cpp has the G1 gate only in hybrid architectures, which abort on a model without Gated DeltaNet "
-      "layers; with the checkpoint's tokenizer.json vocabulary when it has one, else the byte tokenizer's for a "
-      "byte model). A config the format cannot express is refused by key before anything is written.");
+      "for llama.cpp (F32, F16, BF16, Q8_0 or Q4_0; architecture qwen3 / qwen3moe for ungated models, qwen35 / "
+      "qwen35moe for hybrids of Gated DeltaNet and G1-gated softmax layers; no attention biases; a G1-gated model "
+      "whose layers are all softmax is refused: llama.cpp aborts on it; with the checkpoint's tokenizer.json "
+      "vocabulary when it has one, else the byte tokenizer's for a byte model). A config the format cannot express "
+      "is refused by key before anything is written.");
   sub->add_option("CKPT", opt->checkpoint, "checkpoint or run directory")->required();
   sub->add_option("--format", opt->format, "paper | qwen3 | gguf")->required();
   sub->add_option("--out", opt->out, "output directory (must not exist or be empty)")->required();

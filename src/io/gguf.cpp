@@ -1,5 +1,6 @@
 #include "io/gguf.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -46,6 +47,12 @@ class Bytes {
     put<uint32_t>(kString);
     put<uint64_t>(v.size());
     for (const std::string& s : v) str(s);
+  }
+  void kv_bools(const std::string& k, const std::vector<bool>& v) {
+    key(k, kArray);
+    put<uint32_t>(kBool);
+    put<uint64_t>(v.size());
+    for (bool x : v) put<uint8_t>(x ? 1 : 0);
   }
   void kv_i32s(const std::string& k, const std::vector<int32_t>& v) {
     key(k, kArray);
@@ -130,7 +137,7 @@ constexpr const char* kForceAllFullQwen35 = "GATEDLM_GGUF_FORCE_ALL_FULL_QWEN35"
 // llama.cpp computes the G1 gate only in qwen35 / qwen35moe / qwen3next, hybrid
 // architectures whose graph reads a recurrent state even when no layer is recurrent.
 void check_llama_runs_all_full_attention(const model::ModelConfig& c) {
-  if (std::getenv(kForceAllFullQwen35)) return;
+  if (c.has_linear() || std::getenv(kForceAllFullQwen35)) return;
   refuse("gate", "is " + model::describe_gate(c) + " in a model whose layers are all full attention: llama.cpp has "
          "this gate only in its hybrid architectures (qwen35, qwen35moe, qwen3next), and these cannot run a model "
          "without Gated DeltaNet layers: llama.cpp (node-llama-cpp 3.22.1, commit 0ad4a86) aborts in llama_decode "
@@ -144,8 +151,13 @@ void check_exportable(const model::ModelConfig& c) {
   const std::string arch = gguf_architecture(c);
   if (c.has_gate()) {
     check_qwen35_gate(c);
-    check_llama_runs_all_full_attention(c);  // (gatedlm has no Gated DeltaNet layers yet)
+    check_llama_runs_all_full_attention(c);
+  } else if (c.has_linear()) {
+    refuse("gate", "is none in a model with Gated DeltaNet layers: llama.cpp's hybrid architectures (qwen35, "
+                   "qwen35moe) gate every full-attention layer with G1 (sdpa, elementwise, sigmoid)");
   }
+  if (c.has_linear() && c.linear_attention.k_head_dim != c.linear_attention.v_head_dim)
+    refuse("linear_attention.v_head_dim", "must equal k_head_dim (llama.cpp's qwen35 sizes both by ssm.state_size)");
   if (c.attn_qkv_bias || c.attn_o_bias)
     refuse(c.attn_qkv_bias ? "attn_qkv_bias" : "attn_o_bias", "must be false (llama.cpp's " + arch + " has no attention biases)");
   if (!c.qk_norm) refuse("qk_norm", "must be true (llama.cpp's " + arch + " normalises q and k)");
@@ -181,6 +193,7 @@ Bytes gguf_metadata(const model::ModelConfig& c, GgufDtype dtype, const std::str
   for (const GgufArchKey& k : gguf_arch_keys(c)) {
     if (const auto* v = std::get_if<uint32_t>(&k.value)) kv.kv_u32(key(k.key.c_str()), *v);
     if (const auto* v = std::get_if<std::vector<int32_t>>(&k.value)) kv.kv_i32s(key(k.key.c_str()), *v);
+    if (const auto* v = std::get_if<std::vector<bool>>(&k.value)) kv.kv_bools(key(k.key.c_str()), *v);
   }
   if (tokenizer == kByteVocabulary) {
     add_gpt2_vocabulary(kv, byte_tokenizer_vocabulary(), c.vocab_size, "the byte tokenizer");
@@ -221,22 +234,37 @@ Bytes gguf_tensor_infos(const std::vector<GgufTensor>& tensors, GgufDtype dtype,
   return infos;
 }
 
+// Appends a tensor's values encoded as `type`, run by run (io/gguf_tables.h), in whole rows:
+// `pending` holds what has not made a whole row yet.
+void encode_tensor(std::string& bytes, const GgufTensor& t, GgmlType type, const std::vector<float>& params) {
+  const int64_t k = t.shape.back();
+  std::vector<float> pending;
+  for (const GgufRun& run : t.runs) {
+    const size_t at = pending.size();
+    if (run.spec) {
+      const float* src = params.data() + run.spec->offset + run.begin;
+      pending.insert(pending.end(), src, src + run.count);
+    } else {
+      pending.resize(at + static_cast<size_t>(run.count), 0.0f);
+    }
+    for (size_t i = at; i < pending.size(); ++i)
+      if (t.values == GgufValues::plus_one) pending[i] += 1.0f;
+      else if (t.values == GgufValues::minus_exp) pending[i] = -std::exp(pending[i]);
+    const auto rows = static_cast<int64_t>(pending.size()) / k;
+    encode_ggml_rows(bytes, pending.data(), rows, k, type);
+    pending.erase(pending.begin(), pending.begin() + rows * k);
+  }
+  if (!pending.empty()) fail("gguf: tensor ", t.name, ": ", pending.size(), " values past its last whole row");
+}
+
 // The data section: each tensor at its offset, padded to the alignment.
 void write_tensor_data(AtomicFile& file, const std::vector<PlacedTensor>& placed, const std::vector<float>& params) {
   std::string bytes;
-  std::vector<float> zeros;  // a run of zeros (GgufRun without a parameter)
   uint64_t written = 0;
   for (const PlacedTensor& p : placed) {
     const auto padding = static_cast<size_t>(p.offset - written);  // the previous tensor's
     bytes.assign(padding, '\0');
-    const int64_t k = p.tensor->shape.back();
-    for (const GgufRun& run : p.tensor->runs) {
-      if (run.count % k != 0)  // the tables' promise (io/gguf_tables.h): rows are encoded run by run
-        fail("gguf: tensor ", p.tensor->name, ": a run of ", run.count, " values is no whole number of rows of ", k);
-      if (!run.spec) zeros.assign(static_cast<size_t>(run.count), 0.0f);
-      const float* values = run.spec ? params.data() + run.spec->offset + run.begin : zeros.data();
-      encode_ggml_rows(bytes, values, run.count / k, k, p.type);
-    }
+    encode_tensor(bytes, *p.tensor, p.type, params);
     written = p.offset + (bytes.size() - padding);
     file.write(bytes);
     bytes.clear();

@@ -5,9 +5,10 @@
 // data section); the data section, every tensor aligned to general.alignment (32).
 //
 // gatedlm writes llama.cpp's architectures (io/gguf_tables.h): `qwen3` for ungated models,
-// `qwen35` for models with the paper's G1 gate (elementwise sigmoid on the SDPA output,
-// reading all of d_model; the gate's rows fused per head into attn_q), and their MoE forms
-// `qwen3moe` / `qwen35moe`; in F32, F16, BF16, Q8_0 or Q4_0 (which tensors keep F32:
+// `qwen35` for hybrids of Gated DeltaNet layers and softmax layers with the paper's G1 gate
+// (elementwise sigmoid on the SDPA output, reading all of d_model; the gate's rows fused per
+// head into attn_q), and their MoE forms `qwen3moe` / `qwen35moe`. A G1-gated model whose
+// layers are all softmax is refused: llama.cpp aborts on it (bench/RESULTS.md); in F32, F16, BF16, Q8_0 or Q4_0 (which tensors keep F32:
 // io/gguf_encode.h). What an architecture cannot run (other gate variants, attention
 // biases, switch heads, ...) is refused by config key before anything is written. The
 // vocabulary is the byte-level BPE of a tokenizer.json when the checkpoint carries one (else

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "io/gguf_linear.h"
 #include "io/hf_names.h"
 
 namespace gatedlm::io {
@@ -126,7 +127,7 @@ std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const Mod
   std::map<std::string, size_t> stacked;
   for (const ParamSpec& s : layout.specs()) {
     const auto [generic, layer] = generic_name(s.name);
-    if (add_expert(out, stacked, s)) continue;
+    if (add_expert(out, stacked, s) || add_linear_attention_tensor(out, s, c)) continue;
     if (is_qwen35(arch) && generic == "model.layers.{i}.self_attn.q_proj.weight") {
       out.push_back(query_and_gate(layout, c, layer));
       continue;
@@ -135,6 +136,8 @@ std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const Mod
     const std::string name = table_name(s.name, arch);
     if (name.empty()) fail("gguf (", arch, "): no GGUF tensor for gatedlm parameter ", s.name);
     out.push_back({name, s.shape, {{&s, 0, s.numel}}});
+    // llama.cpp's norms are plain: a zero-centred weight w is stored as 1 + w.
+    if (c.norm_zero_centered && s.kind == model::ParamKind::norm) out.back().values = GgufValues::plus_one;
     if (generic == "model.layers.{i}.mlp.shared_expert_gate.weight") out.back().shape = {c.d_model};
     if (arch == "qwen35moe" && c.moe.n_shared == 0 && generic == "model.layers.{i}.mlp.gate.weight")
       add_zero_shared_expert(out, c, layer);
@@ -179,14 +182,35 @@ std::vector<int32_t> gguf_rope_sections(int64_t rope_dims) {
   return {(p + 2) / 3, (p + 1) / 3, p / 3, 0};
 }
 
+namespace {
+
+// full_attention_interval k when the layer kinds follow it (all full attention: 1), else a
+// recurrent flag per layer.
+GgufArchKey layer_kinds_key(const ModelConfig& c) {
+  for (int64_t k = 1; k <= c.n_layers; ++k) {
+    bool follows = true;
+    for (int64_t l = 0; l < c.n_layers && follows; ++l) follows = c.is_linear(l) == ((l + 1) % k != 0);
+    if (follows) return {"full_attention_interval", static_cast<uint32_t>(k)};
+  }
+  std::vector<bool> recurrent;
+  for (int64_t l = 0; l < c.n_layers; ++l) recurrent.push_back(c.is_linear(l));
+  return {"attention.recurrent_layers", recurrent};
+}
+
+}  // namespace
+
 std::vector<GgufArchKey> gguf_arch_keys(const ModelConfig& c) {
   const std::string arch = gguf_architecture(c);
   if (!is_qwen35(arch)) return {};
   std::vector<GgufArchKey> keys{{"rope.dimension_count", static_cast<uint32_t>(c.rope_dims)},
-                                {"rope.dimension_sections", gguf_rope_sections(c.rope_dims)},
-                                {"full_attention_interval", uint32_t{1}}};  // every layer softmax attention
-  for (const char* k : {"ssm.conv_kernel", "ssm.state_size", "ssm.group_count", "ssm.time_step_rank", "ssm.inner_size"})
-    keys.push_back({k, uint32_t{0}});
+                                {"rope.dimension_sections", gguf_rope_sections(c.rope_dims)}};
+  keys.push_back(layer_kinds_key(c));
+  const model::LinearAttentionConfig& la = c.linear_attention;
+  const bool linear = c.has_linear();
+  const std::pair<const char*, int64_t> sizes[] = {{"ssm.conv_kernel", la.conv_kernel}, {"ssm.state_size", la.k_head_dim},
+                                                   {"ssm.group_count", la.n_k_heads}, {"ssm.time_step_rank", la.n_v_heads},
+                                                   {"ssm.inner_size", la.value_dim()}};
+  for (const auto& [k, v] : sizes) keys.push_back({k, static_cast<uint32_t>(linear ? v : 0)});
   if (arch == "qwen35moe")
     keys.push_back({"expert_shared_feed_forward_length",
                     static_cast<uint32_t>(c.moe.n_shared > 0 ? c.moe.shared_width() : kZeroSharedUnits)});

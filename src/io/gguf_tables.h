@@ -5,17 +5,16 @@
 // and which metadata keys hold the model config's numbers. Defined in io/gguf_tables.cpp.
 //
 // The architectures: qwen3 (ungated dense), qwen3moe (ungated MoE), qwen35 (the paper's G1
-// gate: elementwise sigmoid on the SDPA output, reading all of d_model; every layer full
-// attention) and qwen35moe (the same with MoE FFNs). qwen35 holds the gate in attn_q: per
+// gate: elementwise sigmoid on the SDPA output, reading all of d_model; Gated DeltaNet layers
+// beside the softmax ones: io/gguf_linear.h) and qwen35moe (the same with MoE FFNs). qwen35 holds the gate in attn_q: per
 // head h, the head's head_dim query rows, then its head_dim gate rows. Its norms are
 // llama.cpp's plain x_hat * w (llama.cpp's converter adds 1 to Qwen3.5's zero-centred
 // weights), so gatedlm's plain weights are stored as they are. llama.cpp's qwen35moe requires
 // a sigmoid-gated shared expert: a model without one is stored with a zero shared expert of
 // 32 units (its output is exactly 0).
 //
-// Adding an architecture (qwen3next, the Gated DeltaNet layers' ssm_* tensors) is rows
-// here: its tensor names in the name tables of gguf_tables.cpp (or an assembly like
-// qwen35's attn_q), its keys in gguf_int_keys / gguf_float_keys / gguf_arch_keys, its name
+// Adding an architecture (qwen3next) is rows here: its tensor names in the name tables of
+// gguf_tables.cpp (or an assembly like qwen35's attn_q), its keys in gguf_int_keys / gguf_float_keys / gguf_arch_keys, its name
 // in gguf_architecture; the importer accepts every architecture gguf_architecture can return
 // (kGgufImportArchitectures in io/gguf_import.cpp).
 #include <cstdint>
@@ -30,7 +29,7 @@ namespace gatedlm::io {
 
 // A run of `count` consecutive values of one gatedlm parameter, from its element `begin`
 // on; or, spec null, `count` zeros (values the model does not have, such as qwen35moe's zero
-// shared expert). The runs of a matrix are whole rows.
+// shared expert). A row may span runs (ssm_out's value heads are reordered within rows).
 struct GgufRun {
   const model::ParamSpec* spec;
   int64_t begin, count;
@@ -40,10 +39,15 @@ struct GgufRun {
 // expert tensors ffn_{gate,up,down}_exps [E, rows, cols] one per expert, in order; for
 // qwen35's attn_q a head's q_proj rows, then its gate rows, head after head. Import copies
 // each run back into its parameter.
+// How the stored values follow from the parameters' (import applies the inverse): as they
+// are; plus one (a zero-centred norm, x_hat * (1 + w), stored as llama.cpp's x_hat * w'); or
+// minus exp (A_log stored as llama.cpp's ssm_a = -exp(A_log)).
+enum class GgufValues { as_is, plus_one, minus_exp };
 struct GgufTensor {
   std::string name;
   std::vector<int64_t> shape;
   std::vector<GgufRun> runs;
+  GgufValues values = GgufValues::as_is;
   int64_t numel() const;
 };
 // Every parameter of the layout of config c, in layout order of first use. Throws naming a
@@ -78,12 +82,15 @@ inline int64_t gguf_field(const model::ModelConfig& c, const GgufIntKey& k) {
 }
 
 // Keys of one architecture only (qwen35's rope.dimension_count = rope_dims and M-RoPE
-// rope.dimension_sections, full_attention_interval 1, the ssm.* sizes, which qwen35 requires
-// even without Gated DeltaNet layers (0 then), qwen35moe's
+// rope.dimension_sections; the layer kinds as full_attention_interval k when layer l is full
+// attention iff (l + 1) % k == 0, else as attention.recurrent_layers (a bool per layer); the
+// ssm.* sizes of the Gated DeltaNet layers (conv_kernel, state_size = k_head_dim,
+// group_count = n_k_heads, time_step_rank = n_v_heads, inner_size = n_v_heads * v_head_dim;
+// 0 without such layers: qwen35 requires them); qwen35moe's
 // expert_shared_feed_forward_length), without the "<architecture>." prefix.
 struct GgufArchKey {
   std::string key;
-  std::variant<uint32_t, std::vector<int32_t>> value;
+  std::variant<uint32_t, std::vector<int32_t>, std::vector<bool>> value;
 };
 std::vector<GgufArchKey> gguf_arch_keys(const model::ModelConfig& c);
 

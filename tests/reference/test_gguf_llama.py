@@ -147,6 +147,9 @@ def main(argv=None):
             check_model(binary, probe, libdir, work, name, cfg, failures)
         if not only or "gated_all_full" in only:
             check_gated_all_full(binary, probe, libdir, work, failures)
+        for name, cfg in HYBRID_CASES.items():
+            if not only or name in only:
+                check_hybrid(binary, probe, libdir, work, name, cfg, failures)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -289,6 +292,68 @@ def check_gated_all_full(binary, probe, libdir, work, failures):
     print(f"  llama.cpp now runs all-full-attention qwen35 ({'correctly' if ok else 'but differs'}): the refusal "
           "in src/io/gguf.cpp can go  FAIL")
     failures.append("gated_all_full runs now")
+
+HYBRID = {**GATED, "n_layers": 4, "rope_dims": 8, "full_attention_interval": 2, "norm_zero_centered": True,
+          "linear_attention": {"n_k_heads": 1, "n_v_heads": 2, "k_head_dim": 16, "v_head_dim": 16, "conv_kernel": 4}}
+HYBRID_CASES = {
+    # Qwen3.5-like: linear, full, linear, full; zero-centred norms; two value heads per key head
+    # (llama.cpp's tiled head order); partial rotary (8 of 16 dims).
+    "qwen35_hybrid": HYBRID,
+    # Layer kinds no interval gives (attention.recurrent_layers), MoE with a shared expert.
+    "qwen35moe_hybrid": {**{k: v for k, v in HYBRID.items() if k != "full_attention_interval"},
+                         "layer_types": ["linear_attention", "full_attention", "full_attention", "linear_attention"],
+                         "ffn_hidden": 0, "moe": {"n_experts": 8, "top_k": 2, "expert_hidden": 32, "n_shared": 1,
+                                                  "shared_hidden": 64}},
+}
+
+
+def perturb_small_tensors(ck):
+    """Norm weights, dt_bias and A_log start at constants: move them, so that a convention
+    wrong on them (1 + w, -exp(A_log), the head order) shows."""
+    import torch
+    import safetensors_io as st
+    path = os.path.join(ck, "model.safetensors")
+    tensors, meta = st.load(path, return_metadata=True)
+    gen = torch.Generator().manual_seed(0)
+    for k, v in tensors.items():
+        if "norm" in k or "dt_bias" in k or "A_log" in k:
+            tensors[k] = v + 0.2 * torch.randn(v.shape, generator=gen, dtype=v.dtype)
+    st.save(path, tensors, meta)
+
+
+def check_hybrid(binary, probe, libdir, work, name, cfg, failures):
+    """A hybrid model (Gated DeltaNet and G1-gated softmax layers) as qwen35 / qwen35moe: F32,
+    the prompt logits as above and llama.cpp's greedy continuation against both gatedlm's
+    argmax and `gatedlm generate`'s (which decodes through the recurrent state); F16, the
+    prompt logits."""
+    base = os.path.join(work, name)
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    with open(os.path.join(base, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    ck = os.path.join(base, "ckpt")
+    run([binary, "init", "--config", os.path.join(base, "config.json"), "--out", ck, "--seed", "5"])
+    perturb_small_tensors(ck)
+    gen = json.loads(run([binary, "generate", "--checkpoint", ck, "--tokenizer", "byte", "--prompt",
+                          "The gate decides what flows.", "--temperature", "0", "--max-tokens", str(GENERATE), "--json"]))
+    prompt = gen["prompt_ids"]
+    for dtype in ("f32", "f16"):
+        out = os.path.join(base, f"gguf_{dtype}")
+        run([binary, "export", ck, "--format", "gguf", "--dtype", dtype, "--out", out])
+        lines = run([probe, libdir, os.path.join(out, "model.gguf"), str(GENERATE)] + list(map(str, prompt)))
+        err, greedy, ours = compare(binary, ck, lines, prompt, base)
+        if dtype == "f16":  # other weights than gatedlm's: the logits' distance only (these models meet near-ties)
+            ok = err <= TOL[dtype]
+            print(f"{name} gguf f16: prompt logits rel L2 {err:.2e} (tol {TOL[dtype]:.0e}); greedy "
+                  f"{sum(a == b for a, b in zip(greedy, ours))}/{len(greedy)} as gatedlm's F32  {'PASS' if ok else 'FAIL'}")
+        else:
+            same_as_generate = greedy == gen["ids"] and len(gen["ids"]) == GENERATE
+            ok = judge(f"{name} gguf {dtype}", dtype, err, greedy, ours) and same_as_generate
+            print(f"  gatedlm generate {gen['ids']} ({gen['finish_reason']}): "
+                  f"{'the same as llama.cpp' if same_as_generate else 'DIFFERS from llama.cpp'}")
+        if not ok:
+            failures.append(f"{name} {dtype}")
+
 
 if __name__ == "__main__":
     sys.exit(main())

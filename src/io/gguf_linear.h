@@ -1,0 +1,23 @@
+#pragma once
+// The Gated DeltaNet ("linear attention") layers of a hybrid model in llama.cpp's qwen35 /
+// qwen35moe GGUF (used by io/gguf_tables.cpp). Hugging Face Qwen3.5's tensors map one to one
+// to llama.cpp's, as its converter writes them:
+//   in_proj_qkv -> attn_qkv, in_proj_z -> attn_gate, in_proj_b -> ssm_beta,
+//   in_proj_a -> ssm_alpha, conv1d [C, 1, K] -> ssm_conv1d [C, K], dt_bias -> ssm_dt.bias,
+//   A_log -> ssm_a = -exp(A_log), norm -> ssm_norm (plain, never zero-centred),
+//   out_proj -> ssm_out,
+// with the value heads reordered from Hugging Face's grouped order (key head j serves value
+// heads j*r .. j*r + r-1) to llama.cpp's tiled order (tiled head m*n_k + j is grouped head
+// j*r + m), which ggml's broadcasting repeats key heads in; r = n_v / n_k. The value-head
+// axis is the rows of v (in attn_qkv), attn_gate, ssm_beta, ssm_alpha, ssm_dt, ssm_a and
+// the v channels of ssm_conv1d, and the columns of ssm_out.
+#include <vector>
+
+#include "io/gguf_tables.h"
+
+namespace gatedlm::io {
+
+// The GGUF tensor of one parameter of a linear layer; false for any other parameter.
+bool add_linear_attention_tensor(std::vector<GgufTensor>& out, const model::ParamSpec& s, const model::ModelConfig& c);
+
+}  // namespace gatedlm::io
