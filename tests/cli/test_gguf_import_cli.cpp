@@ -1,0 +1,102 @@
+// gatedlm import FILE.gguf through the binary: --format auto knows a GGUF file by its magic,
+// export --format gguf then import gives back the checkpoint byte for byte (weights and
+// config) with its tokenizer.json, and every refusal (not GGUF, a truncated file, a
+// vocabulary the loader cannot take, an output that exists) writes nothing.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_runner.h"
+#include "expect_refused.h"
+#include "test_files.h"
+
+namespace gatedlm::testing {
+namespace {
+
+using nlohmann::json;
+
+// A byte-level BPE tokenizer.json of 11 ids with Qwen2's pre-tokenizer (the GGUF export
+// calls it "qwen2").
+json small_tokenizer() {
+  json vocab = json::object();
+  for (int i = 0; i < 8; ++i) vocab[std::string(1, static_cast<char>('a' + i))] = i;
+  vocab["ab"] = 8;
+  auto added = [](int id, const char* content, bool special) {
+    return json{{"id", id}, {"content", content}, {"special", special}};
+  };
+  return json{
+      {"added_tokens", {added(9, "<|endoftext|>", true), added(10, "<x>", false)}},
+      {"normalizer", {{"type", "NFC"}}},
+      {"pre_tokenizer",
+       {{"type", "Sequence"},
+        {"pretokenizers",
+         {{{"type", "Split"},
+           {"pattern",
+            {{"Regex",
+              R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"}}},
+           {"behavior", "Isolated"},
+           {"invert", false}},
+          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}}},
+      {"decoder", {{"type", "ByteLevel"}}},
+      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"a b"}}}}};
+}
+
+class GgufImportCli : public ::testing::Test {
+ protected:
+  GgufImportCli() : dir_("gguf_import_cli") {
+    const json config{{"vocab_size", 32}, {"d_model", 16}, {"n_layers", 2},    {"n_heads", 2},
+                      {"n_kv_heads", 1},  {"head_dim", 8}, {"ffn_hidden", 32}, {"max_seq_len", 32}};
+    write_file(dir_ / "config.json", config.dump());
+    CliResult r = run_gatedlm({"init", "--config", (dir_ / "config.json").string(), "--out", (dir_ / "ck").string()});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    write_file(dir_ / "ck" / "tokenizer.json", small_tokenizer().dump());
+    r = run_gatedlm({"export", (dir_ / "ck").string(), "--format", "gguf", "--out", (dir_ / "gguf").string()});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    gguf_ = dir_ / "gguf" / "model.gguf";
+  }
+  TempDir dir_;
+  fs::path gguf_;
+};
+
+TEST_F(GgufImportCli, AutoDetectsGgufAndRoundTripsByteForByte) {
+  const fs::path back = dir_ / "back";
+  const CliResult r = run_gatedlm({"import", gguf_.string(), "--out", back.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "GGUF qwen3")) << r.output;
+  EXPECT_EQ(read_file(back / "model.safetensors"), read_file(dir_ / "ck" / "model.safetensors"));
+  EXPECT_EQ(json::parse(read_file(back / "config.json")), json::parse(read_file(dir_ / "ck" / "config.json")));
+  ASSERT_TRUE(fs::exists(back / "tokenizer.json"));
+  const std::string text = "abbaab<x>cab<|endoftext|>hacafe";  // letters a-h only: the vocabulary has no space
+  const CliResult ours = run_gatedlm({"tokenizer", "encode", "--tokenizer", (back / "tokenizer.json").string(), "--text", text});
+  const CliResult original =
+      run_gatedlm({"tokenizer", "encode", "--tokenizer", (dir_ / "ck" / "tokenizer.json").string(), "--text", text});
+  ASSERT_EQ(original.exit_code, 0) << original.output;
+  EXPECT_EQ(ours.output, original.output);
+}
+
+TEST_F(GgufImportCli, RefusalsWriteNothing) {
+  const fs::path out = dir_ / "out";
+  expect_refused({"import", (dir_ / "ck" / "config.json").string(), "--format", "gguf", "--out", out.string()},
+                 {"config.json", "not a GGUF file"});
+  EXPECT_FALSE(fs::exists(out));
+  const std::string bytes = read_file(gguf_);
+  write_file(dir_ / "cut.gguf", bytes.substr(0, bytes.size() - 100));
+  expect_refused({"import", (dir_ / "cut.gguf").string(), "--out", out.string()}, {"cut.gguf", "past the end"});
+  EXPECT_FALSE(fs::exists(out));
+  // The vocabulary is checked after the weights' headers: still before anything is written.
+  std::string renamed = bytes;
+  const size_t at = renamed.find("qwen2");
+  ASSERT_NE(at, std::string::npos);
+  renamed.replace(at, 5, "qwenX");
+  write_file(dir_ / "pre.gguf", renamed);
+  expect_refused({"import", (dir_ / "pre.gguf").string(), "--out", out.string()}, {"pre.gguf", "tokenizer.ggml.pre", "qwenX"});
+  EXPECT_FALSE(fs::exists(out));
+  fs::create_directories(out);
+  write_file(out / "keep.txt", "x");
+  expect_refused({"import", gguf_.string(), "--out", out.string()}, {"not an empty directory"});
+  EXPECT_EQ(read_file(out / "keep.txt"), "x");
+}
+
+}  // namespace
+}  // namespace gatedlm::testing
