@@ -8,6 +8,7 @@
 #include "io/checkpoint.h"
 #include "io/hf_config.h"
 #include "io/hf_convert.h"
+#include "infer/model_files.h"
 #include "model/init.h"
 
 namespace gatedlm::python {
@@ -111,14 +112,21 @@ close() (or a with-block) frees the model; views from params() keep its weights 
              h = naming_missing_path(path, [&] { return load_handle(path, format, source); });
            }
            auto out = std::make_unique<PyModel>(h, source);
-           if (!tokenizer.is_none()) out->tokenizer = tokenizer_from(tokenizer);
+           if (!tokenizer.is_none()) {
+             out->tokenizer = tokenizer_from(tokenizer);
+           } else if (!is_hf_dir(path)) {  // the one `gatedlm generate` finds (infer/model_files.h)
+             std::string found;
+             out->tokenizer = infer::recorded_tokenizer(path, source, found);
+             if (out->tokenizer) infer::check_tokenizer_fits(*out->tokenizer, found, h->model.config().vocab_size, path);
+           }
            return out;
          },
          py::arg("path"), py::arg("tokenizer") = py::none(), py::arg("format") = py::none(),
          R"(Loads a checkpoint directory, a training run directory (its latest checkpoint) or a
 Hugging Face model directory (what `gatedlm import` reads; format "auto", "paper" or "qwen3",
 detected when None). tokenizer: a gatedlm.Tokenizer or spec ("byte", .model, tokenizer.json)
-used by generate() and analyze() when they are given none.)")
+used by generate() and analyze() when they are given none; when None, the one
+`gatedlm generate` would find (the run's dataset, or a tokenizer.model beside it), if any.)")
       .def_static(
           "init",
           [](const py::object& config, uint64_t seed, const py::object& tokenizer) {

@@ -35,36 +35,46 @@ std::unique_ptr<io::Tokenizer> from_run(const fs::path& run, std::string& source
 
 }  // namespace
 
+std::unique_ptr<io::Tokenizer> recorded_tokenizer(const std::string& checkpoint, const std::string& checkpoint_dir,
+                                                  std::string& source) {
+  const fs::path ck_dir = fs::absolute(checkpoint_dir);
+  const fs::path given = fs::absolute(checkpoint);
+  // The run: the path given when it holds run.json, else two levels above the checkpoint.
+  const fs::path run = fs::exists(given / "run.json") ? given : ck_dir.parent_path().parent_path();
+  std::unique_ptr<io::Tokenizer> tokenizer = from_run(run, source);
+  for (const fs::path& dir : {ck_dir, run, run.parent_path().parent_path()}) {
+    if (tokenizer) break;
+    if (fs::is_regular_file(dir / "tokenizer.model")) {
+      tokenizer = io::Tokenizer::load((dir / "tokenizer.model").string());
+      source = (dir / "tokenizer.model").string();
+    }
+  }
+  return tokenizer;
+}
+
+void check_tokenizer_fits(const io::Tokenizer& tokenizer, const std::string& source, int64_t vocab_size,
+                          const std::string& checkpoint) {
+  if (tokenizer.vocab_size() > vocab_size)
+    fail(source, ": the tokenizer has ", tokenizer.vocab_size(), " ids, more than the model's vocab_size ", vocab_size,
+         " (", checkpoint, ")");
+}
+
 LoadedModel load_model(const std::string& checkpoint, const std::string& tokenizer_flag) {
   LoadedModel out;
   io::InferenceModel loaded = io::load_inference_model(checkpoint);
   out.checkpoint_dir = loaded.checkpoint_dir;
   out.model = std::move(loaded.model);
   out.quantized = std::move(loaded.quantized);
-  const model::ModelConfig& config = out.model->config();
   if (!tokenizer_flag.empty()) {
     out.tokenizer = io::Tokenizer::load(tokenizer_flag);
     out.tokenizer_source = "--tokenizer " + tokenizer_flag;
   } else {
-    const fs::path ck_dir = fs::absolute(out.checkpoint_dir);
-    const fs::path given = fs::absolute(checkpoint);
-    // The run: the path given when it holds run.json, else two levels above the checkpoint.
-    const fs::path run = fs::exists(given / "run.json") ? given : ck_dir.parent_path().parent_path();
-    out.tokenizer = from_run(run, out.tokenizer_source);
-    for (const fs::path& dir : {ck_dir, run, run.parent_path().parent_path()}) {
-      if (out.tokenizer) break;
-      if (fs::is_regular_file(dir / "tokenizer.model")) {
-        out.tokenizer = io::Tokenizer::load((dir / "tokenizer.model").string());
-        out.tokenizer_source = (dir / "tokenizer.model").string();
-      }
-    }
+    out.tokenizer = recorded_tokenizer(checkpoint, out.checkpoint_dir, out.tokenizer_source);
     if (!out.tokenizer)
       fail(checkpoint, ": no tokenizer recorded for this checkpoint (no run.json naming its data, no "
                        "tokenizer.model beside it); give --tokenizer byte|FILE.model");
   }
-  if (out.tokenizer->vocab_size() > config.vocab_size)
-    fail(out.tokenizer_source, ": the tokenizer has ", out.tokenizer->vocab_size(), " ids, more than the model's vocab_size ",
-         config.vocab_size, " (", checkpoint, ")");
+  check_tokenizer_fits(*out.tokenizer, out.tokenizer_source, out.model->config().vocab_size, checkpoint);
   return out;
 }
 

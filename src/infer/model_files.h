@@ -29,4 +29,13 @@ struct LoadedModel {
 
 LoadedModel load_model(const std::string& checkpoint, const std::string& tokenizer_flag);
 
+// Rules 2 and 3 above for `checkpoint` as given (a run or checkpoint directory) and its
+// resolved checkpoint_dir: the tokenizer and, in `source`, where it came from; null when
+// none is recorded (the Python package's Model.load then leaves the model without one).
+std::unique_ptr<io::Tokenizer> recorded_tokenizer(const std::string& checkpoint, const std::string& checkpoint_dir,
+                                                  std::string& source);
+// Throws naming `source` and `checkpoint` when the tokenizer has more ids than vocab_size.
+void check_tokenizer_fits(const io::Tokenizer& tokenizer, const std::string& source, int64_t vocab_size,
+                          const std::string& checkpoint);
+
 }  // namespace gatedlm::infer

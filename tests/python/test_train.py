@@ -86,3 +86,11 @@ def test_train_steps_iterator(work, dataset):
     items = list(gatedlm.train_steps(GATED, dataset, work / "iter_run", **dict(FLAGS, probe_every=0)))
     assert items[-1]["summary"] and items[-1]["outcome"] == "completed"
     assert [r["step"] for r in items if "loss" in r] == [1, 2, 3, 4]
+
+
+def test_run_directory_brings_its_tokenizer(cli_run):
+    model = gatedlm.Model.load(cli_run)  # run.json names the byte dataset, as `gatedlm generate` finds it
+    assert model.tokenizer is not None and model.tokenizer.name == "byte"
+    gen = model.generate("it was", max_tokens=4, temperature=0)
+    list(gen)
+    assert len(gen.ids) + (gen.finish_reason == "eos") >= 1
