@@ -5,7 +5,9 @@
 // no form for, naming the key and the variant, and refuses the G1 gate in a model whose
 // layers are all full attention, which llama.cpp aborts on (bench/RESULTS.md); with
 // GATEDLM_GGUF_FORCE_ALL_FULL_QWEN35 set it writes the file anyway, as the reference test
-// does to re-check llama.cpp.
+// does to re-check llama.cpp. Hybrid models (Gated DeltaNet layers) are qwen35: their value
+// heads tiled as llama.cpp's converter writes them, A_log as -exp(A_log), zero-centred norms
+// plus one, the layer kinds as an interval or a flag per layer.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -57,8 +59,9 @@ TEST(GgufQwen35, GateRowsFollowEachHeadsQueryRowsInAttnQ) {
   const model::ParamSpec& gp = layout.at("model.layers.1.self_attn.gate.weight");
   for (const GgufTensor& t : ts) {
     EXPECT_EQ(t.name.find("attn_gate"), std::string::npos) << t.name;
-    for (const GgufRun& r : t.runs)
+    for (const GgufRun& r : t.runs) {
       if (r.spec == &gp) EXPECT_EQ(t.name, "blk.1.attn_q.weight");
+    }
   }
   const GgufTensor& q = find(ts, "blk.1.attn_q.weight");
   EXPECT_EQ(q.shape, (std::vector<int64_t>{2 * 4 * 8, 32}));
@@ -88,8 +91,9 @@ TEST(GgufQwen35, MoeWithoutSharedExpertGetsAZeroOne) {
     for (float v : assemble(t, params)) ASSERT_EQ(v, 0.0f) << name;
   }
   EXPECT_EQ(find(ts, "blk.1.ffn_gate_inp_shexp.weight").shape, (std::vector<int64_t>{32}));
-  for (const GgufArchKey& k : gguf_arch_keys(c))
+  for (const GgufArchKey& k : gguf_arch_keys(c)) {
     if (k.key == "expert_shared_feed_forward_length") EXPECT_EQ(std::get<uint32_t>(k.value), 32u);
+  }
 
   // A model with a shared expert keeps its own, its gate [1, d] stored as [d].
   const model::ModelConfig s = gated_config(g1_gate(), {{"ffn_hidden", 0}, {"moe", {{"n_experts", 4}, {"top_k", 2},
@@ -179,6 +183,75 @@ TEST(GgufQwen35, ForcedExportWritesQwen35Keys) {
   EXPECT_EQ(std::get<uint32_t>(f.metadata.at("qwen35.full_attention_interval")), 1u);
   EXPECT_EQ(f.tensors.at("blk.0.attn_q.weight").dims, (std::vector<uint64_t>{32, 64}));
   EXPECT_FALSE(f.tensors.count("blk.0.attn_gate.weight"));
+}
+
+// A hybrid: linear layers 0 and 2, full 1 and 3 (interval 2); 2 key heads serving 4 value
+// heads; zero-centred norms.
+nlohmann::json hybrid(const nlohmann::json& extra = nlohmann::json::object()) {
+  nlohmann::json j{{"full_attention_interval", 2}, {"n_layers", 4}, {"norm_zero_centered", true},
+                   {"linear_attention", {{"n_k_heads", 2}, {"n_v_heads", 4}, {"k_head_dim", 8}, {"v_head_dim", 8}}}};
+  j.update(extra);
+  return j;
+}
+
+TEST(GgufQwen35, LinearLayersTileTheValueHeadsAndMapTheirValues) {
+  const model::ModelConfig c = gated_config(g1_gate(), hybrid());
+  const model::ParamLayout layout(c);
+  const std::vector<float> params = testing::random_vector<float>(layout.total(), 12);
+  const std::vector<GgufTensor> ts = gguf_tensors(layout, c);
+  // Tiled head t = m * n_k + j holds grouped head j * r + m (r = 2): 0, 2, 1, 3.
+  const std::vector<float> beta = assemble(find(ts, "blk.2.ssm_beta.weight"), params);
+  const model::ParamSpec& b = layout.at("model.layers.2.linear_attn.in_proj_b.weight");
+  const int64_t grouped[] = {0, 2, 1, 3};
+  for (int64_t t = 0; t < 4; ++t)
+    for (int64_t col = 0; col < 32; ++col) ASSERT_EQ(beta[t * 32 + col], params[b.offset + grouped[t] * 32 + col]) << t;
+  // ssm_out [d, n_v * dv]: within each row, the heads' columns tiled.
+  const std::vector<float> out = assemble(find(ts, "blk.0.ssm_out.weight"), params);
+  const model::ParamSpec& o = layout.at("model.layers.0.linear_attn.out_proj.weight");
+  for (int64_t row = 0; row < 32; ++row)
+    for (int64_t t = 0; t < 4; ++t)
+      for (int64_t i = 0; i < 8; ++i)
+        ASSERT_EQ(out[row * 32 + t * 8 + i], params[o.offset + row * 32 + grouped[t] * 8 + i]) << row << " " << t;
+  EXPECT_EQ(find(ts, "blk.0.ssm_conv1d.weight").shape, (std::vector<int64_t>{2 * 16 + 32, 4}));
+  EXPECT_EQ(find(ts, "blk.0.ssm_a").values, GgufValues::minus_exp);
+  EXPECT_EQ(find(ts, "blk.0.ssm_norm.weight").values, GgufValues::as_is);  // the gated norm stays plain
+  for (const char* norm : {"blk.0.attn_norm.weight", "blk.1.attn_q_norm.weight", "blk.3.post_attention_norm.weight",
+                           "output_norm.weight"})
+    EXPECT_EQ(find(ts, norm).values, GgufValues::plus_one) << norm;
+  find(ts, "blk.1.attn_q.weight");
+}
+
+TEST(GgufQwen35, LayerKindsAreAnIntervalOrAFlagPerLayer) {
+  auto key = [](const model::ModelConfig& c, const std::string& name) -> const GgufArchKey* {
+    static std::vector<GgufArchKey> keys;
+    keys = gguf_arch_keys(c);
+    for (const GgufArchKey& k : keys)
+      if (k.key == name) return &k;
+    return nullptr;
+  };
+  const model::ModelConfig every_second = gated_config(g1_gate(), hybrid());
+  ASSERT_NE(key(every_second, "full_attention_interval"), nullptr);
+  EXPECT_EQ(std::get<uint32_t>(key(every_second, "full_attention_interval")->value), 2u);
+  EXPECT_EQ(std::get<uint32_t>(key(every_second, "ssm.time_step_rank")->value), 4u);
+  EXPECT_EQ(std::get<uint32_t>(key(every_second, "ssm.inner_size")->value), 32u);
+  nlohmann::json listed = hybrid();
+  listed.erase("full_attention_interval");
+  listed["layer_types"] = {"full_attention", "linear_attention", "linear_attention", "full_attention"};
+  const model::ModelConfig irregular = gated_config(g1_gate(), listed);
+  EXPECT_EQ(key(irregular, "full_attention_interval"), nullptr);
+  ASSERT_NE(key(irregular, "attention.recurrent_layers"), nullptr);
+  EXPECT_EQ(std::get<std::vector<bool>>(key(irregular, "attention.recurrent_layers")->value),
+            (std::vector<bool>{false, true, true, false}));
+}
+
+TEST(GgufQwen35, HybridsLlamaCppCannotRunAreRefusedByKey) {
+  nlohmann::json ungated = hybrid();
+  const std::string no_gate = refusal(gated_config(nlohmann::json{{"position", "none"}}, ungated), "ungated.gguf");
+  EXPECT_NE(no_gate.find("\"gate\""), std::string::npos) << no_gate;
+  nlohmann::json wide = hybrid();
+  wide["linear_attention"]["v_head_dim"] = 16;
+  const std::string dims = refusal(gated_config(g1_gate(), wide), "dims.gguf");
+  EXPECT_NE(dims.find("linear_attention.v_head_dim"), std::string::npos) << dims;
 }
 
 }  // namespace
