@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "model/moe_config.h"
 
 namespace gatedlm::model {
 
@@ -13,16 +14,6 @@ using nlohmann::json;
 namespace {
 
 constexpr int64_t kMaxLinearDim = int64_t{1} << 20;
-
-int64_t int_key(const json& j, const std::string& where, const char* key, std::optional<int64_t> fallback) {
-  if (!j.contains(key)) {
-    if (!fallback) fail(where, ": missing required key \"", key, "\"");
-    return *fallback;
-  }
-  const json& v = j.at(key);
-  if (!v.is_number_integer()) fail(where, ": key \"", key, "\": expected an integer, got ", v.dump());
-  return v.get<int64_t>();
-}
 
 void require(bool ok, const char* key, const std::string& why) {
   if (!ok) fail("model config: key \"linear_attention.", key, "\" ", why);

@@ -11,11 +11,6 @@ namespace gatedlm::model {
 
 using nlohmann::json;
 
-namespace {
-
-const std::set<std::string> kKeys = {"n_experts",     "top_k", "expert_hidden",  "n_shared", "shared_hidden",
-                                     "every",         "norm_topk_prob", "lb_coef", "lb_scope", "z_coef"};
-
 int64_t int_key(const json& j, const std::string& where, const char* key, std::optional<int64_t> fallback) {
   if (!j.contains(key)) {
     if (!fallback) fail(where, ": missing required key \"", key, "\"");
@@ -25,6 +20,11 @@ int64_t int_key(const json& j, const std::string& where, const char* key, std::o
   if (!v.is_number_integer()) fail(where, ": key \"", key, "\": expected an integer, got ", v.dump());
   return v.get<int64_t>();
 }
+
+namespace {
+
+const std::set<std::string> kKeys = {"n_experts",     "top_k", "expert_hidden",  "n_shared", "shared_hidden",
+                                     "every",         "norm_topk_prob", "lb_coef", "lb_scope", "z_coef"};
 
 double number_key(const json& j, const std::string& where, const char* key, double fallback) {
   if (!j.contains(key)) return fallback;

@@ -14,6 +14,7 @@
 // shared_expert / shared_expert_gate.
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,11 @@ struct MoeConfig {
   int64_t expert_params(int64_t d_model) const { return 3 * d_model * expert_hidden; }
   int64_t gate_params(int64_t d_model) const { return n_experts * d_model + (n_shared > 0 ? d_model : 0); }
 };
+
+// An integer key of a config object (`where` names the object in messages): the fallback
+// when absent, an error when absent without one or not an integer. Shared by the nested
+// config objects (moe, linear_attention).
+int64_t int_key(const nlohmann::json& j, const std::string& where, const char* key, std::optional<int64_t> fallback);
 
 // Parses the `moe` object; `where` names it in messages ("config.json: moe").
 MoeConfig moe_config_from_json(const nlohmann::json& j, const std::string& where);

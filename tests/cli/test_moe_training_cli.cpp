@@ -26,17 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::run_gatedlm;
-
-std::vector<json> step_records(const fs::path& run) {
-  std::vector<json> out;
-  std::ifstream in(run / "metrics.jsonl");
-  std::string line;
-  while (std::getline(in, line)) {
-    json j = json::parse(line);
-    if (j.contains("loss")) out.push_back(j);
-  }
-  return out;
-}
+using testing::step_records;
 
 class MoeTraining : public ::testing::Test {
  protected:

@@ -11,6 +11,18 @@
 
 namespace gatedlm::testing {
 
+// The per-step records (those with a "loss") of a run's metrics.jsonl, in order.
+inline std::vector<nlohmann::json> step_records(const std::filesystem::path& run) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(run / "metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (j.contains("loss")) out.push_back(j);
+  }
+  return out;
+}
+
 // Returns the result of `gatedlm data prepare` (exit code 0 when all went well).
 inline CliResult make_tiny_training_data(const std::filesystem::path& root) {
   Rng rng(5);
