@@ -94,6 +94,10 @@ std::shared_ptr<ModelHandle> from_state_dict(const model::ModelConfig& c, const 
 
 }  // namespace
 
+// The constructors: load, init, from_state_dict.
+void bind_model_constructors(py::class_<PyModel>& cls);
+void bind_model_accessors(py::class_<PyModel>& cls);
+
 void bind_model(py::module_& m) {
   py::class_<PyModel> cls(m, "Model", R"(A gatedlm decoder: the same C++ model the gatedlm command line runs.
 
@@ -101,6 +105,13 @@ Make one with Model.load (a checkpoint, a run directory or a Hugging Face direct
 Model.init (fresh weights) or Model.from_state_dict (NumPy or torch weights). Calls release
 the GIL; calls on one model are serialised, two models run in parallel from two threads.
 close() (or a with-block) frees the model; views from params() keep its weights alive.)");
+  bind_model_constructors(cls);
+  bind_model_accessors(cls);
+  bind_forward(cls);
+  bind_generate(m, cls);
+}
+
+void bind_model_constructors(py::class_<PyModel>& cls) {
   cls.def_static(
          "load",
          [](const py::object& path_obj, const py::object& tokenizer, std::optional<std::string> format) {
@@ -153,8 +164,12 @@ used by generate() and analyze() when they are given none; when None, the one
           },
           py::arg("config"), py::arg("state_dict"), py::arg("tokenizer") = py::none(),
           R"(A model from a config and a dict of float32 arrays under the checkpoint's names (every
-tensor, no others; torch tensors via .numpy()). The values are copied bit for bit.)")
-      .def_property_readonly(
+tensor, no others; torch tensors via .numpy()). The values are copied bit for bit.)");
+}
+
+// The weights, the config and the model's life: properties, params / state_dict, save, close.
+void bind_model_accessors(py::class_<PyModel>& cls) {
+  cls.def_property_readonly(
           "config", [](const PyModel& self) { return to_python(model::config_to_json(self.handle()->model.config())); },
           "The model config as a dict (the keys of config.json).")
       .def_property_readonly(
@@ -193,8 +208,6 @@ tensor, no others; torch tensors via .numpy()). The values are copied bit for bi
         return cat("gatedlm.Model(", self.handle()->model.layout().total(), " parameters, ", c.n_layers, " layers, d_model ",
                    c.d_model, ", ", model::describe_gate(c), self.source().empty() ? "" : ", from " + self.source(), ")");
       });
-  bind_forward(cls);
-  bind_generate(m, cls);
 }
 
 }  // namespace gatedlm::python
