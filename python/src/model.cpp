@@ -1,13 +1,18 @@
-// gatedlm.Model: loading (checkpoint, run directory, Hugging Face directory), init, the
+// gatedlm.Model: loading (checkpoint, run directory, Hugging Face directory, GGUF file), init, the
 // weights as NumPy views, save, close. Forward, score and analyze: forward.cpp.
+#include <unistd.h>
+
 #include <filesystem>
 #include <optional>
 
 #include "common.h"
+#include "core/atomic_file.h"
 #include "core/json_file.h"
 #include "io/checkpoint.h"
 #include "io/hf_config.h"
+#include "io/gguf_import.h"
 #include "io/hf_convert.h"
+#include "io/tokenizer_json.h"
 #include "infer/model_files.h"
 #include "model/init.h"
 
@@ -23,6 +28,27 @@ bool is_hf_dir(const std::string& path) {
   const fs::path config = fs::path(path) / "config.json";
   if (fs::exists(fs::path(path) / "latest") || !fs::is_regular_file(config)) return false;
   return read_json_file(config.string(), "config").contains("model_type");
+}
+
+// A GGUF file (what `gatedlm import FILE.gguf` reads): the weights, and its vocabulary as a
+// tokenizer (read through a temporary tokenizer.json, the loader's one checked path).
+std::shared_ptr<ModelHandle> load_gguf(const std::string& path, std::shared_ptr<io::Tokenizer>& tokenizer) {
+  io::ImportedGguf imported = io::import_gguf(path);
+  auto h = std::make_shared<ModelHandle>(imported.checkpoint.config);
+  h->model.load_params(imported.checkpoint.params);
+  if (imported.byte_tokenizer) tokenizer = io::Tokenizer::load("byte");
+  if (!imported.tokenizer_json.empty()) {
+    const fs::path tmp = fs::temp_directory_path() / cat("gatedlm_gguf_tokenizer_", ::getpid(), "_", h.get(), ".json");
+    write_file_atomic(tmp.string(), imported.tokenizer_json);
+    try {
+      tokenizer = io::load_tokenizer_json(tmp.string());
+    } catch (...) {
+      fs::remove(tmp);
+      throw;
+    }
+    fs::remove(tmp);
+  }
+  return h;
 }
 
 std::shared_ptr<ModelHandle> load_handle(const std::string& path, const std::optional<std::string>& format,
@@ -118,13 +144,20 @@ void bind_model_constructors(py::class_<PyModel>& cls) {
            const std::string path = path_string(path_obj);
            std::string source;
            std::shared_ptr<ModelHandle> h;
+           std::shared_ptr<io::Tokenizer> file_tokenizer;  // a GGUF file's vocabulary
+           const bool gguf = (!format || *format == "auto" || *format == "gguf") && io::is_gguf_file(path);
            {
              py::gil_scoped_release release;
-             h = naming_missing_path(path, [&] { return load_handle(path, format, source); });
+             h = naming_missing_path(path, [&] {
+               if (gguf) source = path;
+               return gguf ? load_gguf(path, file_tokenizer) : load_handle(path, format, source);
+             });
            }
            auto out = std::make_unique<PyModel>(h, source);
            if (!tokenizer.is_none()) {
              out->tokenizer = tokenizer_from(tokenizer);
+           } else if (gguf) {
+             out->tokenizer = file_tokenizer;
            } else if (!is_hf_dir(path)) {  // the one `gatedlm generate` finds (infer/model_files.h)
              std::string found;
              out->tokenizer = infer::recorded_tokenizer(path, source, found);
@@ -134,8 +167,9 @@ void bind_model_constructors(py::class_<PyModel>& cls) {
          },
          py::arg("path"), py::arg("tokenizer") = py::none(), py::arg("format") = py::none(),
          R"(Loads a checkpoint directory, a training run directory (its latest checkpoint) or a
-Hugging Face model directory (what `gatedlm import` reads; format "auto", "paper" or "qwen3",
-detected when None). tokenizer: a gatedlm.Tokenizer or spec ("byte", .model, tokenizer.json)
+Hugging Face model directory or a llama.cpp GGUF file (what `gatedlm import` reads; format
+"auto", "paper", "qwen3" or "gguf", detected when None; a GGUF file brings its vocabulary as
+the tokenizer). tokenizer: a gatedlm.Tokenizer or spec ("byte", .model, tokenizer.json)
 used by generate() and analyze() when they are given none; when None, the one
 `gatedlm generate` would find (the run's dataset, or a tokenizer.model beside it), if any.)")
       .def_static(

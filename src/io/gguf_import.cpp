@@ -227,6 +227,7 @@ ImportedGguf import_gguf(const std::string& path) {
   GgufVocabulary vocabulary = gguf_vocabulary(f, c.vocab_size);
   out.tokenizer_json = std::move(vocabulary.tokenizer_json);
   out.vocabulary = std::move(vocabulary.description);
+  out.byte_tokenizer = vocabulary.byte_tokenizer;
   out.checkpoint.params.assign(static_cast<size_t>(layout.total()), 0.0f);
   read_weights(f, wanted, out.checkpoint.params);
   return out;

@@ -21,6 +21,7 @@ struct ImportedGguf {
   std::string architecture;     // general.architecture
   std::string tokenizer_json;   // the tokenizer.json to write; empty: none (io/gguf_tokenizer.h)
   std::string vocabulary;       // what the vocabulary became, for the import's message
+  bool byte_tokenizer = false;  // the file holds gatedlm's byte tokenizer's vocabulary
 };
 
 ImportedGguf import_gguf(const std::string& path);

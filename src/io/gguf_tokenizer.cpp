@@ -146,7 +146,7 @@ GgufVocabulary gguf_vocabulary(const GgufReader& f, int64_t model_vocab) {
   for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"})
     if (f.has(key)) (void)f.get_int(key, 0, n - 1);
   const size_t n_merges = f.has("tokenizer.ggml.merges") ? f.get_strings("tokenizer.ggml.merges").size() : 0;
-  if (is_byte_vocabulary(tokens, types, n_merges)) return {"", "gatedlm's byte tokenizer (no tokenizer.json needed)"};
+  if (is_byte_vocabulary(tokens, types, n_merges)) return {"", "gatedlm's byte tokenizer (no tokenizer.json needed)", true};
 
   const PreTokenizer& pre = pre_tokenizer(f);
   json vocab = json::object(), added = json::array();

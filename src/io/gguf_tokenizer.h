@@ -21,6 +21,7 @@ struct GgufVocabulary {
   // writes it for a byte model (the checkpoint then needs no tokenizer file).
   std::string tokenizer_json;
   std::string description;  // for the import's message: "byte-level BPE, 300 ids, pre qwen2"
+  bool byte_tokenizer = false;  // the vocabulary is gatedlm's byte tokenizer's
 };
 
 // Refuses, naming the file and key (or token id), what the loader cannot represent, and

@@ -49,3 +49,26 @@ def test_init_equals_cli_init(gated_config, gated_checkpoint):
     for name, value in fresh.params().items():
         assert value.tobytes() == loaded.params()[name].tobytes(), name
     assert fresh.config == loaded.config
+
+
+def test_load_reads_a_gguf_file_as_import_does(gated_config, run_cli, work, tmp_path):
+    """Model.load on a GGUF file (llama.cpp's qwen3, written by `gatedlm export`) gives the
+    weights `gatedlm import` reads from it: those of the ungated model it was exported from."""
+    import json
+    cfg = json.loads(gated_config.read_text())
+    cfg.pop("gate")
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps(cfg))
+    ckpt = tmp_path / "plain_ckpt"
+    run_cli("init", "--config", plain, "--out", ckpt, "--seed", 3)
+    run_cli("export", ckpt, "--format", "gguf", "--out", tmp_path / "gguf")
+    gguf = tmp_path / "gguf" / "model.gguf"
+    original = gatedlm.Model.load(ckpt, tokenizer="byte")
+    loaded = gatedlm.Model.load(gguf)
+    assert loaded.tokenizer is not None
+    a, b = original.state_dict(), loaded.state_dict()
+    assert a.keys() == b.keys()
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    ids = loaded.tokenizer.encode("It was the best of times")
+    np.testing.assert_array_equal(original.forward(ids)["logits"], loaded.forward(ids)["logits"])
