@@ -1,8 +1,10 @@
 // Model.forward (logits and captured tensors), Model.score and Model.analyze: the model's
 // own forward, eval::score_sequences (`gatedlm score`) and analysis::analyze_stream
 // (`gatedlm analyze`).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -43,7 +45,8 @@ Window attention_window(const py::object& w, int64_t seq) {
   return out;
 }
 
-// One capture's [batch, layers, seq, width] rows of a per-layer probe tensor.
+// One capture's [batch, layers, seq, width] rows of a per-layer probe tensor; NaN for a layer
+// that has no such tensor (a hybrid's linear-attention layers have no SDPA, gate or attention).
 template <typename Get>
 py::array_t<float> layer_rows(const model::Model<float>& m, const TokenBatch& b, int64_t width, Get&& get) {
   const int64_t L = m.config().n_layers, B = b.batch, T = b.seq;
@@ -52,8 +55,13 @@ py::array_t<float> layer_rows(const model::Model<float>& m, const TokenBatch& b,
   py::gil_scoped_release release;
   for (int64_t l = 0; l < L; ++l) {
     const float* src = get(m.probe(l));
-    for (int64_t r = 0; r < B; ++r)
-      std::memcpy(dst + (r * L + l) * T * width, src + r * T * width, sizeof(float) * T * width);
+    for (int64_t r = 0; r < B; ++r) {
+      float* rows = dst + (r * L + l) * T * width;
+      if (src)
+        std::memcpy(rows, src + r * T * width, sizeof(float) * T * width);
+      else
+        std::fill_n(rows, T * width, std::numeric_limits<float>::quiet_NaN());
+    }
   }
   return out;
 }
@@ -73,6 +81,10 @@ py::array_t<float> attention_capture(const model::Model<float>& m, const TokenBa
   for (int64_t r = 0; r < b.batch; ++r)
     for (int64_t l = 0; l < L; ++l) {
       const model::BlockProbe<float> p = m.probe(l);
+      if (c.is_linear(l)) {  // no softmax: NaN
+        std::fill_n(dst + (r * L + l) * H * R * K, H * R * K, std::numeric_limits<float>::quiet_NaN());
+        continue;
+      }
       kernels::attention_probs(probs.data(), p.q_roped, p.k_roped, shape, r);
       for (int64_t h = 0; h < H; ++h)
         for (int64_t t = 0; t < R; ++t)
@@ -230,6 +242,8 @@ each tensor named in `capture`, per layer, copied out of this forward:
   "sdpa_out"      [batch, layers, seq, heads*head_dim]: SDPA output (after sdpa_transform)
   "hidden_states" [batch, layers, seq, d_model]: the residual stream after each block
   "moe_routing"   {"layers": [...], "experts": int32 [batch, moe layers, seq, top_k]}
+A hybrid model's linear-attention layers have no attention, SDPA output or gate: their
+entries in those captures are NaN.
 )")
       .def("score", &score, py::arg("ids"),
            R"(Next-token cross-entropy, as `gatedlm score --json --logprobs`: each sequence on its own

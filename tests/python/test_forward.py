@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import gatedlm
+from conftest import GATED
 
 
 def ids_of(text, n):
@@ -99,3 +100,26 @@ def test_two_threads_forward_on_two_models(gated_checkpoint, work, run_cli):
         t.join()
     for got, want in zip(results, expected):
         np.testing.assert_array_equal(got, want)
+
+
+def test_hybrid_model_captures_nan_for_linear_layers(run_cli, work):
+    """A hybrid (Gated DeltaNet layers, then a gated softmax layer): the softmax layer's
+    captures are real, the linear layers' attention / gate / SDPA entries NaN, never a crash."""
+    import json
+    cfg = dict(GATED, n_layers=4, full_attention_interval=4, norm_zero_centered=True, rope_dims=4,
+               linear_attention={"n_k_heads": 2, "n_v_heads": 4, "k_head_dim": 8, "v_head_dim": 8})
+    path = work / "hybrid.json"
+    path.write_text(json.dumps(cfg))
+    model = gatedlm.Model.init(str(path), seed=5)
+    ids = list(range(1, 21))
+    out = model.forward(ids, capture=["attention", "gate_scores", "sdpa_out", "hidden_states"])
+    for name in ("attention", "gate_scores", "sdpa_out"):
+        assert np.isnan(out[name][:3]).all(), name
+        assert np.isfinite(out[name][3]).all(), name
+    assert np.isfinite(out["hidden_states"]).all()
+    rows = out["attention"][3].sum(axis=-1)
+    np.testing.assert_allclose(rows, 1.0, rtol=1e-5)
+    logits = out["logits"]
+    logp = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1, keepdims=True)) - logits.max(-1, keepdims=True)
+    want = -np.mean([logp[t, ids[t + 1]] for t in range(len(ids) - 1)])
+    assert abs(model.score(ids)["mean_loss"] - want) < 1e-4
