@@ -39,7 +39,8 @@ testing::GgufTestFile export_as(const Checkpoint& ck, GgufDtype dtype, const std
 }
 
 std::vector<float> values(const Checkpoint& ck, const std::string& name) {
-  const model::ParamSpec& s = model::ParamLayout(ck.config).at(name);
+  const model::ParamLayout layout(ck.config);  // at() refers into it: keep it alive
+  const model::ParamSpec& s = layout.at(name);
   return {ck.params.begin() + s.offset, ck.params.begin() + s.offset + s.numel};
 }
 

@@ -179,7 +179,8 @@ TEST_F(GgufMalformed, EveryTruncationIsRefused) {
   const std::string bytes = serialize(valid_);
   const size_t data_start = bytes.size() - valid_.data.size();
   uint64_t data_end = 0;  // the last tensor's end (past it is only padding)
-  for (const GgufTensorInfo& t : GgufReader((dir_ / "valid.gguf").string()).tensors())
+  const GgufReader reader((dir_ / "valid.gguf").string());  // tensors() refers into it
+  for (const GgufTensorInfo& t : reader.tensors())
     data_end = std::max(data_end, t.offset + t.bytes);
   for (size_t n = 0; n < data_end; n += n < 64 ? 1 : n < data_start ? 13 : 509)
     expect_refused(bytes.substr(0, n), {});
