@@ -28,10 +28,8 @@ using testing::step_records;
 class HybridModel : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    root_ = fs::temp_directory_path() / ("gatedlm_hybrid_" + std::to_string(::getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-    auto r = testing::make_tiny_training_data(root_);
+    root_ = testing::suite_root("hybrid");
+    auto r = testing::make_tiny_training_root(root_);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     // Three Gated DeltaNet layers, then one gated softmax layer with partial rotary and
     // zero-centred norms, as Qwen3.5 stacks them.

@@ -31,10 +31,8 @@ using testing::step_records;
 class MoeTraining : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    root_ = fs::temp_directory_path() / ("gatedlm_moe_" + std::to_string(::getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-    auto r = testing::make_tiny_training_data(root_);
+    root_ = testing::suite_root("moe");
+    auto r = testing::make_tiny_training_root(root_);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     // The tiny training model with 8 experts (top-2, one shared expert) in layer 1 only.
     json c = json::parse(testing::read_file(root_ / "model.json"));

@@ -2,6 +2,8 @@
 // What the training tests train on: a small pseudo-English corpus, a tiny model config
 // and the corpus prepared with the byte tokenizer, under one directory:
 //   root/corpus.txt, root/model.json, root/data/
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -10,6 +12,19 @@
 #include "core/rng.h"
 
 namespace gatedlm::testing {
+
+inline CliResult make_tiny_training_data(const std::filesystem::path& root);
+
+// A fresh directory for one test suite's files, under the temporary directory, named by tag
+// and process, with the tiny training data in it; returns the result of `data prepare`.
+inline CliResult make_tiny_training_root(const std::filesystem::path& root) {
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root);
+  return make_tiny_training_data(root);
+}
+inline std::filesystem::path suite_root(const std::string& tag) {
+  return std::filesystem::temp_directory_path() / ("gatedlm_" + tag + "_" + std::to_string(::getpid()));
+}
 
 // The per-step records (those with a "loss") of a run's metrics.jsonl, in order.
 inline std::vector<nlohmann::json> step_records(const std::filesystem::path& run) {
