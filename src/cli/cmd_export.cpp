@@ -22,14 +22,16 @@ void register_export(CLI::App& app) {
       "export",
       "Write a checkpoint as a Hugging Face model directory: config.json + model.safetensors. paper: the "
       "gated-attention paper's layout (a G1 sigmoid gate, elementwise or headwise, fused into q_proj; load it "
-      "with the authors' modeling_qwen3.py); qwen3: transformers' Qwen3 (ungated models); gguf: DIR/model.gguf "
+      "with the authors' modeling_qwen3.py); qwen3: transformers' Qwen3 (ungated models); qwen3_next, qwen3_5, "
+      "qwen3_5_moe: transformers' text-only Qwen3-Next / Qwen3.5 / Qwen3.5-MoE (hybrids or all-softmax models with "
+      "the G1 elementwise sigmoid gate and zero-centred norms); gguf: DIR/model.gguf "
       "for llama.cpp (F32, F16, BF16, Q8_0 or Q4_0; architecture qwen3 / qwen3moe for ungated models, qwen35 / "
       "qwen35moe for hybrids of Gated DeltaNet and G1-gated softmax layers; no attention biases; a G1-gated model "
       "whose layers are all softmax is refused: llama.cpp aborts on it; with the checkpoint's tokenizer.json "
       "vocabulary when it has one, else the byte tokenizer's for a byte model). A config the format cannot express "
       "is refused by key before anything is written.");
   sub->add_option("CKPT", opt->checkpoint, "checkpoint or run directory")->required();
-  sub->add_option("--format", opt->format, "paper | qwen3 | gguf")->required();
+  sub->add_option("--format", opt->format, "paper | qwen3 | qwen3_next | qwen3_5 | qwen3_5_moe | gguf")->required();
   sub->add_option("--out", opt->out, "output directory (must not exist or be empty)")->required();
   sub->add_option("--dtype", opt->dtype, "f32 | bf16 | f16 (round to nearest even); gguf also q8_0 | q4_0 (GGUF's blocks of 32; "
                   "norms, routers and 1-D tensors stay f32, as llama.cpp keeps them)")->capture_default_str();

@@ -39,7 +39,9 @@ void register_import(CLI::App& app) {
       "import",
       "Convert a Hugging Face model directory (config.json + model.safetensors or a sharded "
       "model.safetensors.index.json; F32, BF16 or F16) into a gatedlm checkpoint. Formats: paper (the "
-      "gated-attention paper's checkpoints, gate rows inside q_proj) and qwen3 (transformers' Qwen3). "
+      "gated-attention paper's checkpoints, gate rows inside q_proj), qwen3 (transformers' Qwen3), and the hybrids "
+      "qwen3_next (Qwen3-Next), qwen3_5 and qwen3_5_moe (Qwen3.5 / Qwen3.6 text models; a multimodal checkpoint's "
+      "vision tower and MTP layers are skipped, with a line saying so). "
       "A GGUF file (llama.cpp's qwen3 and qwen3moe; F32, F16, BF16, and Q8_0 / Q4_0 dequantised to F32) is "
       "imported with its vocabulary written as tokenizer.json; other architectures and tensor types are refused by name. "
       "Anything gatedlm cannot represent is refused by name and nothing is written: unknown or duplicate config "
@@ -49,8 +51,8 @@ void register_import(CLI::App& app) {
   sub->add_option("SRC", opt->src, "the Hugging Face model directory, or a .gguf file")->required();
   sub->add_option("--out", opt->out, "checkpoint directory to create (must not exist or be empty)")->required();
   sub->add_option("--format", opt->format,
-                  "auto | paper | qwen3 | gguf (auto: gguf for a file that starts with GGUF's magic, else paper when the "
-                  "config has the paper's keys)")
+                  "auto | paper | qwen3 | qwen3_next | qwen3_5 | qwen3_5_moe | gguf (auto: gguf for a file that starts "
+                  "with GGUF's magic, else by config.json's model_type, else paper when the config has the paper's keys)")
       ->capture_default_str();
   sub->callback([opt] {
     if (fs::exists(opt->out) && !(fs::is_directory(opt->out) && fs::is_empty(opt->out)))
@@ -69,6 +71,7 @@ void register_import(CLI::App& app) {
              m.checkpoint.config.vocab_size, " (nothing written)");
     }
     io::save_checkpoint(opt->out, m.checkpoint.config, m.checkpoint.params);
+    for (const std::string& note : m.notes) std::fprintf(stderr, "%s\n", note.c_str());
     if (fs::exists(tokenizer)) fs::copy_file(tokenizer, fs::path(opt->out) / io::kHfTokenizerFile);
     std::fprintf(stderr, "imported %s (format %s, %s, %lld parameters) into %s%s\n", m.weights_source.c_str(),
                  io::to_string(m.format).c_str(), model::describe_gate(m.checkpoint.config).c_str(),

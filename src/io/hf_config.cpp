@@ -3,6 +3,8 @@
 #include <set>
 
 #include "core/error.h"
+#include "io/hf_hybrid_config.h"
+#include "io/hf_reader.h"
 
 namespace gatedlm::io {
 namespace {
@@ -10,65 +12,10 @@ namespace {
 using nlohmann::json;
 using model::ModelConfig;
 
-// Keys that do not change what the model computes from token ids.
-const std::set<std::string> kIgnoredKeys = {
-    "architectures", "auto_map", "bos_token_id", "eos_token_id", "pad_token_id", "torch_dtype", "dtype",
-    "transformers_version", "use_cache", "attention_dropout", "max_window_layers", "_name_or_path",
-    "tokenizer_class", "output_attentions", "output_hidden_states", "return_dict"};
 const std::set<std::string> kPaperKeys = {"headwise_attn_output_gate", "elementwise_attn_output_gate", "use_qk_norm",
                                           "qkv_bias"};
 
-// Typed access to the HF config that records which keys were read.
-class HfReader {
- public:
-  HfReader(const json& j, std::string source) : j_(j), source_(std::move(source)) {
-    if (!j.is_object()) fail(source_, ": expected a JSON object");
-  }
-  bool has(const std::string& k) const { return j_.contains(k) && !j_.at(k).is_null(); }
-  const json& raw(const std::string& k) {
-    used_.insert(k);
-    return j_.at(k);
-  }
-  void ignore(const std::string& k) { used_.insert(k); }
-  std::string where(const std::string& k) const { return source_ + ": key \"" + k + "\""; }
-  int64_t integer(const std::string& k, std::optional<int64_t> fallback) {
-    used_.insert(k);
-    if (!has(k)) {
-      if (!fallback) fail(source_, ": missing required key \"", k, "\"");
-      return *fallback;
-    }
-    if (!j_.at(k).is_number_integer()) fail(where(k), ": expected an integer, got ", j_.at(k).dump());
-    return j_.at(k).get<int64_t>();
-  }
-  double number(const std::string& k, double fallback) {
-    used_.insert(k);
-    if (!has(k)) return fallback;
-    if (!j_.at(k).is_number()) fail(where(k), ": expected a number, got ", j_.at(k).dump());
-    return j_.at(k).get<double>();
-  }
-  bool boolean(const std::string& k, bool fallback) {
-    used_.insert(k);
-    if (!has(k)) return fallback;
-    if (!j_.at(k).is_boolean()) fail(where(k), ": expected true or false, got ", j_.at(k).dump());
-    return j_.at(k).get<bool>();
-  }
-  std::string string(const std::string& k, const std::string& fallback) {
-    used_.insert(k);
-    if (!has(k)) return fallback;
-    if (!j_.at(k).is_string()) fail(where(k), ": expected a string, got ", j_.at(k).dump());
-    return j_.at(k).get<std::string>();
-  }
-  void reject_unknown() const {
-    for (const auto& [k, v] : j_.items())
-      if (!used_.count(k) && !kIgnoredKeys.count(k))
-        fail(source_, ": key \"", k, "\" is not something gatedlm can represent (value ", v.dump(), ")");
-  }
-
- private:
-  const json& j_;
-  std::string source_;
-  std::set<std::string> used_;
-};
+}  // namespace
 
 // rope_scaling: null / "default" -> none; linear; yarn with transformers' defaults.
 void read_rope_scaling(HfReader& r, ModelConfig& c, const std::string& source) {
@@ -114,6 +61,8 @@ void read_rope_scaling(HfReader& r, ModelConfig& c, const std::string& source) {
     if (!allowed.count(k)) fail(where, ".", k, ": not supported (value ", v.dump(), ")");
 }
 
+namespace {
+
 // Qwen3-MoE's keys (model_type "qwen3_moe") -> the `moe` object. Layer i is sparse when
 // (i + 1) % decoder_sparse_step == 0, as gatedlm's `every`; a list of dense layers beyond
 // that and Qwen2-MoE's shared expert have no gatedlm equivalent here and are refused.
@@ -154,15 +103,29 @@ void write_moe(nlohmann::ordered_json& j, const model::MoeConfig& m) {
 
 }  // namespace
 
-std::string to_string(HfFormat f) { return f == HfFormat::paper ? "paper" : "qwen3"; }
+std::string to_string(HfFormat f) {
+  switch (f) {
+    case HfFormat::paper: return "paper";
+    case HfFormat::qwen3: return "qwen3";
+    case HfFormat::qwen3_next: return "qwen3_next";
+    case HfFormat::qwen3_5: return "qwen3_5";
+    case HfFormat::qwen3_5_moe: return "qwen3_5_moe";
+  }
+  return "?";
+}
+
+bool is_hybrid_format(HfFormat f) {
+  return f == HfFormat::qwen3_next || f == HfFormat::qwen3_5 || f == HfFormat::qwen3_5_moe;
+}
 
 HfFormat parse_hf_format(const std::string& name) {
-  if (name == "paper") return HfFormat::paper;
-  if (name == "qwen3") return HfFormat::qwen3;
-  fail("--format: unknown value \"", name, "\" (expected auto|paper|qwen3|gguf)");
+  for (HfFormat f : {HfFormat::paper, HfFormat::qwen3, HfFormat::qwen3_next, HfFormat::qwen3_5, HfFormat::qwen3_5_moe})
+    if (name == to_string(f)) return f;
+  fail("--format: unknown value \"", name, "\" (expected auto|paper|qwen3|qwen3_next|qwen3_5|qwen3_5_moe|gguf)");
 }
 
 HfFormat detect_hf_format(const json& hf) {
+  if (const std::optional<HfFormat> hybrid = hybrid_format_of(hf)) return *hybrid;
   if (hf.is_object())
     for (const std::string& k : kPaperKeys)
       if (hf.contains(k)) return HfFormat::paper;
@@ -170,11 +133,12 @@ HfFormat detect_hf_format(const json& hf) {
 }
 
 ModelConfig config_from_hf(const json& hf, HfFormat format, const std::string& source) {
+  if (is_hybrid_format(format)) return hybrid_config_from_hf(hf, format, source);
   HfReader r(hf, source);
   const std::string model_type = r.string("model_type", "");
   if (model_type != "qwen3" && model_type != "qwen3_moe")
     fail(source, ": key \"model_type\" is \"", model_type,
-         "\"; gatedlm imports qwen3, qwen3_moe and the paper's qwen3-based models");
+         "\"; gatedlm imports qwen3, qwen3_moe, the paper's qwen3-based models, qwen3_next, qwen3_5 and qwen3_5_moe");
   if (format == HfFormat::qwen3)
     for (const std::string& k : kPaperKeys)
       if (hf.contains(k)) fail(source, ": key \"", k, "\" belongs to the paper's layout (use --format paper or auto)");
@@ -240,6 +204,7 @@ ModelConfig config_from_hf(const json& hf, HfFormat format, const std::string& s
 }
 
 nlohmann::ordered_json config_to_hf(const ModelConfig& c, HfFormat format, const std::string& torch_dtype) {
+  if (is_hybrid_format(format)) return hybrid_config_to_hf(c, format, torch_dtype);
   const std::string fmt = to_string(format);
   auto refuse = [&](const std::string& key, const std::string& why) {
     fail("export --format ", fmt, ": model config key \"", key, "\" ", why);

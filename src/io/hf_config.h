@@ -13,6 +13,8 @@
 // object; Qwen2-MoE's shared expert and an explicit mlp_only_layers list are refused.
 // Keys gatedlm cannot represent are refused by name; keys without effect on the
 // computation (token ids, dtype, version, dropout, ...) are listed and ignored.
+// The hybrid formats (qwen3_next, qwen3_5, qwen3_5_moe: Gated DeltaNet layers beside gated
+// softmax layers) are mapped in io/hf_hybrid_config.h.
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -20,10 +22,14 @@
 
 namespace gatedlm::io {
 
-enum class HfFormat { paper, qwen3 };
+enum class HfFormat { paper, qwen3, qwen3_next, qwen3_5, qwen3_5_moe };
+bool is_hybrid_format(HfFormat f);  // qwen3_next, qwen3_5, qwen3_5_moe
 std::string to_string(HfFormat f);
-// "paper" | "qwen3"; "auto" resolves from the config itself (see detect_hf_format).
+// "paper" | "qwen3" | "qwen3_next" | "qwen3_5" | "qwen3_5_moe"; "auto" resolves from the
+// config itself (see detect_hf_format).
 HfFormat parse_hf_format(const std::string& name);
+// By model_type: qwen3_next; qwen3_5 / qwen3_5_text -> qwen3_5; qwen3_5_moe /
+// qwen3_5_moe_text -> qwen3_5_moe (also inside a multimodal config's text_config); else
 // paper when any of the paper's keys is present, else qwen3.
 HfFormat detect_hf_format(const nlohmann::json& hf);
 

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/json_file.h"
 #include "core/progress.h"
+#include "io/hf_hybrid_config.h"
 #include "io/hf_names.h"
 
 namespace gatedlm::io {
@@ -30,12 +31,11 @@ int64_t row_width(const model::ParamSpec& s) { return s.shape.size() > 1 ? s.num
 
 // Groups the layout's mappings by Hugging Face tensor, in layout order of first use.
 std::vector<TheirTensor> their_tensors(const model::ModelConfig& c, const model::ParamLayout& layout,
-                                       HfFormat format) {
+                                       HfFormat format, const std::string& prefix) {
   std::vector<TheirTensor> out;
   std::map<std::string, size_t> index;
-  for (const TensorMapping& m : map_parameters(layout, format)) {
-    std::vector<int64_t> shape = m.spec->shape;
-    shape[0] = their_rows(c, m.part, shape[0]);
+  for (const TensorMapping& m : map_tensors(c, layout, format, prefix)) {
+    const std::vector<int64_t>& shape = m.their_shape;
     auto [it, fresh] = index.emplace(m.theirs, out.size());
     if (fresh) out.push_back({m.theirs, shape, {}});
     TheirTensor& t = out[it->second];
@@ -45,13 +45,13 @@ std::vector<TheirTensor> their_tensors(const model::ModelConfig& c, const model:
   return out;
 }
 
-// Copies every row r of one gatedlm tensor to or from row their_row(r) of the Hugging Face
+// Copies every row r of one gatedlm tensor to or from row m.row(r) of the Hugging Face
 // tensor: import reads src = theirs into dst = ours, export src = ours into dst = theirs.
 enum class Direction { import, export_ };
-void copy_rows(const model::ModelConfig& c, const TensorMapping& m, float* dst, const float* src, Direction dir) {
+void copy_rows(const TensorMapping& m, float* dst, const float* src, Direction dir) {
   const int64_t rows = m.spec->shape[0], width = row_width(*m.spec);
   for (int64_t r = 0; r < rows; ++r) {
-    const int64_t ours = r * width, theirs = their_row(c, m.part, r) * width;
+    const int64_t ours = r * width, theirs = m.row(r) * width;
     const bool in = dir == Direction::import;
     std::memcpy(dst + (in ? ours : theirs), src + (in ? theirs : ours), static_cast<size_t>(width) * 4);
   }
@@ -82,23 +82,52 @@ std::set<int64_t> indices_after(const std::map<std::string, TensorEntry>& tensor
 }
 
 // Refuses, naming the first missing one, a layer or expert count that the weights' headers
-// cannot hold: every layer i has tensors "model.layers.i.*", every MoE layer experts
-// 0..n_experts-1. Costs one pass over the names, whatever the config asks for.
-void check_counts_in_headers(const model::ModelConfig& c, const HfWeights& weights, const std::string& config) {
-  const std::set<int64_t> layers = indices_after(weights.tensors(), "model.layers.");
+// cannot hold: every layer i has tensors "<prefix>layers.i.*", every MoE layer experts
+// 0..n_experts-1 (one tensor each, or stacked in gate_up_proj's first dimension). Costs one
+// pass over the names, whatever the config asks for.
+void check_counts_in_headers(const model::ModelConfig& c, const HfWeights& weights, const std::string& config,
+                             const std::string& prefix, bool stacked_experts) {
+  const std::string layers_prefix = prefix + "layers.";
+  const std::set<int64_t> layers = indices_after(weights.tensors(), layers_prefix);
   for (int64_t i = 0; i < c.n_layers; ++i)
     if (!layers.count(i))
-      fail(weights.source(), ": missing tensors model.layers.", i, ".* (", config, " asks for ", c.n_layers,
+      fail(weights.source(), ": missing tensors ", layers_prefix, i, ".* (", config, " asks for ", c.n_layers,
            " layers in num_hidden_layers; the weights hold ", layers.size(), ")");
   for (int64_t i = 0; i < c.n_layers; ++i) {
     if (!c.moe.is_moe_layer(i)) continue;
-    const std::set<int64_t> experts = indices_after(weights.tensors(), cat("model.layers.", i, ".mlp.experts."));
+    const std::string experts_prefix = cat(layers_prefix, i, ".mlp.experts.");
+    if (stacked_experts) {
+      const std::string name = experts_prefix + "gate_up_proj";
+      if (weights.has(name) && (weights.entry(name).shape.empty() || weights.entry(name).shape[0] != c.moe.n_experts))
+        fail(weights.file_of(name), ": tensor ", name, " stacks ", show(weights.entry(name).shape), ", but ", config,
+             " asks for ", c.moe.n_experts, " experts in num_experts");
+      continue;
+    }
+    const std::set<int64_t> experts = indices_after(weights.tensors(), experts_prefix);
     for (int64_t e = 0; e < c.moe.n_experts; ++e)
       if (!experts.count(e))
-        fail(weights.source(), ": missing tensors model.layers.", i, ".mlp.experts.", e, ".* (", config, " asks for ",
+        fail(weights.source(), ": missing tensors ", experts_prefix, e, ".* (", config, " asks for ",
              c.moe.n_experts, " experts in num_experts; layer ", i, " holds ", experts.size(), ")");
   }
 }
+
+// Tensors of a hybrid checkpoint that are not the language model: the vision tower
+// ("model.visual.*") and the multi-token-prediction layers ("mtp.*"). Counted, skipped,
+// and reported in one line each.
+struct Skipped {
+  int64_t vision = 0, mtp = 0;
+  bool take(const std::string& name) {
+    if (name.rfind("model.visual.", 0) == 0) return ++vision;
+    if (name.rfind("mtp.", 0) == 0) return ++mtp;
+    return false;
+  }
+  std::vector<std::string> notes() const {
+    std::vector<std::string> out;
+    if (vision) out.push_back(cat("skipped ", vision, " vision-tower tensors (model.visual.*): gatedlm imports the language model"));
+    if (mtp) out.push_back(cat("skipped ", mtp, " multi-token-prediction tensors (mtp.*): gatedlm does not run MTP layers"));
+    return out;
+  }
+};
 
 }  // namespace
 
@@ -115,9 +144,11 @@ ImportedModel import_hf(const std::string& src_dir, std::optional<HfFormat> form
   out.weights_source = weights.source();
   // The layout holds a name per tensor: a config that asks for far more layers or experts
   // than the file holds is refused from the headers before it is built.
-  check_counts_in_headers(c, weights, config_path.string());
+  const bool hybrid = is_hybrid_format(out.format);
+  const std::string prefix = hybrid ? hf_weight_prefix(hf) : "model.";
+  check_counts_in_headers(c, weights, config_path.string(), prefix, out.format == HfFormat::qwen3_5_moe);
   const model::ParamLayout layout(c);
-  const std::vector<TheirTensor> wanted = their_tensors(c, layout, out.format);
+  const std::vector<TheirTensor> wanted = their_tensors(c, layout, out.format, prefix);
 
   // Every check before the first value is read.
   std::map<std::string, const TheirTensor*> by_name;
@@ -133,8 +164,9 @@ ImportedModel import_hf(const std::string& src_dir, std::optional<HfFormat> form
       fail(weights.file_of(t.name), ": tensor ", t.name, " has dtype ", e.dtype, "; gatedlm imports F32, BF16 and F16");
   }
   bool tied_head_to_check = false;
+  Skipped skipped;
   for (const auto& [name, e] : weights.tensors()) {
-    if (by_name.count(name) || ignorable_tensor(name)) continue;
+    if (by_name.count(name) || ignorable_tensor(name) || (hybrid && skipped.take(name))) continue;
     if (name == "lm_head.weight" && c.tie_embeddings && e.shape == std::vector<int64_t>{c.vocab_size, c.d_model}) {
       tied_head_to_check = true;
       continue;
@@ -143,6 +175,7 @@ ImportedModel import_hf(const std::string& src_dir, std::optional<HfFormat> form
          " describes no such parameter for format ", to_string(out.format), ")");
   }
 
+  out.notes = skipped.notes();
   std::vector<float>& params = out.checkpoint.params;
   params.assign(static_cast<size_t>(layout.total()), 0.0f);
   Progress progress("import", static_cast<int64_t>(wanted.size()));
@@ -158,7 +191,7 @@ ImportedModel import_hf(const std::string& src_dir, std::optional<HfFormat> form
       scratch.resize(static_cast<size_t>(e.numel()));
       weights.read_f32(t.name, scratch.data(), e.numel());
       require_finite(scratch.data(), e.numel(), cat(weights.file_of(t.name), ": tensor ", t.name));
-      for (const TensorMapping& m : t.parts) copy_rows(c, m, params.data() + m.spec->offset, scratch.data(), Direction::import);
+      for (const TensorMapping& m : t.parts) copy_rows(m, params.data() + m.spec->offset, scratch.data(), Direction::import);
     }
     progress.update(static_cast<int64_t>(i + 1), t.name);
   }
@@ -181,11 +214,10 @@ void export_hf(const Checkpoint& ck, HfFormat format, StoreDtype dtype, const st
   const model::ParamLayout layout(c);
   if (static_cast<int64_t>(ck.params.size()) != layout.total()) fail("export: the checkpoint's parameter count does not match its config");
   std::vector<TensorSource> sources;
-  for (const TheirTensor& t : their_tensors(c, layout, format)) {
+  for (const TheirTensor& t : their_tensors(c, layout, format, "model.")) {
     TensorSource s{t.name, t.shape, {}};
-    s.produce = [&c, &ck, parts = t.parts](float* out) {
-      for (const TensorMapping& m : parts)
-        copy_rows(c, m, out, ck.params.data() + m.spec->offset, Direction::export_);
+    s.produce = [&ck, parts = t.parts](float* out) {
+      for (const TensorMapping& m : parts) copy_rows(m, out, ck.params.data() + m.spec->offset, Direction::export_);
     };
     sources.push_back(std::move(s));
   }

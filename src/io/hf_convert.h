@@ -1,9 +1,10 @@
 #pragma once
 // Import of Hugging Face model directories (the paper's released checkpoints, transformers'
-// Qwen3) into gatedlm checkpoints, and export back, through the name tables of
+// Qwen3, Qwen3-Next, Qwen3.5) into gatedlm checkpoints, and export back, through the name tables of
 // io/hf_names.h and the config mapping of io/hf_config.h.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "io/checkpoint.h"
 #include "io/hf_config.h"
@@ -15,6 +16,7 @@ struct ImportedModel {
   Checkpoint checkpoint;
   HfFormat format;
   std::string weights_source;  // model.safetensors or the index file
+  std::vector<std::string> notes;  // one line each: tensors skipped (a vision tower, MTP layers)
 };
 
 // Reads SRC/config.json and its weights; format nullopt = auto (detect_hf_format). Checks

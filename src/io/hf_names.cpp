@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "io/hf_hybrid_names.h"
 
 namespace gatedlm::io {
 
@@ -90,7 +91,7 @@ std::vector<TensorMapping> map_parameters(const model::ParamLayout& layout, HfFo
   for (const model::ParamSpec& s : layout.specs()) {
     const auto [generic, layer] = generic_name(s.name);
     if (moe_tensor(generic)) {
-      out.push_back({&s, s.name, RowPart::all});
+      out.push_back({&s, s.name, RowPart::all, {}, {}});
       continue;
     }
     const NameRule* rule = nullptr;
@@ -101,7 +102,19 @@ std::vector<TensorMapping> map_parameters(const model::ParamLayout& layout, HfFo
     RowPart part = rule->part;
     if (part == RowPart::paper_query && !layout.find(with_layer("model.layers.{i}.self_attn.gate.weight", layer)))
       part = RowPart::all;
-    out.push_back({&s, with_layer(rule->theirs, layer), part});
+    out.push_back({&s, with_layer(rule->theirs, layer), part, {}, {}});
+  }
+  return out;
+}
+
+std::vector<TensorMapping> map_tensors(const model::ModelConfig& c, const model::ParamLayout& layout, HfFormat format,
+                                       const std::string& prefix) {
+  if (is_hybrid_format(format)) return map_hybrid_parameters(c, layout, format, prefix);
+  std::vector<TensorMapping> out = map_parameters(layout, format);
+  for (TensorMapping& m : out) {
+    m.their_shape = m.spec->shape;
+    m.their_shape[0] = their_rows(c, m.part, m.their_shape[0]);
+    m.row = [&c, part = m.part](int64_t r) { return their_row(c, part, r); };
   }
   return out;
 }

@@ -8,6 +8,7 @@
 //   [ query rows of heads gG .. gG+G-1 (G*head_dim) | their gate rows (G*gw) ]
 // and the blocks follow each other in group order.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,15 +40,26 @@ std::pair<std::string, std::string> generic_name(const std::string& name);
 // The table of one format, in no particular order.
 const std::vector<NameRule>& name_table(HfFormat format);
 
-// One gatedlm parameter and where it lives in the Hugging Face checkpoint.
+// One gatedlm parameter and where it lives in the Hugging Face checkpoint. Both tensors are
+// seen as rows of the gatedlm tensor's row width (its size over its first dimension): row r
+// of ours is row row(r) of theirs. map_parameters leaves their_shape and row empty;
+// map_tensors fills them.
 struct TensorMapping {
   const model::ParamSpec* spec;  // gatedlm's tensor
   std::string theirs;            // the Hugging Face tensor that holds it
   RowPart part;
+  std::vector<int64_t> their_shape;
+  std::function<int64_t(int64_t)> row;
 };
 // The mapping of every parameter of the layout, in layout order. Throws naming a
 // parameter the format has no name for.
 std::vector<TensorMapping> map_parameters(const model::ParamLayout& layout, HfFormat format);
+
+// The full mapping of `format` (any, hybrid ones included: io/hf_hybrid_names.h) with the
+// Hugging Face tensors' shapes and row maps; `prefix` replaces "model." in the language
+// model's names ("model.language_model." in a multimodal Qwen3.5 checkpoint).
+std::vector<TensorMapping> map_tensors(const model::ModelConfig& c, const model::ParamLayout& layout, HfFormat format,
+                                       const std::string& prefix = "model.");
 
 // Rows of the Hugging Face tensor `theirs` holding gatedlm tensors of shape `ours_rows`:
 // for RowPart::all the same count, for the paper's q_proj the query rows plus the gate's.
