@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 
 void register_export(CLI::App& app) {
   struct Options {
-    std::string checkpoint, out, format, dtype = "f32";
+    std::string checkpoint, out, format, dtype = "f32", gguf_arch = "auto";
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
@@ -35,8 +35,12 @@ void register_export(CLI::App& app) {
   sub->add_option("--out", opt->out, "output directory (must not exist or be empty)")->required();
   sub->add_option("--dtype", opt->dtype, "f32 | bf16 | f16 (round to nearest even); gguf also q8_0 | q4_0 (GGUF's blocks of 32; "
                   "norms, routers and 1-D tensors stay f32, as llama.cpp keeps them)")->capture_default_str();
+  sub->add_option("--gguf-arch", opt->gguf_arch, "gguf only: auto (qwen3 / qwen3moe ungated, qwen35 / qwen35moe gated) | "
+                  "qwen35 | qwen35moe | qwen3next (G1-gated MoE, with llama.cpp's shared expert) | qwen3 | qwen3moe")
+      ->capture_default_str();
   sub->callback([opt] {
     const bool gguf = opt->format == "gguf";
+    if (!gguf && opt->gguf_arch != "auto") fail("--gguf-arch ", opt->gguf_arch, ": only for --format gguf");
     const io::HfFormat format = gguf ? io::HfFormat::qwen3 : io::parse_hf_format(opt->format);
     // Checked before anything is read: gguf's types, or the Hugging Face formats' own.
     const io::GgufDtype gguf_dtype = gguf ? io::parse_gguf_dtype(opt->dtype) : io::GgufDtype::f32;
@@ -56,16 +60,17 @@ void register_export(CLI::App& app) {
              "model's byte-level BPE tokenizer.json to ", tokenizer.string(), " (a SentencePiece .model cannot be "
              "exported as GGUF)");
       const std::string vocab = has_json ? tokenizer.string() : io::kByteVocabulary;
+      const std::string arch = io::resolve_gguf_architecture(ck.config, opt->gguf_arch);
       // Validate everything (export_gguf refuses first) before creating the directory.
       fs::create_directories(opt->out);
       try {
-        io::export_gguf(ck, gguf_dtype, vocab, (fs::path(opt->out) / "model.gguf").string());
+        io::export_gguf(ck, gguf_dtype, vocab, (fs::path(opt->out) / "model.gguf").string(), arch);
       } catch (...) {
         std::error_code ec;
         if (fs::is_empty(opt->out, ec)) fs::remove(opt->out, ec);
         throw;
       }
-      std::fprintf(stderr, "exported %s as gguf (%s%s) into %s/model.gguf\n", dir.c_str(), opt->dtype.c_str(),
+      std::fprintf(stderr, "exported %s as gguf (%s, %s%s) into %s/model.gguf\n", dir.c_str(), arch.c_str(), opt->dtype.c_str(),
                    has_json ? ", with its tokenizer.json vocabulary" : ", with the byte tokenizer's vocabulary",
                    opt->out.c_str());
       return;

@@ -1,5 +1,6 @@
 #include "io/gguf.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -146,15 +147,14 @@ void check_llama_runs_all_full_attention(const model::ModelConfig& c) {
 }
 
 // Refuses, by config key, what llama.cpp's qwen3 / qwen3moe (ungated) and qwen35 /
-// qwen35moe (G1-gated) architectures cannot run.
-void check_exportable(const model::ModelConfig& c) {
-  const std::string arch = gguf_architecture(c);
+// qwen35moe / qwen3next (G1-gated) architectures cannot run.
+void check_exportable(const model::ModelConfig& c, const std::string& arch) {
   if (c.has_gate()) {
     check_qwen35_gate(c);
     check_llama_runs_all_full_attention(c);
   } else if (c.has_linear()) {
     refuse("gate", "is none in a model with Gated DeltaNet layers: llama.cpp's hybrid architectures (qwen35, "
-                   "qwen35moe) gate every full-attention layer with G1 (sdpa, elementwise, sigmoid)");
+                   "qwen35moe, qwen3next) gate every full-attention layer with G1 (sdpa, elementwise, sigmoid)");
   }
   if (c.has_linear() && c.linear_attention.k_head_dim != c.linear_attention.v_head_dim)
     refuse("linear_attention.v_head_dim", "must equal k_head_dim (llama.cpp's qwen35 sizes both by ssm.state_size)");
@@ -179,18 +179,18 @@ void check_exportable(const model::ModelConfig& c) {
 
 // The key/value metadata: the config's numbers under the architecture's prefix
 // (io/gguf_tables.h), and the vocabulary.
-Bytes gguf_metadata(const model::ModelConfig& c, GgufDtype dtype, const std::string& tokenizer) {
-  const std::string arch = gguf_architecture(c);
+Bytes gguf_metadata(const model::ModelConfig& c, const std::string& arch, GgufDtype dtype, const std::string& tokenizer) {
   const auto key = [&](const char* k) { return arch + "." + k; };
   Bytes kv;
   kv.kv_str("general.architecture", arch);
   kv.kv_str("general.name", "gatedlm export");
   kv.kv_u32("general.alignment", kAlignment);
   kv.kv_u32("general.file_type", gguf_file_type(dtype));  // llama.cpp's LLAMA_FTYPE
+  kv.kv_bool(kGgufNormZeroCenteredKey, c.norm_zero_centered);  // llama.cpp's norms are plain either way
   for (const GgufIntKey& k : gguf_int_keys())  // the config's numbers (io/gguf_tables.h)
     if (k.field || c.moe.enabled()) kv.kv_u32(key(k.key), static_cast<uint32_t>(gguf_field(c, k)));
   for (const GgufFloatKey& k : gguf_float_keys()) kv.kv_f32(key(k.key), static_cast<float>(c.*k.field));
-  for (const GgufArchKey& k : gguf_arch_keys(c)) {
+  for (const GgufArchKey& k : gguf_arch_keys(c, arch)) {
     if (const auto* v = std::get_if<uint32_t>(&k.value)) kv.kv_u32(key(k.key.c_str()), *v);
     if (const auto* v = std::get_if<std::vector<int32_t>>(&k.value)) kv.kv_i32s(key(k.key.c_str()), *v);
     if (const auto* v = std::get_if<std::vector<bool>>(&k.value)) kv.kv_bools(key(k.key.c_str()), *v);
@@ -276,12 +276,34 @@ void write_tensor_data(AtomicFile& file, const std::vector<PlacedTensor>& placed
 
 }  // namespace
 
-void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& tokenizer, const std::string& path) {
+std::string resolve_gguf_architecture(const model::ModelConfig& c, const std::string& requested) {
+  const std::string chosen = gguf_architecture(c);
+  if (requested == "auto" || requested == chosen) return chosen;
+  const std::string flag = "export --gguf-arch " + requested + ": ";
+  const std::vector<std::string> known{"qwen3", "qwen3moe", "qwen35", "qwen35moe", "qwen3next"};
+  if (std::find(known.begin(), known.end(), requested) == known.end())
+    fail(flag, "unknown architecture (auto, qwen3, qwen3moe, qwen35, qwen35moe or qwen3next)");
+  if (gguf_is_hybrid(requested) != c.has_gate())
+    fail(flag, "the model's gate is ", model::describe_gate(c), "; llama.cpp's ", requested,
+         c.has_gate() ? " has no output gate (use qwen35, qwen35moe or qwen3next)" : " gates every full-attention layer with G1");
+  const bool moe_arch = requested == "qwen3moe" || gguf_has_shared_expert(requested);
+  if (moe_arch && !c.moe.enabled())
+    fail(flag, "the model has no \"moe\" FFN; llama.cpp's ", requested, " has MoE FFNs only",
+         requested == "qwen3next" ? " (\"model cannot have zero experts\"): export it as qwen35" : "");
+  if (!moe_arch && c.moe.enabled())
+    fail(flag, "the model's FFN is MoE; llama.cpp's ", requested, " has dense FFNs only (use ", chosen,
+         c.has_gate() ? " or qwen3next)" : ")");
+  return requested;
+}
+
+void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& tokenizer, const std::string& path,
+                 const std::string& architecture) {
   const model::ModelConfig& c = ck.config;
-  check_exportable(c);
-  Bytes kv = gguf_metadata(c, dtype, tokenizer);
+  const std::string arch = resolve_gguf_architecture(c, architecture);
+  check_exportable(c, arch);
+  Bytes kv = gguf_metadata(c, arch, dtype, tokenizer);
   const model::ParamLayout layout(c);
-  const std::vector<GgufTensor> tensors = gguf_tensors(layout, c);
+  const std::vector<GgufTensor> tensors = gguf_tensors(layout, c, arch);
   std::vector<PlacedTensor> placed;
   Bytes infos = gguf_tensor_infos(tensors, dtype, c.tie_embeddings, placed);
 

@@ -5,7 +5,7 @@
 // data section); the data section, every tensor aligned to general.alignment (32).
 //
 // gatedlm writes llama.cpp's architectures (io/gguf_tables.h): `qwen3` for ungated models,
-// `qwen35` for hybrids of Gated DeltaNet layers and softmax layers with the paper's G1 gate
+// `qwen35` (or, MoE only and asked for, `qwen3next`) for hybrids of Gated DeltaNet layers and softmax layers with the paper's G1 gate
 // (elementwise sigmoid on the SDPA output, reading all of d_model; the gate's rows fused per
 // head into attn_q), and their MoE forms `qwen3moe` / `qwen35moe`. A G1-gated model whose
 // layers are all softmax is refused: llama.cpp aborts on it (bench/RESULTS.md); in F32, F16, BF16, Q8_0 or Q4_0 (which tensors keep F32:
@@ -27,7 +27,17 @@ namespace gatedlm::io {
 // llama.cpp cannot load a GGUF without one.
 inline constexpr const char* kByteVocabulary = "byte";
 inline constexpr int64_t kByteVocabularySize = 258;
-// Writes `path` (atomically); everything is checked before the file is created.
-void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& tokenizer, const std::string& path);
+// The architecture written: "auto" (gguf_architecture: qwen3 / qwen3moe ungated, qwen35 /
+// qwen35moe gated) or one named, checked against the model: a gated MoE model may also be
+// qwen3next. Throws naming the --gguf-arch value and what the model lacks.
+std::string resolve_gguf_architecture(const model::ModelConfig& c, const std::string& requested);
+// Writes `path` (atomically) in the architecture resolve_gguf_architecture gives;
+// everything is checked before the file is created.
+void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& tokenizer, const std::string& path,
+                 const std::string& architecture = "auto");
+// A key of gatedlm's own (llama.cpp ignores it): whether the model's norms were
+// zero-centred, x_hat * (1 + w) (stored plus one), so that import gives them back as they
+// were. Files without it are read as their architecture's converter writes them.
+inline constexpr const char* kGgufNormZeroCenteredKey = "gatedlm.norm_zero_centered";
 
 }  // namespace gatedlm::io

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/progress.h"
+#include "io/gguf_import_hybrid.h"
 #include "io/gguf_reader.h"
 #include "io/gguf_tables.h"
 #include "io/gguf_tokenizer.h"
@@ -17,14 +18,14 @@ namespace gatedlm::io {
 
 namespace {
 
-// The architectures gatedlm imports: those GGUF export writes (gguf_architecture). Adding
-// qwen35, qwen35moe and qwen3next (once gatedlm has hybrid layers) is a row here, their
-// tensor names and keys in io/gguf_tables.h, and their extra keys in kExtraKeys below.
+// The architectures gatedlm imports: those GGUF export writes (io/gguf_tables.h); the hybrid
+// ones' own keys are read by io/gguf_import_hybrid.h.
 struct ImportArchitecture {
   const char* name;
   bool moe;
 };
-constexpr ImportArchitecture kArchitectures[] = {{"qwen3", false}, {"qwen3moe", true}};
+constexpr ImportArchitecture kArchitectures[] = {
+    {"qwen3", false}, {"qwen3moe", true}, {"qwen35", false}, {"qwen35moe", true}, {"qwen3next", true}};
 
 // Keys under the architecture's prefix that hold no config number of their own, accepted
 // with the one value that changes nothing; any other key there is refused by name.
@@ -40,12 +41,15 @@ const ImportArchitecture& architecture(const GgufReader& f) {
   for (const ImportArchitecture& a : kArchitectures)
     if (name == a.name) return a;
   fail(f.path(), ": key general.architecture is \"", name,
-       "\"; gatedlm imports qwen3 and qwen3moe (qwen35, qwen35moe and qwen3next need hybrid layers)");
+       "\"; gatedlm imports qwen3, qwen3moe, qwen35, qwen35moe and qwen3next");
 }
 
 // Every key under "<arch>." is a config number (io/gguf_tables.h) or an extra key.
-void check_known_keys(const GgufReader& f, const std::string& prefix, bool moe) {
+void check_known_keys(const GgufReader& f, const std::string& arch, bool moe) {
+  const std::string prefix = arch + ".";
   std::set<std::string> known;
+  if (gguf_is_hybrid(arch))
+    for (const std::string& k : gguf_hybrid_keys(arch)) known.insert(prefix + k);
   for (const GgufIntKey& k : gguf_int_keys())
     if (!k.moe_field || moe) known.insert(prefix + k.key);
   for (const GgufFloatKey& k : gguf_float_keys()) known.insert(prefix + k.key);
@@ -97,9 +101,10 @@ void read_config_keys(const GgufReader& f, const std::string& prefix, bool moe, 
   if (!f.has(prefix + "attention.layer_norm_rms_epsilon")) fail(f.path(), ": missing key ", prefix, "attention.layer_norm_rms_epsilon");
 }
 
-// llama.cpp's defaults for the keys a file may leave out, the settings its qwen3 and
-// qwen3moe graphs fix, and the checks of the extra keys.
-void complete_config(const GgufReader& f, const std::string& prefix, model::ModelConfig& c) {
+// llama.cpp's defaults for the keys a file may leave out, the settings its graphs fix, and
+// the checks of the extra keys; the hybrid architectures' own keys (io/gguf_import_hybrid.h).
+void complete_config(GgufReader& f, const std::string& arch, model::ModelConfig& c) {
+  const std::string prefix = arch + ".";
   if (!f.has(prefix + "attention.head_count_kv")) c.n_kv_heads = c.n_heads;
   if (!f.has(prefix + "attention.key_length") && c.n_heads > 0) c.head_dim = c.d_model / c.n_heads;
   if (!f.has(prefix + "vocab_size")) {
@@ -107,7 +112,8 @@ void complete_config(const GgufReader& f, const std::string& prefix, model::Mode
     if (!embed) fail(f.path(), ": missing tensor token_embd.weight");
     c.vocab_size = embed->shape[0];
   }
-  if (f.has(prefix + "rope.dimension_count") && f.get_int(prefix + "rope.dimension_count", 0, INT64_MAX) != c.head_dim)
+  const bool hybrid = gguf_is_hybrid(arch);
+  if (!hybrid && f.has(prefix + "rope.dimension_count") && f.get_int(prefix + "rope.dimension_count", 0, INT64_MAX) != c.head_dim)
     fail(f.path(), ": key ", prefix, "rope.dimension_count must equal attention.key_length (", c.head_dim,
          "): gatedlm imports RoPE over whole heads");
   if (f.has(prefix + "rope.scaling.type") && f.get_string(prefix + "rope.scaling.type") != "none")
@@ -122,14 +128,16 @@ void complete_config(const GgufReader& f, const std::string& prefix, model::Mode
     c.moe.every = 1;              // every qwen3moe layer is sparse
     c.moe.norm_topk_prob = true;  // and renormalises the chosen experts' weights
   }
+  c.norm_zero_centered = gguf_norm_zero_centered(f, arch);
+  if (hybrid) read_hybrid_config(f, arch, c);
 }
 
-model::ModelConfig config_from_gguf(const GgufReader& f, const ImportArchitecture& arch) {
+model::ModelConfig config_from_gguf(GgufReader& f, const ImportArchitecture& arch) {
   const std::string prefix = std::string(arch.name) + ".";
-  check_known_keys(f, prefix, arch.moe);
+  check_known_keys(f, arch.name, arch.moe);
   model::ModelConfig c;
   read_config_keys(f, prefix, arch.moe, c);
-  complete_config(f, prefix, c);
+  complete_config(f, arch.name, c);
   try {
     c.validate();
   } catch (const Error& e) {
@@ -222,7 +230,7 @@ ImportedGguf import_gguf(const std::string& path) {
   c = config_from_gguf(f, arch);
   check_counts(f, c, arch.name);
   const model::ParamLayout layout(c);
-  const std::vector<GgufTensor> wanted = gguf_tensors(layout, c);
+  const std::vector<GgufTensor> wanted = gguf_tensors(layout, c, arch.name);
   check_tensors(f, wanted, arch.name);
   GgufVocabulary vocabulary = gguf_vocabulary(f, c.vocab_size);
   out.tokenizer_json = std::move(vocabulary.tokenizer_json);
@@ -230,6 +238,7 @@ ImportedGguf import_gguf(const std::string& path) {
   out.byte_tokenizer = vocabulary.byte_tokenizer;
   out.checkpoint.params.assign(static_cast<size_t>(layout.total()), 0.0f);
   read_weights(f, wanted, out.checkpoint.params);
+  invert_stored_values(wanted, out.checkpoint.params, f.path());
   return out;
 }
 

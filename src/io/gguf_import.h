@@ -1,6 +1,7 @@
 #pragma once
 // Import of a GGUF file (llama.cpp's format, io/gguf_reader.h) into a gatedlm checkpoint:
-// the architectures gatedlm represents (qwen3, qwen3moe), read by the same tables GGUF
+// the architectures gatedlm represents (qwen3, qwen3moe, and the hybrids qwen35, qwen35moe,
+// qwen3next: io/gguf_import_hybrid.h), read by the same tables GGUF
 // export writes by (io/gguf_tables.h), weights F32, F16 or BF16 (Q8_0 and Q4_0 are
 // dequantised to F32; other quantised types are refused by name), the vocabulary as a
 // tokenizer.json (io/gguf_tokenizer.h).

@@ -6,49 +6,74 @@ namespace gatedlm::io {
 
 namespace {
 
-// Runs of `width` values of parameter s: for each of `outer` blocks (`stride` values apart,
-// from `base`), the value heads of `head` values each in tiled order.
-void tiled_heads(std::vector<GgufRun>& runs, const model::ParamSpec& s, const model::LinearAttentionConfig& la,
-                 int64_t base, int64_t head, int64_t outer, int64_t stride) {
+// Runs of parameter s: for each of `outer` blocks (`stride` values apart, from `base`), its
+// n_v value heads of `head` values each, in tiled order when `tiled`, else as they are.
+void value_heads(std::vector<GgufRun>& runs, const model::ParamSpec& s, const model::LinearAttentionConfig& la,
+                 bool tiled, int64_t base, int64_t head, int64_t outer, int64_t stride) {
   const int64_t r = la.heads_per_key();
-  for (int64_t o = 0; o < outer; ++o)
+  for (int64_t o = 0; o < outer; ++o) {
+    if (!tiled) {
+      runs.push_back({&s, base + o * stride, la.n_v_heads * head});
+      continue;
+    }
     for (int64_t m = 0; m < r; ++m)
       for (int64_t j = 0; j < la.n_k_heads; ++j) runs.push_back({&s, base + o * stride + (j * r + m) * head, head});
+  }
+}
+
+// qwen3next's ssm_ba [2 * n_v, d]: per key head, its r rows of in_proj_b, then its r of in_proj_a.
+GgufTensor beta_alpha(const model::ParamLayout& layout, const model::ModelConfig& c, const std::string& layer) {
+  const model::LinearAttentionConfig& la = c.linear_attention;
+  const std::string prefix = "model.layers." + layer + ".linear_attn.";
+  const model::ParamSpec& b = layout.at(prefix + "in_proj_b.weight");
+  const model::ParamSpec& a = layout.at(prefix + "in_proj_a.weight");
+  const int64_t rows = la.heads_per_key() * c.d_model;  // values of one key head's rows
+  GgufTensor t{"blk." + layer + ".ssm_ba.weight", {2 * la.n_v_heads, c.d_model}, {}};
+  for (int64_t j = 0; j < la.n_k_heads; ++j) {
+    t.runs.push_back({&b, j * rows, rows});
+    t.runs.push_back({&a, j * rows, rows});
+  }
+  return t;
 }
 
 }  // namespace
 
-bool add_linear_attention_tensor(std::vector<GgufTensor>& out, const model::ParamSpec& s, const model::ModelConfig& c) {
+bool add_linear_attention_tensor(std::vector<GgufTensor>& out, const model::ParamLayout& layout,
+                                 const model::ParamSpec& s, const model::ModelConfig& c, const std::string& arch) {
   const auto [generic, layer] = generic_name(s.name);
   const std::string prefix = "model.layers.{i}.linear_attn.";
   if (generic.rfind(prefix, 0) != 0) return false;
   const std::string part = generic.substr(prefix.size()), blk = "blk." + layer + ".";
   const model::LinearAttentionConfig& la = c.linear_attention;
   const int64_t d = c.d_model, dv = la.v_head_dim, nv = la.n_v_heads;
+  const bool tiled = arch != "qwen3next", fused_ba = !tiled;
   GgufTensor t{"", s.shape, {}};
-  if (part == "in_proj_qkv.weight") {  // q | k as they are, v's heads tiled
+  if (part == "in_proj_qkv.weight") {  // q | k as they are, then v's heads
     t.name = blk + "attn_qkv.weight";
     t.runs.push_back({&s, 0, 2 * la.key_dim() * d});
-    tiled_heads(t.runs, s, la, 2 * la.key_dim() * d, dv * d, 1, 0);
+    value_heads(t.runs, s, la, tiled, 2 * la.key_dim() * d, dv * d, 1, 0);
+  } else if (fused_ba && (part == "in_proj_b.weight" || part == "in_proj_a.weight")) {
+    if (part == "in_proj_b.weight") out.push_back(beta_alpha(layout, c, layer));
+    return true;
   } else if (part == "in_proj_z.weight" || part == "in_proj_b.weight" || part == "in_proj_a.weight") {
     t.name = blk + (part == "in_proj_z.weight" ? "attn_gate.weight" : part == "in_proj_b.weight" ? "ssm_beta.weight" : "ssm_alpha.weight");
-    tiled_heads(t.runs, s, la, 0, (part == "in_proj_z.weight" ? dv : 1) * d, 1, 0);
-  } else if (part == "conv1d.weight") {  // [C, 1, K] -> [C, K]; the v channels' heads tiled
+    value_heads(t.runs, s, la, tiled, 0, (part == "in_proj_z.weight" ? dv : 1) * d, 1, 0);
+  } else if (part == "conv1d.weight") {  // [C, 1, K] -> [C, K]; then the v channels' heads
     const int64_t k = la.conv_kernel;
     t.name = blk + "ssm_conv1d.weight";
     t.shape = {la.conv_dim(), k};
     t.runs.push_back({&s, 0, 2 * la.key_dim() * k});
-    tiled_heads(t.runs, s, la, 2 * la.key_dim() * k, dv * k, 1, 0);
+    value_heads(t.runs, s, la, tiled, 2 * la.key_dim() * k, dv * k, 1, 0);
   } else if (part == "dt_bias" || part == "A_log") {
     t.name = blk + (part == "dt_bias" ? "ssm_dt.bias" : "ssm_a");
     if (part == "A_log") t.values = GgufValues::minus_exp;
-    tiled_heads(t.runs, s, la, 0, 1, 1, 0);
+    value_heads(t.runs, s, la, tiled, 0, 1, 1, 0);
   } else if (part == "norm.weight") {
     t.name = blk + "ssm_norm.weight";
     t.runs.push_back({&s, 0, s.numel});
-  } else if (part == "out_proj.weight") {  // [d, n_v * dv]: each row's heads tiled
+  } else if (part == "out_proj.weight") {  // [d, n_v * dv]: each row's heads
     t.name = blk + "ssm_out.weight";
-    tiled_heads(t.runs, s, la, 0, dv, d, nv * dv);
+    value_heads(t.runs, s, la, tiled, 0, dv, d, nv * dv);
   } else {
     return false;
   }

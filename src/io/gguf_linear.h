@@ -1,23 +1,29 @@
 #pragma once
 // The Gated DeltaNet ("linear attention") layers of a hybrid model in llama.cpp's qwen35 /
-// qwen35moe GGUF (used by io/gguf_tables.cpp). Hugging Face Qwen3.5's tensors map one to one
-// to llama.cpp's, as its converter writes them:
+// qwen35moe / qwen3next GGUF (used by io/gguf_tables.cpp). Hugging Face Qwen3.5's tensors map
+// one to one to llama.cpp's, as its converter writes them:
 //   in_proj_qkv -> attn_qkv, in_proj_z -> attn_gate, in_proj_b -> ssm_beta,
 //   in_proj_a -> ssm_alpha, conv1d [C, 1, K] -> ssm_conv1d [C, K], dt_bias -> ssm_dt.bias,
 //   A_log -> ssm_a = -exp(A_log), norm -> ssm_norm (plain, never zero-centred),
-//   out_proj -> ssm_out,
-// with the value heads reordered from Hugging Face's grouped order (key head j serves value
-// heads j*r .. j*r + r-1) to llama.cpp's tiled order (tiled head m*n_k + j is grouped head
-// j*r + m), which ggml's broadcasting repeats key heads in; r = n_v / n_k. The value-head
-// axis is the rows of v (in attn_qkv), attn_gate, ssm_beta, ssm_alpha, ssm_dt, ssm_a and
-// the v channels of ssm_conv1d, and the columns of ssm_out.
+//   out_proj -> ssm_out.
+// qwen35 / qwen35moe: the value heads reordered from Hugging Face's grouped order (key head j
+// serves value heads j*r .. j*r + r-1) to llama.cpp's tiled order (tiled head m*n_k + j is
+// grouped head j*r + m), which ggml's broadcasting repeats key heads in; r = n_v / n_k. The
+// value-head axis is the rows of v (in attn_qkv), attn_gate, ssm_beta, ssm_alpha, ssm_dt,
+// ssm_a and the v channels of ssm_conv1d, and the columns of ssm_out.
+// qwen3next keeps the grouped order (its graph repeats key heads interleaved) and fuses beta
+// and alpha as Qwen3-Next's in_proj_ba: ssm_ba [2 * n_v, d], per key head j its r beta rows,
+// then its r alpha rows.
+#include <string>
 #include <vector>
 
 #include "io/gguf_tables.h"
 
 namespace gatedlm::io {
 
-// The GGUF tensor of one parameter of a linear layer; false for any other parameter.
-bool add_linear_attention_tensor(std::vector<GgufTensor>& out, const model::ParamSpec& s, const model::ModelConfig& c);
+// The GGUF tensor of one parameter of a linear layer in architecture `arch` (none for
+// qwen3next's in_proj_a, which is in ssm_ba); false for any other parameter.
+bool add_linear_attention_tensor(std::vector<GgufTensor>& out, const model::ParamLayout& layout,
+                                 const model::ParamSpec& s, const model::ModelConfig& c, const std::string& arch);
 
 }  // namespace gatedlm::io

@@ -296,6 +296,12 @@ const std::vector<int64_t>& GgufReader::get_ints(const std::string& key) const {
   return v.ints;
 }
 
+const std::vector<int64_t>& GgufReader::get_bools(const std::string& key) const {
+  const GgufValue& v = value(key);
+  if (!v.is_array() || v.elem_type != 7) wrong_type(path_, key, v, "an array of bools");
+  return v.ints;
+}
+
 const GgufTensorInfo* GgufReader::find_tensor(const std::string& name) const {
   const auto it = tensor_index_.find(name);
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];

@@ -66,6 +66,7 @@ class GgufReader {
   const std::string& get_string(const std::string& key) const;
   const std::vector<std::string>& get_strings(const std::string& key) const;  // array of strings
   const std::vector<int64_t>& get_ints(const std::string& key) const;         // array of integers
+  const std::vector<int64_t>& get_bools(const std::string& key) const;        // array of bools, as 0 / 1
 
   const GgufTensorInfo* find_tensor(const std::string& name) const;  // nullptr when absent
   // The tensor's values as F32 (F16, BF16, Q8_0, Q4_0 converted); n must be its numel.

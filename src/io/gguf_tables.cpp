@@ -13,7 +13,8 @@ namespace {
 using model::ModelConfig;
 using model::ParamSpec;
 
-bool is_qwen35(const std::string& arch) { return arch == "qwen35" || arch == "qwen35moe"; }
+bool is_hybrid(const std::string& arch) { return gguf_is_hybrid(arch); }
+bool has_shared_expert(const std::string& arch) { return gguf_has_shared_expert(arch); }
 
 // gatedlm's generic parameter names ("{i}": the layer) and their GGUF names: those every
 // architecture here shares, then those of qwen3 / qwen3moe and of qwen35 / qwen35moe. A
@@ -67,7 +68,7 @@ std::string table_name(const std::string& name, const std::string& arch) {
     return "";
   };
   std::string found = look(kSharedNames);
-  if (found.empty()) found = is_qwen35(arch) ? look(kQwen35Names) : look(kQwen3Names);
+  if (found.empty()) found = is_hybrid(arch) ? look(kQwen35Names) : look(kQwen3Names);
   return found;
 }
 
@@ -101,9 +102,7 @@ bool add_expert(std::vector<GgufTensor>& out, std::map<std::string, size_t>& sta
   return true;
 }
 
-constexpr int64_t kZeroSharedUnits = 32;
-
-// qwen35moe's shared expert for a model without one: 32 units of zeros.
+// The shared expert of qwen35moe / qwen3next for a model without one: 32 units of zeros.
 void add_zero_shared_expert(std::vector<GgufTensor>& out, const ModelConfig& c, const std::string& layer) {
   const int64_t d = c.d_model, n = kZeroSharedUnits * d;
   const std::string blk = "blk." + layer + ".";
@@ -115,6 +114,9 @@ void add_zero_shared_expert(std::vector<GgufTensor>& out, const ModelConfig& c, 
 
 }  // namespace
 
+bool gguf_is_hybrid(const std::string& arch) { return arch == "qwen35" || arch == "qwen35moe" || arch == "qwen3next"; }
+bool gguf_has_shared_expert(const std::string& arch) { return arch == "qwen35moe" || arch == "qwen3next"; }
+
 int64_t GgufTensor::numel() const {
   int64_t n = 0;
   for (const GgufRun& r : runs) n += r.count;
@@ -122,24 +124,27 @@ int64_t GgufTensor::numel() const {
 }
 
 std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const ModelConfig& c) {
-  const std::string arch = gguf_architecture(c);
+  return gguf_tensors(layout, c, gguf_architecture(c));
+}
+
+std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const ModelConfig& c, const std::string& arch) {
   std::vector<GgufTensor> out;
   std::map<std::string, size_t> stacked;
   for (const ParamSpec& s : layout.specs()) {
     const auto [generic, layer] = generic_name(s.name);
-    if (add_expert(out, stacked, s) || add_linear_attention_tensor(out, s, c)) continue;
-    if (is_qwen35(arch) && generic == "model.layers.{i}.self_attn.q_proj.weight") {
+    if (add_expert(out, stacked, s) || add_linear_attention_tensor(out, layout, s, c, arch)) continue;
+    if (is_hybrid(arch) && generic == "model.layers.{i}.self_attn.q_proj.weight") {
       out.push_back(query_and_gate(layout, c, layer));
       continue;
     }
-    if (is_qwen35(arch) && generic == "model.layers.{i}.self_attn.gate.weight") continue;  // in attn_q
+    if (is_hybrid(arch) && generic == "model.layers.{i}.self_attn.gate.weight") continue;  // in attn_q
     const std::string name = table_name(s.name, arch);
     if (name.empty()) fail("gguf (", arch, "): no GGUF tensor for gatedlm parameter ", s.name);
     out.push_back({name, s.shape, {{&s, 0, s.numel}}});
     // llama.cpp's norms are plain: a zero-centred weight w is stored as 1 + w.
     if (c.norm_zero_centered && s.kind == model::ParamKind::norm) out.back().values = GgufValues::plus_one;
     if (generic == "model.layers.{i}.mlp.shared_expert_gate.weight") out.back().shape = {c.d_model};
-    if (arch == "qwen35moe" && c.moe.n_shared == 0 && generic == "model.layers.{i}.mlp.gate.weight")
+    if (has_shared_expert(arch) && c.moe.n_shared == 0 && generic == "model.layers.{i}.mlp.gate.weight")
       add_zero_shared_expert(out, c, layer);
   }
   return out;
@@ -199,11 +204,12 @@ GgufArchKey layer_kinds_key(const ModelConfig& c) {
 
 }  // namespace
 
-std::vector<GgufArchKey> gguf_arch_keys(const ModelConfig& c) {
-  const std::string arch = gguf_architecture(c);
-  if (!is_qwen35(arch)) return {};
-  std::vector<GgufArchKey> keys{{"rope.dimension_count", static_cast<uint32_t>(c.rope_dims)},
-                                {"rope.dimension_sections", gguf_rope_sections(c.rope_dims)}};
+std::vector<GgufArchKey> gguf_arch_keys(const ModelConfig& c) { return gguf_arch_keys(c, gguf_architecture(c)); }
+
+std::vector<GgufArchKey> gguf_arch_keys(const ModelConfig& c, const std::string& arch) {
+  if (!is_hybrid(arch)) return {};
+  std::vector<GgufArchKey> keys{{"rope.dimension_count", static_cast<uint32_t>(c.rope_dims)}};
+  if (arch != "qwen3next") keys.push_back({"rope.dimension_sections", gguf_rope_sections(c.rope_dims)});
   keys.push_back(layer_kinds_key(c));
   const model::LinearAttentionConfig& la = c.linear_attention;
   const bool linear = c.has_linear();
@@ -211,7 +217,7 @@ std::vector<GgufArchKey> gguf_arch_keys(const ModelConfig& c) {
                                                    {"ssm.group_count", la.n_k_heads}, {"ssm.time_step_rank", la.n_v_heads},
                                                    {"ssm.inner_size", la.value_dim()}};
   for (const auto& [k, v] : sizes) keys.push_back({k, static_cast<uint32_t>(linear ? v : 0)});
-  if (arch == "qwen35moe")
+  if (has_shared_expert(arch))
     keys.push_back({"expert_shared_feed_forward_length",
                     static_cast<uint32_t>(c.moe.n_shared > 0 ? c.moe.shared_width() : kZeroSharedUnits)});
   return keys;

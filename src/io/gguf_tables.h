@@ -6,17 +6,18 @@
 //
 // The architectures: qwen3 (ungated dense), qwen3moe (ungated MoE), qwen35 (the paper's G1
 // gate: elementwise sigmoid on the SDPA output, reading all of d_model; Gated DeltaNet layers
-// beside the softmax ones: io/gguf_linear.h) and qwen35moe (the same with MoE FFNs). qwen35 holds the gate in attn_q: per
-// head h, the head's head_dim query rows, then its head_dim gate rows. Its norms are
-// llama.cpp's plain x_hat * w (llama.cpp's converter adds 1 to Qwen3.5's zero-centred
-// weights), so gatedlm's plain weights are stored as they are. llama.cpp's qwen35moe requires
-// a sigmoid-gated shared expert: a model without one is stored with a zero shared expert of
-// 32 units (its output is exactly 0).
+// beside the softmax ones: io/gguf_linear.h), qwen35moe (the same with MoE FFNs) and
+// qwen3next (MoE only; the Gated DeltaNet tensors in Hugging Face's grouped head order, beta
+// and alpha fused into ssm_ba). The hybrid ones hold the gate in attn_q: per head h, the
+// head's head_dim query rows, then its head_dim gate rows. Their norms are llama.cpp's plain
+// x_hat * w (llama.cpp's converter adds 1 to Qwen3.5's and Qwen3-Next's zero-centred
+// weights), so zero-centred weights are stored plus one and plain ones as they are.
+// llama.cpp's qwen35moe and qwen3next require a sigmoid-gated shared expert: a model without
+// one is stored with a zero shared expert of kZeroSharedUnits units (its output is exactly 0).
 //
-// Adding an architecture (qwen3next) is rows here: its tensor names in the name tables of
-// gguf_tables.cpp (or an assembly like qwen35's attn_q), its keys in gguf_int_keys / gguf_float_keys / gguf_arch_keys, its name
-// in gguf_architecture; the importer accepts every architecture gguf_architecture can return
-// (kGgufImportArchitectures in io/gguf_import.cpp).
+// An architecture is chosen from the config (gguf_architecture) or named (export's
+// --gguf-arch); the tables below take it as `arch`. The importer accepts every architecture
+// they know (io/gguf_import.cpp).
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -53,6 +54,14 @@ struct GgufTensor {
 // Every parameter of the layout of config c, in layout order of first use. Throws naming a
 // parameter that has no GGUF name.
 std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const model::ModelConfig& c);
+std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const model::ModelConfig& c, const std::string& arch);
+
+// The width of the zero shared expert written for an MoE model without a shared expert.
+inline constexpr int64_t kZeroSharedUnits = 32;
+// qwen35, qwen35moe, qwen3next: the G1-gated hybrid architectures.
+bool gguf_is_hybrid(const std::string& arch);
+// qwen35moe, qwen3next: MoE with a required sigmoid-gated shared expert.
+bool gguf_has_shared_expert(const std::string& arch);
 
 // "qwen3" or "qwen3moe" for an ungated model, "qwen35" or "qwen35moe" for a gated one: the
 // value of general.architecture and the prefix of the keys below. (Export refuses first
@@ -81,18 +90,19 @@ inline int64_t gguf_field(const model::ModelConfig& c, const GgufIntKey& k) {
   return k.field ? c.*k.field : c.moe.*k.moe_field;
 }
 
-// Keys of one architecture only (qwen35's rope.dimension_count = rope_dims and M-RoPE
-// rope.dimension_sections; the layer kinds as full_attention_interval k when layer l is full
+// Keys of one architecture only (the hybrids' rope.dimension_count = rope_dims, and qwen35's
+// M-RoPE rope.dimension_sections (qwen3next's RoPE is NeoX's rotate-half); the layer kinds as full_attention_interval k when layer l is full
 // attention iff (l + 1) % k == 0, else as attention.recurrent_layers (a bool per layer); the
 // ssm.* sizes of the Gated DeltaNet layers (conv_kernel, state_size = k_head_dim,
 // group_count = n_k_heads, time_step_rank = n_v_heads, inner_size = n_v_heads * v_head_dim;
-// 0 without such layers: qwen35 requires them); qwen35moe's
+// 0 without such layers: qwen35 requires them); qwen35moe's and qwen3next's
 // expert_shared_feed_forward_length), without the "<architecture>." prefix.
 struct GgufArchKey {
   std::string key;
   std::variant<uint32_t, std::vector<int32_t>, std::vector<bool>> value;
 };
 std::vector<GgufArchKey> gguf_arch_keys(const model::ModelConfig& c);
+std::vector<GgufArchKey> gguf_arch_keys(const model::ModelConfig& c, const std::string& arch);
 
 // qwen35's M-RoPE sections for rope_dims rotated dims (p = rope_dims / 2 pairs):
 // llama.cpp gives pair s the position of section s % 3 when s < 3 * sections[s % 3] and

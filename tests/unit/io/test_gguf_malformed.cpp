@@ -277,8 +277,8 @@ TEST_F(GgufMalformed, ArchitectureAndKeys) {
   *g.find("general.architecture") = str("llama");
   expect_refused(g, {"general.architecture", "llama"});
   g = valid_;
-  *g.find("general.architecture") = str("qwen35");
-  expect_refused(g, {"qwen35", "hybrid"});
+  *g.find("general.architecture") = str("qwen35");  // a qwen3 file relabelled: none of its keys are qwen35's
+  expect_refused(g, {"missing key qwen35."});
   g = valid_;
   g.kv.emplace_back("qwen3.rope.scaling.type", str("yarn"));
   expect_refused(g, {"qwen3.rope.scaling.type", "yarn"});
@@ -364,6 +364,58 @@ TEST_F(GgufMalformed, Vocabularies) {
   g = valid_;
   g.find("tokenizer.ggml.merges")->strings.push_back("nospace");
   expect_refused(g, {"tokenizer.ggml.merges", "nospace"});
+}
+
+// A hybrid file (qwen35moe: Gated DeltaNet layers 0 and 2, a shared expert) with one change.
+class GgufMalformedHybrid : public GgufMalformed {
+ protected:
+  GgufMalformedHybrid() {
+    nlohmann::json j = j_;
+    j.update({{"n_layers", 4}, {"ffn_hidden", 0}, {"full_attention_interval", 2}, {"rope_dims", 8},
+              {"gate", {{"position", "sdpa"}}},
+              {"moe", {{"n_experts", 4}, {"top_k", 2}, {"expert_hidden", 16}, {"n_shared", 1}}},
+              {"linear_attention", {{"n_k_heads", 1}, {"n_v_heads", 2}, {"k_head_dim", 8}, {"v_head_dim", 8}}}});
+    Checkpoint ck{model::config_from_json(j, "test"), {}};
+    ck.params = testing::random_vector<float>(model::ParamLayout(ck.config).total(), 4, 0.1);
+    export_gguf(ck, GgufDtype::f32, kByteVocabulary, (dir_ / "hybrid.gguf").string());
+    hybrid_ = parse((dir_ / "hybrid.gguf").string());
+  }
+  RawGguf hybrid_;
+};
+
+TEST_F(GgufMalformedHybrid, SsmTensorsMissingMisshapenOrOutOfDomain) {
+  RawGguf g = hybrid_;
+  g.tensor("blk.2.ssm_a")->name = "blk.2.ssm_aa";
+  expect_refused(g, {"missing tensor blk.2.ssm_a "});
+  g = hybrid_;
+  std::swap(g.tensor("blk.0.ssm_conv1d.weight")->dims[0], g.tensor("blk.0.ssm_conv1d.weight")->dims[1]);
+  expect_refused(g, {"blk.0.ssm_conv1d.weight", "has shape [4, 32]", "[32, 4]"});
+  g = hybrid_;
+  const float positive = 0.5f;  // -exp(A_log) is negative
+  std::memcpy(g.data.data() + g.tensor("blk.2.ssm_a")->offset + 4, &positive, 4);
+  expect_refused(g, {"blk.2.ssm_a", "negative"});
+}
+
+TEST_F(GgufMalformedHybrid, HybridKeys) {
+  RawGguf g = hybrid_;
+  *g.find("qwen35moe.ssm.inner_size") = u32(24);
+  expect_refused(g, {"qwen35moe.ssm.inner_size", "24"});
+  g = hybrid_;
+  g.erase("qwen35moe.ssm.group_count");
+  expect_refused(g, {"missing key qwen35moe.ssm.group_count"});
+  g = hybrid_;
+  g.erase("qwen35moe.full_attention_interval");
+  g.kv.emplace_back("qwen35moe.attention.recurrent_layers", GgufValue{9, 7, {1, 0, 1}, {}, {}});
+  expect_refused(g, {"qwen35moe.attention.recurrent_layers", "3 flags for 4 layers"});
+  g = hybrid_;
+  g.find("qwen35moe.rope.dimension_sections")->ints = {1, 1, 1, 0};  // 4 pairs: pair 3 has no section
+  expect_refused(g, {"qwen35moe.rope.dimension_sections", "pair 3"});
+  g = hybrid_;
+  g.kv.emplace_back("qwen35moe.nextn_predict_layers", u32(1));
+  expect_refused(g, {"qwen35moe.nextn_predict_layers", "multi-token"});
+  g = hybrid_;
+  g.kv.emplace_back("qwen35moe.ssm.dt_rank_extra", u32(1));
+  expect_refused(g, {"qwen35moe.ssm.dt_rank_extra", "not supported"});
 }
 
 }  // namespace
