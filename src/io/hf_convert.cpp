@@ -31,10 +31,11 @@ int64_t row_width(const model::ParamSpec& s) { return s.shape.size() > 1 ? s.num
 
 // Groups the layout's mappings by Hugging Face tensor, in layout order of first use.
 std::vector<TheirTensor> their_tensors(const model::ModelConfig& c, const model::ParamLayout& layout,
-                                       HfFormat format, const std::string& prefix) {
+                                       HfFormat format, const std::string& prefix,
+                                       std::optional<bool> stacked_experts = std::nullopt) {
   std::vector<TheirTensor> out;
   std::map<std::string, size_t> index;
-  for (const TensorMapping& m : map_tensors(c, layout, format, prefix)) {
+  for (const TensorMapping& m : map_tensors(c, layout, format, prefix, stacked_experts)) {
     const std::vector<int64_t>& shape = m.their_shape;
     auto [it, fresh] = index.emplace(m.theirs, out.size());
     if (fresh) out.push_back({m.theirs, shape, {}});
@@ -111,6 +112,20 @@ void check_counts_in_headers(const model::ModelConfig& c, const HfWeights& weigh
   }
 }
 
+// How a hybrid checkpoint stores its experts, from the first MoE layer's names: stacked
+// (mlp.experts.gate_up_proj, Qwen3.5-MoE's) or one tensor each (Qwen3-Next's); nullopt
+// (the format's own) without MoE or when neither name is there.
+std::optional<bool> stacked_experts_in(const model::ModelConfig& c, const HfWeights& weights, const std::string& prefix) {
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    if (!c.moe.is_moe_layer(i)) continue;
+    const std::string experts = cat(prefix, "layers.", i, ".mlp.experts.");
+    if (weights.has(experts + "gate_up_proj")) return true;
+    if (weights.has(experts + "0.gate_proj.weight")) return false;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 // Tensors of a hybrid checkpoint that are not the language model: the vision tower
 // ("model.visual.*") and the multi-token-prediction layers ("mtp.*"). Counted, skipped,
 // and reported in one line each.
@@ -146,9 +161,11 @@ ImportedModel import_hf(const std::string& src_dir, std::optional<HfFormat> form
   // than the file holds is refused from the headers before it is built.
   const bool hybrid = is_hybrid_format(out.format);
   const std::string prefix = hybrid ? hf_weight_prefix(hf) : "model.";
-  check_counts_in_headers(c, weights, config_path.string(), prefix, out.format == HfFormat::qwen3_5_moe);
+  const std::optional<bool> stacked = hybrid ? stacked_experts_in(c, weights, prefix) : std::nullopt;
+  check_counts_in_headers(c, weights, config_path.string(), prefix,
+                          stacked.value_or(out.format == HfFormat::qwen3_5_moe));
   const model::ParamLayout layout(c);
-  const std::vector<TheirTensor> wanted = their_tensors(c, layout, out.format, prefix);
+  const std::vector<TheirTensor> wanted = their_tensors(c, layout, out.format, prefix, stacked);
 
   // Every check before the first value is read.
   std::map<std::string, const TheirTensor*> by_name;

@@ -103,8 +103,10 @@ bool map_stacked_expert(TensorMapping& m, const model::ModelConfig& c, const std
 }  // namespace
 
 std::vector<TensorMapping> map_hybrid_parameters(const model::ModelConfig& c, const model::ParamLayout& layout,
-                                                 HfFormat format, const std::string& prefix) {
+                                                 HfFormat format, const std::string& prefix,
+                                                 std::optional<bool> stacked_experts) {
   if (!is_hybrid_format(format)) fail("internal error: ", to_string(format), " is not a hybrid format");
+  const bool stacked = stacked_experts.value_or(format == HfFormat::qwen3_5_moe);
   std::vector<TensorMapping> out;
   for (const model::ParamSpec& s : layout.specs()) {
     TensorMapping m{&s, with_prefix(s.name, prefix), RowPart::all, s.shape, [](int64_t r) { return r; }};
@@ -114,7 +116,7 @@ std::vector<TensorMapping> map_hybrid_parameters(const model::ModelConfig& c, co
       const std::string suffix = generic.substr(std::string("model.layers.{i}.").size());
       if (!map_attention(m, c, layer_prefix, suffix) && format == HfFormat::qwen3_next)
         map_qwen3_next_linear(m, c, layer_prefix, suffix);
-      if (format == HfFormat::qwen3_5_moe) map_stacked_expert(m, c, layer_prefix, suffix);
+      if (stacked) map_stacked_expert(m, c, layer_prefix, suffix);
     }
     out.push_back(std::move(m));
   }

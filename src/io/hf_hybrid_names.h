@@ -14,8 +14,10 @@
 //    gatedlm (and Qwen3.5) keep in_proj_qkv (q | k | v), in_proj_z, in_proj_b, in_proj_a.
 //  * Qwen3.5-MoE stores each layer's experts stacked: mlp.experts.gate_up_proj
 //    [E, 2*I, d] (expert e's gate_proj rows then its up_proj rows) and mlp.experts.down_proj
-//    [E, d, I]; Qwen3-Next keeps one tensor per expert, as gatedlm.
+//    [E, d, I]; Qwen3-Next keeps one tensor per expert, as gatedlm. Either format may be
+//    read in the other's storage (the importer looks at the tensor names).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,9 +26,11 @@
 namespace gatedlm::io {
 
 // The mapping of every parameter (with their_shape and row), in layout order; `prefix`
-// replaces "model." in the language model's names.
+// replaces "model." in the language model's names. stacked_experts: Qwen3.5-MoE's stacked
+// storage (nullopt: the format's own, stacked for qwen3_5_moe only).
 std::vector<TensorMapping> map_hybrid_parameters(const model::ModelConfig& c, const model::ParamLayout& layout,
-                                                 HfFormat format, const std::string& prefix);
+                                                 HfFormat format, const std::string& prefix,
+                                                 std::optional<bool> stacked_experts = std::nullopt);
 
 // The row maps, exposed for the unit tests.
 // Qwen3.5 / Qwen3-Next q_proj: row of ours (query or gate) row r.

@@ -108,8 +108,8 @@ std::vector<TensorMapping> map_parameters(const model::ParamLayout& layout, HfFo
 }
 
 std::vector<TensorMapping> map_tensors(const model::ModelConfig& c, const model::ParamLayout& layout, HfFormat format,
-                                       const std::string& prefix) {
-  if (is_hybrid_format(format)) return map_hybrid_parameters(c, layout, format, prefix);
+                                       const std::string& prefix, std::optional<bool> stacked_experts) {
+  if (is_hybrid_format(format)) return map_hybrid_parameters(c, layout, format, prefix, stacked_experts);
   std::vector<TensorMapping> out = map_parameters(layout, format);
   for (TensorMapping& m : out) {
     m.their_shape = m.spec->shape;

@@ -9,6 +9,7 @@
 // and the blocks follow each other in group order.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,8 +59,10 @@ std::vector<TensorMapping> map_parameters(const model::ParamLayout& layout, HfFo
 // The full mapping of `format` (any, hybrid ones included: io/hf_hybrid_names.h) with the
 // Hugging Face tensors' shapes and row maps; `prefix` replaces "model." in the language
 // model's names ("model.language_model." in a multimodal Qwen3.5 checkpoint).
+// stacked_experts: hybrid formats only (io/hf_hybrid_names.h).
 std::vector<TensorMapping> map_tensors(const model::ModelConfig& c, const model::ParamLayout& layout, HfFormat format,
-                                       const std::string& prefix = "model.");
+                                       const std::string& prefix = "model.",
+                                       std::optional<bool> stacked_experts = std::nullopt);
 
 // Rows of the Hugging Face tensor `theirs` holding gatedlm tensors of shape `ours_rows`:
 // for RowPart::all the same count, for the paper's q_proj the query rows plus the gate's.

@@ -44,7 +44,7 @@ TEXT_TYPES = {"qwen3_next": "qwen3_next", "qwen3_5": "qwen3_5", "qwen3_5_text": 
 class HybridLayout:
     """What a hybrid config implies, read with transformers' defaults."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, stacked=None):
         self.nested = "text_config" in cfg
         t = cfg["text_config"] if self.nested else cfg
         self.fmt = TEXT_TYPES[cfg["model_type"]]
@@ -73,7 +73,9 @@ class HybridLayout:
         self.S = t.get("shared_expert_intermediate_size", 512)
         self.step = t.get("decoder_sparse_step", 1)
         self.norm_topk = True if self.fmt == "qwen3_5_moe" else t.get("norm_topk_prob", True)
-        self.stacked = self.fmt == "qwen3_5_moe"
+        # Experts stacked (Qwen3.5-MoE's storage) or one tensor each (Qwen3-Next's); either
+        # format may come in the other's storage.
+        self.stacked = self.fmt == "qwen3_5_moe" if stacked is None else stacked
 
     def linear(self, i):
         return self.kinds[i] == "linear_attention"
@@ -136,12 +138,12 @@ EXTRA_SHAPES = {"model.visual.patch_embed.proj.weight": (16, 3, 2, 4, 4), "model
                 "mtp.layers.0.input_layernorm.weight": (32,)}
 
 
-def random_tensors(cfg, seed, std=0.2, extras=False):
+def random_tensors(cfg, seed, std=0.2, extras=False, stacked=None):
     """Random weights: matrices N(0, std), zero-centred norms N(0, 0.1), the gated norm
     1 + 0.1 N, A_log N(-2, 0.5) and dt_bias N(0, 0.5) (decays mostly 0.5 .. 0.95)."""
     rng = np.random.default_rng(seed)
     out = {}
-    shapes = HybridLayout(cfg).shapes()
+    shapes = HybridLayout(cfg, stacked).shapes()
     if extras:
         shapes.update(EXTRA_SHAPES)
     for name, shape in shapes.items():
@@ -252,8 +254,9 @@ def _ffn(lay, W, p, i, h):
 
 
 def logits(cfg, tensors, tokens):
-    """tokens [B, T] int -> logits [B, T, V] float64, from the Hugging Face tensors."""
-    lay = HybridLayout(cfg)
+    """tokens [B, T] int -> logits [B, T, V] float64, from the Hugging Face tensors (the
+    experts' storage read from their names)."""
+    lay = HybridLayout(cfg, stacked=any(n.endswith("mlp.experts.gate_up_proj") for n in tensors))
     W = {k: torch.from_numpy(np.asarray(v, dtype=np.float64)) for k, v in tensors.items()}
     tokens = torch.as_tensor(tokens, dtype=torch.long)
     T = tokens.shape[1]

@@ -79,7 +79,7 @@ def qwen3_next(**over):
     return {k: v for k, v in c.items() if v is not None}
 
 
-# name -> (format, config, stored dtype, shards, skipped extras)
+# name -> (format, config, stored dtype, shards, skipped extras[, experts stacked])
 CASES = {
     "qwen3_5_multimodal_bf16": ("qwen3_5", wrapper("qwen3_5", text(model_type="qwen3_5_text")), "BF16", 2, True),
     "qwen3_5_text_tied_bias_f32": ("qwen3_5", text(tie_word_embeddings=True, attention_bias=True,
@@ -96,15 +96,18 @@ CASES = {
                                  False),
     "qwen3_next_moe_bf16_sharded": ("qwen3_next", qwen3_next(linear_num_key_heads=1, linear_num_value_heads=3),
                                     "BF16", 3, True),
+    "qwen3_5_moe_experts_per_tensor": ("qwen3_5_moe", text(model_type="qwen3_5_moe_text", **MOE_KEYS), "F32", 1,
+                                       False, False),
+    "qwen3_next_stacked_experts": ("qwen3_next", qwen3_next(), "BF16", 1, False, True),
     "qwen3_next_dense": ("qwen3_next", qwen3_next(num_experts=0, rope_parameters=None, rope_theta=500.0,
                                                   partial_rotary_factor=0.5), "F32", 1, False),
 }
 
 
 def check_case(binary, name, work, failures):
-    fmt, cfg, dtype, shards, extras = CASES[name]
+    fmt, cfg, dtype, shards, extras, *stacked = CASES[name]
     src, ck, exp, back = (os.path.join(work, name, x) for x in ("hf", "ckpt", "export", "reimport"))
-    tensors = hh.random_tensors(cfg, seed=sum(map(ord, name)), extras=extras)
+    tensors = hh.random_tensors(cfg, seed=sum(map(ord, name)), extras=extras, stacked=(stacked or [None])[0])
     hf.write_hf_dir(src, cfg, tensors, dtype, shards)
     stored = hf.read_hf_dir(src)[1]  # the weights as rounded to the stored dtype
     tokens = np.random.default_rng(len(name)).integers(0, hh.HybridLayout(cfg).V, size=(B, T))
