@@ -72,3 +72,29 @@ def test_load_reads_a_gguf_file_as_import_does(gated_config, run_cli, work, tmp_
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
     ids = loaded.tokenizer.encode("It was the best of times")
     np.testing.assert_array_equal(original.forward(ids)["logits"], loaded.forward(ids)["logits"])
+
+
+def test_load_reads_a_hybrid_gguf_file(run_cli, tmp_path):
+    """Model.load on a hybrid GGUF (llama.cpp's qwen3next: Gated DeltaNet layers, MoE with a
+    shared expert) gives the model it was exported from: the same parameters and logits (A_log
+    and the zero-centred norms pass through -exp(A_log) and 1 + w in the file: float rounding)."""
+    import json
+    cfg = {"vocab_size": 258, "d_model": 32, "n_layers": 4, "n_heads": 2, "n_kv_heads": 1, "head_dim": 16,
+           "rope_dims": 8, "ffn_hidden": 0, "max_seq_len": 64, "full_attention_interval": 2,
+           "norm_zero_centered": True, "gate": {"position": "sdpa"},
+           "linear_attention": {"n_k_heads": 2, "n_v_heads": 4, "k_head_dim": 8, "v_head_dim": 8},
+           "moe": {"n_experts": 4, "top_k": 2, "expert_hidden": 16, "n_shared": 1}}
+    config = tmp_path / "hybrid.json"
+    config.write_text(json.dumps(cfg))
+    ckpt = tmp_path / "hybrid_ckpt"
+    run_cli("init", "--config", config, "--out", ckpt, "--seed", 4)
+    run_cli("export", ckpt, "--format", "gguf", "--gguf-arch", "qwen3next", "--out", tmp_path / "gguf")
+    original = gatedlm.Model.load(ckpt, tokenizer="byte")
+    loaded = gatedlm.Model.load(tmp_path / "gguf" / "model.gguf")
+    assert loaded.config == original.config
+    a, b = original.state_dict(), loaded.state_dict()
+    assert a.keys() == b.keys()
+    for name in a:
+        np.testing.assert_allclose(b[name], a[name], rtol=0, atol=1e-6, err_msg=name)
+    ids = loaded.tokenizer.encode("It was the best of times")
+    np.testing.assert_allclose(loaded.forward(ids)["logits"], original.forward(ids)["logits"], rtol=1e-5, atol=1e-6)

@@ -14,6 +14,10 @@ Qwen3-MoE one (a small byte-level BPE vocabulary):
      original rounded to nearest even (numpy's rounding), Q8_0 within 1% relative L2;
   3. the tokenizer.json each import writes encodes ~1 MB of varied text (test_tokenizer_json's
      generated texts) to exactly the ids the original tokenizer.json gives.
+  4. a random Qwen3-Next-shaped hybrid (Gated DeltaNet layers, MoE with a shared expert)
+     exported as llama.cpp's qwen3next (--gguf-arch) and rewritten by llama.cpp as F16 and
+     BF16: gatedlm imports each with the config of its own F32 file's import, every tensor
+     either as that import has it (what llama.cpp keeps F32) or that rounded to the type.
 GATEDLM_GGUF_CASES=qwen3moe runs one case. Exit status 77 (ctest: skipped) with the reason when npm or a package is unavailable.
 
 Usage: /usr/bin/python3 tests/reference/test_gguf_import_llama.py --gatedlm build/gatedlm \
@@ -139,6 +143,49 @@ def check_case(name, cfg, tokenizer_json, args, libdir, work, text_file, failure
               f"{os.path.getsize(text_file)} bytes  {'PASS' if ok else 'FAIL'}")
 
 
+def check_hybrid(name, arch, cfg, args, libdir, work, failures):
+    """A gatedlm hybrid exported as `arch`, rewritten by llama.cpp, imported back."""
+    base = os.path.join(work, name)
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    with open(os.path.join(base, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    ck = os.path.join(base, "ck")
+    run([args.gatedlm, "init", "--config", os.path.join(base, "config.json"), "--out", ck, "--seed", "6"])
+    f32 = os.path.join(base, "f32")
+    run([args.gatedlm, "export", ck, "--format", "gguf", "--gguf-arch", arch, "--out", f32])
+    gguf = os.path.join(f32, "model.gguf")
+    reference = os.path.join(base, "back_f32")
+    run([args.gatedlm, "import", gguf, "--out", reference])
+    with open(os.path.join(reference, "config.json")) as f:
+        config = json.load(f)
+    ours = hf.read_safetensors(os.path.join(reference, "model.safetensors"))
+    for dtype in ("f16", "bf16"):
+        path = os.path.join(base, f"llama_{dtype}.gguf")
+        run([args.requantize, libdir, gguf, path, str(FTYPES[dtype])])
+        back = os.path.join(base, f"back_{dtype}")
+        run([args.gatedlm, "import", path, "--out", back])
+        label = f"{name} {dtype} (written by llama.cpp)"
+        before = len(failures)
+        with open(os.path.join(back, "config.json")) as f:
+            if json.load(f) != config:
+                failures.append(f"{label}: config.json differs")
+        theirs = hf.read_safetensors(os.path.join(back, "model.safetensors"))
+        rounded = 0
+        for tensor, (_, x) in ours.items():
+            y = theirs[tensor][1].astype(np.float32)
+            x = x.astype(np.float32)
+            r = x.astype(np.float16).astype(np.float32) if dtype == "f16" else bf16_round(x)
+            if not (np.array_equal(x, y) or np.array_equal(r, y)):
+                failures.append(f"{label}: {tensor} is neither the F32 import's values nor those rounded to {dtype}")
+            rounded += int(not np.array_equal(x, y))
+        ok = len(failures) == before and rounded > 0
+        if rounded == 0:
+            failures.append(f"{label}: no tensor was rounded: llama.cpp did not rewrite the file")
+        print(f"{label}: config as the F32 import's; {rounded} of {len(ours)} tensors rounded to {dtype}, the rest "
+              f"exact  {'PASS' if ok else 'FAIL'}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gatedlm", required=True)
@@ -175,6 +222,9 @@ def main(argv=None):
             if os.environ.get("GATEDLM_GGUF_CASES") and name not in os.environ["GATEDLM_GGUF_CASES"].split(","):
                 continue
             check_case(name, cfg, vocabularies[name], args, libdir, work, text_file, failures)
+        if not os.environ.get("GATEDLM_GGUF_CASES") or "qwen3next_hybrid" in os.environ["GATEDLM_GGUF_CASES"]:
+            check_hybrid("qwen3next_hybrid", "qwen3next", gl.HYBRID_CASES["qwen3next_hybrid"], args, libdir, work,
+                         failures)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)

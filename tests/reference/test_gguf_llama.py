@@ -230,7 +230,7 @@ def compare(binary, ck, lines, prompt, workdir):
     return err, greedy, ours_greedy
 
 
-def judge(label, dtype, err, greedy, ours_greedy):
+def judge(label, dtype, err, greedy, ours_greedy, tol=None):
     """F32 / F16: logits within TOL and the same greedy continuation. The quantised types:
     logits within QUANT_TOL of gatedlm's F32 ones (the continuations are only reported)."""
     same = ours_greedy == greedy and len(greedy) == GENERATE
@@ -240,8 +240,9 @@ def judge(label, dtype, err, greedy, ours_greedy):
         print(f"{label}: prompt logits rel L2 {err:.2e} from gatedlm's F32 (tol {QUANT_TOL[dtype]:.0e}); greedy "
               f"{agree}/{len(greedy)} tokens as F32 gatedlm's  {'PASS' if ok else 'FAIL'}")
         return ok
-    ok = err <= TOL[dtype] and same
-    print(f"{label}: prompt logits rel L2 {err:.2e} (tol {TOL[dtype]:.0e}); greedy {GENERATE} tokens "
+    tol = tol or TOL[dtype]
+    ok = err <= tol and same
+    print(f"{label}: prompt logits rel L2 {err:.2e} (tol {tol:.0e}); greedy {GENERATE} tokens "
           f"{'identical' if same else 'DIFFER'}  {'PASS' if ok else 'FAIL'}")
     print(f"  llama.cpp {greedy}\n  gatedlm   {ours_greedy}")
     if len(set(greedy)) < 4:
@@ -295,16 +296,29 @@ def check_gated_all_full(binary, probe, libdir, work, failures):
 
 HYBRID = {**GATED, "n_layers": 4, "rope_dims": 8, "full_attention_interval": 2, "norm_zero_centered": True,
           "linear_attention": {"n_k_heads": 1, "n_v_heads": 2, "k_head_dim": 16, "v_head_dim": 16, "conv_kernel": 4}}
+TWO_KEY_HEADS = {"n_k_heads": 2, "n_v_heads": 4, "k_head_dim": 8, "v_head_dim": 8, "conv_kernel": 4}
+HYBRID_MOE = {"n_experts": 8, "top_k": 2, "expert_hidden": 32, "n_shared": 1, "shared_hidden": 64}
 HYBRID_CASES = {
     # Qwen3.5-like: linear, full, linear, full; zero-centred norms; two value heads per key head
     # (llama.cpp's tiled head order); partial rotary (8 of 16 dims).
     "qwen35_hybrid": HYBRID,
-    # Layer kinds no interval gives (attention.recurrent_layers), MoE with a shared expert.
+    # Layer kinds no interval gives (attention.recurrent_layers), MoE with a shared expert; 2 key
+    # heads serving 4 value heads (with one key head the tiled order is the grouped one).
     "qwen35moe_hybrid": {**{k: v for k, v in HYBRID.items() if k != "full_attention_interval"},
                          "layer_types": ["linear_attention", "full_attention", "full_attention", "linear_attention"],
-                         "ffn_hidden": 0, "moe": {"n_experts": 8, "top_k": 2, "expert_hidden": 32, "n_shared": 1,
-                                                  "shared_hidden": 64}},
+                         "ffn_hidden": 0, "moe": HYBRID_MOE, "linear_attention": TWO_KEY_HEADS},
+    # Qwen3-Next-shaped, written as llama.cpp's qwen3next (--gguf-arch): MoE with a shared
+    # expert; 2 key heads serving 4 value heads, so that a head order (grouped for qwen3next,
+    # tiled for qwen35) that is wrong shows; three linear layers to one full (interval 4).
+    "qwen3next_hybrid": {**HYBRID, "full_attention_interval": 4, "ffn_hidden": 0, "moe": HYBRID_MOE,
+                         "linear_attention": TWO_KEY_HEADS},
 }
+HYBRID_ARCH = {"qwen35_hybrid": "qwen35", "qwen35moe_hybrid": "qwen35moe", "qwen3next_hybrid": "qwen3next"}
+# The hybrids' F32 prompt logits (issue 24's bound; measured 1.3e-4 to 5.4e-4).
+HYBRID_F32_TOL = 1e-3
+# gatedlm's logits on the F32 file imported back against the original's: only A_log (stored as
+# -exp(A_log)) and the zero-centred norms (stored as 1 + w) went through float32 rounding.
+IMPORT_TOL = 1e-5
 
 
 def perturb_small_tensors(ck):
@@ -325,7 +339,7 @@ def check_hybrid(binary, probe, libdir, work, name, cfg, failures):
     """A hybrid model (Gated DeltaNet and G1-gated softmax layers) as qwen35 / qwen35moe: F32,
     the prompt logits as above and llama.cpp's greedy continuation against both gatedlm's
     argmax and `gatedlm generate`'s (which decodes through the recurrent state); F16, the
-    prompt logits."""
+    prompt logits. The F32 file imported back by gatedlm scores as the original (IMPORT_TOL)."""
     base = os.path.join(work, name)
     shutil.rmtree(base, ignore_errors=True)
     os.makedirs(base)
@@ -339,7 +353,7 @@ def check_hybrid(binary, probe, libdir, work, name, cfg, failures):
     prompt = gen["prompt_ids"]
     for dtype in ("f32", "f16"):
         out = os.path.join(base, f"gguf_{dtype}")
-        run([binary, "export", ck, "--format", "gguf", "--dtype", dtype, "--out", out])
+        run([binary, "export", ck, "--format", "gguf", "--dtype", dtype, "--gguf-arch", HYBRID_ARCH[name], "--out", out])
         lines = run([probe, libdir, os.path.join(out, "model.gguf"), str(GENERATE)] + list(map(str, prompt)))
         err, greedy, ours = compare(binary, ck, lines, prompt, base)
         if dtype == "f16":  # other weights than gatedlm's: the logits' distance only (these models meet near-ties)
@@ -348,11 +362,32 @@ def check_hybrid(binary, probe, libdir, work, name, cfg, failures):
                   f"{sum(a == b for a, b in zip(greedy, ours))}/{len(greedy)} as gatedlm's F32  {'PASS' if ok else 'FAIL'}")
         else:
             same_as_generate = greedy == gen["ids"] and len(gen["ids"]) == GENERATE
-            ok = judge(f"{name} gguf {dtype}", dtype, err, greedy, ours) and same_as_generate
+            ok = judge(f"{name} gguf {dtype}", dtype, err, greedy, ours, HYBRID_F32_TOL) and same_as_generate
             print(f"  gatedlm generate {gen['ids']} ({gen['finish_reason']}): "
                   f"{'the same as llama.cpp' if same_as_generate else 'DIFFERS from llama.cpp'}")
+            ok = check_imported(binary, base, name, os.path.join(out, "model.gguf"), ck, prompt + greedy) and ok
         if not ok:
             failures.append(f"{name} {dtype}")
+
+
+def check_imported(binary, base, name, gguf, ck, tokens):
+    """gatedlm import of the GGUF gatedlm wrote: its logits on `tokens` against the original's."""
+    back = os.path.join(base, "imported")
+    shutil.rmtree(back, ignore_errors=True)
+    run([binary, "import", gguf, "--out", back])
+    logits = []
+    for which in (ck, back):
+        tok = os.path.join(base, "import_tokens.txt")
+        with open(tok, "w") as f:
+            f.write(" ".join(map(str, tokens)) + "\n")
+        dump = os.path.join(base, "import.safetensors")
+        run([binary, "debug", "grads", "--checkpoint", which, "--token-ids", tok, "--out", dump])
+        logits.append(hf.read_safetensors(dump)["logits"][1][0])
+    err = float(np.linalg.norm(logits[1] - logits[0]) / np.linalg.norm(logits[0]))
+    ok = err <= IMPORT_TOL
+    print(f"{name} gguf f32 imported back: logits rel L2 {err:.2e} from the original's (tol {IMPORT_TOL:.0e})  "
+          f"{'PASS' if ok else 'FAIL'}")
+    return ok
 
 
 if __name__ == "__main__":
