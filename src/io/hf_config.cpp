@@ -194,12 +194,7 @@ ModelConfig config_from_hf(const json& hf, HfFormat format, const std::string& s
   }
   c.attn_qkv_bias = c.attn_o_bias = bias;
   if (model_type == "qwen3_moe") read_moe(r, c);
-  r.reject_unknown();
-  try {
-    c.validate();
-  } catch (const Error& e) {
-    fail(source, ": the model it describes is not valid: ", e.what());
-  }
+  finish_config(r, c, source);
   return c;
 }
 

@@ -257,12 +257,7 @@ ModelConfig hybrid_config_from_hf(const json& hf, HfFormat format, const std::st
     if (r.has("mlp_only_layers") && !r.raw("mlp_only_layers").empty())
       fail(r.where("mlp_only_layers"), ": ", r.raw("mlp_only_layers").dump(), " in a dense model");
   }
-  r.reject_unknown();
-  try {
-    c.validate();
-  } catch (const Error& e) {
-    fail(source, ": the model it describes is not valid: ", e.what());
-  }
+  finish_config(r, c, source);
   return c;
 }
 

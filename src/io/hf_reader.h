@@ -72,6 +72,17 @@ class HfReader {
   std::set<std::string> used_;
 };
 
+// The end of every config mapping: refuses the keys nothing read, then the model's own
+// checks (model::ModelConfig::validate), naming `source`.
+inline void finish_config(const HfReader& r, const model::ModelConfig& c, const std::string& source) {
+  r.reject_unknown();
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    fail(source, ": the model it describes is not valid: ", e.what());
+  }
+}
+
 // rope_scaling: null / "default" -> none; linear; yarn with transformers' defaults (other
 // values refused naming `source` and the key).
 void read_rope_scaling(HfReader& r, model::ModelConfig& c, const std::string& source);
