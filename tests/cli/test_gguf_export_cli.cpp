@@ -1,6 +1,7 @@
 // gatedlm export --format gguf through the binary: --dtype takes GGUF's types (and only the
 // Hugging Face formats' own without gguf), a quantised file says its llama.cpp file type, and
-// a gated model is refused naming the gate, with nothing written.
+// a gated model is refused naming the gate, with nothing written; --gguf-arch names the
+// architecture.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -60,6 +61,42 @@ TEST(GgufExportCli, GatedModelsAreRefusedWithTheReason) {
   expect_refused({"export", headwise.string(), "--format", "gguf", "--out", (dir / "hw_out").string()},
                  {"gate.granularity", "headwise", "no llama.cpp form"});
   EXPECT_FALSE(fs::exists(dir / "hw_out"));
+}
+
+// --gguf-arch qwen3next: a G1-gated hybrid MoE model is written as llama.cpp's qwen3next
+// (beta and alpha fused into ssm_ba, no M-RoPE sections) and `gatedlm import` gives its
+// config back; an architecture the model does not fit, an unknown one, or the flag without
+// --format gguf is refused naming the flag, with nothing written.
+TEST(GgufExportCli, GgufArchWritesQwen3NextAndRefusesWhatDoesNotFit) {
+  TempDir dir("gguf_arch_cli");
+  const json hybrid = config({{"n_layers", 2}, {"ffn_hidden", 0}, {"full_attention_interval", 2}, {"rope_dims", 8},
+                              {"gate", {{"position", "sdpa"}}},
+                              {"linear_attention", {{"n_k_heads", 1}, {"n_v_heads", 2}, {"k_head_dim", 8}, {"v_head_dim", 8}}},
+                              {"moe", {{"n_experts", 4}, {"top_k", 2}, {"expert_hidden", 16}, {"n_shared", 1}}}});
+  const fs::path ck = make_checkpoint(dir, "hy", hybrid);
+  const fs::path out = dir / "next";
+  CliResult r = run_gatedlm({"export", ck.string(), "--format", "gguf", "--gguf-arch", "qwen3next", "--out", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("qwen3next"), std::string::npos) << r.output;
+  const GgufTestFile f = read_gguf_for_test((out / "model.gguf").string());
+  EXPECT_EQ(f.architecture, "qwen3next");
+  EXPECT_TRUE(f.tensors.count("blk.0.ssm_ba.weight"));
+  EXPECT_FALSE(f.tensors.count("blk.0.ssm_beta.weight"));
+  EXPECT_FALSE(f.metadata.count("qwen3next.rope.dimension_sections"));
+  r = run_gatedlm({"import", (out / "model.gguf").string(), "--out", (dir / "back").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json::parse(read_file(dir / "back" / "config.json")), json::parse(read_file(ck / "config.json")));
+
+  const fs::path dense = make_checkpoint(dir, "dense", config({{"n_layers", 2}, {"full_attention_interval", 2},
+                                                               {"gate", {{"position", "sdpa"}}},
+                                                               {"linear_attention", hybrid["linear_attention"]}}));
+  expect_refused({"export", dense.string(), "--format", "gguf", "--gguf-arch", "qwen3next", "--out", (dir / "a").string()},
+                 {"--gguf-arch qwen3next", "zero experts"});
+  expect_refused({"export", ck.string(), "--format", "gguf", "--gguf-arch", "llama", "--out", (dir / "a").string()},
+                 {"--gguf-arch llama", "unknown"});
+  expect_refused({"export", ck.string(), "--format", "paper", "--gguf-arch", "qwen3next", "--out", (dir / "a").string()},
+                 {"--gguf-arch", "--format gguf"});
+  EXPECT_FALSE(fs::exists(dir / "a"));
 }
 
 }  // namespace
