@@ -120,12 +120,14 @@ class Sides:
 
 
 def delta_share(r):
-    """gatedlm's share of the step in the delta-rule kernels, if its JSON reports their time
-    (a key with 'delta' in its name, in ms per step)."""
-    for k, v in (r or {}).items():
-        if "delta" in k and isinstance(v, (int, float)) and r.get("median_ms"):
-            return f"{k} {100.0 * v / r['median_ms']:.1f} %"
-    return "not reported"
+    """gatedlm's share of the mean step in the delta-rule kernels (delta_rule_share of `bench
+    train`'s JSON), and of the linear layers' token mixers (deltanet_ms: the in/out products,
+    the delta rule and the elementwise parts, summed over layers)."""
+    if not r or "delta_rule_share" not in r:
+        return "not reported"
+    mean_ms = statistics.mean(r["step_ms"])
+    mixer = sum(r["deltanet_ms"].values())
+    return f"delta rule {100.0 * r['delta_rule_share']:.1f} % (linear mixers {100.0 * mixer / mean_ms:.0f} %)"
 
 
 def main_table(a, sides):

@@ -79,15 +79,23 @@ class StepTimer {
     }
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   }
-  void reset_moe_times() { m_.moe_times(/*reset=*/true); }
-  // The MoE parts' milliseconds per step over `steps` steps since the last reset.
-  void add_moe_times(SpeedResult& r, int64_t steps) {
+  void reset_part_times() {
+    m_.moe_times(/*reset=*/true);
+    m_.deltanet_times(/*reset=*/true);
+  }
+  // The MoE and Gated DeltaNet parts' milliseconds per step over `steps` steps since the
+  // last reset.
+  void add_part_times(SpeedResult& r, int64_t steps) {
     const model::MoeTimes t = m_.moe_times();
     const double per = 1e3 / static_cast<double>(steps);
     r.moe_routing_ms = t.routing * per;
     r.moe_permute_ms = t.permute * per;
     r.moe_experts_ms = t.experts * per;
     r.moe_shared_ms = t.shared * per;
+    const model::DeltaNetTimes d = m_.deltanet_times();
+    r.deltanet_products_ms = d.products * per;
+    r.deltanet_delta_rule_ms = d.delta_rule * per;
+    r.deltanet_elementwise_ms = d.elementwise * per;
   }
   // Median/min/max, throughput and FLOPs of the timed steps.
   SpeedResult result(std::vector<double> step_ms) const {
@@ -125,12 +133,12 @@ SpeedResult measure_training_speed(const model::ModelConfig& c, const SpeedOptio
   StepTimer timer(c, o);
   std::vector<double> ms;
   for (int64_t i = 0; i < o.warmup_steps + o.steps; ++i) {
-    if (i == o.warmup_steps) timer.reset_moe_times();
+    if (i == o.warmup_steps) timer.reset_part_times();
     const double t = timer.step_ms();
     if (i >= o.warmup_steps) ms.push_back(t);
   }
   SpeedResult r = timer.result(std::move(ms));
-  timer.add_moe_times(r, o.steps);
+  timer.add_part_times(r, o.steps);
   return r;
 }
 

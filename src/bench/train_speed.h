@@ -29,6 +29,10 @@ struct SpeedResult {
   // Mixture of experts: milliseconds per timed step in the MoE blocks' parts (model/moe.h
   // MoeTimes: routing, permutation, experts, shared expert), summed over layers.
   double moe_routing_ms = 0, moe_permute_ms = 0, moe_experts_ms = 0, moe_shared_ms = 0;
+  // Hybrid models: milliseconds per timed step in the Gated DeltaNet layers' parts (model/
+  // gated_deltanet.h DeltaNetTimes: in/out products, delta-rule kernels, elementwise), summed
+  // over layers.
+  double deltanet_products_ms = 0, deltanet_delta_rule_ms = 0, deltanet_elementwise_ms = 0;
 };
 
 int64_t matmul_params(const model::ModelConfig& c);  // every weight that enters a token's matrix products

@@ -1,6 +1,7 @@
 // gatedlm bench: engine-side speed measurements (bench/compare_pytorch.py drives them).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <numeric>
 #include <nlohmann/json.hpp>
 
 #include "bench/allreduce_speed.h"
@@ -30,6 +31,14 @@ nlohmann::json speed_json(const bench::SpeedResult& r, const model::ModelConfig&
   if (c.has_moe())  // ms per step in the MoE blocks' parts (model/moe.h MoeTimes)
     j["moe_ms"] = {{"routing", r.moe_routing_ms}, {"permute", r.moe_permute_ms}, {"experts", r.moe_experts_ms},
                    {"shared", r.moe_shared_ms}};
+  if (c.has_linear()) {  // ms per step in the Gated DeltaNet layers' parts (model/gated_deltanet.h)
+    j["deltanet_ms"] = {{"products", r.deltanet_products_ms},
+                        {"delta_rule", r.deltanet_delta_rule_ms},
+                        {"elementwise", r.deltanet_elementwise_ms}};
+    // the parts are means over the timed steps, so their share is of the mean step
+    const double mean_ms = std::accumulate(r.step_ms.begin(), r.step_ms.end(), 0.0) / r.step_ms.size();
+    j["delta_rule_share"] = r.deltanet_delta_rule_ms / mean_ms;
+  }
   return j;
 }
 

@@ -83,7 +83,7 @@ void Model<T>::linear_attention_backward(int64_t l) {
   const LayerViews<T>& g = g_.layers[l];
   const T* d_o = branch_output_backward(l, a.o0.data());
   deltanet_backward(s.dh.data(), deltanet_grads(g), d_o, a.h.data(), s.batch, s.seq, deltanet_shape(c),
-                    deltanet_weights(w), a.lin, s.lin_scratch);
+                    deltanet_weights(w), a.lin, s.lin_scratch, &s.lin_times);
   k::rmsnorm_backward(s.dres.data(), g.input_norm, s.dh.data(), s.resid[l].data(), w.input_norm,
                       a.rstd_attn.data(), s.n, c.d_model);
 }

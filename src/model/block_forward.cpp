@@ -87,7 +87,8 @@ void Model<T>::linear_attention_forward(int64_t l) {
   const LayerViews<T>& w = w_.layers[l];
   k::rmsnorm_forward(a.h.data(), a.rstd_attn.data(), s.resid[l].data(), w.input_norm, s.n, c.d_model, c.norm_eps);
   if (s.positions.empty()) {
-    deltanet_forward(a.o0.data(), a.h.data(), s.batch, s.seq, deltanet_shape(c), deltanet_weights(w), a.lin);
+    deltanet_forward(a.o0.data(), a.h.data(), s.batch, s.seq, deltanet_shape(c), deltanet_weights(w), a.lin,
+                     &s.lin_times);
   } else {
     const std::vector<DeltaNetRun<T>> runs = linear_runs(l);
     deltanet_forward_runs<T>(a.o0.data(), a.h.data(), s.n, runs, deltanet_shape(c), deltanet_weights(w), a.lin);

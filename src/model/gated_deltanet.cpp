@@ -46,10 +46,10 @@ namespace {
 
 // The causal depthwise convolution of one sequence's `count` rows of proj (row stride ld):
 // conv_pre[t, c] = sum_j w[c, j] x[t - (K-1) + j, c], where rows before the first come from
-// history [K-1, C] (null: zeros).
+// history [K-1, C] (null: zeros). taps = taps_by_channel(w).
 template <typename T>
-void conv_forward(T* conv_pre, const T* proj, int64_t ld, int64_t count, const T* w, const T* history,
-                  const LinearAttentionConfig& la) {
+void conv_forward(T* conv_pre, const T* proj, int64_t ld, int64_t count, const std::vector<T>& taps,
+                  const T* history, const LinearAttentionConfig& la) {
   const int64_t C = la.conv_dim(), K = la.conv_kernel;
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < count; ++t) {
@@ -59,7 +59,8 @@ void conv_forward(T* conv_pre, const T* proj, int64_t ld, int64_t count, const T
       const int64_t u = t - (K - 1) + j;
       const T* x = u >= 0 ? proj + u * ld : history ? history + (K - 1 + u) * C : nullptr;
       if (!x) continue;
-      for (int64_t c = 0; c < C; ++c) out[c] += w[c * K + j] * x[c];
+      const T* tap = taps.data() + j * C;
+      for (int64_t c = 0; c < C; ++c) out[c] += tap[c] * x[c];
     }
   }
 }
@@ -78,53 +79,66 @@ void conv_history_update(T* history, const T* proj, int64_t ld, int64_t count, b
   std::copy(next.begin(), next.end(), history);
 }
 
-// SiLU of the convolution, then q and k L2-normalised per key head (q also scaled by
-// 1/sqrt(d_k)) and repeated to the value heads, v copied per value head; beta, g and SiLU(z)
-// from the other columns of proj. Rows are independent.
+// One row's q and k from act = SiLU(its convolution) [conv_dim]: L2-normalised per key head
+// (q also scaled by 1/sqrt(d_k)) and repeated to the value heads.
+template <typename T>
+void normalise_keys(DeltaNetActivations<T>& a, int64_t r, const T* act, const LinearAttentionConfig& la) {
+  const int64_t nk = la.n_k_heads, nv = la.n_v_heads, dk = la.k_head_dim, rep = la.heads_per_key(), kd = la.key_dim();
+  const T q_scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(dk)));
+  for (int64_t j = 0; j < nk; ++j) {
+    for (int which = 0; which < 2; ++which) {  // q, then k
+      const T* x = act + which * kd + j * dk;
+      T sum = 0;
+      for (int64_t i = 0; i < dk; ++i) sum += x[i] * x[i];
+      const T rn = T(1) / std::sqrt(sum + static_cast<T>(kL2Eps));
+      (which == 0 ? a.rnorm_q : a.rnorm_k)[r * nk + j] = rn;
+      const T scale = rn * (which == 0 ? q_scale : T(1));
+      T* dst = (which == 0 ? a.q : a.k).data();
+      for (int64_t h = j * rep; h < (j + 1) * rep; ++h)
+        for (int64_t i = 0; i < dk; ++i) dst[(r * nv + h) * dk + i] = x[i] * scale;
+    }
+  }
+}
+
+// SiLU of the convolution, then q and k (normalise_keys), v copied per value head; beta, g
+// and SiLU(z) from the other columns of proj. Rows are independent; the SiLUs run through the
+// kernel set's vector rows.
 template <typename T>
 void mix_inputs(DeltaNetActivations<T>& a, int64_t n, const DeltaNetWeights<T>& w, const LinearAttentionConfig& la) {
   const ProjColumns col(la);
-  const int64_t C = la.conv_dim(), nk = la.n_k_heads, nv = la.n_v_heads, dk = la.k_head_dim, vd = la.value_dim();
-  const int64_t rep = la.heads_per_key(), kd = la.key_dim();
-  const T q_scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(dk)));
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < n; ++r) {
-    std::vector<T> act(static_cast<size_t>(C));
-    for (int64_t c = 0; c < C; ++c) act[c] = k::activate(k::Activation::silu, a.conv_pre[r * C + c]);
-    for (int64_t j = 0; j < nk; ++j) {
-      for (int which = 0; which < 2; ++which) {  // q, then k
-        const T* x = act.data() + which * kd + j * dk;
-        T sum = 0;
-        for (int64_t i = 0; i < dk; ++i) sum += x[i] * x[i];
-        const T rn = T(1) / std::sqrt(sum + static_cast<T>(kL2Eps));
-        (which == 0 ? a.rnorm_q : a.rnorm_k)[r * nk + j] = rn;
-        const T scale = rn * (which == 0 ? q_scale : T(1));
-        T* dst = (which == 0 ? a.q : a.k).data();
-        for (int64_t h = j * rep; h < (j + 1) * rep; ++h)
-          for (int64_t i = 0; i < dk; ++i) dst[(r * nv + h) * dk + i] = x[i] * scale;
+  const int64_t C = la.conv_dim(), nv = la.n_v_heads, vd = la.value_dim(), kd = la.key_dim();
+#pragma omp parallel
+  {
+    std::vector<T> act(static_cast<size_t>(2 * kd));  // this thread's row of SiLU(q|k)
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < n; ++r) {
+      const T* pre = a.conv_pre.data() + r * C;
+      k::activate_row(act.data(), pre, 2 * kd, k::Activation::silu);
+      normalise_keys(a, r, act.data(), la);
+      k::activate_row(a.v.data() + r * vd, pre + 2 * kd, vd, k::Activation::silu);
+      const T* p = a.proj.data() + r * col.width;
+      for (int64_t h = 0; h < nv; ++h) {
+        a.beta[r * nv + h] = k::sigmoid(p[col.b + h]);
+        a.g[r * nv + h] = -std::exp(w.A_log[h]) * softplus(p[col.a + h] + w.dt_bias[h]);
       }
+      k::activate_row(a.z_gate.data() + r * vd, p + col.z, vd, k::Activation::silu);
     }
-    std::copy_n(act.data() + 2 * kd, vd, a.v.data() + r * vd);
-    const T* p = a.proj.data() + r * col.width;
-    for (int64_t h = 0; h < nv; ++h) {
-      a.beta[r * nv + h] = k::sigmoid(p[col.b + h]);
-      a.g[r * nv + h] = -std::exp(w.A_log[h]) * softplus(p[col.a + h] + w.dt_bias[h]);
-    }
-    for (int64_t i = 0; i < vd; ++i) a.z_gate[r * vd + i] = k::activate(k::Activation::silu, p[col.z + i]);
   }
 }
 
 // The gated RMSNorm and the output projection: o -> normed -> y -> out [n, d].
 template <typename T>
 void gated_norm_out(T* out, DeltaNetActivations<T>& a, int64_t n, const DeltaNetShape& s,
-                    const DeltaNetWeights<T>& w) {
+                    const DeltaNetWeights<T>& w, PartClock& clock) {
   const LinearAttentionConfig& la = s.la;
   const int64_t vd = la.value_dim();
   k::rmsnorm_forward(a.normed.data(), a.rstd_o.data(), a.o.data(), w.norm, n * la.n_v_heads, la.v_head_dim,
                      s.norm_eps);
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n * vd; ++i) a.y[i] = a.normed[i] * a.z_gate[i];
+  clock.charge(&DeltaNetTimes::elementwise);
   k::linear_forward(out, a.y.data(), w.out_proj, n, vd, s.d_model);
+  clock.charge(&DeltaNetTimes::products);
 }
 
 template <typename T>
@@ -136,18 +150,23 @@ k::DeltaRuleShape rule_shape(int64_t batch, int64_t seq, const LinearAttentionCo
 
 template <typename T>
 void deltanet_forward(T* out, const T* h, int64_t batch, int64_t seq, const DeltaNetShape& s,
-                      const DeltaNetWeights<T>& w, DeltaNetActivations<T>& a) {
+                      const DeltaNetWeights<T>& w, DeltaNetActivations<T>& a, DeltaNetTimes* times) {
   const LinearAttentionConfig& la = s.la;
   const int64_t n = batch * seq, ld = la.in_width();
+  PartClock clock(times);
   if (static_cast<int64_t>(a.proj.size()) != n * ld) a.resize(n, la);
   k::linear_forward(a.proj.data(), h, w.in_proj, n, s.d_model, ld);
+  clock.charge(&DeltaNetTimes::products);
+  const std::vector<T> taps = taps_by_channel(w.conv, la);
   for (int64_t b = 0; b < batch; ++b)
-    conv_forward(a.conv_pre.data() + b * seq * la.conv_dim(), a.proj.data() + b * seq * ld, ld, seq, w.conv,
+    conv_forward(a.conv_pre.data() + b * seq * la.conv_dim(), a.proj.data() + b * seq * ld, ld, seq, taps,
                  static_cast<const T*>(nullptr), la);
   mix_inputs(a, n, w, la);
+  clock.charge(&DeltaNetTimes::elementwise);
   const k::DeltaRuleInputs<T> in{a.q.data(), a.k.data(), a.v.data(), a.g.data(), a.beta.data(), nullptr};
   k::delta_rule_chunked_forward<T>(a.o.data(), nullptr, in, rule_shape<T>(batch, seq, la), kChunk);
-  gated_norm_out(out, a, n, s, w);
+  clock.charge(&DeltaNetTimes::delta_rule);
+  gated_norm_out(out, a, n, s, w, clock);
 }
 
 // Each run: the convolution over its rows with its state's history, then (after the rows'
@@ -160,11 +179,12 @@ void deltanet_forward_runs(T* out, const T* h, int64_t n, std::span<const DeltaN
   const int64_t ld = la.in_width(), C = la.conv_dim(), nv = la.n_v_heads, dk = la.k_head_dim;
   if (static_cast<int64_t>(a.proj.size()) < n * ld) a.resize(n, la);
   k::linear_forward(a.proj.data(), h, w.in_proj, n, s.d_model, ld);
+  const std::vector<T> taps = taps_by_channel(w.conv, la);
   for (const DeltaNetRun<T>& run : runs) {
     if (run.first < 0 || run.count < 1 || run.first + run.count > n)
       fail("deltanet: run [", run.first, ", +", run.count, ") outside the ", n, " rows");
     const T* p = a.proj.data() + run.first * ld;
-    conv_forward(a.conv_pre.data() + run.first * C, p, ld, run.count, w.conv, run.fresh ? nullptr : run.state.conv, la);
+    conv_forward(a.conv_pre.data() + run.first * C, p, ld, run.count, taps, run.fresh ? nullptr : run.state.conv, la);
     conv_history_update(run.state.conv, p, ld, run.count, run.fresh, la);
   }
   mix_inputs(a, n, w, la);
@@ -180,7 +200,8 @@ void deltanet_forward_runs(T* out, const T* h, int64_t n, std::span<const DeltaN
     else
       k::delta_rule_recurrent_forward<T>(o, run.state.delta, in, rule_shape<T>(1, run.count, la));
   }
-  gated_norm_out(out, a, n, s, w);
+  PartClock untimed(nullptr);
+  gated_norm_out(out, a, n, s, w, untimed);
 }
 
 template struct DeltaNetActivations<float>;
@@ -188,9 +209,9 @@ template struct DeltaNetActivations<double>;
 template struct DeltaNetScratch<float>;
 template struct DeltaNetScratch<double>;
 template void deltanet_forward<float>(float*, const float*, int64_t, int64_t, const DeltaNetShape&,
-                                      const DeltaNetWeights<float>&, DeltaNetActivations<float>&);
+                                      const DeltaNetWeights<float>&, DeltaNetActivations<float>&, DeltaNetTimes*);
 template void deltanet_forward<double>(double*, const double*, int64_t, int64_t, const DeltaNetShape&,
-                                       const DeltaNetWeights<double>&, DeltaNetActivations<double>&);
+                                       const DeltaNetWeights<double>&, DeltaNetActivations<double>&, DeltaNetTimes*);
 template void deltanet_forward_runs<float>(float*, const float*, int64_t, std::span<const DeltaNetRun<float>>,
                                            const DeltaNetShape&, const DeltaNetWeights<float>&,
                                            DeltaNetActivations<float>&);

@@ -88,11 +88,19 @@ struct DeltaNetRun {
   bool fresh;
 };
 
+// Seconds spent in a layer's parts (forward and backward) since the caller last reset them:
+// products = in_proj and out_proj; delta_rule = the chunked delta-rule kernels; elementwise =
+// the rest (convolution, SiLU, L2 norms, gates, the gated RMSNorm). Their sum is the token
+// mixer's time. `gatedlm bench train` reports them (Model::deltanet_times).
+struct DeltaNetTimes {
+  double products = 0, delta_rule = 0, elementwise = 0;
+};
+
 // Training-shaped forward: h [batch, seq, d] -> out [batch * seq, d]; each sequence from a
-// zero state. Fills a (sized by it).
+// zero state. Fills a (sized by it). times (null: not timed) accumulates the parts' seconds.
 template <typename T>
 void deltanet_forward(T* out, const T* h, int64_t batch, int64_t seq, const DeltaNetShape& s,
-                      const DeltaNetWeights<T>& w, DeltaNetActivations<T>& a);
+                      const DeltaNetWeights<T>& w, DeltaNetActivations<T>& a, DeltaNetTimes* times = nullptr);
 
 // Incremental forward of n rows h [n, d] in runs (every row in exactly one run), each run
 // continuing and updating its state. out [n, d].
@@ -101,10 +109,10 @@ void deltanet_forward_runs(T* out, const T* h, int64_t n, std::span<const DeltaN
                            const DeltaNetShape& s, const DeltaNetWeights<T>& w, DeltaNetActivations<T>& a);
 
 // Backward of the last deltanet_forward: dh [n, d] is written (not accumulated), the weight
-// gradients are accumulated into g.
+// gradients are accumulated into g. times as deltanet_forward's.
 template <typename T>
 void deltanet_backward(T* dh, const DeltaNetGrads<T>& g, const T* dout, const T* h, int64_t batch, int64_t seq,
                        const DeltaNetShape& s, const DeltaNetWeights<T>& w, const DeltaNetActivations<T>& a,
-                       DeltaNetScratch<T>& scratch);
+                       DeltaNetScratch<T>& scratch, DeltaNetTimes* times = nullptr);
 
 }  // namespace gatedlm::model

@@ -328,6 +328,13 @@ MoeAuxLosses Model<T>::moe_aux() const {
 }
 
 template <typename T>
+DeltaNetTimes Model<T>::deltanet_times(bool reset) {
+  const DeltaNetTimes sum = s_->lin_times;
+  if (reset) s_->lin_times = DeltaNetTimes{};
+  return sum;
+}
+
+template <typename T>
 MoeTimes Model<T>::moe_times(bool reset) {
   MoeTimes sum;
   for (auto& b : s_->moe) {

@@ -127,6 +127,8 @@ class Model {
   std::vector<int64_t> route_counts(const int32_t* tokens, int64_t batch, int64_t seq);
   // Seconds in the MoE blocks' parts since the last reset, summed over layers.
   MoeTimes moe_times(bool reset = false);
+  // Seconds in the Gated DeltaNet layers' parts since the last reset, summed over layers.
+  DeltaNetTimes deltanet_times(bool reset = false);
   // The MoE block of a layer (null for a dense layer), for the probes of analysis/.
   const MoeBlock<T>* moe_block(int64_t layer) const;
 

@@ -63,6 +63,7 @@ struct Model<T>::State {
   std::vector<T> dres, dh, da, db, dc, dq0, dq1, dq2, dk0, dk1, dk2, dv0, dv1, dfa, dfgu, dgate, dscore, dqkvg;
   SwitchHeadsScratch<T> sw_scratch;
   DeltaNetScratch<T> lin_scratch;
+  DeltaNetTimes lin_times;  // the linear layers' parts, summed over layers (Model::deltanet_times)
 };
 
 namespace detail {
