@@ -83,6 +83,9 @@ void read_sizes(HfReader& r, ModelConfig& c, HfFormat format) {
   c.attn_qkv_bias = c.attn_o_bias = r.boolean("attention_bias", false);
   const std::string act = r.string("hidden_act", "silu");
   if (act != "silu") fail(r.where("hidden_act"), ": \"", act, "\" is not supported (gatedlm's FFN is SwiGLU: silu)");
+  if (r.boolean("use_sliding_window", false))
+    fail(r.where("use_sliding_window"), ": sliding-window attention is not supported");
+  r.ignore("sliding_window");  // unused without use_sliding_window (Qwen3-Next's config carries both)
   c.qk_norm = true;
   c.norm_zero_centered = true;  // every RMSNorm but the gated one computes x * (1 + w)
   // transformers gates every softmax layer (q_proj holds [query | gate] per head).

@@ -73,6 +73,7 @@ def text(**over):
 
 def qwen3_next(**over):
     c = text(model_type="qwen3_next", mtp_num_hidden_layers=None, mtp_use_dedicated_embeddings=None,
+             use_sliding_window=False, sliding_window=None, max_window_layers=4,
              architectures=["Qwen3NextForCausalLM"], decoder_sparse_step=1, norm_topk_prob=True, mlp_only_layers=[],
              **MOE_KEYS)
     c.update(over)
@@ -166,6 +167,7 @@ def import_refusals(base, failures, binary):
         ("layer_types against the interval", variant("kinds", inner={"full_attention_interval": 2}),
          "disagrees with full_attention_interval"),
         ("a non-silu activation", variant("act", inner={"hidden_act": "gelu"}), "hidden_act"),
+        ("sliding-window attention", variant("swa", inner={"use_sliding_window": True}), "use_sliding_window"),
         ("MoE keys in a dense Qwen3.5", variant("moekey", inner={"num_experts": 4}), "num_experts"),
         ("a missing fused tensor", variant("missing", drop=P + "3.self_attn.q_proj.weight"),
          P + "3.self_attn.q_proj.weight"),
