@@ -8,6 +8,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "io/gguf_tables.h"
+#include "io/gguf_tokenizer.h"
 #include "io/tokenizer_json.h"
 #include "model/param_layout.h"
 
@@ -85,7 +86,7 @@ void add_gpt2_vocabulary(Bytes& kv, TokenizerJsonVocabulary v, int64_t vocab_siz
     if (k == Kind::unused) v.tokens[i] = cat("[PAD", i, "]");
   }
   kv.kv_str("tokenizer.ggml.model", "gpt2");
-  kv.kv_str("tokenizer.ggml.pre", "qwen2");
+  kv.kv_str("tokenizer.ggml.pre", llama_pre_tokenizer_name(v, source));  // as llama.cpp must split the text
   kv.kv_strings("tokenizer.ggml.tokens", v.tokens);
   kv.kv_i32s("tokenizer.ggml.token_type", types);
   kv.kv_strings("tokenizer.ggml.merges", v.merges);  // llama.cpp requires the key, even empty
@@ -134,6 +135,10 @@ void check_qwen35_gate(const model::ModelConfig& c) {
 // re-check a newer llama.cpp (tests/reference/test_gguf_llama.py does, expecting the abort
 // below while the pinned llama.cpp has it).
 constexpr const char* kForceAllFullQwen35 = "GATEDLM_GGUF_FORCE_ALL_FULL_QWEN35";
+
+// Set to write qwen3next's linear layers in the older fused form (ssm_in), which llama.cpp
+// still reads and gatedlm imports: tests/reference/test_gguf_llama.py checks both readings.
+constexpr const char* kQwen3NextSsmIn = "GATEDLM_GGUF_QWEN3NEXT_SSM_IN";
 
 // llama.cpp computes the G1 gate only in qwen35 / qwen35moe / qwen3next, hybrid
 // architectures whose graph reads a recurrent state even when no layer is recurrent.
@@ -303,7 +308,8 @@ void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& token
   check_exportable(c, arch);
   Bytes kv = gguf_metadata(c, arch, dtype, tokenizer);
   const model::ParamLayout layout(c);
-  const std::vector<GgufTensor> tensors = gguf_tensors(layout, c, arch);
+  const bool ssm_in = arch == "qwen3next" && std::getenv(kQwen3NextSsmIn);
+  const std::vector<GgufTensor> tensors = gguf_tensors(layout, c, arch, ssm_in);
   std::vector<PlacedTensor> placed;
   Bytes infos = gguf_tensor_infos(tensors, dtype, c.tie_embeddings, placed);
 

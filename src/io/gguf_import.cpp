@@ -230,7 +230,7 @@ ImportedGguf import_gguf(const std::string& path) {
   c = config_from_gguf(f, arch);
   check_counts(f, c, arch.name);
   const model::ParamLayout layout(c);
-  const std::vector<GgufTensor> wanted = gguf_tensors(layout, c, arch.name);
+  const std::vector<GgufTensor> wanted = gguf_tensors(layout, c, arch.name, gguf_has_fused_qkvz(f, arch.name));
   check_tensors(f, wanted, arch.name);
   GgufVocabulary vocabulary = gguf_vocabulary(f, c.vocab_size);
   out.tokenizer_json = std::move(vocabulary.tokenizer_json);

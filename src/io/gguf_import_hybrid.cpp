@@ -130,6 +130,15 @@ void read_hybrid_config(GgufReader& f, const std::string& arch, model::ModelConf
   if (gguf_has_shared_expert(arch)) read_shared_expert(f, prefix, c);
 }
 
+bool gguf_has_fused_qkvz(const GgufReader& f, const std::string& arch) {
+  if (arch != "qwen3next") return false;
+  const std::string suffix = ".ssm_in.weight";
+  for (const GgufTensorInfo& t : f.tensors())
+    if (t.name.size() > suffix.size() && t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return true;
+  return false;
+}
+
 bool gguf_norm_zero_centered(const GgufReader& f, const std::string& arch) {
   return f.has(kGgufNormZeroCenteredKey) ? f.get_bool(kGgufNormZeroCenteredKey) : gguf_is_hybrid(arch);
 }

@@ -10,6 +10,7 @@
 //     n_v_heads * state_size), ssm.conv_kernel;
 //   - rope_dims from rope.dimension_count; qwen35's rope.dimension_sections must give every
 //     rotated pair the token's position (text M-RoPE = rotate-half RoPE);
+//   - qwen3next's linear layers as attn_qkv + attn_gate or, from older converters, ssm_in;
 //   - MoE: one shared expert of expert_shared_feed_forward_length units, or none when the
 //     file holds the all-zero one of kZeroSharedUnits units export writes for a model without;
 //   - the norms' convention: gatedlm's key kGgufNormZeroCenteredKey when the file has it, else
@@ -29,6 +30,9 @@ namespace gatedlm::io {
 std::vector<std::string> gguf_hybrid_keys(const std::string& arch);
 // Completes config c (its shared keys read) for hybrid architecture `arch`.
 void read_hybrid_config(GgufReader& f, const std::string& arch, model::ModelConfig& c);
+// Whether a qwen3next file holds its linear layers' q, k, v and z fused in ssm_in (older
+// converters; io/gguf_linear.h).
+bool gguf_has_fused_qkvz(const GgufReader& f, const std::string& arch);
 // Whether the norms are zero-centred: the gatedlm key, else the architecture's convention.
 bool gguf_norm_zero_centered(const GgufReader& f, const std::string& arch);
 // Undoes each tensor's value map (GgufValues) on the parameters it was read into; refuses,

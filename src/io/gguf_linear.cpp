@@ -36,10 +36,29 @@ GgufTensor beta_alpha(const model::ParamLayout& layout, const model::ModelConfig
   return t;
 }
 
+// qwen3next's older ssm_in [2 * key_dim + 2 * value_dim, d]: per key head j, its q rows, its
+// k rows, its r value heads' v rows (of in_proj_qkv), then their z rows (of in_proj_z).
+GgufTensor fused_qkvz(const model::ParamLayout& layout, const model::ModelConfig& c, const std::string& layer) {
+  const model::LinearAttentionConfig& la = c.linear_attention;
+  const std::string prefix = "model.layers." + layer + ".linear_attn.";
+  const model::ParamSpec& qkv = layout.at(prefix + "in_proj_qkv.weight");
+  const model::ParamSpec& z = layout.at(prefix + "in_proj_z.weight");
+  const int64_t d = c.d_model, key = la.k_head_dim * d, values = la.heads_per_key() * la.v_head_dim * d;
+  GgufTensor t{"blk." + layer + ".ssm_in.weight", {2 * la.key_dim() + 2 * la.value_dim(), d}, {}};
+  for (int64_t j = 0; j < la.n_k_heads; ++j) {
+    t.runs.push_back({&qkv, j * key, key});
+    t.runs.push_back({&qkv, la.n_k_heads * key + j * key, key});
+    t.runs.push_back({&qkv, 2 * la.n_k_heads * key + j * values, values});
+    t.runs.push_back({&z, j * values, values});
+  }
+  return t;
+}
+
 }  // namespace
 
 bool add_linear_attention_tensor(std::vector<GgufTensor>& out, const model::ParamLayout& layout,
-                                 const model::ParamSpec& s, const model::ModelConfig& c, const std::string& arch) {
+                                 const model::ParamSpec& s, const model::ModelConfig& c, const std::string& arch,
+                                 bool ssm_in) {
   const auto [generic, layer] = generic_name(s.name);
   const std::string prefix = "model.layers.{i}.linear_attn.";
   if (generic.rfind(prefix, 0) != 0) return false;
@@ -48,6 +67,10 @@ bool add_linear_attention_tensor(std::vector<GgufTensor>& out, const model::Para
   const int64_t d = c.d_model, dv = la.v_head_dim, nv = la.n_v_heads;
   const bool tiled = arch != "qwen3next", fused_ba = !tiled;
   GgufTensor t{"", s.shape, {}};
+  if (ssm_in && fused_ba && (part == "in_proj_qkv.weight" || part == "in_proj_z.weight")) {
+    if (part == "in_proj_qkv.weight") out.push_back(fused_qkvz(layout, c, layer));
+    return true;
+  }
   if (part == "in_proj_qkv.weight") {  // q | k as they are, then v's heads
     t.name = blk + "attn_qkv.weight";
     t.runs.push_back({&s, 0, 2 * la.key_dim() * d});

@@ -13,7 +13,10 @@
 // ssm_a and the v channels of ssm_conv1d, and the columns of ssm_out.
 // qwen3next keeps the grouped order (its graph repeats key heads interleaved) and fuses beta
 // and alpha as Qwen3-Next's in_proj_ba: ssm_ba [2 * n_v, d], per key head j its r beta rows,
-// then its r alpha rows.
+// then its r alpha rows. Older qwen3next files (llama.cpp's converter before it split
+// in_proj_qkvz) hold q, k, v and z in one ssm_in [2 * key_dim + 2 * value_dim, d], per key
+// head j: its q rows, its k rows, its r value heads' v rows, their z rows (`ssm_in` below);
+// llama.cpp still reads them.
 #include <string>
 #include <vector>
 
@@ -22,8 +25,10 @@
 namespace gatedlm::io {
 
 // The GGUF tensor of one parameter of a linear layer in architecture `arch` (none for
-// qwen3next's in_proj_a, which is in ssm_ba); false for any other parameter.
+// qwen3next's in_proj_a, which is in ssm_ba, nor for in_proj_z with `ssm_in`); false for any
+// other parameter.
 bool add_linear_attention_tensor(std::vector<GgufTensor>& out, const model::ParamLayout& layout,
-                                 const model::ParamSpec& s, const model::ModelConfig& c, const std::string& arch);
+                                 const model::ParamSpec& s, const model::ModelConfig& c, const std::string& arch,
+                                 bool ssm_in = false);
 
 }  // namespace gatedlm::io

@@ -127,12 +127,13 @@ std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const Mod
   return gguf_tensors(layout, c, gguf_architecture(c));
 }
 
-std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const ModelConfig& c, const std::string& arch) {
+std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const ModelConfig& c, const std::string& arch,
+                                     bool ssm_in) {
   std::vector<GgufTensor> out;
   std::map<std::string, size_t> stacked;
   for (const ParamSpec& s : layout.specs()) {
     const auto [generic, layer] = generic_name(s.name);
-    if (add_expert(out, stacked, s) || add_linear_attention_tensor(out, layout, s, c, arch)) continue;
+    if (add_expert(out, stacked, s) || add_linear_attention_tensor(out, layout, s, c, arch, ssm_in)) continue;
     if (is_hybrid(arch) && generic == "model.layers.{i}.self_attn.q_proj.weight") {
       out.push_back(query_and_gate(layout, c, layer));
       continue;

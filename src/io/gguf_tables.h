@@ -54,7 +54,10 @@ struct GgufTensor {
 // Every parameter of the layout of config c, in layout order of first use. Throws naming a
 // parameter that has no GGUF name.
 std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const model::ModelConfig& c);
-std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const model::ModelConfig& c, const std::string& arch);
+// ssm_in: qwen3next's linear layers with q, k, v and z fused in ssm_in, as older llama.cpp
+// converters wrote them (io/gguf_linear.h).
+std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const model::ModelConfig& c, const std::string& arch,
+                                     bool ssm_in = false);
 
 // The width of the zero shared expert written for an MoE model without a shared expert.
 inline constexpr int64_t kZeroSharedUnits = 32;

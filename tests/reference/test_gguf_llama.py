@@ -313,6 +313,7 @@ HYBRID_CASES = {
     "qwen3next_hybrid": {**HYBRID, "full_attention_interval": 4, "ffn_hidden": 0, "moe": HYBRID_MOE,
                          "linear_attention": TWO_KEY_HEADS},
 }
+SSM_IN = "GATEDLM_GGUF_QWEN3NEXT_SSM_IN"
 HYBRID_ARCH = {"qwen35_hybrid": "qwen35", "qwen35moe_hybrid": "qwen35moe", "qwen3next_hybrid": "qwen3next"}
 # The hybrids' F32 prompt logits (issue 24's bound; measured 1.3e-4 to 5.4e-4).
 HYBRID_F32_TOL = 1e-3
@@ -368,6 +369,25 @@ def check_hybrid(binary, probe, libdir, work, name, cfg, failures):
             ok = check_imported(binary, base, name, os.path.join(out, "model.gguf"), ck, prompt + greedy) and ok
         if not ok:
             failures.append(f"{name} {dtype}")
+    if HYBRID_ARCH[name] == "qwen3next":
+        check_fused_ssm_in(binary, probe, libdir, base, name, ck, prompt, gen["ids"], failures)
+
+
+def check_fused_ssm_in(binary, probe, libdir, base, name, ck, prompt, generated, failures):
+    """qwen3next's older fused form (q, k, v, z in ssm_in, which llama.cpp still reads), as the
+    converter wrote it before splitting in_proj_qkvz: llama.cpp runs it as gatedlm does, and
+    gatedlm imports it."""
+    out = os.path.join(base, "gguf_ssm_in")
+    p = subprocess.run([binary, "export", ck, "--format", "gguf", "--gguf-arch", "qwen3next", "--out", out],
+                       capture_output=True, text=True, timeout=240, env={**os.environ, SSM_IN: "1"})
+    if p.returncode != 0:
+        raise RuntimeError(f"export with {SSM_IN} failed:\n{p.stderr[-2000:]}")
+    lines = run([probe, libdir, os.path.join(out, "model.gguf"), str(GENERATE)] + list(map(str, prompt)))
+    err, greedy, ours = compare(binary, ck, lines, prompt, base)
+    ok = judge(f"{name} gguf f32 (ssm_in)", "f32", err, greedy, ours, HYBRID_F32_TOL) and greedy == generated
+    ok = check_imported(binary, base, f"{name} (ssm_in)", os.path.join(out, "model.gguf"), ck, prompt + greedy) and ok
+    if not ok:
+        failures.append(f"{name} ssm_in")
 
 
 def check_imported(binary, base, name, gguf, ck, tokens):

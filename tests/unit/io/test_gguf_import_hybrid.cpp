@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "io/gguf.h"
@@ -139,6 +140,42 @@ TEST(GgufImportHybrid, Qwen3NextIsAskedForAndHoldsOnlyWhatItCan) {
   const Checkpoint plain = random_checkpoint(ungated, false, 23);
   const std::string no_gate = testing::error_of([&] { (void)resolve_gguf_architecture(plain.config, "qwen3next"); });
   EXPECT_TRUE(testing::contains(no_gate, "G1")) << no_gate;
+}
+
+// Older qwen3next files: q, k, v and z in one ssm_in, per key head (q, k, its r value heads'
+// v rows, their z rows); import reads them (detected by the tensor) as the split form.
+TEST(GgufImportHybrid, Qwen3NextFusedSsmInIsReadAsTheSplitForm) {
+  const TempDir dir("gguf_import_hybrid");
+  const Checkpoint ck = random_checkpoint(hybrid_config(moe(1)), true, 25);
+  const model::ParamLayout layout(ck.config);
+  const std::vector<GgufTensor> ts = gguf_tensors(layout, ck.config, "qwen3next", true);
+  const GgufTensor* in = nullptr;
+  for (const GgufTensor& t : ts) {
+    EXPECT_EQ(t.name.find("attn_qkv"), std::string::npos) << t.name;
+    EXPECT_EQ(t.name.find("attn_gate"), std::string::npos) << t.name;
+    if (t.name == "blk.0.ssm_in.weight") in = &t;
+  }
+  ASSERT_NE(in, nullptr);
+  EXPECT_EQ(in->shape, (std::vector<int64_t>{2 * 16 + 2 * 32, 32}));
+  // Key head 1's block (rows 48..95): q rows 8..15, k rows 16+8..16+15, v rows 32+16..32+31 of
+  // in_proj_qkv, then z rows 16..31 of in_proj_z.
+  std::vector<float> rows;
+  for (const GgufRun& r : in->runs)
+    for (int64_t i = 0; i < r.count; ++i) rows.push_back(ck.params[r.spec->offset + r.begin + i]);
+  const model::ParamSpec& qkv = layout.at("model.layers.0.linear_attn.in_proj_qkv.weight");
+  const model::ParamSpec& z = layout.at("model.layers.0.linear_attn.in_proj_z.weight");
+  const auto row = [&](const model::ParamSpec& s, int64_t r) { return ck.params[s.offset + r * 32 + 5]; };
+  EXPECT_EQ(rows[(48 + 0) * 32 + 5], row(qkv, 8));
+  EXPECT_EQ(rows[(48 + 8) * 32 + 5], row(qkv, 24));
+  EXPECT_EQ(rows[(48 + 16) * 32 + 5], row(qkv, 48));
+  EXPECT_EQ(rows[(48 + 32) * 32 + 5], row(z, 16));
+  ::setenv("GATEDLM_GGUF_QWEN3NEXT_SSM_IN", "1", 1);
+  const std::string path = (dir / "fused.gguf").string();
+  export_gguf(ck, GgufDtype::f32, kByteVocabulary, path, "qwen3next");
+  ::unsetenv("GATEDLM_GGUF_QWEN3NEXT_SSM_IN");
+  const ImportedGguf fused = import_gguf(path);
+  export_gguf(ck, GgufDtype::f32, kByteVocabulary, path, "qwen3next");
+  EXPECT_EQ(fused.checkpoint.params, import_gguf(path).checkpoint.params);
 }
 
 // qwen3next's tensors: value heads in grouped order (no tiling), beta and alpha fused per key
