@@ -45,6 +45,7 @@ bool map_attention(TensorMapping& m, const model::ModelConfig& c, const std::str
   const bool gate = suffix.rfind("self_attn.gate.", 0) == 0;
   if (!gate && suffix.rfind("self_attn.q_proj.", 0) != 0) return false;
   const std::string kind = ends_with(suffix, ".bias") ? "bias" : "weight";
+  m.part = RowPart::mapped;
   m.theirs = layer_prefix + "self_attn.q_proj." + kind;
   m.their_shape[0] = 2 * c.q_dim();
   m.row = [hd = c.head_dim, gate](int64_t r) { return head_interleaved_row(hd, gate, r); };
@@ -65,6 +66,7 @@ bool map_qwen3_next_linear(TensorMapping& m, const model::ModelConfig& c, const 
                         Part{"linear_attn.in_proj_b.weight", LinearPart::b, false},
                         Part{"linear_attn.in_proj_a.weight", LinearPart::a, false}}) {
     if (suffix != p.ours) continue;
+    m.part = RowPart::mapped;
     m.theirs = layer_prefix + (p.qkvz ? "linear_attn.in_proj_qkvz.weight" : "linear_attn.in_proj_ba.weight");
     m.their_shape = {p.qkvz ? 2 * la.key_dim() + 2 * la.value_dim() : 2 * la.n_v_heads, c.d_model};
     if (p.qkvz)
@@ -86,6 +88,7 @@ bool map_stacked_expert(TensorMapping& m, const model::ModelConfig& c, const std
   const int64_t e = std::stoll(suffix.substr(head.size(), dot - head.size()));
   const std::string proj = suffix.substr(dot + 1);
   const int64_t E = c.moe.n_experts, I = c.moe.expert_hidden, d = c.d_model;
+  m.part = RowPart::mapped;
   if (proj == "down_proj.weight") {
     m.theirs = layer_prefix + "mlp.experts.down_proj";
     m.their_shape = {E, d, I};

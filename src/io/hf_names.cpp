@@ -67,7 +67,8 @@ struct PaperGroups {
   int64_t group, head_dim, gate_width;  // G, head_dim, gate rows per head
   int64_t block() const { return group * (head_dim + gate_width); }
 };
-PaperGroups paper_groups(const model::ModelConfig& c) {
+PaperGroups paper_groups(const model::ModelConfig& c, RowPart part) {
+  if (part == RowPart::mapped) fail("internal error: RowPart::mapped rows come from TensorMapping::row alone");
   if (!c.has_gate()) fail("internal error: the paper's gate rows asked of an ungated model");
   return {c.n_heads / c.n_kv_heads, c.head_dim,
           c.gate.granularity == model::GateGranularity::headwise ? 1 : c.head_dim};
@@ -121,13 +122,13 @@ std::vector<TensorMapping> map_tensors(const model::ModelConfig& c, const model:
 
 int64_t their_rows(const model::ModelConfig& c, RowPart part, int64_t ours_rows) {
   if (part == RowPart::all) return ours_rows;
-  const PaperGroups p = paper_groups(c);
+  const PaperGroups p = paper_groups(c, part);
   return c.n_kv_heads * p.block();
 }
 
 int64_t their_row(const model::ModelConfig& c, RowPart part, int64_t r) {
   if (part == RowPart::all) return r;
-  const PaperGroups p = paper_groups(c);
+  const PaperGroups p = paper_groups(c, part);
   if (part == RowPart::paper_query) {
     const int64_t head = r / p.head_dim, j = r % p.head_dim;
     const int64_t g = head / p.group, in_group = head % p.group;

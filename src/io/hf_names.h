@@ -25,6 +25,7 @@ enum class RowPart {
   all,          // the same tensor, row for row
   paper_query,  // the query rows of the paper's fused q_proj
   paper_gate,   // the gate rows of the paper's fused q_proj
+  mapped,       // rows placed by TensorMapping::row (the hybrid formats' fused tensors)
 };
 
 struct NameRule {

@@ -153,7 +153,8 @@ TEST(HybridConfigTest, RefusesByKey) {
   expect_refusal(with("rope_parameters", {{"rope_type", "yarn"}}), "\"rope_parameters.rope_type\"");
   expect_refusal(with("partial_rotary_factor", 0.3), "\"partial_rotary_factor\"");
   expect_refusal(with("layer_types", json::array({"linear_attention"})), "\"layer_types\"");
-  expect_refusal(with("sliding_window", 4), "\"sliding_window\"");
+  expect_refusal(with("use_sliding_window", true), "\"use_sliding_window\"");
+  expect_refusal(with("rope_magic", 4), "\"rope_magic\"");
   expect_refusal(with("num_experts", 4), "\"num_experts\"");  // a dense Qwen3.5 has none
   expect_refusal(with("decoder_sparse_step", 2, HfFormat::qwen3_5_moe), "\"decoder_sparse_step\"");
   expect_refusal(with("norm_topk_prob", false, HfFormat::qwen3_5_moe), "\"norm_topk_prob\"");
