@@ -26,6 +26,7 @@ void import_gguf_file(const std::string& src, const std::string& out) {
   std::fprintf(stderr, "imported %s (GGUF %s, %lld parameters) into %s; vocabulary: %s\n", src.c_str(),
                m.architecture.c_str(), static_cast<long long>(m.checkpoint.params.size()), out.c_str(),
                m.vocabulary.c_str());
+  if (!m.skipped.empty()) std::fprintf(stderr, "%s\n", m.skipped.c_str());
 }
 
 }  // namespace
@@ -42,7 +43,7 @@ void register_import(CLI::App& app) {
       "gated-attention paper's checkpoints, gate rows inside q_proj), qwen3 (transformers' Qwen3), and the hybrids "
       "qwen3_next (Qwen3-Next), qwen3_5 and qwen3_5_moe (Qwen3.5 / Qwen3.6 text models; a multimodal checkpoint's "
       "vision tower and MTP layers are skipped, with a line saying so). "
-      "A GGUF file (llama.cpp's qwen3 and qwen3moe; F32, F16, BF16, and Q8_0 / Q4_0 dequantised to F32) is "
+      "A GGUF file (llama.cpp's qwen3, qwen3moe and the hybrids qwen35, qwen35moe, qwen3next; F32, F16, BF16, and Q8_0 / Q4_0 dequantised to F32) is "
       "imported with its vocabulary written as tokenizer.json; other architectures and tensor types are refused by name. "
       "Anything gatedlm cannot represent is refused by name and nothing is written: unknown or duplicate config "
       "keys, missing tensors (found from the safetensors headers), NaN or Inf weights (naming tensor and element). "

@@ -171,8 +171,19 @@ std::string show(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
-// Every tensor the layout needs is there, in its shape and a type gatedlm reads; no other.
-void check_tensors(const GgufReader& f, const std::vector<GgufTensor>& wanted, const std::string& arch) {
+// The block a tensor "blk.<l>.<...>" belongs to; -1 for any other name.
+int64_t block_of(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return -1;
+  int64_t l = 0;
+  size_t at = 4;
+  for (; at < name.size() && name[at] >= '0' && name[at] <= '9' && l < (int64_t{1} << 40); ++at) l = l * 10 + (name[at] - '0');
+  return at > 4 && at < name.size() && name[at] == '.' ? l : -1;
+}
+
+// Every tensor the layout needs is there, in its shape and a type gatedlm reads; no other,
+// but those of the multi-token-prediction blocks from `mtp_from` on (returns how many).
+int64_t check_tensors(const GgufReader& f, const std::vector<GgufTensor>& wanted, const std::string& arch,
+                      int64_t mtp_from) {
   std::set<std::string> names;
   for (const GgufTensor& t : wanted) {
     names.insert(t.name);
@@ -184,9 +195,16 @@ void check_tensors(const GgufReader& f, const std::vector<GgufTensor>& wanted, c
     if (info->shape != t.shape)
       fail(f.path(), ": tensor ", t.name, " has shape ", show(info->shape), ", the metadata needs ", show(t.shape));
   }
-  for (const GgufTensorInfo& t : f.tensors())
-    if (!names.count(t.name))
-      fail(f.path(), ": unexpected tensor ", t.name, " (gatedlm's ", arch, " with this metadata has no such tensor)");
+  int64_t skipped = 0;
+  for (const GgufTensorInfo& t : f.tensors()) {
+    if (names.count(t.name)) continue;
+    if (mtp_from >= 0 && block_of(t.name) >= mtp_from) {
+      ++skipped;
+      continue;
+    }
+    fail(f.path(), ": unexpected tensor ", t.name, " (gatedlm's ", arch, " with this metadata has no such tensor)");
+  }
+  return skipped;
 }
 
 // The values, each tensor into its parameters: a tensor that is one whole parameter
@@ -231,7 +249,11 @@ ImportedGguf import_gguf(const std::string& path) {
   check_counts(f, c, arch.name);
   const model::ParamLayout layout(c);
   const std::vector<GgufTensor> wanted = gguf_tensors(layout, c, arch.name, gguf_has_fused_qkvz(f, arch.name));
-  check_tensors(f, wanted, arch.name);
+  const int64_t mtp = gguf_mtp_layers(f, arch.name);
+  const int64_t skipped = check_tensors(f, wanted, arch.name, mtp > 0 ? c.n_layers : -1);
+  if (mtp > 0)
+    out.skipped = cat("left out the ", mtp, " multi-token-prediction block(s) (", skipped,
+                      " tensors): gatedlm has no MTP head");
   GgufVocabulary vocabulary = gguf_vocabulary(f, c.vocab_size);
   out.tokenizer_json = std::move(vocabulary.tokenizer_json);
   out.vocabulary = std::move(vocabulary.description);

@@ -23,6 +23,7 @@ struct ImportedGguf {
   std::string tokenizer_json;   // the tokenizer.json to write; empty: none (io/gguf_tokenizer.h)
   std::string vocabulary;       // what the vocabulary became, for the import's message
   bool byte_tokenizer = false;  // the file holds gatedlm's byte tokenizer's vocabulary
+  std::string skipped;          // what of the file was left out, for the import's message; empty: nothing
 };
 
 ImportedGguf import_gguf(const std::string& path);

@@ -20,15 +20,17 @@ int64_t required_int(const GgufReader& f, const std::string& key, int64_t lo) {
 }
 
 // Layer l is linear attention per attention.recurrent_layers, else iff (l + 1) % k != 0.
-std::vector<model::LayerKind> layer_kinds(const GgufReader& f, const std::string& prefix, int64_t n_layers) {
+std::vector<model::LayerKind> layer_kinds(const GgufReader& f, const std::string& prefix, int64_t n_layers,
+                                          int64_t mtp) {
   using model::LayerKind;
   std::vector<LayerKind> kinds;
   const std::string listed = prefix + "attention.recurrent_layers";
   if (f.has(listed)) {
     const std::vector<int64_t>& flags = f.get_bools(listed);
-    if (static_cast<int64_t>(flags.size()) != n_layers)
+    if (static_cast<int64_t>(flags.size()) != n_layers && static_cast<int64_t>(flags.size()) != n_layers + mtp)
       fail(f.path(), ": key ", listed, " has ", flags.size(), " flags for ", n_layers, " layers (", prefix, "block_count)");
-    for (int64_t x : flags) kinds.push_back(x ? LayerKind::linear_attention : LayerKind::full_attention);
+    for (int64_t l = 0; l < n_layers; ++l)
+      kinds.push_back(flags[l] ? LayerKind::linear_attention : LayerKind::full_attention);
   } else {
     const std::string key = prefix + "full_attention_interval";
     const int64_t k = f.has(key) ? f.get_int(key, 1, kMaxKey) : kLlamaDefaultInterval;
@@ -118,16 +120,22 @@ std::vector<std::string> gguf_hybrid_keys(const std::string& arch) {
 
 void read_hybrid_config(GgufReader& f, const std::string& arch, model::ModelConfig& c) {
   const std::string prefix = arch + ".";
-  const std::string mtp = prefix + "nextn_predict_layers";
-  if (f.has(mtp) && f.get_int(mtp, 0, kMaxKey) != 0)
-    fail(f.path(), ": key ", mtp, " is ", f.get_int(mtp, 0, kMaxKey),
-         ": gatedlm has no multi-token-prediction layers (convert the model without them)");
+  const int64_t mtp = gguf_mtp_layers(f, arch);
+  if (mtp >= c.n_layers)
+    fail(f.path(), ": key ", prefix, "nextn_predict_layers (", mtp, ") leaves none of the ", c.n_layers, " blocks (",
+         prefix, "block_count) to the model");
+  c.n_layers -= mtp;  // llama.cpp counts the MTP blocks in block_count, after the model's
   c.gate = model::GateConfig{};
   c.gate.position = model::GatePosition::sdpa;  // G1: elementwise sigmoid, reading all of d_model
   c.rope_dims = rope_dims(f, prefix, arch, c.head_dim);
-  c.layer_types = layer_kinds(f, prefix, c.n_layers);
+  c.layer_types = layer_kinds(f, prefix, c.n_layers, mtp);
   if (!c.layer_types.empty()) c.linear_attention = linear_attention(f, prefix);
   if (gguf_has_shared_expert(arch)) read_shared_expert(f, prefix, c);
+}
+
+int64_t gguf_mtp_layers(const GgufReader& f, const std::string& arch) {
+  const std::string key = arch + ".nextn_predict_layers";
+  return gguf_is_hybrid(arch) && f.has(key) ? f.get_int(key, 0, kMaxKey) : 0;
 }
 
 bool gguf_has_fused_qkvz(const GgufReader& f, const std::string& arch) {

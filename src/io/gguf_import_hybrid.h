@@ -17,7 +17,8 @@
 //     zero-centred for these architectures (llama.cpp's converter stores Qwen3.5's and
 //     Qwen3-Next's 1 + w), and every value map undone (stored 1 + w -> w, ssm_a = -exp(A_log)
 //     -> A_log).
-// Keys gatedlm cannot honour (multi-token-prediction layers, ...) are refused by name.
+//   - multi-token-prediction blocks (nextn_predict_layers, counted in block_count after the
+//     model's own) are left out: gatedlm has no MTP head (import says so).
 #include <string>
 #include <vector>
 
@@ -30,6 +31,8 @@ namespace gatedlm::io {
 std::vector<std::string> gguf_hybrid_keys(const std::string& arch);
 // Completes config c (its shared keys read) for hybrid architecture `arch`.
 void read_hybrid_config(GgufReader& f, const std::string& arch, model::ModelConfig& c);
+// How many of the file's blocks are multi-token-prediction blocks (the last ones).
+int64_t gguf_mtp_layers(const GgufReader& f, const std::string& arch);
 // Whether a qwen3next file holds its linear layers' q, k, v and z fused in ssm_in (older
 // converters; io/gguf_linear.h).
 bool gguf_has_fused_qkvz(const GgufReader& f, const std::string& arch);

@@ -396,6 +396,27 @@ TEST_F(GgufMalformedHybrid, SsmTensorsMissingMisshapenOrOutOfDomain) {
   expect_refused(g, {"blk.2.ssm_a", "negative"});
 }
 
+// Multi-token-prediction blocks (the last nextn_predict_layers of block_count) are left out,
+// with a line saying so; the model's own blocks import as they are.
+TEST_F(GgufMalformedHybrid, MtpBlocksAreLeftOut) {
+  RawGguf g = hybrid_;
+  g.kv.emplace_back("qwen35moe.nextn_predict_layers", u32(1));
+  const std::string path = (dir_ / "mtp.gguf").string();
+  testing::write_file(path, serialize(g));
+  const ImportedGguf with_mtp = import_gguf(path);
+  const ImportedGguf all = import_gguf((dir_ / "hybrid.gguf").string());
+  EXPECT_EQ(with_mtp.checkpoint.config.n_layers, 3);
+  EXPECT_TRUE(contains(with_mtp.skipped, "1 multi-token-prediction block")) << with_mtp.skipped;
+  EXPECT_TRUE(all.skipped.empty());
+  const model::ParamLayout three(with_mtp.checkpoint.config), four(all.checkpoint.config);
+  for (const model::ParamSpec& s : three.specs()) {
+    const model::ParamSpec& t = four.at(s.name);
+    ASSERT_TRUE(std::equal(with_mtp.checkpoint.params.begin() + s.offset, with_mtp.checkpoint.params.begin() + s.offset + s.numel,
+                           all.checkpoint.params.begin() + t.offset))
+        << s.name;
+  }
+}
+
 TEST_F(GgufMalformedHybrid, HybridKeys) {
   RawGguf g = hybrid_;
   *g.find("qwen35moe.ssm.inner_size") = u32(24);
@@ -411,8 +432,8 @@ TEST_F(GgufMalformedHybrid, HybridKeys) {
   g.find("qwen35moe.rope.dimension_sections")->ints = {1, 1, 1, 0};  // 4 pairs: pair 3 has no section
   expect_refused(g, {"qwen35moe.rope.dimension_sections", "pair 3"});
   g = hybrid_;
-  g.kv.emplace_back("qwen35moe.nextn_predict_layers", u32(1));
-  expect_refused(g, {"qwen35moe.nextn_predict_layers", "multi-token"});
+  g.kv.emplace_back("qwen35moe.nextn_predict_layers", u32(4));
+  expect_refused(g, {"qwen35moe.nextn_predict_layers", "leaves none"});
   g = hybrid_;
   g.kv.emplace_back("qwen35moe.ssm.dt_rank_extra", u32(1));
   expect_refused(g, {"qwen35moe.ssm.dt_rank_extra", "not supported"});
