@@ -18,35 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;  // std::map objects: a 150k-token vocab inserts in O(log n) each
 
-// llama.cpp's pre-tokenizer names (tokenizer.ggml.pre) gatedlm can express: the split regex
-// of the Hugging Face tokenizer.json they stand for (nullptr: GPT-2's own, ByteLevel with
-// use_regex) and whether it normalises to NFC first. Qwen3.5's "qwen35" is a row to add
-// with the hybrid architectures.
-struct PreTokenizer {
-  const char* name;
-  const char* regex;
-  bool nfc;
-};
-constexpr PreTokenizer kPreTokenizers[] = {
-    {"qwen2",
-     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
-     true},
-    {"default", nullptr, false},
-    {"gpt2", nullptr, false},
-    {"gpt-2", nullptr, false},
-};
-
-const PreTokenizer& pre_tokenizer(const GgufReader& f) {
-  const std::string name = f.has("tokenizer.ggml.pre") ? f.get_string("tokenizer.ggml.pre") : "default";
-  for (const PreTokenizer& p : kPreTokenizers)
-    if (name == p.name) return p;
-  std::string known;
-  for (const PreTokenizer& p : kPreTokenizers) known += (known.empty() ? "" : ", ") + std::string(p.name);
-  fail(f.path(), ": key tokenizer.ggml.pre is \"", name, "\", a pre-tokenizer gatedlm does not know (", known, ")");
-}
-
-json pre_tokenizer_json(const PreTokenizer& p) {
-  if (!p.regex) return {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", true}};
+json pre_tokenizer_json(const LlamaPreTokenizer& p) {
   return {{"type", "Sequence"},
           {"pretokenizers",
            {{{"type", "Split"}, {"pattern", {{"Regex", p.regex}}}, {"behavior", "Isolated"}, {"invert", false}},
@@ -148,7 +120,8 @@ GgufVocabulary gguf_vocabulary(const GgufReader& f, int64_t model_vocab) {
   const size_t n_merges = f.has("tokenizer.ggml.merges") ? f.get_strings("tokenizer.ggml.merges").size() : 0;
   if (is_byte_vocabulary(tokens, types, n_merges)) return {"", "gatedlm's byte tokenizer (no tokenizer.json needed)", true};
 
-  const PreTokenizer& pre = pre_tokenizer(f);
+  const LlamaPreTokenizer& pre = llama_pre_tokenizer_named(
+      f.has("tokenizer.ggml.pre") ? f.get_string("tokenizer.ggml.pre") : "", f.path());
   json vocab = json::object(), added = json::array();
   add_tokens(f, tokens, types, vocab, added);
   json j{{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", added}};
@@ -157,12 +130,70 @@ GgufVocabulary gguf_vocabulary(const GgufReader& f, int64_t model_vocab) {
   j["post_processor"] = nullptr;
   j["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
   j["model"] = {{"type", "BPE"},        {"dropout", nullptr},      {"unk_token", nullptr},
-                {"fuse_unk", false},    {"byte_fallback", false},  {"ignore_merges", false},
+                {"fuse_unk", false},    {"byte_fallback", false},  {"ignore_merges", pre.ignore_merges},
                 {"vocab", vocab},       {"merges", merges_json(f)}};
   GgufVocabulary out{j.dump(1) + "\n", ""};
   const int64_t ids = loaded_vocab_size(f, out.tokenizer_json);
   out.description = cat("byte-level BPE, ", ids, " ids, ", j["model"]["merges"].size(), " merges, pre-tokenizer ", pre.name);
   return out;
+}
+
+namespace {
+
+// The regexes as Hugging Face's tokenizer.json files write them (llama.cpp's llama-vocab.cpp
+// quotes them as "original regex from tokenizer.json" beside its own spellings).
+constexpr const char* kQwen2Regex =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// Qwen3.5 / Qwen3.6: Qwen2's with the letters' combining marks (\p{M}) kept with them.
+constexpr const char* kQwen35Regex =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// Llama 3 (and DBRX's, Smaug's): digits in runs of at most three.
+constexpr const char* kLlama3Regex =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+constexpr LlamaPreTokenizer kPreTokenizers[] = {
+    {"qwen2", "deepseek-r1-qwen", kQwen2Regex, true, false},
+    {"qwen35", "", kQwen35Regex, true, false},
+    {"llama3", "llama-v3 llama-bpe", kLlama3Regex, false, true},
+    {"dbrx", "smaug-bpe", kLlama3Regex, false, false},
+    {"gpt-2", "", kGpt2SplitRegex, false, false},
+};
+
+bool is_named(const LlamaPreTokenizer& p, const std::string& name) {
+  if (name == p.name) return true;
+  const std::string aliases = std::string(" ") + p.aliases + " ";
+  return !name.empty() && aliases.find(" " + name + " ") != std::string::npos;
+}
+
+std::string known_names() {
+  std::string known;
+  for (const LlamaPreTokenizer& p : kPreTokenizers)
+    known += (known.empty() ? "" : ", ") + std::string(p.name) + (*p.aliases ? cat(" (", p.aliases, ")") : "");
+  return known;
+}
+
+}  // namespace
+
+std::span<const LlamaPreTokenizer> llama_pre_tokenizers() { return kPreTokenizers; }
+
+const LlamaPreTokenizer& llama_pre_tokenizer_named(const std::string& name, const std::string& source) {
+  for (const LlamaPreTokenizer& p : kPreTokenizers)
+    if (is_named(p, name)) return p;
+  if (name.empty() || name == "default")
+    fail(source, ": key tokenizer.ggml.pre is ", name.empty() ? "missing" : "\"default\"",
+         ", which llama.cpp splits with its \"default\" pre-tokenizer: four regexes in turn, which no tokenizer.json "
+         "with one Split regex expresses (gatedlm knows ", known_names(), ")");
+  fail(source, ": key tokenizer.ggml.pre is \"", name, "\", a pre-tokenizer gatedlm does not know (", known_names(), ")");
+}
+
+std::string llama_pre_tokenizer_name(const TokenizerJsonVocabulary& v, const std::string& source) {
+  if (v.split_regex.empty()) return "qwen2";
+  for (const LlamaPreTokenizer& p : kPreTokenizers)
+    if (v.split_regex == p.regex && v.ignore_merges == p.ignore_merges) return p.name;
+  fail(source, ": llama.cpp has no pre-tokenizer (tokenizer.ggml.pre) that splits text as this tokenizer does: its "
+       "regex /", v.split_regex.size() > 200 ? v.split_regex.substr(0, 200) + "..." : v.split_regex, "/",
+       v.ignore_merges ? " with ignore_merges" : "", " is none of those gatedlm maps to "
+       "llama.cpp's names (", known_names(), ")");
 }
 
 }  // namespace gatedlm::io

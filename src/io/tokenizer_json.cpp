@@ -163,6 +163,8 @@ class HfBpeTokenizer final : public Tokenizer {
     for (int32_t id : special_ids_) v.kinds[id] = Kind::special;
     v.merges = merge_list_;
     v.document_id = document_id_;
+    v.split_regex = pattern_;
+    v.nfc = nfc_, v.ignore_merges = ignore_merges_;
     return v;
   }
 
@@ -193,8 +195,7 @@ class HfBpeTokenizer final : public Tokenizer {
         if (s.value("add_prefix_space", false)) fail(path_, ": ByteLevel add_prefix_space is not supported");
         if (s.value("use_regex", true)) {
           if (!pattern.empty()) fail(path_, ": ByteLevel use_regex after a Split is not supported");
-          // GPT-2's pattern, which ByteLevel applies itself when use_regex is true.
-          pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+          pattern = kGpt2SplitRegex;  // which ByteLevel applies itself when use_regex is true
         }
         byte_level = true;
       } else {

@@ -18,6 +18,9 @@ namespace gatedlm::io {
 bool is_tokenizer_json(const std::string& spec);
 std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path);
 
+// GPT-2's split regex, which a ByteLevel pre-tokenizer with use_regex applies.
+inline constexpr const char* kGpt2SplitRegex = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
 // GPT-2's byte-to-unicode map, which byte-level BPE vocabularies are written in: printable
 // bytes stand for themselves, the other 68 are shifted past U+0100. UTF-8.
 std::string byte_level_symbol(unsigned char byte);
@@ -30,6 +33,11 @@ struct TokenizerJsonVocabulary {
   std::vector<Kind> kinds;          // by id
   std::vector<std::string> merges;  // "left right", by rank
   int32_t document_id = -1;         // <|endoftext|>
+  // How text is split before BPE: the Split regex as the file writes it (GPT-2's for
+  // ByteLevel's own use_regex; empty for a vocabulary without one), NFC first or not, and
+  // whether a piece found whole in the vocabulary skips the merges.
+  std::string split_regex;
+  bool nfc = false, ignore_merges = false;
 };
 TokenizerJsonVocabulary read_tokenizer_json_vocabulary(const std::string& path);
 
