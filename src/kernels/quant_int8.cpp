@@ -16,6 +16,7 @@
 //     correction per weight block that every row of A shares.
 #include "kernels/kernel_sets.h"
 
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
@@ -71,14 +72,29 @@ inline void quantize_block(int8_t* q, float* scale, const float* x, bool biased)
 // groups "one row per lane" (see vnni_group_rows): lanes holds, per group and block, 8
 // vectors of 32 bytes, vector s lane j = the signed activations 4s..4s+3 of row j of the
 // group; negated_sums per group and block, lane j = -(sum of row j's 32 activations).
+//
+//
+// For the Q4_0 kernel of 1-3 rows (AVX-512 VNNI, q4_rows_times_weight_row), the rows of the
+// last group when it has fewer than 4 (from row quad_row0) also as "nibble quads": per row
+// and quad of blocks 4g..4g+3, 128 signed activations in the order of the blocks' nibbles,
+// [a_4g[0:16] | a_4g+1[0:16] | a_4g+2[0:16] | a_4g+3[0:16]] (the low nibbles) then the same
+// of [16:32] (the high ones) (quad_values); per 32-bit lane -8 * the sum of the 8
+// activations its two dot products meet (quad_corrections: Q4_0 stores w + 8); and the
+// scale of its block (quad_scales). Blocks past the row's end are zeros.
 struct Int8Rows {
   const int8_t* q;
   const float* scales;
   int64_t k;
   const int8_t* lanes;
   const int32_t* negated_sums;
+  const int8_t* quad_values = nullptr;
+  const int32_t* quad_corrections = nullptr;
+  const float* quad_scales = nullptr;
+  int64_t quad_row0 = 0;
   int64_t group_block(int64_t r0, int64_t b) const { return (r0 / 8) * (k / kBlock) + b; }
   const float* group_scales(int64_t r0, int64_t b) const { return scales + group_block(r0, b) * 8; }
+  int64_t quads() const { return (k / kBlock + 3) / 4; }
+  int64_t quad_index(int64_t r, int64_t g) const { return (r - quad_row0) * quads() + g; }
 };
 
 // Fills Int8Rows::lanes and negated_sums from q (signed, or biased by 128 when `biased`).
@@ -99,7 +115,53 @@ void arrange_one_row_per_lane(int8_t* lanes, int32_t* negated_sums, const int8_t
     }
 }
 
-Int8Rows quantize_rows(const float* A, int64_t lda, int64_t m, int64_t k, bool biased, bool one_row_per_lane) {
+#if GATEDLM_KSET_AVX512
+// GCC 12's AVX-512 headers pass _mm512_undefined_*() as the unused source of masked
+// builtins, which -Wuninitialized reports inside the intrinsics (a false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// Fills the nibble-quad arrays of Int8Rows (see there) for rows [row0, m) of q: 16-byte
+// copies, the lanes' sums by vpmaddubsw (1 x a) and vpmaddwd.
+void arrange_nibble_quads(int8_t* values, int32_t* corrections, float* scales, const Int8Rows& rows, int64_t row0,
+                          int64_t m, bool biased) {
+  const int64_t blocks = rows.k / kBlock, quads = rows.quads();
+  const __m128i unbias = _mm_set1_epi8(static_cast<char>(biased ? 0x80 : 0));
+  const __m512i lane_block = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  for (int64_t r = row0; r < m; ++r)
+    for (int64_t g = 0; g < quads; ++g) {
+      const int64_t at = (r - row0) * quads + g;
+      const int8_t* row = rows.q + r * rows.k;
+      alignas(64) int8_t arranged[128];
+      alignas(16) float block_scales[4];
+      for (int j = 0; j < 4; ++j) {
+        const int64_t b = 4 * g + j;
+        for (int half = 0; half < 2; ++half) {
+          const __m128i part = b < blocks ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                                                              row + b * kBlock + 16 * half)),
+                                                          unbias)
+                                          : _mm_setzero_si128();
+          _mm_store_si128(reinterpret_cast<__m128i*>(arranged + 64 * half + 16 * j), part);
+        }
+        block_scales[j] = b < blocks ? rows.group_scales(r, b)[r % 8] : 0.0f;
+      }
+      const __m512i ones = _mm512_set1_epi8(1);
+      __m512i lane_sums = _mm512_setzero_si512();
+      for (int half = 0; half < 2; ++half) {
+        const __m512i part = _mm512_load_si512(arranged + 64 * half);
+        _mm512_storeu_si512(values + at * 128 + 64 * half, part);
+        lane_sums = _mm512_add_epi32(lane_sums, _mm512_madd_epi16(_mm512_maddubs_epi16(ones, part), _mm512_set1_epi16(1)));
+      }
+      _mm512_storeu_si512(corrections + at * 16, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(lane_sums, 3)));
+      _mm512_storeu_ps(scales + at * 16,
+                       _mm512_permutexvar_ps(lane_block, _mm512_zextps128_ps512(_mm_load_ps(block_scales))));
+    }
+}
+#pragma GCC diagnostic pop
+#endif
+
+Int8Rows quantize_rows(const float* A, int64_t lda, int64_t m, int64_t k, bool biased, bool one_row_per_lane,
+                       bool nibble_quads) {
   // Per calling thread, reused: a decode step makes hundreds of these products.
   thread_local std::vector<int8_t> q, lanes;
   thread_local std::vector<float> scales;
@@ -119,7 +181,26 @@ Int8Rows quantize_rows(const float* A, int64_t lda, int64_t m, int64_t k, bool b
     sums.assign(static_cast<size_t>(padded * blocks), 0);
     arrange_one_row_per_lane(lanes.data(), sums.data(), qs, m, k, biased);
   }
-  return Int8Rows{q.data(), scales.data(), k, lanes.data(), sums.data()};
+  Int8Rows rows{q.data(), scales.data(), k, lanes.data(), sums.data()};
+  const int64_t last_group_rows = m % 8;
+  if (nibble_quads && last_group_rows > 0 && last_group_rows < 4) {
+    thread_local std::vector<int8_t> quad_values;
+    thread_local std::vector<int32_t> quad_corrections;
+    thread_local std::vector<float> quad_scales;
+    const int64_t entries = last_group_rows * rows.quads();
+    quad_values.resize(static_cast<size_t>(entries * 128));
+    quad_corrections.resize(static_cast<size_t>(entries * 16));
+    quad_scales.resize(static_cast<size_t>(entries * 16));
+    rows.quad_row0 = m - last_group_rows;
+#if GATEDLM_KSET_AVX512
+    arrange_nibble_quads(quad_values.data(), quad_corrections.data(), quad_scales.data(), rows, rows.quad_row0, m,
+                         biased);
+#endif
+    rows.quad_values = quad_values.data();
+    rows.quad_corrections = quad_corrections.data();
+    rows.quad_scales = quad_scales.data();
+  }
+  return rows;
 }
 
 // Lane r = the sum of v[r]'s 8 lanes, for 8 vectors (a transpose by unpacking, one add per step).
@@ -184,7 +265,9 @@ bool int8_vnni_runnable() {
 }
 
 void int8_product(bool vnni, const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
-  const Int8Rows rows = quantize_rows(A, lda, m, W.cols, vnni, vnni && m >= 4);
+  // The nibble-quad kernel exists in the AVX-512 set's VNNI region only.
+  const bool nibble_quads = GATEDLM_KSET_AVX512 && vnni && W.format == QuantFormat::q4_0;
+  const Int8Rows rows = quantize_rows(A, lda, m, W.cols, vnni, vnni && m >= 4, nibble_quads);
 #if !defined(__clang__)
   if (vnni) return int8_vnni::product(out, rows, m, W);
 #endif
