@@ -128,28 +128,10 @@ def run_json(cmd, threads):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--gatedlm", default=os.path.join(HERE, "..", "build", "gatedlm"))
-    ap.add_argument("--config", default=os.path.join(HERE, "configs", "qwen3_100m.json"))
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--prompt-tokens", type=int, default=128)
-    ap.add_argument("--new-tokens", type=int, default=64)
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--llama-probe", default=os.path.join(HERE, "..", "build", "tests", "llama_probe"),
-                    help="tests/llama/llama_probe built by the project (its --bench mode times llama.cpp)")
-    ap.add_argument("--no-llama", action="store_true", help="leave llama.cpp out")
-    ap.add_argument("--pairs", type=int, default=3,
-                    help="batch-1 runs of gatedlm and llama.cpp, alternated (the ratio is their median)")
-    ap.add_argument("--workdir", help="keep the checkpoint here (default: a temporary directory)")
-    a = ap.parse_args()
+def check_torch_peer(a, ck, work):
+    """The peer computes the same model: its logits against the engine's on a short
+    sequence (relative error), or exit."""
     import torch
-    work = a.workdir or tempfile.mkdtemp(prefix="gatedlm_gen_bench_")
-    ck = os.path.join(work, "qwen3_100m")
-    if not os.path.exists(os.path.join(ck, "model.safetensors")):
-        subprocess.run([a.gatedlm, "init", "--config", a.config, "--out", ck, "--seed", "1", "--force"], check=True,
-                       stdout=subprocess.DEVNULL)
-    # The peer computes the same model: its logits against the engine's on a short sequence.
     ids = torch.randint(0, 32000, (1, 9), generator=torch.Generator().manual_seed(3))
     tok = os.path.join(work, "check_tokens.txt")
     open(tok, "w").write(" ".join(map(str, ids[0].tolist())) + "\n")
@@ -163,18 +145,49 @@ def main():
     if err > 1e-4:
         sys.exit(f"the PyTorch peer disagrees with gatedlm (relative error {err:.2e}): not the same model")
 
+    return err
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gatedlm", default=os.path.join(HERE, "..", "build", "gatedlm"))
+    ap.add_argument("--config", default=os.path.join(HERE, "configs", "qwen3_100m.json"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prompt-tokens", type=int, default=128)
+    ap.add_argument("--new-tokens", type=int, default=64)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--llama-probe", default=os.path.join(HERE, "..", "build", "tests", "llama_probe"),
+                    help="tests/llama/llama_probe built by the project (its --bench mode times llama.cpp)")
+    ap.add_argument("--no-llama", action="store_true", help="leave llama.cpp out")
+    ap.add_argument("--no-torch", action="store_true",
+                    help="leave the PyTorch peer out (its loop knows only the all-softmax decoder: use this for "
+                         "hybrid configs such as bench/configs/qwen35_hybrid_150m.json)")
+    ap.add_argument("--pairs", type=int, default=3,
+                    help="batch-1 runs of gatedlm and llama.cpp, alternated (the ratio is their median)")
+    ap.add_argument("--workdir", help="keep the checkpoint here (default: a temporary directory)")
+    a = ap.parse_args()
+    import torch
+    work = a.workdir or tempfile.mkdtemp(prefix="gatedlm_gen_bench_")
+    ck = os.path.join(work, os.path.splitext(os.path.basename(a.config))[0])
+    if not os.path.exists(os.path.join(ck, "model.safetensors")):
+        subprocess.run([a.gatedlm, "init", "--config", a.config, "--out", ck, "--seed", "1", "--force"], check=True,
+                       stdout=subprocess.DEVNULL)
+    err = None if a.no_torch else check_torch_peer(a, ck, work)
     eng = run_json([a.gatedlm, "bench", "generate", "--checkpoint", ck, "--batch", "1,8", "--prompt-tokens",
                     str(a.prompt_tokens), "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)], a.threads)
     rows = []
     for run in eng["runs"]:
         b = run["batch"]
+        if a.no_torch:
+            rows.append((b, run["prefill_tokens_per_s"], run["decode_tokens_per_s"], math.nan, math.nan))
+            continue
         pre_ms, dec_ms = torch_peer(ck, b, a.prompt_tokens, a.new_tokens, a.reps, a.threads)
         rows.append((b, run["prefill_tokens_per_s"], run["decode_tokens_per_s"],
                      b * a.prompt_tokens / (pre_ms / 1e3), b / (dec_ms / 1e3)))
     print(f"# Generation speed: gatedlm vs PyTorch {torch.__version__} (KV-cache loop)\n")
     print(f"model {a.config} ({eng['params'] / 1e6:.1f}M parameters, fp32), prompt {a.prompt_tokens} tokens, "
           f"{a.new_tokens} greedy decode steps, {a.threads} threads, median of {a.reps} reps; "
-          f"peer logits agree to {err:.1e}\n")
+          + ("PyTorch not run\n" if err is None else f"peer logits agree to {err:.1e}\n"))
     print("| batch | gatedlm prefill tok/s | gatedlm decode tok/s | PyTorch prefill tok/s | PyTorch decode tok/s | decode ratio |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: |")
     for b, gp, gd, tp, td in rows:
