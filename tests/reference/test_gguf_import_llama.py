@@ -145,13 +145,7 @@ def check_case(name, cfg, tokenizer_json, args, libdir, work, text_file, failure
 
 def check_hybrid(name, arch, cfg, args, libdir, work, failures):
     """A gatedlm hybrid exported as `arch`, rewritten by llama.cpp, imported back."""
-    base = os.path.join(work, name)
-    shutil.rmtree(base, ignore_errors=True)
-    os.makedirs(base)
-    with open(os.path.join(base, "config.json"), "w") as f:
-        json.dump(cfg, f)
-    ck = os.path.join(base, "ck")
-    run([args.gatedlm, "init", "--config", os.path.join(base, "config.json"), "--out", ck, "--seed", "6"])
+    base, ck = gl.init_checkpoint(args.gatedlm, work, name, cfg, 6)
     f32 = os.path.join(base, "f32")
     run([args.gatedlm, "export", ck, "--format", "gguf", "--gguf-arch", arch, "--out", f32])
     gguf = os.path.join(f32, "model.gguf")

@@ -336,18 +336,24 @@ def perturb_small_tensors(ck):
     st.save(path, tensors, meta)
 
 
-def check_hybrid(binary, probe, libdir, work, name, cfg, failures):
-    """A hybrid model (Gated DeltaNet and G1-gated softmax layers) as qwen35 / qwen35moe: F32,
-    the prompt logits as above and llama.cpp's greedy continuation against both gatedlm's
-    argmax and `gatedlm generate`'s (which decodes through the recurrent state); F16, the
-    prompt logits. The F32 file imported back by gatedlm scores as the original (IMPORT_TOL)."""
+def init_checkpoint(binary, work, name, cfg, seed):
+    """A fresh directory work/name with config cfg and `gatedlm init` of it: (directory, checkpoint)."""
     base = os.path.join(work, name)
     shutil.rmtree(base, ignore_errors=True)
     os.makedirs(base)
     with open(os.path.join(base, "config.json"), "w") as f:
         json.dump(cfg, f)
     ck = os.path.join(base, "ckpt")
-    run([binary, "init", "--config", os.path.join(base, "config.json"), "--out", ck, "--seed", "5"])
+    run([binary, "init", "--config", os.path.join(base, "config.json"), "--out", ck, "--seed", str(seed)])
+    return base, ck
+
+
+def check_hybrid(binary, probe, libdir, work, name, cfg, failures):
+    """A hybrid model (Gated DeltaNet and G1-gated softmax layers) as qwen35 / qwen35moe: F32,
+    the prompt logits as above and llama.cpp's greedy continuation against both gatedlm's
+    argmax and `gatedlm generate`'s (which decodes through the recurrent state); F16, the
+    prompt logits. The F32 file imported back by gatedlm scores as the original (IMPORT_TOL)."""
+    base, ck = init_checkpoint(binary, work, name, cfg, 5)
     perturb_small_tensors(ck)
     gen = json.loads(run([binary, "generate", "--checkpoint", ck, "--tokenizer", "byte", "--prompt",
                           "The gate decides what flows.", "--temperature", "0", "--max-tokens", str(GENERATE), "--json"]))

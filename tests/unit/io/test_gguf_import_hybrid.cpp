@@ -142,6 +142,25 @@ TEST(GgufImportHybrid, Qwen3NextIsAskedForAndHoldsOnlyWhatItCan) {
   EXPECT_TRUE(testing::contains(no_gate, "G1")) << no_gate;
 }
 
+// The tensor `name` of ts, checking that no tensor's name holds one of `absent` (the parts
+// the fused tensor replaces).
+const GgufTensor* fused(const std::vector<GgufTensor>& ts, const std::string& name, std::initializer_list<const char*> absent) {
+  const GgufTensor* found = nullptr;
+  for (const GgufTensor& t : ts) {
+    for (const char* part : absent) EXPECT_EQ(t.name.find(part), std::string::npos) << t.name;
+    if (t.name == name) found = &t;
+  }
+  return found;
+}
+
+// A tensor's values as its runs make them (no zero runs here).
+std::vector<float> values_of(const GgufTensor& t, const std::vector<float>& params) {
+  std::vector<float> v;
+  for (const GgufRun& r : t.runs) v.insert(v.end(), params.begin() + r.spec->offset + r.begin,
+                                           params.begin() + r.spec->offset + r.begin + r.count);
+  return v;
+}
+
 // Older qwen3next files: q, k, v and z in one ssm_in, per key head (q, k, its r value heads'
 // v rows, their z rows); import reads them (detected by the tensor) as the split form.
 TEST(GgufImportHybrid, Qwen3NextFusedSsmInIsReadAsTheSplitForm) {
@@ -149,19 +168,12 @@ TEST(GgufImportHybrid, Qwen3NextFusedSsmInIsReadAsTheSplitForm) {
   const Checkpoint ck = random_checkpoint(hybrid_config(moe(1)), true, 25);
   const model::ParamLayout layout(ck.config);
   const std::vector<GgufTensor> ts = gguf_tensors(layout, ck.config, "qwen3next", true);
-  const GgufTensor* in = nullptr;
-  for (const GgufTensor& t : ts) {
-    EXPECT_EQ(t.name.find("attn_qkv"), std::string::npos) << t.name;
-    EXPECT_EQ(t.name.find("attn_gate"), std::string::npos) << t.name;
-    if (t.name == "blk.0.ssm_in.weight") in = &t;
-  }
+  const GgufTensor* in = fused(ts, "blk.0.ssm_in.weight", {"attn_qkv", "attn_gate"});
   ASSERT_NE(in, nullptr);
   EXPECT_EQ(in->shape, (std::vector<int64_t>{2 * 16 + 2 * 32, 32}));
   // Key head 1's block (rows 48..95): q rows 8..15, k rows 16+8..16+15, v rows 32+16..32+31 of
   // in_proj_qkv, then z rows 16..31 of in_proj_z.
-  std::vector<float> rows;
-  for (const GgufRun& r : in->runs)
-    for (int64_t i = 0; i < r.count; ++i) rows.push_back(ck.params[r.spec->offset + r.begin + i]);
+  const std::vector<float> rows = values_of(*in, ck.params);
   const model::ParamSpec& qkv = layout.at("model.layers.0.linear_attn.in_proj_qkv.weight");
   const model::ParamSpec& z = layout.at("model.layers.0.linear_attn.in_proj_z.weight");
   const auto row = [&](const model::ParamSpec& s, int64_t r) { return ck.params[s.offset + r * 32 + 5]; };
@@ -184,19 +196,12 @@ TEST(GgufImportHybrid, Qwen3NextKeepsGroupedHeadsAndFusesBetaAlpha) {
   const Checkpoint ck = random_checkpoint(hybrid_config(moe(1)), true, 24);
   const model::ParamLayout layout(ck.config);
   const std::vector<GgufTensor> ts = gguf_tensors(layout, ck.config, "qwen3next");
-  const GgufTensor* ba = nullptr;
-  for (const GgufTensor& t : ts) {
-    EXPECT_EQ(t.name.find("ssm_beta"), std::string::npos) << t.name;
-    EXPECT_EQ(t.name.find("ssm_alpha"), std::string::npos) << t.name;
-    if (t.name == "blk.2.ssm_ba.weight") ba = &t;
-  }
+  const GgufTensor* ba = fused(ts, "blk.2.ssm_ba.weight", {"ssm_beta", "ssm_alpha"});
   ASSERT_NE(ba, nullptr);
   EXPECT_EQ(ba->shape, (std::vector<int64_t>{8, 32}));
   const model::ParamSpec& b = layout.at("model.layers.2.linear_attn.in_proj_b.weight");
   const model::ParamSpec& a = layout.at("model.layers.2.linear_attn.in_proj_a.weight");
-  std::vector<float> rows;
-  for (const GgufRun& r : ba->runs)
-    for (int64_t i = 0; i < r.count; ++i) rows.push_back(ck.params[r.spec->offset + r.begin + i]);
+  const std::vector<float> rows = values_of(*ba, ck.params);
   // Key head j (r = 2): beta rows 2j, 2j+1, then alpha rows 2j, 2j+1.
   for (int64_t j = 0; j < 2; ++j)
     for (int64_t m = 0; m < 2; ++m)
