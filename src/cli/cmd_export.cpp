@@ -26,7 +26,7 @@ void register_export(CLI::App& app) {
       "qwen3_5_moe: transformers' text-only Qwen3-Next / Qwen3.5 / Qwen3.5-MoE (hybrids or all-softmax models with "
       "the G1 elementwise sigmoid gate and zero-centred norms); gguf: DIR/model.gguf "
       "for llama.cpp (F32, F16, BF16, Q8_0 or Q4_0; architecture qwen3 / qwen3moe for ungated models, qwen35 / "
-      "qwen35moe for hybrids of Gated DeltaNet and G1-gated softmax layers; no attention biases; a G1-gated model "
+      "qwen35moe for hybrids of Gated DeltaNet and G1-gated softmax layers, or qwen3next for MoE ones with --gguf-arch; no attention biases; a G1-gated model "
       "whose layers are all softmax is refused: llama.cpp aborts on it; with the checkpoint's tokenizer.json "
       "vocabulary when it has one, else the byte tokenizer's for a byte model). A config the format cannot express "
       "is refused by key before anything is written.");

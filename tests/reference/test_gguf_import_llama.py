@@ -14,11 +14,11 @@ Qwen3-MoE one (a small byte-level BPE vocabulary):
      original rounded to nearest even (numpy's rounding), Q8_0 within 1% relative L2;
   3. the tokenizer.json each import writes encodes ~1 MB of varied text (test_tokenizer_json's
      generated texts) to exactly the ids the original tokenizer.json gives.
-  4. a random Qwen3-Next-shaped hybrid (Gated DeltaNet layers, MoE with a shared expert)
-     exported as llama.cpp's qwen3next (--gguf-arch) and rewritten by llama.cpp as F16 and
-     BF16: gatedlm imports each with the config of its own F32 file's import, every tensor
+  4. random hybrids (Gated DeltaNet layers; test_gguf_llama's HYBRID_CASES: qwen35, qwen35moe
+     with a shared expert, and a Qwen3-Next-shaped MoE exported as qwen3next with --gguf-arch),
+     each rewritten by llama.cpp as F16 and BF16: gatedlm imports each with the config of its own F32 file's import, every tensor
      either as that import has it (what llama.cpp keeps F32) or that rounded to the type.
-GATEDLM_GGUF_CASES=qwen3moe runs one case. Exit status 77 (ctest: skipped) with the reason when npm or a package is unavailable.
+GATEDLM_GGUF_CASES=qwen3moe (or qwen3next_hybrid, ...) runs one case. Exit status 77 (ctest: skipped) with the reason when npm or a package is unavailable.
 
 Usage: /usr/bin/python3 tests/reference/test_gguf_import_llama.py --gatedlm build/gatedlm \
            --requantize build/tests/llama_requantize
@@ -216,9 +216,9 @@ def main(argv=None):
             if os.environ.get("GATEDLM_GGUF_CASES") and name not in os.environ["GATEDLM_GGUF_CASES"].split(","):
                 continue
             check_case(name, cfg, vocabularies[name], args, libdir, work, text_file, failures)
-        if not os.environ.get("GATEDLM_GGUF_CASES") or "qwen3next_hybrid" in os.environ["GATEDLM_GGUF_CASES"]:
-            check_hybrid("qwen3next_hybrid", "qwen3next", gl.HYBRID_CASES["qwen3next_hybrid"], args, libdir, work,
-                         failures)
+        for name, cfg in gl.HYBRID_CASES.items():
+            if not os.environ.get("GATEDLM_GGUF_CASES") or name in os.environ["GATEDLM_GGUF_CASES"].split(","):
+                check_hybrid(name, gl.HYBRID_ARCH[name], cfg, args, libdir, work, failures)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
