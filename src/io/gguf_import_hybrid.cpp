@@ -120,6 +120,10 @@ std::vector<std::string> gguf_hybrid_keys(const std::string& arch) {
 
 void read_hybrid_config(GgufReader& f, const std::string& arch, model::ModelConfig& c) {
   const std::string prefix = arch + ".";
+  // Before a vector of layer kinds is sized by it (every layer has tensors of its own).
+  if (c.n_layers > static_cast<int64_t>(f.tensors().size()))
+    fail(f.path(), ": key ", prefix, "block_count asks for ", c.n_layers, " layers; the file holds ", f.tensors().size(),
+         " tensors");
   const int64_t mtp = gguf_mtp_layers(f, arch);
   if (mtp >= c.n_layers)
     fail(f.path(), ": key ", prefix, "nextn_predict_layers (", mtp, ") leaves none of the ", c.n_layers, " blocks (",

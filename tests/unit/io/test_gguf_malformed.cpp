@@ -435,6 +435,9 @@ TEST_F(GgufMalformedHybrid, HybridKeys) {
   g.kv.emplace_back("qwen35moe.nextn_predict_layers", u32(4));
   expect_refused(g, {"qwen35moe.nextn_predict_layers", "leaves none"});
   g = hybrid_;
+  *g.find("qwen35moe.block_count") = u32(2000000000);  // no layer kinds sized by it
+  expect_refused(g, {"qwen35moe.block_count", "2000000000 layers"});
+  g = hybrid_;
   g.kv.emplace_back("qwen35moe.ssm.dt_rank_extra", u32(1));
   expect_refused(g, {"qwen35moe.ssm.dt_rank_extra", "not supported"});
 }
