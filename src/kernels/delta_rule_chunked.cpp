@@ -2,6 +2,7 @@
 // with the products batched over the heads of one sequence through batched_matmul (oneDNN).
 #include <algorithm>
 #include <cmath>
+#include <omp.h>
 #include <vector>
 
 #include "core/error.h"
@@ -26,11 +27,12 @@ struct ChunkWorkspace {
   std::vector<T> writes;      // [heads][C, dv]: U
   std::vector<T> state;       // [heads][dk, dv]
   std::vector<T> log_decay;   // [heads][C]: G, the cumulative log decay from the chunk start
+  std::vector<T> discarded_out;  // [C, heads, dv]: the output of chunks run for their state only
 
   ChunkWorkspace(int64_t C_, int64_t dk_, int64_t dv_, int64_t heads_)
       : C(C_), dk(dk_), dv(dv_), heads(heads_), key_gram(heads * C * C), system(heads * C * C), query_key(heads * C * C),
         inverse(heads * C * C), scaled(heads * C * dk), correction(heads * C * dk), values(heads * C * dv),
-        writes(heads * C * dv), state(heads * dk * dv), log_decay(heads * C) {}
+        writes(heads * C * dv), state(heads * dk * dv), log_decay(heads * C), discarded_out(C * heads * dv) {}
 };
 
 // Where one chunk's rows lie: token-major rows of all heads, head h at h * d.
@@ -383,42 +385,66 @@ int64_t checked_chunk(int64_t chunk_size, const DeltaRuleShape& s) {
   return std::min(chunk_size, std::max<int64_t>(s.seq, 1));
 }
 
+
+// Threads for the sequences of a batch (each then runs its chunks alone, its products and
+// per-head loops on one thread) when there are at least two of both: few large tasks instead
+// of many small products that each share out and join the threads. The bits are the same
+// either way (every product tile and per-head loop is computed by one thread, whichever).
+bool sequences_in_parallel(const DeltaRuleShape& s) { return s.batch > 1 && omp_get_max_threads() > 1; }
+
+// One sequence's chunks forward from its initial state: out's rows and its final state (null:
+// not written); chunk_starts (null: not kept) gets the state at each chunk's start.
+template <typename T>
+void sequence_forward(ChunkWorkspace<T>& w, T* out, T* final_state, T* chunk_starts, const DeltaRuleInputs<T>& in,
+                      const DeltaRuleShape& s, int64_t b) {
+  const int64_t n = static_cast<int64_t>(w.state.size());
+  load_sequence_state(w.state, in.initial_state, b);
+  for (int64_t t0 = 0, i = 0; t0 < s.seq; t0 += w.C, ++i) {
+    if (chunk_starts) std::copy(w.state.begin(), w.state.end(), chunk_starts + i * n);
+    T* rows_out = out ? out + (b * s.seq + t0) * s.heads * s.value_dim : w.discarded_out.data();
+    run_chunk(w, chunk_rows(in, rows_out, s, b, t0, std::min(w.C, s.seq - t0)));
+  }
+  if (final_state) std::copy(w.state.begin(), w.state.end(), final_state + b * n);
+}
+
 }  // namespace
 
 template <typename T>
 void delta_rule_chunked_forward(T* out, T* final_state, const DeltaRuleInputs<T>& in, const DeltaRuleShape& s,
                                 int64_t chunk_size) {
-  ChunkWorkspace<T> w(checked_chunk(chunk_size, s), s.key_dim, s.value_dim, s.heads);
-  for (int64_t b = 0; b < s.batch; ++b) {
-    load_sequence_state(w.state, in.initial_state, b);
-    for (int64_t t0 = 0; t0 < s.seq; t0 += w.C)
-      run_chunk(w, chunk_rows(in, out + (b * s.seq + t0) * s.heads * s.value_dim, s, b, t0, std::min(w.C, s.seq - t0)));
-    if (final_state) std::copy(w.state.begin(), w.state.end(), final_state + b * w.state.size());
+  const int64_t C = checked_chunk(chunk_size, s);
+#pragma omp parallel if (sequences_in_parallel(s))
+  {
+    ChunkWorkspace<T> w(C, s.key_dim, s.value_dim, s.heads);  // this thread's
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t b = 0; b < s.batch; ++b) sequence_forward(w, out, final_state, static_cast<T*>(nullptr), in, s, b);
   }
 }
 
 template <typename T>
 void delta_rule_chunked_backward(const DeltaRuleGrads<T>& grads, const T* d_out, const T* d_final_state,
                                  const DeltaRuleInputs<T>& in, const DeltaRuleShape& s, int64_t chunk_size) {
-  ChunkWorkspace<T> w(checked_chunk(chunk_size, s), s.key_dim, s.value_dim, s.heads);
-  ChunkGradWorkspace<T> bw(w.C, s.key_dim, s.value_dim, s.heads);
-  const int64_t chunks = (s.seq + w.C - 1) / w.C, n = static_cast<int64_t>(w.state.size());
-  std::vector<T> chunk_starts(chunks * n), unused_out(w.C * s.heads * s.value_dim);
-  for (int64_t b = 0; b < s.batch; ++b) {
-    load_sequence_state(w.state, in.initial_state, b);
-    for (int64_t i = 0; i < chunks; ++i) {
-      std::copy(w.state.begin(), w.state.end(), chunk_starts.begin() + i * n);
-      const int64_t t0 = i * w.C;
-      run_chunk(w, chunk_rows(in, unused_out.data(), s, b, t0, std::min(w.C, s.seq - t0)));
+  const int64_t C = checked_chunk(chunk_size, s);
+#pragma omp parallel if (sequences_in_parallel(s))
+  {
+    // this thread's buffers
+    ChunkWorkspace<T> w(C, s.key_dim, s.value_dim, s.heads);
+    ChunkGradWorkspace<T> bw(C, s.key_dim, s.value_dim, s.heads);
+    const int64_t chunks = (s.seq + C - 1) / C, n = static_cast<int64_t>(w.state.size());
+    std::vector<T> chunk_starts(chunks * n);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t b = 0; b < s.batch; ++b) {
+      // forward once for the state at each chunk start, then the chunks backward from the last
+      sequence_forward(w, static_cast<T*>(nullptr), static_cast<T*>(nullptr), chunk_starts.data(), in, s, b);
+      load_sequence_state(bw.d_state, d_final_state, b);
+      for (int64_t i = chunks - 1; i >= 0; --i) {
+        std::copy(chunk_starts.begin() + i * n, chunk_starts.begin() + (i + 1) * n, w.state.begin());
+        const int64_t t0 = i * C;
+        backward_chunk(w, bw, chunk_rows(in, w.discarded_out.data(), s, b, t0, std::min(C, s.seq - t0)),
+                       chunk_grad_rows(grads, d_out, s, b, t0));
+      }
+      if (grads.d_initial_state) std::copy(bw.d_state.begin(), bw.d_state.end(), grads.d_initial_state + b * n);
     }
-    load_sequence_state(bw.d_state, d_final_state, b);
-    for (int64_t i = chunks - 1; i >= 0; --i) {
-      std::copy(chunk_starts.begin() + i * n, chunk_starts.begin() + (i + 1) * n, w.state.begin());
-      const int64_t t0 = i * w.C;
-      backward_chunk(w, bw, chunk_rows(in, unused_out.data(), s, b, t0, std::min(w.C, s.seq - t0)),
-                     chunk_grad_rows(grads, d_out, s, b, t0));
-    }
-    if (grads.d_initial_state) std::copy(bw.d_state.begin(), bw.d_state.end(), grads.d_initial_state + b * n);
   }
 }
 

@@ -1,5 +1,5 @@
 // A training run's numbers do not depend on its thread count: the same run at 1 and at 2
-// threads (a gated model and a mixture-of-experts one) ends with the same weights, bit
+// threads (a gated model, a mixture-of-experts one and a hybrid one) ends with the same weights, bit
 // for bit; and a run killed with SIGKILL and resumed on another thread count (what the
 // thread governor does after a kill -9: the dead run's load makes the resumed one start on
 // fewer threads) ends exactly where the unbroken run does.
@@ -57,6 +57,13 @@ class ThreadCountDeterminism : public ::testing::Test {
     moe["moe"] = {{"n_experts", 4}, {"top_k", 2}, {"expert_hidden", 64}, {"n_shared", 1}, {"every", 1},
                   {"lb_coef", 0.01}, {"z_coef", 0.001}};
     std::ofstream(root_ / "moe.json") << moe.dump();
+    // Gated DeltaNet layers beside a softmax one: its chunked delta rule runs the batch's
+    // sequences on threads of their own at 2 threads, its heads' products at 1.
+    json hybrid = gated;
+    hybrid.update({{"full_attention_interval", 2},
+                   {"linear_attention",
+                    {{"n_k_heads", 2}, {"n_v_heads", 4}, {"k_head_dim", 32}, {"v_head_dim", 32}, {"conv_kernel", 4}}}});
+    std::ofstream(root_ / "hybrid.json") << hybrid.dump();
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
 
@@ -105,6 +112,11 @@ TEST_F(ThreadCountDeterminism, GatedModelTrainsTheSameBitsOnOneAndTwoThreads) {
 TEST_F(ThreadCountDeterminism, MixtureOfExpertsTrainsTheSameBitsOnOneAndTwoThreads) {
   const int steps = 8;
   expect_same_run(train("moe.json", "moe_1", steps, "1"), train("moe.json", "moe_2", steps, "2"), steps);
+}
+
+TEST_F(ThreadCountDeterminism, HybridModelTrainsTheSameBitsOnOneAndTwoThreads) {
+  const int steps = 8;
+  expect_same_run(train("hybrid.json", "hybrid_1", steps, "1"), train("hybrid.json", "hybrid_2", steps, "2"), steps);
 }
 
 TEST_F(ThreadCountDeterminism, ResumeOnAnotherThreadCountAfterSigkillIsBitIdentical) {
