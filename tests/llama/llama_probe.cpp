@@ -16,6 +16,11 @@
 // prefilled in one llama_decode call, then NEW_TOKENS single-token decode calls. Prints one
 // JSON line with the medians: prefill_tokens_per_s, decode_tokens_per_s.
 //
+//   llama_probe --tokenize LIBDIR MODEL.gguf TEXT_FILE
+//
+// Prints, on one line, the ids llama.cpp's tokenizer gives the file's text (special tokens
+// parsed, no BOS/EOS added): tests/reference/test_tokenizer_llama.py.
+//
 // No llama.h is compiled in: the few functions are looked up with dlsym. The structs they
 // take and return by value (model/context params, batch) are all larger than 16 bytes, so
 // the x86-64 System V ABI passes and returns them in memory; a larger opaque buffer in their
@@ -27,6 +32,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -59,6 +66,7 @@ struct Llama {
   float* (*logits_ith)(void*, int32_t);
   const void* (*get_vocab)(const void*);
   int32_t (*n_tokens)(const void*);
+  int32_t (*tokenize)(const void*, const char*, int32_t, int32_t*, int32_t, bool, bool);
 };
 
 Llama open_llama(const std::string& dir) {
@@ -83,6 +91,8 @@ Llama open_llama(const std::string& dir) {
   l.logits_ith = reinterpret_cast<float* (*)(void*, int32_t)>(must(llama, "llama_get_logits_ith"));
   l.get_vocab = reinterpret_cast<const void* (*)(const void*)>(must(llama, "llama_model_get_vocab"));
   l.n_tokens = reinterpret_cast<int32_t (*)(const void*)>(must(llama, "llama_vocab_n_tokens"));
+  l.tokenize = reinterpret_cast<int32_t (*)(const void*, const char*, int32_t, int32_t*, int32_t, bool, bool)>(
+      must(llama, "llama_tokenize"));
   return l;
 }
 
@@ -157,14 +167,38 @@ int bench(int argc, char** argv) {
   return 0;
 }
 
+int tokenize(int argc, char** argv) {
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: llama_probe --tokenize LIBDIR MODEL.gguf TEXT_FILE\n");
+    return 2;
+  }
+  const Llama l = open_llama(argv[2]);
+  void* model = load_model(l, argv[3]);
+  std::ifstream in(argv[4], std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<int32_t> ids(text.size() + 16);  // byte-level BPE: at most one id per byte
+  const int32_t n = l.tokenize(l.get_vocab(model), text.data(), static_cast<int32_t>(text.size()), ids.data(),
+                               static_cast<int32_t>(ids.size()), false, true);
+  if (n < 0) {
+    std::fprintf(stderr, "llama_probe: llama_tokenize failed (%d)\n", n);
+    return 1;
+  }
+  for (int32_t i = 0; i < n; ++i) std::printf(i ? " %d" : "%d", ids[i]);
+  std::printf("\n");
+  l.free_model(model);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "--bench") return bench(argc, argv);
+  if (argc > 1 && std::string(argv[1]) == "--tokenize") return tokenize(argc, argv);
   if (argc < 5) {
     std::fprintf(stderr,
                  "usage: llama_probe LIBDIR MODEL.gguf N_GENERATE TOKEN...\n"
-                 "       llama_probe --bench LIBDIR MODEL.gguf THREADS PROMPT_TOKENS NEW_TOKENS REPS\n");
+                 "       llama_probe --bench LIBDIR MODEL.gguf THREADS PROMPT_TOKENS NEW_TOKENS REPS\n"
+                 "       llama_probe --tokenize LIBDIR MODEL.gguf TEXT_FILE\n");
     return 2;
   }
   const Llama l = open_llama(argv[1]);
