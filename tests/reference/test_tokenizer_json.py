@@ -101,6 +101,13 @@ def generated_texts(special, seed=12):
     return "".join(parts)
 
 
+def qwen3_tokenizer(dirs):
+    """The real Qwen3 tokenizer's directory (from fetch()) and its added tokens' strings."""
+    qwen3_dir = os.path.join(dirs["tokenizer"], "models")
+    with open(os.path.join(qwen3_dir, "tokenizer.json"), encoding="utf-8") as f:
+        return qwen3_dir, [a["content"] for a in json.load(f)["added_tokens"]]
+
+
 QWEN35_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"
                 r"| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 QWEN35_FIRST_ADDED = 248044  # <|endoftext|>; Qwen3's is 151643
@@ -229,9 +236,7 @@ def main(argv=None):
     if dirs is None:
         print(f"SKIP: {why}")
         return SKIP
-    qwen3_dir = os.path.join(dirs["tokenizer"], "models")
-    with open(os.path.join(qwen3_dir, "tokenizer.json")) as f:
-        special = [a["content"] for a in json.load(f)["added_tokens"]]
+    qwen3_dir, special = qwen3_tokenizer(dirs)
     work, tmp = work_directory(args.workdir, "gatedlm_tok_")
     failures = []
     try:

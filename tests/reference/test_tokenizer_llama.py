@@ -94,9 +94,7 @@ def main(argv=None):
     if dirs is None:
         print(f"SKIP: {why}")
         return SKIP
-    qwen3_dir = os.path.join(dirs["tokenizer"], "models")
-    with open(os.path.join(qwen3_dir, "tokenizer.json")) as f:
-        special = [a["content"] for a in json.load(f)["added_tokens"]]
+    qwen3_dir, special = tj.qwen3_tokenizer(dirs)
     work, tmp = work_directory(args.workdir, "gatedlm_tokllama_")
     failures = []
     try:
