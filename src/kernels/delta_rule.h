@@ -75,17 +75,23 @@ void delta_rule_recurrent_backward(const DeltaRuleGrads<T>& grads, const T* d_ou
 
 // The chunked form (header comment), chunk_size tokens per chunk (32-64 is the sweet spot:
 // products large enough for oneDNN, the C^3 solve still small). Same arguments and result as
-// delta_rule_recurrent_forward up to rounding. Throws on chunk_size < 1.
+// delta_rule_recurrent_forward up to rounding. Throws on chunk_size < 1. chunk_states (null:
+// not kept) receives the state at each chunk's start, [batch, chunks, heads, d_k, d_v]
+// (delta_rule_chunk_states_size elements), for the backward.
 template <typename T>
 void delta_rule_chunked_forward(T* out, T* final_state, const DeltaRuleInputs<T>& in, const DeltaRuleShape& s,
-                                int64_t chunk_size = 64);
+                                int64_t chunk_size = 64, T* chunk_states = nullptr);
+
+// Elements of the forward's chunk_states for this shape and chunk size.
+int64_t delta_rule_chunk_states_size(const DeltaRuleShape& s, int64_t chunk_size);
 
 // The backward of the chunked form: the same gradients as delta_rule_recurrent_backward up to
-// rounding, with the work in matrix products. It runs the chunks forward once keeping the
-// state at each chunk start (seq / C states per head), then walks them back recomputing each
-// chunk's system, writes and scores.
+// rounding, with the work in matrix products. It needs the state at each chunk start: the
+// forward's chunk_states (same inputs and chunk size), or null to run the chunks forward once
+// more for them; then it walks the chunks back recomputing each one's system, writes and scores.
 template <typename T>
 void delta_rule_chunked_backward(const DeltaRuleGrads<T>& grads, const T* d_out, const T* d_final_state,
-                                 const DeltaRuleInputs<T>& in, const DeltaRuleShape& s, int64_t chunk_size = 64);
+                                 const DeltaRuleInputs<T>& in, const DeltaRuleShape& s, int64_t chunk_size = 64,
+                                 const T* chunk_states = nullptr);
 
 }  // namespace gatedlm::kernels

@@ -409,21 +409,29 @@ void sequence_forward(ChunkWorkspace<T>& w, T* out, T* final_state, T* chunk_sta
 
 }  // namespace
 
+int64_t delta_rule_chunk_states_size(const DeltaRuleShape& s, int64_t chunk_size) {
+  const int64_t C = checked_chunk(chunk_size, s), chunks = (s.seq + C - 1) / C;
+  return s.batch * chunks * s.heads * s.key_dim * s.value_dim;
+}
+
 template <typename T>
 void delta_rule_chunked_forward(T* out, T* final_state, const DeltaRuleInputs<T>& in, const DeltaRuleShape& s,
-                                int64_t chunk_size) {
+                                int64_t chunk_size, T* chunk_states) {
   const int64_t C = checked_chunk(chunk_size, s);
+  const int64_t per_sequence = delta_rule_chunk_states_size(s, chunk_size) / std::max<int64_t>(s.batch, 1);
 #pragma omp parallel if (sequences_in_parallel(s))
   {
     ChunkWorkspace<T> w(C, s.key_dim, s.value_dim, s.heads);  // this thread's
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t b = 0; b < s.batch; ++b) sequence_forward(w, out, final_state, static_cast<T*>(nullptr), in, s, b);
+    for (int64_t b = 0; b < s.batch; ++b)
+      sequence_forward(w, out, final_state, chunk_states ? chunk_states + b * per_sequence : nullptr, in, s, b);
   }
 }
 
 template <typename T>
 void delta_rule_chunked_backward(const DeltaRuleGrads<T>& grads, const T* d_out, const T* d_final_state,
-                                 const DeltaRuleInputs<T>& in, const DeltaRuleShape& s, int64_t chunk_size) {
+                                 const DeltaRuleInputs<T>& in, const DeltaRuleShape& s, int64_t chunk_size,
+                                 const T* chunk_states) {
   const int64_t C = checked_chunk(chunk_size, s);
 #pragma omp parallel if (sequences_in_parallel(s))
   {
@@ -431,14 +439,17 @@ void delta_rule_chunked_backward(const DeltaRuleGrads<T>& grads, const T* d_out,
     ChunkWorkspace<T> w(C, s.key_dim, s.value_dim, s.heads);
     ChunkGradWorkspace<T> bw(C, s.key_dim, s.value_dim, s.heads);
     const int64_t chunks = (s.seq + C - 1) / C, n = static_cast<int64_t>(w.state.size());
-    std::vector<T> chunk_starts(chunks * n);
+    std::vector<T> recomputed(chunk_states ? 0 : chunks * n);  // this thread's sequence's, when not given
 #pragma omp for schedule(dynamic, 1)
     for (int64_t b = 0; b < s.batch; ++b) {
-      // forward once for the state at each chunk start, then the chunks backward from the last
-      sequence_forward(w, static_cast<T*>(nullptr), static_cast<T*>(nullptr), chunk_starts.data(), in, s, b);
+      // the state at each chunk start (kept by the forward, or by running it once more), then
+      // the chunks backward from the last
+      const T* starts = chunk_states ? chunk_states + b * chunks * n : recomputed.data();
+      if (!chunk_states)
+        sequence_forward(w, static_cast<T*>(nullptr), static_cast<T*>(nullptr), recomputed.data(), in, s, b);
       load_sequence_state(bw.d_state, d_final_state, b);
       for (int64_t i = chunks - 1; i >= 0; --i) {
-        std::copy(chunk_starts.begin() + i * n, chunk_starts.begin() + (i + 1) * n, w.state.begin());
+        std::copy(starts + i * n, starts + (i + 1) * n, w.state.begin());
         const int64_t t0 = i * C;
         backward_chunk(w, bw, chunk_rows(in, w.discarded_out.data(), s, b, t0, std::min(C, s.seq - t0)),
                        chunk_grad_rows(grads, d_out, s, b, t0));
@@ -449,12 +460,14 @@ void delta_rule_chunked_backward(const DeltaRuleGrads<T>& grads, const T* d_out,
 }
 
 template void delta_rule_chunked_forward<float>(float*, float*, const DeltaRuleInputs<float>&, const DeltaRuleShape&,
-                                                int64_t);
+                                                int64_t, float*);
 template void delta_rule_chunked_forward<double>(double*, double*, const DeltaRuleInputs<double>&,
-                                                 const DeltaRuleShape&, int64_t);
+                                                 const DeltaRuleShape&, int64_t, double*);
 template void delta_rule_chunked_backward<float>(const DeltaRuleGrads<float>&, const float*, const float*,
-                                                 const DeltaRuleInputs<float>&, const DeltaRuleShape&, int64_t);
+                                                 const DeltaRuleInputs<float>&, const DeltaRuleShape&, int64_t,
+                                                 const float*);
 template void delta_rule_chunked_backward<double>(const DeltaRuleGrads<double>&, const double*, const double*,
-                                                  const DeltaRuleInputs<double>&, const DeltaRuleShape&, int64_t);
+                                                  const DeltaRuleInputs<double>&, const DeltaRuleShape&, int64_t,
+                                                  const double*);
 
 }  // namespace gatedlm::kernels

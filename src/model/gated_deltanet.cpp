@@ -164,7 +164,9 @@ void deltanet_forward(T* out, const T* h, int64_t batch, int64_t seq, const Delt
   mix_inputs(a, n, w, la);
   clock.charge(&DeltaNetTimes::elementwise);
   const k::DeltaRuleInputs<T> in{a.q.data(), a.k.data(), a.v.data(), a.g.data(), a.beta.data(), nullptr};
-  k::delta_rule_chunked_forward<T>(a.o.data(), nullptr, in, rule_shape<T>(batch, seq, la), kChunk);
+  const k::DeltaRuleShape shape = rule_shape<T>(batch, seq, la);
+  a.chunk_states.resize(static_cast<size_t>(k::delta_rule_chunk_states_size(shape, kChunk)));
+  k::delta_rule_chunked_forward<T>(a.o.data(), nullptr, in, shape, kChunk, a.chunk_states.data());
   clock.charge(&DeltaNetTimes::delta_rule);
   gated_norm_out(out, a, n, s, w, clock);
 }

@@ -57,6 +57,8 @@ struct DeltaNetActivations {
   std::vector<T> normed;            // [n, value_dim] RMSNorm(o) * norm.weight
   std::vector<T> z_gate;            // [n, value_dim] SiLU(z)
   std::vector<T> y;                 // [n, value_dim] normed * z_gate, out_proj's input
+  std::vector<T> chunk_states;      // [batch, chunks, n_v, d_k, d_v] the delta rule's state at each
+                                    // chunk start (training-shaped forward), for the backward
   void resize(int64_t n, const LinearAttentionConfig& la);
 };
 

@@ -178,7 +178,8 @@ void deltanet_backward(T* dh, const DeltaNetGrads<T>& g, const T* dout, const T*
   const k::DeltaRuleInputs<T> in{a.q.data(), a.k.data(), a.v.data(), a.g.data(), a.beta.data(), nullptr};
   const k::DeltaRuleGrads<T> rule{sc.dq.data(), sc.dk.data(), sc.dv.data(), sc.dg.data(), sc.dbeta.data(), nullptr};
   k::delta_rule_chunked_backward<T>(rule, sc.d_o.data(), nullptr, in,
-                                    {batch, seq, la.n_v_heads, la.k_head_dim, la.v_head_dim}, kChunk);
+                                    {batch, seq, la.n_v_heads, la.k_head_dim, la.v_head_dim}, kChunk,
+                                    a.chunk_states.data());
   clock.charge(&DeltaNetTimes::delta_rule);
   gates_backward(sc, g, n, la, w, a);
   qkv_backward(sc, n, la, a);

@@ -264,6 +264,31 @@ TEST(DeltaRuleTest, ChunkedBackwardMatchesRecurrentBackwardInDouble) {
     }
 }
 
+// The backward given the forward's chunk states (as training runs it) computes what it
+// computes when it runs the chunks forward again for them, bit for bit: float through
+// oneDNN, several sequences (threads per sequence), a short last chunk, an initial state.
+TEST(DeltaRuleTest, ChunkedBackwardFromKeptChunkStatesIsTheSame) {
+  const DeltaRuleShape shape{.batch = 3, .seq = 100, .heads = 2, .key_dim = 16, .value_dim = 8};
+  const int64_t chunk = 32;
+  const Problem p = make_problem(shape, true, 81);
+  const Typed<float> in(p);
+  std::vector<float> out(out_size(shape)), states(delta_rule_chunk_states_size(shape, chunk), -1.0f);
+  ASSERT_EQ(states.size(), static_cast<size_t>(3 * 4 * 2 * 16 * 8));  // 4 chunks of 32, 32, 32, 4
+  delta_rule_chunked_forward(out.data(), static_cast<float*>(nullptr), in.inputs(), shape, chunk, states.data());
+  // the first chunk of each sequence starts from its initial state
+  for (int64_t b = 0; b < shape.batch; ++b)
+    for (int64_t i = 0; i < 2 * 16 * 8; ++i) ASSERT_EQ(states[b * 4 * 256 + i], in.initial[b * 256 + i]);
+  const std::vector<float> d_out = cast<float>(random_vector(out_size(shape), 82));
+  auto backward = [&](const float* kept) {
+    const size_t keys = out_size(shape) / 8 * 16, scalars = out_size(shape) / 8;
+    std::vector<float> dq(keys), dk(keys), dv(out_size(shape)), dg(scalars), dbeta(scalars), d_initial(state_size(shape));
+    delta_rule_chunked_backward<float>({dq.data(), dk.data(), dv.data(), dg.data(), dbeta.data(), d_initial.data()},
+                                       d_out.data(), nullptr, in.inputs(), shape, chunk, kept);
+    return std::vector<std::vector<float>>{dq, dk, dv, dg, dbeta, d_initial};
+  };
+  EXPECT_EQ(backward(states.data()), backward(nullptr));
+}
+
 TEST(DeltaRuleTest, RejectsBadChunkSizeAndShape) {
   const Problem p = make_problem(kShape, false, 61);
   const Typed<double> in(p);
