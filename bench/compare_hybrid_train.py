@@ -168,10 +168,11 @@ def growth_table(a, sides, tmpdir):
     models = [("hybrid 3:1", CONFIG), ("all linear", all_linear_config(tmpdir))]
     print(f"## Step time against sequence length (batch 1, {a.growth_steps} timed steps after 1 warm-up, "
           f"{a.threads} threads)\n")
-    print("ms per 1k tokens; growth = time per token relative to sequence " f"{seqs[0]}.\n")
-    print("| model | seq | gatedlm ms/step | gatedlm ms/1k tok | growth | PyTorch ms/step | PyTorch ms/1k tok "
-          "| growth | speed-up |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("ms per 1k tokens; growth = time per token relative to sequence " f"{seqs[0]}; gatedlm's linear "
+          "mixers and delta rule: their ms per 1k tokens (deltanet_ms of bench train, means over the steps).\n")
+    print("| model | seq | gatedlm ms/step | gatedlm ms/1k tok | growth | linear mixers ms/1k tok | delta rule "
+          "ms/1k tok | PyTorch ms/step | PyTorch ms/1k tok | growth | speed-up |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for label, config in models:
         base_e = base_t = None
         for seq in seqs:
@@ -182,10 +183,13 @@ def growth_table(a, sides, tmpdir):
             if e:
                 ek = e["median_ms"] / seq * 1000
                 base_e = base_e or ek
-                ecols = f"{e['median_ms']:.0f} | {ek:.1f} | {ek / base_e:.2f}"
+                parts = e.get("deltanet_ms", {})
+                mixers = f"{sum(parts.values()) / seq * 1000:.1f}" if parts else "n/a"
+                rule = f"{parts['delta_rule'] / seq * 1000:.1f}" if parts else "n/a"
+                ecols = f"{e['median_ms']:.0f} | {ek:.1f} | {ek / base_e:.2f} | {mixers} | {rule}"
                 speed = f"{t['median_ms'] / e['median_ms']:.2f}x"
             else:
-                ecols, speed = "n/a | n/a | n/a", "n/a"
+                ecols, speed = "n/a | n/a | n/a | n/a | n/a", "n/a"
             print(f"| {label} | {seq} | {ecols} | {t['median_ms']:.0f} | {tk:.1f} | {tk / base_t:.2f} | {speed} |")
             sys.stdout.flush()
     print()
