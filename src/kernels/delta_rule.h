@@ -33,8 +33,9 @@
 //   dM = -dR U^T below the diagonal, dG summed back into dg), again mostly products.
 // Why both: the recurrence is simple enough to trust and check by finite differences; the
 // chunked form is what training and prefill run, tested against it (test_delta_rule.cpp).
-// The sequences of a batch run one after another; threads go to the heads (OpenMP by hand,
-// oneDNN's inside the products), so a layer should pass all its heads in one call.
+// Threads go to the sequences of a batch when it has several (each sequence's chunks then run
+// on one thread), else to the heads (OpenMP by hand, and the products' tiles), so a layer
+// should pass all its sequences and heads in one call. The bits do not depend on the thread count.
 #include <cstdint>
 
 namespace gatedlm::kernels {

@@ -1,5 +1,6 @@
 // The gated delta rule in chunks (delta_rule.h): the WY / UT-transform form of Yang et al.,
-// with the products batched over the heads of one sequence through batched_matmul (oneDNN).
+// with the products batched over the heads of one sequence through batched_matmul (oneDNN);
+// the sequences of a batch on threads of their own (sequences_in_parallel).
 #include <algorithm>
 #include <cmath>
 #include <omp.h>
@@ -384,7 +385,6 @@ int64_t checked_chunk(int64_t chunk_size, const DeltaRuleShape& s) {
   check_delta_rule_shape(s);
   return std::min(chunk_size, std::max<int64_t>(s.seq, 1));
 }
-
 
 // Threads for the sequences of a batch (each then runs its chunks alone, its products and
 // per-head loops on one thread) when there are at least two of both: few large tasks instead
