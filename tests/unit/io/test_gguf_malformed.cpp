@@ -417,6 +417,26 @@ TEST_F(GgufMalformedHybrid, MtpBlocksAreLeftOut) {
   }
 }
 
+// Without gatedlm's key (a file of llama.cpp's converter), a hybrid's norms are read as
+// Qwen3.5's and Qwen3-Next's: zero-centred, stored 1 + w.
+TEST_F(GgufMalformedHybrid, NormsWithoutGatedlmsKeyAreZeroCentred) {
+  RawGguf g = hybrid_;
+  ASSERT_NE(g.find(kGgufNormZeroCenteredKey), nullptr);
+  g.erase(kGgufNormZeroCenteredKey);
+  const std::string path = (dir_ / "converter.gguf").string();
+  testing::write_file(path, serialize(g));
+  const ImportedGguf converter = import_gguf(path), gatedlm = import_gguf((dir_ / "hybrid.gguf").string());
+  EXPECT_FALSE(gatedlm.checkpoint.config.norm_zero_centered);
+  EXPECT_TRUE(converter.checkpoint.config.norm_zero_centered);
+  const model::ParamLayout layout(gatedlm.checkpoint.config);
+  const model::ParamSpec& norm = layout.at("model.layers.1.self_attn.q_norm.weight");
+  const model::ParamSpec& gated = layout.at("model.layers.0.linear_attn.norm.weight");  // never zero-centred
+  for (int64_t i = 0; i < norm.numel; ++i)
+    EXPECT_EQ(converter.checkpoint.params[norm.offset + i], gatedlm.checkpoint.params[norm.offset + i] - 1.0f) << i;
+  for (int64_t i = 0; i < gated.numel; ++i)
+    EXPECT_EQ(converter.checkpoint.params[gated.offset + i], gatedlm.checkpoint.params[gated.offset + i]) << i;
+}
+
 TEST_F(GgufMalformedHybrid, HybridKeys) {
   RawGguf g = hybrid_;
   *g.find("qwen35moe.ssm.inner_size") = u32(24);
