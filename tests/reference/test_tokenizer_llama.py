@@ -33,18 +33,6 @@ import test_tokenizer_json as tj  # noqa: E402
 SKIP = 77
 
 
-def gpt2_tokenizer(qwen3_dir, out_dir):
-    """Qwen3's tokenizer.json with GPT-2's pre-tokenizer (ByteLevel's own regex)."""
-    with open(os.path.join(qwen3_dir, "tokenizer.json"), encoding="utf-8") as f:
-        j = json.load(f)
-    j["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": True}
-    j["normalizer"] = None
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "tokenizer.json"), "w", encoding="utf-8") as f:
-        json.dump(j, f, ensure_ascii=False)
-    return out_dir
-
-
 def export_gguf(gatedlm, tok_dir, work, label):
     """A tiny random model carrying the tokenizer, exported to GGUF; the file's path."""
     with open(os.path.join(tok_dir, "tokenizer.json"), encoding="utf-8") as f:
@@ -99,7 +87,7 @@ def main(argv=None):
     try:
         files = tj.in_nfc(tj.text_files(work, special), work)  # as gatedlm encodes them
         tokenizers = {"qwen2": qwen3_dir, "qwen35": tj.qwen35_tokenizer(qwen3_dir, os.path.join(work, "qwen35")),
-                      "gpt-2": gpt2_tokenizer(qwen3_dir, os.path.join(work, "gpt2"))}
+                      "gpt-2": tj.gpt2_tokenizer(qwen3_dir, os.path.join(work, "gpt2"))}
         for pre, tok_dir in tokenizers.items():
             gguf = export_gguf(args.gatedlm, tok_dir, work, pre)
             failures += compare(args, libdir, tok_dir, gguf, files, pre)
