@@ -2,8 +2,10 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <unicode/uchar.h>
 #include <unicode/unorm2.h>
 #include <unicode/ustring.h>
+#include <unicode/utf8.h>
 
 #include <algorithm>
 #include <array>
@@ -59,6 +61,32 @@ int64_t id_limit(const json& j) {
   return 2 * listed + 256;
 }
 
+// Where the run of White_Space characters that ends at `end` (and starts at or after
+// `from`) starts, and where the run that starts at `from` ends. Valid UTF-8, read one
+// character (at most 4 bytes) at a time.
+size_t white_space_start(std::string_view text, size_t from, size_t end) {
+  while (end > from) {
+    const int32_t window = static_cast<int32_t>(std::min<size_t>(4, end - from));
+    int32_t i = window;
+    UChar32 c = 0;
+    U8_PREV(reinterpret_cast<const uint8_t*>(text.data() + end - window), 0, i, c);
+    if (!u_isUWhiteSpace(c)) break;
+    end -= static_cast<size_t>(window - i);
+  }
+  return end;
+}
+size_t white_space_end(std::string_view text, size_t from) {
+  while (from < text.size()) {
+    const int32_t window = static_cast<int32_t>(std::min<size_t>(4, text.size() - from));
+    int32_t i = 0;
+    UChar32 c = 0;
+    U8_NEXT(reinterpret_cast<const uint8_t*>(text.data() + from), i, window, c);
+    if (!u_isUWhiteSpace(c)) break;
+    from += static_cast<size_t>(i);
+  }
+  return from;
+}
+
 }  // namespace
 
 std::string byte_level_symbol(unsigned char byte) {
@@ -106,23 +134,25 @@ class HfBpeTokenizer final : public Tokenizer {
     size_t at = 0;
     while (at < text.size()) {
       // The next added token (earliest; the longest at the same position).
-      size_t best = std::string_view::npos, best_len = 0;
-      int32_t best_id = -1;
+      size_t best = std::string_view::npos;
+      const AddedToken* found = nullptr;
       for (size_t k = 0; k < added_.size(); ++k) {
-        const auto& [content, id] = added_[k];
+        const std::string& content = added_[k].content;
         if (!searched[k] || (next[k] != std::string_view::npos && next[k] < at)) {
           next[k] = text.find(content, at);
           searched[k] = true;
         }
         const size_t p = next[k];
-        if (p < best || (p == best && p != std::string_view::npos && content.size() > best_len))
-          best = p, best_len = content.size(), best_id = id;
+        if (p < best || (p == best && p != std::string_view::npos && content.size() > found->content.size()))
+          best = p, found = &added_[k];
       }
-      const size_t end = best == std::string_view::npos ? text.size() : best;
+      size_t end = found ? best : text.size();
+      if (found && found->lstrip) end = white_space_start(text, at, end);
       if (end > at) encode_plain(text.substr(at, end - at), ids, budget);
-      if (best == std::string_view::npos) break;
-      ids.push_back(best_id);
-      at = best + best_len;
+      if (!found) break;
+      ids.push_back(found->id);
+      at = best + found->content.size();
+      if (found->rstrip) at = white_space_end(text, at);
     }
     return ids;
   }
@@ -265,18 +295,17 @@ class HfBpeTokenizer final : public Tokenizer {
     for (const json& a : j.value("added_tokens", json::array())) {
       const int64_t id = token_id(a.at("id"), "added token id");
       const std::string content = a.at("content").get<std::string>();
-      if (a.value("lstrip", false) || a.value("rstrip", false) || a.value("single_word", false))
-        fail(path_, ": added token ", content, ": lstrip, rstrip and single_word are not supported");
+      if (a.value("single_word", false)) fail(path_, ": added token ", content, ": single_word is not supported");
       // An empty added token would match everywhere and never advance the encoder.
       if (content.empty()) fail(path_, ": added token ", id, " is empty");
       if (static_cast<int64_t>(tokens_.size()) <= id) tokens_.resize(id + 1);
       tokens_[id] = content;
-      added_.emplace_back(content, static_cast<int32_t>(id));
+      added_.push_back({content, static_cast<int32_t>(id), a.value("lstrip", false), a.value("rstrip", false)});
       if (a.value("special", false)) special_ids_.push_back(static_cast<int32_t>(id));
       if (content == "<|endoftext|>") document_id_ = static_cast<int32_t>(id);
     }
     is_added_.assign(tokens_.size(), false);
-    for (const auto& [content, id] : added_) is_added_[id] = true;
+    for (const AddedToken& a : added_) is_added_[a.id] = true;
     if (document_id_ < 0) fail(path_, ": no <|endoftext|> token to separate documents");
   }
 
@@ -454,7 +483,14 @@ class HfBpeTokenizer final : public Tokenizer {
   std::vector<std::string> tokens_;  // by id
   std::vector<bool> is_added_;
   std::unordered_map<std::string, int32_t> vocab_, merges_;  // merges: "left\0right" -> rank
-  std::vector<std::pair<std::string, int32_t>> added_;
+  // lstrip / rstrip: the token takes the white space (Unicode White_Space) before / after it
+  // with it, as Hugging Face's tokenizers do (that text is encoded by no other token).
+  struct AddedToken {
+    std::string content;
+    int32_t id;
+    bool lstrip, rstrip;
+  };
+  std::vector<AddedToken> added_;
   std::vector<int32_t> special_ids_;
   std::vector<std::string> merge_list_;  // "left right", by rank (for vocabulary())
   std::array<std::string, 256> byte_to_unicode_;

@@ -3,8 +3,10 @@
 // normalizer (ICU), the pre-tokenizer's Split regex run by PCRE2 (isolated matches; written
 // in Oniguruma's syntax, rewritten where PCRE2 reads it differently: io/tokenizer_regex.h), GPT-2's
 // byte-to-unicode map, BPE merges by rank, added and special tokens matched in the raw
-// text before anything else, ByteLevel decoding. Anything else in the file (other models,
-// normalizers, pre-tokenizers, byte fallback, subword prefixes) is refused by name.
+// text before anything else (lstrip / rstrip: with the white space beside them; a
+// "normalized" token is matched in the raw text too), ByteLevel decoding. Anything else in
+// the file (other models, normalizers, pre-tokenizers, byte fallback, subword prefixes,
+// single_word tokens) is refused by name.
 #include <memory>
 #include <cstdint>
 #include <string>

@@ -87,6 +87,27 @@ TEST_F(TokenizerJsonInputs, ManyAddedTokensInALongTextEncodeInLinearTime) {
   EXPECT_LT(took, 10.0);
 }
 
+// lstrip / rstrip: the added token takes the White_Space beside it (here U+3000 and a tab),
+// which no other id then encodes; single_word is refused by name.
+TEST_F(TokenizerJsonInputs, AddedTokensTakeTheWhiteSpaceBesideThemWithLstripAndRstrip) {
+  const auto plain = io::load_tokenizer_json(fixed());
+  const auto t = io::load_tokenizer_json(write_edited([](json& j) {
+    j["added_tokens"][1]["lstrip"] = true;  // <|im_start|>
+    j["added_tokens"][1]["rstrip"] = true;
+  }));
+  const std::string text = "a \xe3\x80\x80<|im_start|>\t\n b";
+  std::vector<int32_t> want = plain->encode("a");
+  want.push_back(265);
+  for (int32_t id : plain->encode("b")) want.push_back(id);
+  EXPECT_EQ(t->encode(text), want);
+  EXPECT_NE(plain->encode(text), want);
+  EXPECT_EQ(t->encode("<|im_start|>"), (std::vector<int32_t>{265}));  // nothing beside it
+  const std::string e = error_of([&] {
+    io::load_tokenizer_json(write_edited([](json& j) { j["added_tokens"][0]["single_word"] = true; }));
+  });
+  EXPECT_TRUE(testing::contains(e, "added token <|endoftext|>: single_word is not supported")) << e;
+}
+
 TEST_F(TokenizerJsonInputs, ServerBodiesTheTokenizerRefusesAre400s) {
   const auto t = io::load_tokenizer_json(fixed());
   // Id 263 is a hole of the fixed tokenizer: /detokenize answered 500 (decode's error
