@@ -7,7 +7,8 @@ namespace gatedlm::cli {
 void add_checkpoint_options(CLI::App* sub, std::string& checkpoint, std::string& tokenizer) {
   sub->add_option("--checkpoint", checkpoint, "checkpoint or run directory")->required();
   sub->add_option("--tokenizer", tokenizer,
-                  "byte or a SentencePiece .model (default: the one the checkpoint's run was trained with)");
+                  "byte, a SentencePiece .model or a Hugging Face tokenizer.json (default: the one the checkpoint's run "
+                  "was trained with, else a tokenizer.model or tokenizer.json beside the checkpoint)");
 }
 
 void add_sampling_options(CLI::App* sub, infer::SamplingParams& sampling, infer::StopRules& rules) {

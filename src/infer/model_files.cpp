@@ -43,10 +43,10 @@ std::unique_ptr<io::Tokenizer> recorded_tokenizer(const std::string& checkpoint,
   const fs::path run = fs::exists(given / "run.json") ? given : ck_dir.parent_path().parent_path();
   std::unique_ptr<io::Tokenizer> tokenizer = from_run(run, source);
   for (const fs::path& dir : {ck_dir, run, run.parent_path().parent_path()}) {
-    if (tokenizer) break;
-    if (fs::is_regular_file(dir / "tokenizer.model")) {
-      tokenizer = io::Tokenizer::load((dir / "tokenizer.model").string());
-      source = (dir / "tokenizer.model").string();
+    for (const char* name : {"tokenizer.model", "tokenizer.json"}) {
+      if (tokenizer || !fs::is_regular_file(dir / name)) continue;
+      tokenizer = io::Tokenizer::load((dir / name).string());
+      source = (dir / name).string();
     }
   }
   return tokenizer;
@@ -72,7 +72,7 @@ LoadedModel load_model(const std::string& checkpoint, const std::string& tokeniz
     out.tokenizer = recorded_tokenizer(checkpoint, out.checkpoint_dir, out.tokenizer_source);
     if (!out.tokenizer)
       fail(checkpoint, ": no tokenizer recorded for this checkpoint (no run.json naming its data, no "
-                       "tokenizer.model beside it); give --tokenizer byte|FILE.model");
+                       "tokenizer.model or tokenizer.json beside it); give --tokenizer byte|FILE.model|tokenizer.json");
   }
   check_tokenizer_fits(*out.tokenizer, out.tokenizer_source, out.model->config().vocab_size, checkpoint);
   return out;

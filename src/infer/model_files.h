@@ -1,12 +1,13 @@
 #pragma once
 // What generate, stream-eval and serve load: a checkpoint's model and the tokenizer its
 // text goes through. Checkpoints do not carry a tokenizer; it is found, in order:
-//   1. --tokenizer (byte or a SentencePiece .model), when given;
+//   1. --tokenizer (byte, a SentencePiece .model or a Hugging Face tokenizer.json), when given;
 //   2. the training run's data: RUN/run.json names the dataset directory, whose
 //      manifest names the tokenizer (RUN is the path given, or for RUN/checkpoints/STEP
 //      two levels up);
-//   3. a tokenizer.model in the checkpoint directory, the run directory, or two levels
-//      above the run (the demo's OUT/tokenizer.model for OUT/runs/NAME).
+//   3. a tokenizer.model, else a tokenizer.json (what `import` copies beside an imported
+//      model), in the checkpoint directory, the run directory, or two levels above the
+//      run (the demo's OUT/tokenizer.model for OUT/runs/NAME).
 // Otherwise an error that names the checkpoint and asks for --tokenizer.
 #include <memory>
 #include <string>

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli_runner.h"
+#include "small_tokenizer_json.h"
 #include "test_files.h"
 
 namespace gatedlm::testing {
@@ -73,6 +74,19 @@ TEST(GenerateCliTest, ClearErrors) {
   r = run_gatedlm({"generate", "--checkpoint", ck, "--tokenizer", "byte", "--prompt", "x", "--sinks", "2"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "--window")) << r.output;
+}
+
+// An imported model keeps its tokenizer.json beside the checkpoint: generate finds it
+// without --tokenizer (and says so in the JSON's "tokenizer").
+TEST(GenerateCliTest, TokenizerJsonBesideTheCheckpoint) {
+  TempDir dir("generate_tokenizer_json");
+  const std::string ck = make_checkpoint(dir);
+  write_file(dir / "ck" / "tokenizer.json", small_tokenizer().dump());
+  const CliResult r = run_gatedlm({"generate", "--checkpoint", ck, "--prompt", "abc", "--max-tokens", "3", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json out = last_json_line(r.output);
+  EXPECT_TRUE(contains(out["tokenizer"].get<std::string>(), "tokenizer.json")) << out.dump();
+  EXPECT_EQ(out["prompt_ids"], json::array({9, 8, 2}));  // <|endoftext|> as BOS, "ab" merged, then "c"
 }
 
 TEST(StreamEvalCliTest, WindowWithoutEvictionEqualsFullCache) {

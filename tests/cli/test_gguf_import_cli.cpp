@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli_runner.h"
+#include "small_tokenizer_json.h"
 #include "expect_refused.h"
 #include "test_files.h"
 
@@ -15,32 +16,6 @@ namespace gatedlm::testing {
 namespace {
 
 using nlohmann::json;
-
-// A byte-level BPE tokenizer.json of 11 ids with Qwen2's pre-tokenizer (the GGUF export
-// calls it "qwen2").
-json small_tokenizer() {
-  json vocab = json::object();
-  for (int i = 0; i < 8; ++i) vocab[std::string(1, static_cast<char>('a' + i))] = i;
-  vocab["ab"] = 8;
-  auto added = [](int id, const char* content, bool special) {
-    return json{{"id", id}, {"content", content}, {"special", special}};
-  };
-  return json{
-      {"added_tokens", {added(9, "<|endoftext|>", true), added(10, "<x>", false)}},
-      {"normalizer", {{"type", "NFC"}}},
-      {"pre_tokenizer",
-       {{"type", "Sequence"},
-        {"pretokenizers",
-         {{{"type", "Split"},
-           {"pattern",
-            {{"Regex",
-              R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"}}},
-           {"behavior", "Isolated"},
-           {"invert", false}},
-          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}}},
-      {"decoder", {{"type", "ByteLevel"}}},
-      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"a b"}}}}};
-}
 
 class GgufImportCli : public ::testing::Test {
  protected:
