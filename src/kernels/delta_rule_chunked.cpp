@@ -1,6 +1,6 @@
 // The gated delta rule in chunks (delta_rule.h): the WY / UT-transform form of Yang et al.,
-// with the products batched over the heads of one sequence through batched_matmul (oneDNN);
-// the sequences of a batch on threads of their own (sequences_in_parallel).
+// with the products batched over a group of heads of one sequence through batched_matmul
+// (oneDNN); the groups of every sequence on threads of their own (heads_per_group).
 #include <algorithm>
 #include <cmath>
 #include <omp.h>
@@ -28,20 +28,23 @@ struct ChunkWorkspace {
   std::vector<T> writes;      // [heads][C, dv]: U
   std::vector<T> state;       // [heads][dk, dv]
   std::vector<T> log_decay;   // [heads][C]: G, the cumulative log decay from the chunk start
-  std::vector<T> discarded_out;  // [C, heads, dv]: the output of chunks run for their state only
+  std::vector<T> discarded_out;  // [C, row_heads, dv]: the output of chunks run for their state only
 
-  ChunkWorkspace(int64_t C_, int64_t dk_, int64_t dv_, int64_t heads_)
+  // heads_: the heads this workspace runs (a group of the rows' row_heads)
+  ChunkWorkspace(int64_t C_, int64_t dk_, int64_t dv_, int64_t heads_, int64_t row_heads)
       : C(C_), dk(dk_), dv(dv_), heads(heads_), key_gram(heads * C * C), system(heads * C * C), query_key(heads * C * C),
         inverse(heads * C * C), scaled(heads * C * dk), correction(heads * C * dk), values(heads * C * dv),
-        writes(heads * C * dv), state(heads * dk * dv), log_decay(heads * C), discarded_out(C * heads * dv) {}
+        writes(heads * C * dv), state(heads * dk * dv), log_decay(heads * C), discarded_out(C * row_heads * dv) {}
 };
 
-// Where one chunk's rows lie: token-major rows of all heads, head h at h * d.
+// Where one chunk's rows lie: token-major rows of row_heads heads, head h at h * d; the
+// pointers are at the chunk's first token and the first head of the workspace's group.
 template <typename T>
 struct ChunkRows {
-  const T *q, *k, *v, *g, *beta;  // at the chunk's first token, head 0
+  const T *q, *k, *v, *g, *beta;
   T* out;
-  int64_t c;  // tokens in this chunk
+  int64_t c;          // tokens in this chunk
+  int64_t row_heads;  // heads in a token row
 };
 
 // The products of one chunk over every head: C = A B with A and B either token rows
@@ -63,7 +66,7 @@ void product(T* C, Operand c_op, const T* A, Operand a_op, const T* B, Operand b
 // inverse (I + M)^-1 by forward substitution, and the scaled rows -beta e^G K and beta V.
 template <typename T>
 void prepare_system(ChunkWorkspace<T>& w, const ChunkRows<T>& rows, int64_t h) {
-  const int64_t C = w.C, c = rows.c, H = w.heads, dk = w.dk, dv = w.dv;
+  const int64_t C = w.C, c = rows.c, H = rows.row_heads, dk = w.dk, dv = w.dv;
   T* G = w.log_decay.data() + h * C;
   const T* P = w.key_gram.data() + h * C * C;
   T* M = w.system.data() + h * C * C;
@@ -93,7 +96,7 @@ void prepare_system(ChunkWorkspace<T>& w, const ChunkRows<T>& rows, int64_t h) {
 // Per head, by hand: e^G Q into scaled, and (Q K^T) o D in place (zero above the diagonal).
 template <typename T>
 void prepare_output(ChunkWorkspace<T>& w, const ChunkRows<T>& rows, int64_t h) {
-  const int64_t C = w.C, c = rows.c, H = w.heads, dk = w.dk;
+  const int64_t C = w.C, c = rows.c, H = rows.row_heads, dk = w.dk;
   const T* G = w.log_decay.data() + h * C;
   T* A = w.query_key.data() + h * C * C;
   for (int64_t t = 0; t < c; ++t) {
@@ -109,7 +112,7 @@ void prepare_output(ChunkWorkspace<T>& w, const ChunkRows<T>& rows, int64_t h) {
 // [heads][C, dk] buffer.
 template <typename T>
 void decay_keys(const ChunkWorkspace<T>& w, T* into, const ChunkRows<T>& rows, int64_t h) {
-  const int64_t C = w.C, c = rows.c, H = w.heads, dk = w.dk;
+  const int64_t C = w.C, c = rows.c, H = rows.row_heads, dk = w.dk;
   const T* G = w.log_decay.data() + h * C;
   for (int64_t t = 0; t < c; ++t) {
     const T* k = rows.k + t * H * dk + h * dk;
@@ -129,14 +132,15 @@ void prepare_state_update(ChunkWorkspace<T>& w, const ChunkRows<T>& rows, int64_
   for (int64_t i = 0; i < n; ++i) S[i] *= decay;
 }
 
-// How the products of one chunk see their operands: token rows of all heads (ld heads * d,
-// item stride d) and the workspace's per-head buffers (packed, item stride the buffer's).
+// How the products of one chunk see their operands: token rows (ld row_heads * d, item
+// stride d) and the workspace's per-head buffers (packed, item stride the buffer's). H: the
+// heads the workspace runs.
 struct ChunkOperands {
   Operand keys, values, square, wide_k, wide_v, state;
   bool threaded;  // threads for the loops by hand only where they have work enough
-  ChunkOperands(int64_t C, int64_t c, int64_t H, int64_t dk, int64_t dv)
-      : keys{H * dk, dk}, values{H * dv, dv}, square{c, C * C}, wide_k{dk, C * dk}, wide_v{dv, C * dv},
-        state{dv, dk * dv}, threaded(H > 1 && H * c * (c * c / 6 + dk + dv) >= (1 << 16)) {}
+  ChunkOperands(int64_t C, int64_t c, int64_t row_heads, int64_t H, int64_t dk, int64_t dv)
+      : keys{row_heads * dk, dk}, values{row_heads * dv, dv}, square{c, C * C}, wide_k{dk, C * dk},
+        wide_v{dv, C * dv}, state{dv, dk * dv}, threaded(H > 1 && H * c * (c * c / 6 + dk + dv) >= (1 << 16)) {}
 };
 
 // The start of one chunk, every head: K K^T, Q K^T, the system, W and the writes U.
@@ -160,7 +164,7 @@ void solve_chunk(ChunkWorkspace<T>& w, const ChunkRows<T>& rows, const ChunkOper
 template <typename T>
 void run_chunk(ChunkWorkspace<T>& w, const ChunkRows<T>& rows) {
   const int64_t c = rows.c, H = w.heads, dk = w.dk, dv = w.dv;
-  const ChunkOperands op(w.C, c, H, dk, dv);
+  const ChunkOperands op(w.C, c, rows.row_heads, H, dk, dv);
   const auto [keys, values, square, wide_k, wide_v, state, threaded] = op;
   solve_chunk(w, rows, op);
   // O = diag(e^G) Q S0 + ((Q K^T) o D) U.
@@ -208,7 +212,7 @@ struct ChunkGradRows {
 template <typename T>
 void decay_gradients(const ChunkWorkspace<T>& w, ChunkGradWorkspace<T>& bw, const ChunkRows<T>& rows,
                      const ChunkGradRows<T>& grows, int64_t h) {
-  const int64_t C = w.C, c = rows.c, H = w.heads, dk = w.dk, n = dk * w.dv;
+  const int64_t C = w.C, c = rows.c, H = rows.row_heads, dk = w.dk, n = dk * w.dv;
   const T* G = w.log_decay.data() + h * C;
   T* dG = bw.d_log_decay.data() + h * C;
   const T* S0 = w.state.data() + h * n;
@@ -255,7 +259,7 @@ void decay_gradients(const ChunkWorkspace<T>& w, ChunkGradWorkspace<T>& bw, cons
 template <typename T>
 void system_gradients(const ChunkWorkspace<T>& w, ChunkGradWorkspace<T>& bw, const ChunkRows<T>& rows,
                       const ChunkGradRows<T>& grows, int64_t h) {
-  const int64_t C = w.C, c = rows.c, H = w.heads, dv = w.dv;
+  const int64_t C = w.C, c = rows.c, H = rows.row_heads, dv = w.dv;
   const T* G = w.log_decay.data() + h * C;
   T* dG = bw.d_log_decay.data() + h * C;
   const T *P = w.key_gram.data() + h * C * C, *M = w.system.data() + h * C * C;
@@ -296,7 +300,7 @@ void finish_chunk_gradients(const ChunkWorkspace<T>& w, ChunkGradWorkspace<T>& b
   const int64_t C = w.C, c = rows.c, n = w.dk * w.dv;
   const T* dG = bw.d_log_decay.data() + h * C;
   T suffix = 0;
-  for (int64_t t = c - 1; t >= 0; --t) grows.dg[t * w.heads + h] = suffix += dG[t];
+  for (int64_t t = c - 1; t >= 0; --t) grows.dg[t * rows.row_heads + h] = suffix += dG[t];
   const T decay = std::exp(w.log_decay[h * C + c - 1]);
   T* dS = bw.d_state.data() + h * n;
   for (int64_t i = 0; i < n; ++i) dS[i] *= decay;
@@ -308,7 +312,7 @@ template <typename T>
 void backward_chunk(ChunkWorkspace<T>& w, ChunkGradWorkspace<T>& bw, const ChunkRows<T>& rows,
                     const ChunkGradRows<T>& gr) {
   const int64_t c = rows.c, H = w.heads, dk = w.dk, dv = w.dv;
-  const ChunkOperands op(w.C, c, H, dk, dv);
+  const ChunkOperands op(w.C, c, rows.row_heads, H, dk, dv);
   const auto [keys, values, square, wide_k, wide_v, state, threaded] = op;
   solve_chunk(w, rows, op);
 #pragma omp parallel for schedule(static) if (threaded)
@@ -352,32 +356,38 @@ void backward_chunk(ChunkWorkspace<T>& w, ChunkGradWorkspace<T>& bw, const Chunk
           {.M = dk, .N = dv, .K = c, .trans_a = true, .accumulate = true}, H);
 }
 
-// The rows of chunk [t0, t0 + c) of sequence b, written to out (its rows: [c, heads, d_v]).
+// One task of a call: sequence b's heads [h0, h0 + heads).
+struct HeadGroup {
+  int64_t b, h0, heads;
+};
+
+// The rows of chunk [t0, t0 + c) of the group's sequence and heads; out: the chunk's first
+// output row ([c, heads, d_v]), all heads.
 template <typename T>
-ChunkRows<T> chunk_rows(const DeltaRuleInputs<T>& in, T* out, const DeltaRuleShape& s, int64_t b, int64_t t0,
-                        int64_t c) {
-  const int64_t row = b * s.seq + t0, H = s.heads;
-  return {in.q + row * H * s.key_dim, in.k + row * H * s.key_dim, in.v + row * H * s.value_dim,
-          in.g + row * H,             in.beta + row * H,          out,
-          c};
+ChunkRows<T> chunk_rows(const DeltaRuleInputs<T>& in, T* out, const DeltaRuleShape& s, const HeadGroup& grp,
+                        int64_t t0, int64_t c) {
+  const int64_t row = grp.b * s.seq + t0, H = s.heads, first = row * H + grp.h0;
+  return {in.q + first * s.key_dim, in.k + first * s.key_dim, in.v + first * s.value_dim,
+          in.g + first,             in.beta + first,          out + grp.h0 * s.value_dim,
+          c,                        H};
 }
 
 template <typename T>
-ChunkGradRows<T> chunk_grad_rows(const DeltaRuleGrads<T>& gr, const T* d_out, const DeltaRuleShape& s, int64_t b,
-                                 int64_t t0) {
-  const int64_t row = b * s.seq + t0, H = s.heads;
-  return {gr.dq + row * H * s.key_dim, gr.dk + row * H * s.key_dim, gr.dv + row * H * s.value_dim,
-          gr.dg + row * H,             gr.dbeta + row * H,          d_out + row * H * s.value_dim};
+ChunkGradRows<T> chunk_grad_rows(const DeltaRuleGrads<T>& gr, const T* d_out, const DeltaRuleShape& s,
+                                 const HeadGroup& grp, int64_t t0) {
+  const int64_t first = (grp.b * s.seq + t0) * s.heads + grp.h0;
+  return {gr.dq + first * s.key_dim, gr.dk + first * s.key_dim, gr.dv + first * s.value_dim,
+          gr.dg + first,             gr.dbeta + first,          d_out + first * s.value_dim};
 }
 
-// Sequence b's state from initial (null: zeros) into state [heads, d_k, d_v].
+// The group's states of [batch, heads, d_k, d_v] states (null: zeros) into state [group heads, d_k, d_v].
 template <typename T>
-void load_sequence_state(std::vector<T>& state, const T* initial, int64_t b) {
-  const int64_t n = static_cast<int64_t>(state.size());
-  if (initial)
-    std::copy(initial + b * n, initial + (b + 1) * n, state.begin());
+void load_group_state(std::vector<T>& state, const T* states, const DeltaRuleShape& s, const HeadGroup& grp) {
+  const int64_t n = grp.heads * s.key_dim * s.value_dim;
+  if (states)
+    std::copy_n(states + (grp.b * s.heads + grp.h0) * s.key_dim * s.value_dim, n, state.begin());
   else
-    std::fill(state.begin(), state.end(), T(0));
+    std::fill_n(state.begin(), n, T(0));
 }
 
 int64_t checked_chunk(int64_t chunk_size, const DeltaRuleShape& s) {
@@ -386,25 +396,45 @@ int64_t checked_chunk(int64_t chunk_size, const DeltaRuleShape& s) {
   return std::min(chunk_size, std::max<int64_t>(s.seq, 1));
 }
 
-// Threads for the sequences of a batch (each then runs its chunks alone, its products and
-// per-head loops on one thread) when there are at least two of both: few large tasks instead
-// of many small products that each share out and join the threads. The bits are the same
-// either way (every product tile and per-head loop is computed by one thread, whichever).
-bool sequences_in_parallel(const DeltaRuleShape& s) { return s.batch > 1 && omp_get_max_threads() > 1; }
+// The tasks of a call: each sequence's heads in groups of equal size, as many groups as make
+// about kTasks tasks in all (a divisor of the heads). The tasks run on threads of their own,
+// each its chunks' products and per-head loops on one thread: few large tasks instead of many
+// small products that each share out and join the threads. The groups depend on the shape
+// only and every product tile and per-head loop is computed by one thread, whichever, so the
+// bits do not depend on the thread count.
+int64_t heads_per_group(const DeltaRuleShape& s) {
+  constexpr int64_t kTasks = 4;
+  int64_t groups = std::clamp<int64_t>((kTasks + s.batch - 1) / std::max<int64_t>(s.batch, 1), 1, s.heads);
+  while (s.heads % groups != 0) --groups;
+  return s.heads / groups;
+}
+HeadGroup head_group(const DeltaRuleShape& s, int64_t task, int64_t per_group) {
+  const int64_t groups = s.heads / per_group;
+  return {task / groups, task % groups * per_group, per_group};
+}
+bool tasks_in_parallel(int64_t tasks) { return tasks > 1 && omp_get_max_threads() > 1; }
 
-// One sequence's chunks forward from its initial state: out's rows and its final state (null:
-// not written); chunk_starts (null: not kept) gets the state at each chunk's start.
+// Where a group's state at each chunk start is kept: chunk i's at at + i * stride.
 template <typename T>
-void sequence_forward(ChunkWorkspace<T>& w, T* out, T* final_state, T* chunk_starts, const DeltaRuleInputs<T>& in,
-                      const DeltaRuleShape& s, int64_t b) {
-  const int64_t n = static_cast<int64_t>(w.state.size());
-  load_sequence_state(w.state, in.initial_state, b);
+struct ChunkStarts {
+  T* at;
+  int64_t stride;
+};
+
+// One group's chunks forward from its initial state: out's rows (null: not written) and its
+// final state (null: not written); starts (at null: not kept) gets the state at each chunk's start.
+template <typename T>
+void group_forward(ChunkWorkspace<T>& w, T* out, T* final_state, ChunkStarts<T> starts, const DeltaRuleInputs<T>& in,
+                   const DeltaRuleShape& s, const HeadGroup& grp) {
+  const int64_t n = grp.heads * s.key_dim * s.value_dim;
+  load_group_state(w.state, in.initial_state, s, grp);
   for (int64_t t0 = 0, i = 0; t0 < s.seq; t0 += w.C, ++i) {
-    if (chunk_starts) std::copy(w.state.begin(), w.state.end(), chunk_starts + i * n);
-    T* rows_out = out ? out + (b * s.seq + t0) * s.heads * s.value_dim : w.discarded_out.data();
-    run_chunk(w, chunk_rows(in, rows_out, s, b, t0, std::min(w.C, s.seq - t0)));
+    if (starts.at) std::copy_n(w.state.begin(), n, starts.at + i * starts.stride);
+    T* rows_out = out ? out + (grp.b * s.seq + t0) * s.heads * s.value_dim : w.discarded_out.data();
+    run_chunk(w, chunk_rows(in, rows_out, s, grp, t0, std::min(w.C, s.seq - t0)));
   }
-  if (final_state) std::copy(w.state.begin(), w.state.end(), final_state + b * n);
+  if (final_state)
+    std::copy_n(w.state.begin(), n, final_state + (grp.b * s.heads + grp.h0) * s.key_dim * s.value_dim);
 }
 
 }  // namespace
@@ -417,14 +447,19 @@ int64_t delta_rule_chunk_states_size(const DeltaRuleShape& s, int64_t chunk_size
 template <typename T>
 void delta_rule_chunked_forward(T* out, T* final_state, const DeltaRuleInputs<T>& in, const DeltaRuleShape& s,
                                 int64_t chunk_size, T* chunk_states) {
-  const int64_t C = checked_chunk(chunk_size, s);
-  const int64_t per_sequence = delta_rule_chunk_states_size(s, chunk_size) / std::max<int64_t>(s.batch, 1);
-#pragma omp parallel if (sequences_in_parallel(s))
+  const int64_t C = checked_chunk(chunk_size, s), chunks = (s.seq + C - 1) / C, per_head = s.key_dim * s.value_dim;
+  const int64_t per_group = heads_per_group(s), tasks = s.batch * (s.heads / per_group);
+#pragma omp parallel if (tasks_in_parallel(tasks))
   {
-    ChunkWorkspace<T> w(C, s.key_dim, s.value_dim, s.heads);  // this thread's
+    ChunkWorkspace<T> w(C, s.key_dim, s.value_dim, per_group, s.heads);  // this thread's
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t b = 0; b < s.batch; ++b)
-      sequence_forward(w, out, final_state, chunk_states ? chunk_states + b * per_sequence : nullptr, in, s, b);
+    for (int64_t task = 0; task < tasks; ++task) {
+      const HeadGroup grp = head_group(s, task, per_group);
+      // chunk_states [batch, chunks, heads, d_k, d_v]
+      const ChunkStarts<T> starts{chunk_states ? chunk_states + (grp.b * chunks * s.heads + grp.h0) * per_head : nullptr,
+                                  s.heads * per_head};
+      group_forward(w, out, final_state, starts, in, s, grp);
+    }
   }
 }
 
@@ -432,29 +467,34 @@ template <typename T>
 void delta_rule_chunked_backward(const DeltaRuleGrads<T>& grads, const T* d_out, const T* d_final_state,
                                  const DeltaRuleInputs<T>& in, const DeltaRuleShape& s, int64_t chunk_size,
                                  const T* chunk_states) {
-  const int64_t C = checked_chunk(chunk_size, s);
-#pragma omp parallel if (sequences_in_parallel(s))
+  const int64_t C = checked_chunk(chunk_size, s), chunks = (s.seq + C - 1) / C, per_head = s.key_dim * s.value_dim;
+  const int64_t per_group = heads_per_group(s), tasks = s.batch * (s.heads / per_group), n = per_group * per_head;
+#pragma omp parallel if (tasks_in_parallel(tasks))
   {
     // this thread's buffers
-    ChunkWorkspace<T> w(C, s.key_dim, s.value_dim, s.heads);
-    ChunkGradWorkspace<T> bw(C, s.key_dim, s.value_dim, s.heads);
-    const int64_t chunks = (s.seq + C - 1) / C, n = static_cast<int64_t>(w.state.size());
-    std::vector<T> recomputed(chunk_states ? 0 : chunks * n);  // this thread's sequence's, when not given
+    ChunkWorkspace<T> w(C, s.key_dim, s.value_dim, per_group, s.heads);
+    ChunkGradWorkspace<T> bw(C, s.key_dim, s.value_dim, per_group);
+    std::vector<T> recomputed(chunk_states ? 0 : chunks * n);  // this thread's group's, when not given
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t task = 0; task < tasks; ++task) {
+      const HeadGroup grp = head_group(s, task, per_group);
       // the state at each chunk start (kept by the forward, or by running it once more), then
       // the chunks backward from the last
-      const T* starts = chunk_states ? chunk_states + b * chunks * n : recomputed.data();
-      if (!chunk_states)
-        sequence_forward(w, static_cast<T*>(nullptr), static_cast<T*>(nullptr), recomputed.data(), in, s, b);
-      load_sequence_state(bw.d_state, d_final_state, b);
+      ChunkStarts<const T> starts{recomputed.data(), n};
+      if (chunk_states)
+        starts = {chunk_states + (grp.b * chunks * s.heads + grp.h0) * per_head, s.heads * per_head};
+      else
+        group_forward(w, static_cast<T*>(nullptr), static_cast<T*>(nullptr), ChunkStarts<T>{recomputed.data(), n}, in,
+                      s, grp);
+      load_group_state(bw.d_state, d_final_state, s, grp);
       for (int64_t i = chunks - 1; i >= 0; --i) {
-        std::copy(starts + i * n, starts + (i + 1) * n, w.state.begin());
+        std::copy_n(starts.at + i * starts.stride, n, w.state.begin());
         const int64_t t0 = i * C;
-        backward_chunk(w, bw, chunk_rows(in, w.discarded_out.data(), s, b, t0, std::min(C, s.seq - t0)),
-                       chunk_grad_rows(grads, d_out, s, b, t0));
+        backward_chunk(w, bw, chunk_rows(in, w.discarded_out.data(), s, grp, t0, std::min(C, s.seq - t0)),
+                       chunk_grad_rows(grads, d_out, s, grp, t0));
       }
-      if (grads.d_initial_state) std::copy(bw.d_state.begin(), bw.d_state.end(), grads.d_initial_state + b * n);
+      if (grads.d_initial_state)
+        std::copy_n(bw.d_state.begin(), n, grads.d_initial_state + (grp.b * s.heads + grp.h0) * per_head);
     }
   }
 }

@@ -1,6 +1,7 @@
 // The gated delta rule (kernels/delta_rule.h): the chunked form against the recurrence, the
 // recurrence's backward against fp64 finite differences, float against double.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <numeric>
@@ -287,6 +288,27 @@ TEST(DeltaRuleTest, ChunkedBackwardFromKeptChunkStatesIsTheSame) {
     return std::vector<std::vector<float>>{dq, dk, dv, dg, dbeta, d_initial};
   };
   EXPECT_EQ(backward(states.data()), backward(nullptr));
+}
+
+// The chunked form's tasks (a sequence's heads in groups, here one sequence of four heads in
+// four groups) give the same bits on one thread and on two, forward and backward.
+TEST(DeltaRuleTest, ChunkedFormGivesTheSameBitsOnOneAndTwoThreads) {
+  const DeltaRuleShape shape{.batch = 1, .seq = 70, .heads = 4, .key_dim = 16, .value_dim = 8};
+  const Problem p = make_problem(shape, true, 91);
+  const std::vector<double> d_out = random_vector(out_size(shape), 92);
+  const int before = omp_get_max_threads();
+  std::vector<Result> forward;
+  std::vector<Grads> backward;
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    forward.push_back(run_forward<float>(p, 32));
+    backward.push_back(run_backward<float>(p, d_out, nullptr, 32));
+  }
+  omp_set_num_threads(before);
+  EXPECT_EQ(forward[0].out, forward[1].out);
+  EXPECT_EQ(forward[0].state, forward[1].state);
+  for (auto field : {&Grads::dq, &Grads::dk, &Grads::dv, &Grads::dg, &Grads::dbeta, &Grads::d_initial})
+    EXPECT_EQ(backward[0].*field, backward[1].*field);
 }
 
 TEST(DeltaRuleTest, RejectsBadChunkSizeAndShape) {
