@@ -253,11 +253,14 @@ TEST_F(DemoSmokeTest, HoldsTheMinutesBudgetWhenTheMachineGetsBusyAfterTheProbe) 
   // count adapts, and a 2 ms step measured by the probe can run faster afterwards (seen on
   // CI: 0.72-0.83x the probe's time per step, so the plan grew). The budget above is the
   // contract; the re-planning itself is tested on simulated timings (DemoPlan.*). When the
-  // runs were cut, the cut is recorded and the tok/s column says it was contended.
+  // runs were cut, the cut is recorded; the tok/s column says it was contended when the
+  // slowest segment took over 1.25x the probe's time per step (a cut can also come from a
+  // smaller slowdown on a tight budget: seen on a loaded CI machine, no note then).
   if (plan.contains("budget_cut")) {
     EXPECT_EQ(plan["budget_cut"]["trained_steps"], base["steps"]) << plan.dump(2);
-    EXPECT_NE(read(out / "results.md").find("tok/s*"), std::string::npos);
-    EXPECT_TRUE(json::parse(read(out / "results.json"))["contention"].is_string());
+    const bool contended = plan["slowest"].get<double>() > 1.25;
+    EXPECT_EQ(read(out / "results.md").find("tok/s*") != std::string::npos, contended) << plan.dump(2);
+    EXPECT_EQ(json::parse(read(out / "results.json"))["contention"].is_string(), contended) << plan.dump(2);
   }
 }
 
