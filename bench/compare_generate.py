@@ -165,6 +165,9 @@ def main():
     ap.add_argument("--pairs", type=int, default=3,
                     help="batch-1 runs of gatedlm and llama.cpp, alternated (the ratio is their median)")
     ap.add_argument("--workdir", help="keep the checkpoint here (default: a temporary directory)")
+    ap.add_argument("--gguf-arch", default="auto",
+                    help="llama.cpp architecture of the GGUF export (qwen3next for a MoE hybrid such as "
+                         "bench/configs/qwen3next_hybrid_300m.json)")
     a = ap.parse_args()
     import torch
     work = a.workdir or tempfile.mkdtemp(prefix="gatedlm_gen_bench_")
@@ -207,8 +210,8 @@ def main():
         with open(vocab_file, "w") as f:
             json.dump(byte_level_tokenizer(json.load(open(os.path.join(ck, "config.json")))["vocab_size"]), f)
     if not os.path.exists(os.path.join(gguf, "model.gguf")):
-        subprocess.run([a.gatedlm, "export", ck, "--format", "gguf", "--dtype", "f32", "--out", gguf], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run([a.gatedlm, "export", ck, "--format", "gguf", "--dtype", "f32", "--gguf-arch", a.gguf_arch,
+                        "--out", gguf], check=True, stdout=subprocess.DEVNULL)
     def llama_once():
         p = subprocess.run([a.llama_probe, "--bench", libdir, os.path.join(gguf, "model.gguf"), str(a.threads),
                             str(a.prompt_tokens), str(a.new_tokens), str(a.reps)],
