@@ -14,6 +14,7 @@
 #include "io/half_float.h"
 #include "io/tokenizer_json.h"
 #include "model/param_layout.h"
+#include "small_tokenizer_json.h"
 #include "test_files.h"
 #include "test_util.h"
 
@@ -66,16 +67,7 @@ std::string qwen2_style_tokenizer(const TempDir& dir) {
       {"version", "1.0"},
       {"added_tokens", {added(n, "<|endoftext|>", true), added(n + 1, "<|im_start|>", true), added(n + 2, "<tool>", false)}},
       {"normalizer", {{"type", "NFC"}}},
-      {"pre_tokenizer",
-       {{"type", "Sequence"},
-        {"pretokenizers",
-         {{{"type", "Split"},
-           {"pattern",
-            {{"Regex",
-              R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"}}},
-           {"behavior", "Isolated"},
-           {"invert", false}},
-          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}}},
+      {"pre_tokenizer", testing::qwen2_pre_tokenizer()},
       {"decoder", {{"type", "ByteLevel"}}},
       {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}}}};
   const std::string path = (dir / "tokenizer.json").string();
