@@ -12,8 +12,11 @@
 //   llama_probe --bench LIBDIR MODEL.gguf THREADS PROMPT_TOKENS NEW_TOKENS REPS
 //
 // Times batch-1 generation as llama-bench does (npm's package has no llama-bench binary):
-// per rep, a fresh KV cache, the prompt (token ids 1..PROMPT_TOKENS modulo the vocabulary)
-// prefilled in one llama_decode call, then NEW_TOKENS single-token decode calls. Prints one
+// one context sized for the run (n_ctx = PROMPT_TOKENS + NEW_TOKENS, n_batch = PROMPT_TOKENS,
+// n_ubatch llama.cpp's default); per rep, its memory cleared (KV cache and, for the hybrid
+// architectures, the recurrent states), the prompt (token ids 1..PROMPT_TOKENS modulo the
+// vocabulary) prefilled in one llama_decode call, then NEW_TOKENS single-token decode calls,
+// so every rep decodes the same tokens at the same positions. Rep 0 warms up. Prints one
 // JSON line with the medians: prefill_tokens_per_s, decode_tokens_per_s.
 //
 //   llama_probe --tokenize LIBDIR MODEL.gguf TEXT_FILE
@@ -25,13 +28,17 @@
 // take and return by value (model/context params, batch) are all larger than 16 bytes, so
 // the x86-64 System V ABI passes and returns them in memory; a larger opaque buffer in their
 // place is read and written only as far as the real struct goes, which keeps this program
-// independent of the structs' layouts (it uses llama.cpp's defaults throughout).
+// independent of the structs' layouts. It uses llama.cpp's defaults throughout, except that
+// --bench sizes its context: llama_context_params begins with uint32 n_ctx, n_batch (as it
+// has since llama.h introduced the struct), and the context's llama_n_ctx / llama_n_batch
+// are checked afterwards, so a changed layout is an error rather than a wrong benchmark.
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -67,6 +74,11 @@ struct Llama {
   const void* (*get_vocab)(const void*);
   int32_t (*n_tokens)(const void*);
   int32_t (*tokenize)(const void*, const char*, int32_t, int32_t*, int32_t, bool, bool);
+  uint32_t (*n_ctx)(const void*);
+  uint32_t (*n_batch)(const void*);
+  void* (*get_memory)(const void*);
+  void (*memory_clear)(void*, bool);
+  void (*synchronize)(void*);
 };
 
 Llama open_llama(const std::string& dir) {
@@ -93,6 +105,11 @@ Llama open_llama(const std::string& dir) {
   l.n_tokens = reinterpret_cast<int32_t (*)(const void*)>(must(llama, "llama_vocab_n_tokens"));
   l.tokenize = reinterpret_cast<int32_t (*)(const void*, const char*, int32_t, int32_t*, int32_t, bool, bool)>(
       must(llama, "llama_tokenize"));
+  l.n_ctx = reinterpret_cast<uint32_t (*)(const void*)>(must(llama, "llama_n_ctx"));
+  l.n_batch = reinterpret_cast<uint32_t (*)(const void*)>(must(llama, "llama_n_batch"));
+  l.get_memory = reinterpret_cast<void* (*)(const void*)>(must(llama, "llama_get_memory"));
+  l.memory_clear = reinterpret_cast<void (*)(void*, bool)>(must(llama, "llama_memory_clear"));
+  l.synchronize = reinterpret_cast<void (*)(void*)>(must(llama, "llama_synchronize"));
   return l;
 }
 
@@ -109,6 +126,28 @@ void* new_context(const Llama& l, void* model) {
   void* ctx = l.init(model, l.context_params());
   if (!ctx) {
     std::fprintf(stderr, "llama_probe: no context\n");
+    std::exit(1);
+  }
+  return ctx;
+}
+
+// A context whose memory holds n_ctx positions and whose llama_decode takes n_batch tokens
+// at once. llama.cpp's default n_ctx (512) has no room left for decoding after a 512-token
+// prompt: a plain KV cache and a hybrid's attention layers alike then find no slot.
+void* new_sized_context(const Llama& l, void* model, uint32_t n_ctx, uint32_t n_batch) {
+  Opaque params = l.context_params();
+  std::memcpy(params.bytes, &n_ctx, sizeof n_ctx);  // llama_context_params::n_ctx
+  std::memcpy(params.bytes + sizeof n_ctx, &n_batch, sizeof n_batch);  // ::n_batch
+  void* ctx = l.init(model, params);
+  if (!ctx) {
+    std::fprintf(stderr, "llama_probe: no context for n_ctx %u, n_batch %u\n", n_ctx, n_batch);
+    std::exit(1);
+  }
+  if (l.n_ctx(ctx) < n_ctx || l.n_batch(ctx) < n_batch) {
+    std::fprintf(stderr,
+                 "llama_probe: asked llama.cpp for n_ctx %u, n_batch %u but got %u, %u "
+                 "(has llama_context_params' layout changed?)\n",
+                 n_ctx, n_batch, l.n_ctx(ctx), l.n_batch(ctx));
     std::exit(1);
   }
   return ctx;
@@ -140,26 +179,31 @@ int bench(int argc, char** argv) {
     return 2;
   }
   const int32_t vocab = std::max<int32_t>(l.n_tokens(l.get_vocab(model)), 2);
+  void* ctx = new_sized_context(l, model, static_cast<uint32_t>(prompt + generate), static_cast<uint32_t>(prompt));
+  l.set_threads(ctx, threads, threads);
+  std::vector<int32_t> ids(prompt);
+  for (int i = 0; i < prompt; ++i) ids[i] = 1 + i % (vocab - 1);
   using clock = std::chrono::steady_clock;
   std::vector<double> prefill_s, decode_s;
   for (int rep = 0; rep <= reps; ++rep) {  // rep 0 warms up
-    void* ctx = new_context(l, model);
-    l.set_threads(ctx, threads, threads);
-    std::vector<int32_t> ids(prompt);
-    for (int i = 0; i < prompt; ++i) ids[i] = 1 + i % (vocab - 1);
+    // Empty memory, outside the timing: the KV cells and, for a hybrid, the recurrent
+    // states, their buffers zeroed too (data=true) so each rep starts from the same bytes.
+    l.memory_clear(l.get_memory(ctx), true);
     const auto t0 = clock::now();
     decode_or_die(l, ctx, ids.data(), prompt);
+    l.synchronize(ctx);
     const auto t1 = clock::now();
     for (int i = 0; i < generate; ++i) {
       int32_t next = 1 + (prompt + i) % (vocab - 1);
       decode_or_die(l, ctx, &next, 1);
+      l.synchronize(ctx);
     }
     const auto t2 = clock::now();
-    l.free_context(ctx);
     if (rep == 0) continue;
     prefill_s.push_back(std::chrono::duration<double>(t1 - t0).count());
     decode_s.push_back(std::chrono::duration<double>(t2 - t1).count());
   }
+  l.free_context(ctx);
   std::printf("{\"threads\": %d, \"prompt_tokens\": %d, \"new_tokens\": %d, \"reps\": %d, "
               "\"prefill_tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f}\n",
               threads, prompt, generate, reps, prompt / median(prefill_s), generate / median(decode_s));
