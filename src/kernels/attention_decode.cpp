@@ -8,18 +8,32 @@
 namespace gatedlm::kernels {
 
 template <typename T>
-void attention_decode(std::span<const DecodeQuery<T>> queries, const DecodeShape& s) {
+std::vector<int64_t> decode_rows_checked(std::span<const DecodeQuery<T>> queries, const DecodeShape& s) {
+  if (s.n_kv < 1 || s.n_q < 1 || s.n_q % s.n_kv != 0)
+    fail("attention_decode: ", s.n_q, " query heads over ", s.n_kv, " kv heads");
+  if (s.head_dim < 1) fail("attention_decode: head_dim ", s.head_dim);
+  std::vector<int64_t> rows;
+  rows.reserve(queries.size());
+  for (const DecodeQuery<T>& q : queries) {
+    int64_t n = 0;
+    for (const KvSpan<T>& sp : q.spans) {
+      if (sp.len < 0) fail("attention_decode: a span of ", sp.len, " rows");
+      n += sp.len;
+    }
+    if (n < 1) fail("attention_decode: a query with no keys");
+    if (q.gate_score && !q.gated_out) fail("attention_decode: a gate score without a gated output");
+    rows.push_back(n);
+  }
+  return rows;
+}
+
+template <typename T>
+void attention_decode_portable(std::span<const DecodeQuery<T>> queries, const DecodeShape& s) {
+  const std::vector<int64_t> rows_of = decode_rows_checked(queries, s);
   const int64_t nq = static_cast<int64_t>(queries.size()), D = s.head_dim, group = s.n_q / s.n_kv,
                 ld = s.n_kv * D;
-  if (s.n_kv < 1 || s.n_q % s.n_kv != 0) fail("attention_decode: ", s.n_q, " query heads over ", s.n_kv, " kv heads");
-  for (const DecodeQuery<T>& q : queries) {
-    int64_t rows = 0;
-    for (const KvSpan<T>& sp : q.spans) rows += sp.len;
-    if (rows < 1) fail("attention_decode: a query with no keys");
-  }
   // Two passes per (query, head): scores into a per-task buffer, then the weighted sum
-  // of values. A decode step reads each cached key and value once per query head; the
-  // cache rows are contiguous, so both passes stream them.
+  // of values. Each query head reads its kv head's cached keys and values itself.
 #pragma omp parallel
   {
     std::vector<T> scores;
@@ -28,9 +42,7 @@ void attention_decode(std::span<const DecodeQuery<T>> queries, const DecodeShape
       for (int64_t h = 0; h < s.n_q; ++h) {
         const DecodeQuery<T>& query = queries[i];
         const T* q = query.q + h * D;
-        const int64_t kvh = h / group;
-        int64_t rows = 0;
-        for (const KvSpan<T>& sp : query.spans) rows += sp.len;
+        const int64_t kvh = h / group, rows = rows_of[i];
         scores.resize(rows);
         const T scale = static_cast<T>(s.scale);
         T m = -INFINITY;
@@ -67,7 +79,14 @@ void attention_decode(std::span<const DecodeQuery<T>> queries, const DecodeShape
   }
 }
 
-template void attention_decode<float>(std::span<const DecodeQuery<float>>, const DecodeShape&);
-template void attention_decode<double>(std::span<const DecodeQuery<double>>, const DecodeShape&);
+template <>
+void attention_decode<double>(std::span<const DecodeQuery<double>> queries, const DecodeShape& s) {
+  attention_decode_portable(queries, s);
+}
+
+template std::vector<int64_t> decode_rows_checked<float>(std::span<const DecodeQuery<float>>, const DecodeShape&);
+template std::vector<int64_t> decode_rows_checked<double>(std::span<const DecodeQuery<double>>, const DecodeShape&);
+template void attention_decode_portable<float>(std::span<const DecodeQuery<float>>, const DecodeShape&);
+template void attention_decode_portable<double>(std::span<const DecodeQuery<double>>, const DecodeShape&);
 
 }  // namespace gatedlm::kernels

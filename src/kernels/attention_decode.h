@@ -32,8 +32,26 @@ struct DecodeShape {
   double scale;  // usually 1/sqrt(head_dim)
 };
 
-// All queries at once, one task per (query, head).
+// All queries at once. The float kernel (attention_decode_fast.cpp, compiled per kernel
+// set) takes one task per (query, kv head) and reads each cached key and value row once
+// for the group of query heads that share it; double takes the portable loop below. The
+// bits of every output do not depend on the thread count.
 template <typename T>
 void attention_decode(std::span<const DecodeQuery<T>> queries, const DecodeShape& s);
+template <>
+void attention_decode<float>(std::span<const DecodeQuery<float>> queries, const DecodeShape& s);
+template <>
+void attention_decode<double>(std::span<const DecodeQuery<double>> queries, const DecodeShape& s);
+
+// The portable loop, one task per (query, query head), each re-reading its kv head's rows,
+// compiled for the baseline target: the double path, and the float baseline that
+// bench/attention_decode_speed.cpp measures the kernel sets against.
+template <typename T>
+void attention_decode_portable(std::span<const DecodeQuery<T>> queries, const DecodeShape& s);
+
+// The number of cache rows each query sees; fails naming the problem when n_q is not a
+// multiple of n_kv or a query has no rows.
+template <typename T>
+std::vector<int64_t> decode_rows_checked(std::span<const DecodeQuery<T>> queries, const DecodeShape& s);
 
 }  // namespace gatedlm::kernels

@@ -83,6 +83,10 @@ void attention_backward<float>(float* dq, float* dk, float* dv, const float* dou
                                const float* gate_score, float* dgate_score, GateGradLayout dgate_layout) {
   GATEDLM_DISPATCH(attention_backward_f32(dq, dk, dv, dout, q, k, v, out, lse, s, gate_score, dgate_score, dgate_layout));
 }
+template <>
+void attention_decode<float>(std::span<const DecodeQuery<float>> queries, const DecodeShape& s) {
+  GATEDLM_DISPATCH(attention_decode_f32(queries, s));
+}
 
 void to_bf16(uint16_t* out, const float* in, int64_t n) { GATEDLM_DISPATCH(to_bf16(out, in, n)); }
 void round_to_bf16(float* out, const float* in, int64_t n) { GATEDLM_DISPATCH(round_to_bf16(out, in, n)); }

@@ -61,6 +61,19 @@ inline __m512 exp_approx16(__m512 x) {
 // The first min(n, 16) lanes (n >= 0): the mask of a loop's last, partial vector.
 inline __mmask16 tail_mask(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u); }
 
+// The sum of 16 lanes by halving, in registers (sum16 goes through memory: too slow for a
+// sum per output, as in skinny_matmul.cpp and attention_decode_fast.cpp).
+inline float halving_sum16(__m512 v) {
+  // Within 512 bits throughout, masked forms with a pass-through (GCC 12 warns, wrongly,
+  // of an uninitialised value in the plain shuffles and in the 256- and 128-bit
+  // extracts): swap and add halves, quarters, pairs, neighbours.
+  v = _mm512_add_ps(v, _mm512_mask_shuffle_f32x4(v, 0xFFFF, v, v, 0x4E));
+  v = _mm512_add_ps(v, _mm512_mask_shuffle_f32x4(v, 0xFFFF, v, v, 0xB1));
+  v = _mm512_add_ps(v, _mm512_shuffle_ps(v, v, 0x4E));
+  v = _mm512_add_ps(v, _mm512_shuffle_ps(v, v, 0xB1));
+  return _mm512_cvtss_f32(v);
+}
+
 // Horizontal sum and max of 16 lanes (GCC 12's _mm512_reduce_* trip the same warning).
 inline float sum16(__m512 v) {
   alignas(64) float t[16];

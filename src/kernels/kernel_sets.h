@@ -1,7 +1,7 @@
 #pragma once
 // The kernel sets' entry points, one namespace per set (kernel_set.h says what the sets
 // are). The public functions of activations.h, adamw.h, attention.h (float),
-// cross_entropy.h, rmsnorm.h, rope.h (rope_apply), matmul.h (to_bf16) and
+// attention_decode.h (float), cross_entropy.h, rmsnorm.h, rope.h (rope_apply), matmul.h (to_bf16) and
 // bf16_support.h (round_to_bf16) and quant_matmul.h forward to the
 // active set's (dispatch.cpp); the tests call a set's directly to compare them.
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include "kernels/activations.h"
 #include "kernels/adamw.h"
 #include "kernels/attention.h"
+#include "kernels/attention_decode.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/quant_matmul.h"
 #include "kernels/rmsnorm.h"

@@ -14,21 +14,6 @@ namespace gatedlm::kernels::GATEDLM_KSET {
 
 namespace {
 
-#if GATEDLM_KSET_AVX512
-// The sum of 16 lanes by halving (fast_math.h's sum16 goes through memory: too slow for a
-// sum per output here).
-inline float halving_sum16(__m512 v) {
-  // Within 512 bits throughout, masked forms with a pass-through (GCC 12 warns, wrongly,
-  // of an uninitialised value in the plain shuffles and in the 256- and 128-bit
-  // extracts): swap and add halves, quarters, pairs, neighbours.
-  v = _mm512_add_ps(v, _mm512_mask_shuffle_f32x4(v, 0xFFFF, v, v, 0x4E));
-  v = _mm512_add_ps(v, _mm512_mask_shuffle_f32x4(v, 0xFFFF, v, v, 0xB1));
-  v = _mm512_add_ps(v, _mm512_shuffle_ps(v, v, 0x4E));
-  v = _mm512_add_ps(v, _mm512_shuffle_ps(v, v, 0xB1));
-  return _mm512_cvtss_f32(v);
-}
-#endif
-
 // dots[m] = <a_m, b> for the M rows a_m of A (row stride lda) and one row b of B, each of
 // length K. (Tiles of several rows of B, so that a vector of A meets more than one of B,
 // measured slower on Zen 4 for M <= 4: the product stays bound by streaming B. At 8 rows,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kernels/attention_decode.h"
 #include "kernels/batched_matmul.h"
 #include "kernels/bias.h"
 #include "kernels/kernel_set.h"
@@ -163,6 +164,28 @@ TEST(ThreadCountDeterminismTest, AttentionBackwardGivesTheSameBits) {
             return grads;
           });
     }
+}
+
+// A decode step of 8 queries with caches of different lengths (tasks of different sizes
+// shared among the threads), GQA groups of 3, gated.
+TEST(ThreadCountDeterminismTest, AttentionDecodeGivesTheSameBits) {
+  const int64_t n_q = 12, n_kv = 4, D = 64, width = n_q * D;
+  const std::vector<int64_t> rows = {16, 80, 33, 1, 64, 47, 20, 75};
+  const auto q = random_vector<float>(8 * width, 61), gate = random_vector<float>(8 * width, 62);
+  std::vector<std::vector<float>> keys, values;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    keys.push_back(random_vector<float>(rows[i] * n_kv * D, 63 + 2 * i));
+    values.push_back(random_vector<float>(rows[i] * n_kv * D, 64 + 2 * i));
+  }
+  expect_same_bits_at_any_thread_count("attention decode", [&] {
+    std::vector<float> out(2 * 8 * width);  // outputs, then gated outputs
+    std::vector<DecodeQuery<float>> queries;
+    for (size_t i = 0; i < rows.size(); ++i)
+      queries.push_back({q.data() + i * width, out.data() + i * width, gate.data() + i * width,
+                         out.data() + (8 + i) * width, {{keys[i].data(), values[i].data(), rows[i]}}});
+    attention_decode<float>(queries, {n_q, n_kv, D, 0.125});
+    return out;
+  });
 }
 
 // The tiles cover C exactly, each split side is a multiple of the granule, and there are

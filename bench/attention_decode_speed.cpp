@@ -1,0 +1,131 @@
+// The decode attention kernel (kernels/attention_decode.h) against the portable loop it
+// replaced for float (attention_decode_portable: one task per query head, baseline target,
+// libm exp), in one run: microseconds per call and the ratio, for each kernel set this
+// CPU runs. Random caches, one per layer and query, several layers in turn so that the
+// rows come from beyond L2 as in a decode step (whose weights pass through the caches
+// between two attention calls).
+//
+//   build-x/attention_decode_speed [--reps 7] [--calls 200]
+// Prints a markdown table.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+#include "kernels/attention_decode.h"
+#include "kernels/kernel_set.h"
+
+namespace k = gatedlm::kernels;
+
+namespace {
+
+struct Shape {
+  const char* name;
+  int64_t n_q, n_kv, head_dim, batch, min_rows, max_rows;
+};
+
+// The profile's: the 100M Qwen3-shaped model (bench/configs/qwen3_100m.json) at batch 8
+// and 1 with caches of 16-80 positions; longer caches; a 1B-shaped model's heads.
+constexpr Shape kShapes[] = {
+    {"100M b8, 16-80 rows", 12, 4, 64, 8, 16, 80},   {"100M b1, 16-80 rows", 12, 4, 64, 1, 16, 80},
+    {"100M b8, 1000 rows", 12, 4, 64, 8, 1000, 1000}, {"1B b8, 200-300 rows", 16, 8, 128, 8, 200, 300},
+};
+constexpr int kLayers = 12;
+
+double now_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// One layer's decode step: per query its cache, its q row and its outputs.
+struct Layer {
+  std::vector<std::vector<float>> keys, values;
+  std::vector<float> q, out;
+  std::vector<k::DecodeQuery<float>> queries;
+};
+
+std::vector<Layer> make_layers(const Shape& s, gatedlm::Rng& rng) {
+  const int64_t width = s.n_q * s.head_dim, kv = s.n_kv * s.head_dim;
+  std::vector<Layer> layers(kLayers);
+  for (Layer& l : layers) {
+    l.q.resize(s.batch * width);
+    l.out.resize(s.batch * width);
+    for (float& x : l.q) x = static_cast<float>(rng.normal());
+    for (int64_t i = 0; i < s.batch; ++i) {
+      const int64_t rows = s.min_rows + static_cast<int64_t>(rng.uniform() * double(s.max_rows - s.min_rows + 1));
+      std::vector<float> kc(rows * kv), vc(rows * kv);
+      for (float& x : kc) x = static_cast<float>(rng.normal());
+      for (float& x : vc) x = static_cast<float>(rng.normal());
+      l.keys.push_back(std::move(kc));
+      l.values.push_back(std::move(vc));
+      l.queries.push_back({l.q.data() + i * width, l.out.data() + i * width, nullptr, nullptr,
+                           {{l.keys.back().data(), l.values.back().data(), rows}}});
+    }
+  }
+  return layers;
+}
+
+// Microseconds per call of each variant: the fastest of `reps` runs of `calls` calls
+// (each call the next layer's), the variants taking turns run by run so that a load on the
+// shared machine falls on all of them alike; one warm-up run each first.
+std::vector<double> best_us_per_call(int reps, int calls, const std::vector<std::function<void(int)>>& variants) {
+  auto run = [&](const std::function<void(int)>& call) {
+    const double start = now_seconds();
+    for (int c = 0; c < calls; ++c) call(c % kLayers);
+    return now_seconds() - start;
+  };
+  std::vector<double> best(variants.size(), 1e30);
+  for (const auto& v : variants) run(v);
+  for (int r = 0; r < reps; ++r)
+    for (size_t i = 0; i < variants.size(); ++i) best[i] = std::min(best[i], run(variants[i]));
+  for (double& b : best) b *= 1e6 / calls;
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 7, calls = 200;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if ((a == "--reps" || a == "--calls") && i + 1 < argc) {
+      const int v = std::atoi(argv[++i]);
+      if (v < 1) {
+        std::fprintf(stderr, "%s %s: expected a positive count\n", a.c_str(), argv[i]);
+        return 2;
+      }
+      (a == "--reps" ? reps : calls) = v;
+    } else {
+      std::fprintf(stderr, "unknown argument %s\nusage: attention_decode_speed [--reps 7] [--calls 200]\n", a.c_str());
+      return 2;
+    }
+  }
+  std::printf("threads %d, kernel sets: %s; us per call (fastest of %d runs of %d calls)\n\n", omp_get_max_threads(),
+              k::kernel_set_summary().c_str(), reps, calls);
+  std::printf("| shape | portable (old) | set | new | old / new |\n|---|---|---|---|---|\n");
+  gatedlm::Rng rng(1);
+  for (const Shape& s : kShapes) {
+    std::vector<Layer> layers = make_layers(s, rng);
+    const k::DecodeShape ds{s.n_q, s.n_kv, s.head_dim, 1.0 / 8.0};
+    std::vector<std::function<void(int)>> variants = {
+        [&](int l) { k::attention_decode_portable<float>(layers[l].queries, ds); }};
+    const std::vector<k::KernelSet> sets = k::runnable_kernel_sets();
+    for (k::KernelSet set : sets)
+      variants.push_back([&, set](int l) {
+        k::use_kernel_set(set);
+        k::attention_decode<float>(layers[l].queries, ds);
+      });
+    const std::vector<double> us = best_us_per_call(reps, calls, variants);
+    for (size_t i = 0; i < sets.size(); ++i)
+      std::printf("| %s | %.2f | %s | %.2f | %.2fx |\n", s.name, us[0], k::kernel_set_name(sets[i]), us[i + 1],
+                  us[0] / us[i + 1]);
+  }
+  return 0;
+}

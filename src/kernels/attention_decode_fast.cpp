@@ -1,0 +1,292 @@
+// The float decode attention of attention_decode.h, compiled once per kernel set.
+//
+// One task per (query, kv head): the `group` query heads that share the kv head go
+// through its cached rows together, up to four at a time (their partial sums fit in
+// registers), so a key or value row is read once per group instead of once per head.
+// Per block of G heads, R rows:
+//   scores[g][r] = scale <q_g, k_r>      a key row loaded once, against every head's query
+//   p[g][r] = exp(scores[g][r] - max_g)  whole vectors through exp_approx, with their sum
+//   out_g = sum_r p[g][r] v_r / sum_g    a value row loaded once, into every head's sums
+// A task's arithmetic is its own, and whole tasks go to threads (by a split of their
+// sizes, so that caches of different lengths share out evenly): the bits of every output
+// do not depend on the thread count.
+#include <omp.h>
+
+#include <span>
+#include <vector>
+
+#include "kernels/attention_decode.h"
+#include "kernels/kernel_sets.h"
+
+#include "kernels/kernel_set_begin.h"
+#include "kernels/fast_math.h"
+
+namespace gatedlm::kernels::GATEDLM_KSET {
+
+namespace {
+
+// The vector operations the kernel is written in, for this set: kWidth floats per
+// vector. Parts (n <= kWidth lanes) read and write only their first n lanes.
+#if GATEDLM_KSET_AVX512
+struct Lanes {
+  static constexpr int kWidth = 16;
+  using V = __m512;
+  static V zero() { return _mm512_setzero_ps(); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static V load_part(const float* p, int64_t n) { return _mm512_maskz_loadu_ps(tail_mask(n), p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static void store_part(float* p, V v, int64_t n) { _mm512_mask_storeu_ps(p, tail_mask(n), v); }
+  static V keep(V v, int64_t n) { return _mm512_maskz_mov_ps(tail_mask(n), v); }  // other lanes 0
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V max(V a, V b) { return _mm512_mask_max_ps(a, __mmask16(0xFFFF), a, b); }
+  static V exp(V x) { return exp_approx16(x); }
+  static float sum(V v) { return halving_sum16(v); }
+  static float max_of(V v) { return max16(v); }
+};
+#elif GATEDLM_KSET_AVX2
+struct Lanes {
+  static constexpr int kWidth = 8;
+  using V = __m256;
+  static __m256i mask(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(n, 8))),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static V zero() { return _mm256_setzero_ps(); }
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static V load_part(const float* p, int64_t n) { return _mm256_maskload_ps(p, mask(n)); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static void store_part(float* p, V v, int64_t n) { _mm256_maskstore_ps(p, mask(n), v); }
+  static V keep(V v, int64_t n) { return _mm256_and_ps(v, _mm256_castsi256_ps(mask(n))); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static V exp(V x) { return exp_approx8(x); }
+  static float sum(V v) { return sum8(v); }
+  static float max_of(V v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+  }
+};
+#else
+// The baseline target (SSE on x86-64, whatever the compiler maps it to elsewhere): GCC's
+// vector extension, four lanes.
+struct Lanes {
+  static constexpr int kWidth = 4;
+  typedef float V __attribute__((vector_size(16)));
+  static V zero() { return V{}; }
+  static V set1(float x) { return V{x, x, x, x}; }
+  static V load(const float* p) {
+    V v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static V load_part(const float* p, int64_t n) {
+    V v{};
+    for (int64_t i = 0; i < n && i < 4; ++i) v[i] = p[i];
+    return v;
+  }
+  static void store(float* p, V v) { std::memcpy(p, &v, sizeof v); }
+  static void store_part(float* p, V v, int64_t n) {
+    for (int64_t i = 0; i < n && i < 4; ++i) p[i] = v[i];
+  }
+  static V keep(V v, int64_t n) {
+    for (int64_t i = n; i < 4; ++i) v[i] = 0.0f;
+    return v;
+  }
+  static V add(V a, V b) { return a + b; }
+  static V sub(V a, V b) { return a - b; }
+  static V mul(V a, V b) { return a * b; }
+  static V fma(V a, V b, V c) { return a * b + c; }
+  static V max(V a, V b) { return V{std::max(a[0], b[0]), std::max(a[1], b[1]), std::max(a[2], b[2]), std::max(a[3], b[3])}; }
+  static V exp(V x) { return V{exp_approx(x[0]), exp_approx(x[1]), exp_approx(x[2]), exp_approx(x[3])}; }
+  static float sum(V v) { return (v[0] + v[1]) + (v[2] + v[3]); }
+  static float max_of(V v) { return std::max(std::max(v[0], v[1]), std::max(v[2], v[3])); }
+};
+#endif
+
+using V = Lanes::V;
+constexpr int64_t W = Lanes::kWidth;
+
+// What one block of G query heads reads and writes: heads `head`.. of the query, over R
+// rows whose key and value columns (of their kv head) start at keys[r] and values[r].
+struct HeadBlock {
+  const DecodeQuery<float>* query;
+  int64_t head, D, rows;
+  const float* const* keys;
+  const float* const* values;
+};
+
+// scores[g * R + r] = scale <q_{head+g}, k_r>: each key row loaded once for the G heads.
+template <int G>
+void block_scores(const HeadBlock& b, float scale, float* scores) {
+  const float* q = b.query->q + b.head * b.D;
+  const int64_t D = b.D, R = b.rows;
+  for (int64_t r = 0; r < R; ++r) {
+    const float* k = b.keys[r];
+    V acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = Lanes::zero();
+    int64_t e = 0;
+    for (; e + W <= D; e += W) {
+      const V kv = Lanes::load(k + e);
+      for (int g = 0; g < G; ++g) acc[g] = Lanes::fma(Lanes::load(q + g * D + e), kv, acc[g]);
+    }
+    if (e < D) {
+      const V kv = Lanes::load_part(k + e, D - e);
+      for (int g = 0; g < G; ++g) acc[g] = Lanes::fma(Lanes::load_part(q + g * D + e, D - e), kv, acc[g]);
+    }
+    for (int g = 0; g < G; ++g) scores[g * R + r] = Lanes::sum(acc[g]) * scale;
+  }
+}
+
+// p = exp(s - max(s)) in place over n scores; returns 1 / sum(p).
+float softmax_weights(float* s, int64_t n) {
+  V mv = Lanes::set1(-INFINITY);
+  int64_t r = 0;
+  for (; r + W <= n; r += W) mv = Lanes::max(mv, Lanes::load(s + r));
+  float m = Lanes::max_of(mv);
+  for (int64_t t = r; t < n; ++t) m = std::max(m, s[t]);
+  const V mb = Lanes::set1(m);
+  V sum = Lanes::zero();
+  for (r = 0; r + W <= n; r += W) {
+    const V p = Lanes::exp(Lanes::sub(Lanes::load(s + r), mb));
+    Lanes::store(s + r, p);
+    sum = Lanes::add(sum, p);
+  }
+  if (r < n) {
+    const V p = Lanes::keep(Lanes::exp(Lanes::sub(Lanes::load_part(s + r, n - r), mb)), n - r);
+    Lanes::store_part(s + r, p, n - r);
+    sum = Lanes::add(sum, p);
+  }
+  return 1.0f / Lanes::sum(sum);
+}
+
+// sums[g * D + e] += sum over the N rows r.. of p[g * R + r] v_r[e]. The sums live in L1,
+// one load and store per N multiply-adds: a single pass over each value row, whatever D
+// (register tiles of columns would walk the rows once per tile, and rows 4 KiB apart,
+// as n_kv 8 x head_dim 128 puts them, fall out of L1 and L2 between two walks).
+template <int G, int N>
+inline __attribute__((always_inline)) void accumulate_rows(float* sums, const HeadBlock& b, const float* p,
+                                                           int64_t r) {
+  const int64_t D = b.D, R = b.rows;
+  V pr[G][N];
+  for (int g = 0; g < G; ++g)
+    for (int n = 0; n < N; ++n) pr[g][n] = Lanes::set1(p[g * R + r + n]);
+  int64_t e = 0;
+  for (; e + W <= D; e += W) {
+    V v[N];
+    for (int n = 0; n < N; ++n) v[n] = Lanes::load(b.values[r + n] + e);
+    for (int g = 0; g < G; ++g) {
+      V acc = Lanes::load(sums + g * D + e);
+      for (int n = 0; n < N; ++n) acc = Lanes::fma(pr[g][n], v[n], acc);
+      Lanes::store(sums + g * D + e, acc);
+    }
+  }
+  if (e < D) {
+    V v[N];
+    for (int n = 0; n < N; ++n) v[n] = Lanes::load_part(b.values[r + n] + e, D - e);
+    for (int g = 0; g < G; ++g) {
+      V acc = Lanes::load_part(sums + g * D + e, D - e);
+      for (int n = 0; n < N; ++n) acc = Lanes::fma(pr[g][n], v[n], acc);
+      Lanes::store_part(sums + g * D + e, acc, D - e);
+    }
+  }
+}
+
+// out_g = inv[g] sum_r p[g * R + r] v_r, and the gated output; sums is G * D floats.
+template <int G>
+void block_values(const HeadBlock& b, const float* p, const float* inv, float* sums) {
+  const int64_t D = b.D, R = b.rows;
+  std::fill_n(sums, G * D, 0.0f);
+  int64_t r = 0;
+  for (; r + 4 <= R; r += 4) accumulate_rows<G, 4>(sums, b, p, r);
+  for (; r < R; ++r) accumulate_rows<G, 1>(sums, b, p, r);
+  const DecodeQuery<float>& query = *b.query;
+  for (int g = 0; g < G; ++g) {
+    const int64_t at = (b.head + g) * D;
+    const V scale = Lanes::set1(inv[g]);
+    for (int64_t e = 0; e < D; e += W) {
+      const int64_t n = std::min(W, D - e);
+      const V o = Lanes::mul(Lanes::load_part(sums + g * D + e, n), scale);
+      Lanes::store_part(query.out + at + e, o, n);
+      if (query.gate_score)
+        Lanes::store_part(query.gated_out + at + e, Lanes::mul(o, Lanes::load_part(query.gate_score + at + e, n)), n);
+    }
+  }
+}
+
+// A task's scratch, kept by its thread from task to task.
+struct Scratch {
+  std::vector<const float*> keys, values;  // [R]: the rows' columns of the task's kv head
+  std::vector<float> scores, sums;         // [G, R] and [G, D] for a block of G heads
+};
+
+constexpr int64_t kMaxBlock = 4;  // heads per block: their query vectors stay in registers
+
+template <int G>
+void head_block(const HeadBlock& b, float scale, Scratch& t) {
+  block_scores<G>(b, scale, t.scores.data());
+  float inv[G];
+  for (int g = 0; g < G; ++g) inv[g] = softmax_weights(t.scores.data() + g * b.rows, b.rows);
+  block_values<G>(b, t.scores.data(), inv, t.sums.data());
+}
+
+// Query i's heads that read kv head kvh, in blocks of up to kMaxBlock.
+void decode_task(const DecodeQuery<float>& query, int64_t rows, int64_t kvh, const DecodeShape& s, Scratch& t) {
+  const int64_t group = s.n_q / s.n_kv, D = s.head_dim, ld = s.n_kv * D;
+  t.keys.clear();
+  t.values.clear();
+  for (const KvSpan<float>& sp : query.spans)
+    for (int64_t j = 0; j < sp.len; ++j) {
+      t.keys.push_back(sp.k + j * ld + kvh * D);
+      t.values.push_back(sp.v + j * ld + kvh * D);
+    }
+  t.scores.resize(static_cast<size_t>(std::min(group, kMaxBlock) * rows));
+  t.sums.resize(static_cast<size_t>(std::min(group, kMaxBlock) * D));
+  const float scale = static_cast<float>(s.scale);
+  for (int64_t g0 = 0; g0 < group; g0 += kMaxBlock) {
+    const HeadBlock b{&query, kvh * group + g0, D, rows, t.keys.data(), t.values.data()};
+    switch (std::min(group - g0, kMaxBlock)) {
+      case 1: head_block<1>(b, scale, t); break;
+      case 2: head_block<2>(b, scale, t); break;
+      case 3: head_block<3>(b, scale, t); break;
+      default: head_block<4>(b, scale, t); break;
+    }
+  }
+}
+
+// Below this many multiply-adds in all, one thread does the whole step (a parallel
+// region's start and join would cost more than it shares out).
+constexpr int64_t kParallelWork = int64_t{1} << 16;
+
+}  // namespace
+
+void attention_decode_f32(std::span<const DecodeQuery<float>> queries, const DecodeShape& s) {
+  const std::vector<int64_t> rows = decode_rows_checked(queries, s);
+  const int64_t nq = static_cast<int64_t>(queries.size());
+  int64_t total = 0;  // the tasks' sizes: rows, each task the same heads
+  for (int64_t r : rows) total += r * s.n_kv;
+  const bool parallel = total * (s.n_q / s.n_kv) * s.head_dim * 2 >= kParallelWork;
+#pragma omp parallel if (parallel)
+  {
+    // Task (i, kvh) goes to the thread whose share of the total size holds its middle.
+    const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
+    Scratch scratch;
+    int64_t before = 0;
+    for (int64_t i = 0; i < nq; ++i)
+      for (int64_t kvh = 0; kvh < s.n_kv; before += rows[i], ++kvh)
+        if (std::min(threads - 1, (2 * before + rows[i]) * threads / (2 * total)) == me)
+          decode_task(queries[i], rows[i], kvh, s, scratch);
+  }
+}
+
+}  // namespace gatedlm::kernels::GATEDLM_KSET
+
+#include "kernels/kernel_set_end.h"

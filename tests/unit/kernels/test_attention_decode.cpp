@@ -1,0 +1,161 @@
+// The decode attention kernel (kernels/attention_decode.h) against a naive fp64 softmax
+// attention, in every kernel set this CPU runs and in the double path: GQA groups of 1 to
+// 5 query heads per kv head (5 takes a block of four and one of one), head_dim 64, 128 and
+// odd ones (tails of every vector width), queries whose rows lie in one or several spans,
+// caches of one row and of many, with and without the gate.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/attention_decode.h"
+#include "kernels/kernel_set.h"
+#include "test_util.h"
+
+namespace gatedlm::kernels {
+namespace {
+
+using testing::random_vector;
+using testing::rel_error;
+
+struct Case {
+  int64_t group, n_kv, head_dim;
+  std::vector<std::vector<int64_t>> spans;  // per query, the lengths of its spans
+};
+
+std::string name(const Case& c) {
+  std::string out = "group " + std::to_string(c.group) + " kv " + std::to_string(c.n_kv) + " d " +
+                    std::to_string(c.head_dim) + " spans";
+  for (const auto& q : c.spans) {
+    out += " [";
+    for (int64_t len : q) out += " " + std::to_string(len);
+    out += " ]";
+  }
+  return out;
+}
+
+// The inputs of one case in T: each query's spans are slices of one cache [rows, n_kv, D]
+// of its own, taken out of order (the kernel may not assume the rows are contiguous).
+template <typename T>
+struct Inputs {
+  std::vector<std::vector<T>> keys, values;
+  std::vector<T> q, gate;
+  std::vector<T> out, gated;
+  std::vector<DecodeQuery<T>> queries;
+};
+
+template <typename T>
+Inputs<T> make_inputs(const Case& c, bool gated, uint64_t seed) {
+  const int64_t n_q = c.group * c.n_kv, D = c.head_dim, width = n_q * D, nq = static_cast<int64_t>(c.spans.size());
+  Inputs<T> in;
+  in.q = random_vector<T>(nq * width, seed, 1.5);
+  in.gate = random_vector<T>(nq * width, seed + 1);
+  in.out.assign(nq * width, T(-7));
+  in.gated.assign(nq * width, T(-7));
+  for (int64_t i = 0; i < nq; ++i) {
+    int64_t rows = 0;
+    for (int64_t len : c.spans[i]) rows += len;
+    in.keys.push_back(random_vector<T>(rows * c.n_kv * D, seed + 10 + 2 * i, 1.5));
+    in.values.push_back(random_vector<T>(rows * c.n_kv * D, seed + 11 + 2 * i));
+  }
+  for (int64_t i = 0; i < nq; ++i) {
+    DecodeQuery<T> dq{in.q.data() + i * width, in.out.data() + i * width, gated ? in.gate.data() + i * width : nullptr,
+                      gated ? in.gated.data() + i * width : nullptr, {}};
+    // Spans listed last slice first.
+    int64_t end = static_cast<int64_t>(in.keys[i].size()) / (c.n_kv * D);
+    for (int64_t len : c.spans[i]) {
+      end -= len;
+      dq.spans.push_back({in.keys[i].data() + end * c.n_kv * D, in.values[i].data() + end * c.n_kv * D, len});
+    }
+    in.queries.push_back(dq);
+  }
+  return in;
+}
+
+// softmax(scale q k^T) v per query and head, in double, straight from the definition.
+template <typename T>
+std::vector<double> naive_attention(const Inputs<T>& in, const Case& c, double scale) {
+  const int64_t n_q = c.group * c.n_kv, D = c.head_dim;
+  std::vector<double> out;
+  for (const DecodeQuery<T>& dq : in.queries)
+    for (int64_t h = 0; h < n_q; ++h) {
+      const int64_t col = h / c.group * D;
+      std::vector<double> score;
+      std::vector<const T*> value;
+      for (const KvSpan<T>& sp : dq.spans)
+        for (int64_t j = 0; j < sp.len; ++j) {
+          double dot = 0;
+          for (int64_t e = 0; e < D; ++e) dot += double(dq.q[h * D + e]) * sp.k[j * c.n_kv * D + col + e];
+          score.push_back(scale * dot);
+          value.push_back(sp.v + j * c.n_kv * D + col);
+        }
+      double m = -INFINITY, sum = 0;
+      for (double s : score) m = std::max(m, s);
+      for (double& s : score) sum += (s = std::exp(s - m));
+      for (int64_t e = 0; e < D; ++e) {
+        double o = 0;
+        for (size_t r = 0; r < score.size(); ++r) o += score[r] * value[r][e];
+        out.push_back(o / sum);
+      }
+    }
+  return out;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  const std::vector<std::vector<std::vector<int64_t>>> span_sets = {
+      {{1}},                               // one query, one row
+      {{37}, {1}, {80}},                   // several queries, one span each
+      {{4, 33}, {16, 1, 47}, {2, 0, 3}},  // several spans per query (one empty)
+  };
+  for (int64_t group : {1, 2, 3, 4, 5})
+    for (int64_t D : {64, 128, 37, 8})
+      for (const auto& spans : span_sets) out.push_back({group, group == 5 ? 1 : 2, D, spans});
+  return out;
+}
+
+TEST(AttentionDecodeTest, FloatMatchesNaiveFp64InEveryKernelSet) {
+  const KernelSet keep = active_kernel_set();
+  for (KernelSet set : runnable_kernel_sets()) {
+    use_kernel_set(set);
+    uint64_t seed = 100;
+    for (const Case& c : cases())
+      for (bool gated : {false, true}) {
+        const double scale = 1.0 / std::sqrt(double(c.head_dim));
+        Inputs<float> in = make_inputs<float>(c, gated, seed += 50);
+        attention_decode<float>(in.queries, {c.group * c.n_kv, c.n_kv, c.head_dim, scale});
+        const std::vector<double> want = naive_attention(in, c, scale);
+        EXPECT_LT(rel_error(in.out, want), 2e-6) << kernel_set_name(set) << ", " << name(c);
+        for (size_t i = 0; i < in.out.size(); ++i) {
+          ASSERT_LT(std::abs(in.out[i] - want[i]), 1e-5 * (1 + std::abs(want[i])))
+              << kernel_set_name(set) << ", " << name(c) << " at " << i;
+          // The gated output is exactly the product (or untouched without a gate).
+          ASSERT_EQ(in.gated[i], gated ? in.out[i] * in.gate[i] : -7.0f) << kernel_set_name(set) << ", " << name(c);
+        }
+      }
+  }
+  use_kernel_set(keep);
+}
+
+TEST(AttentionDecodeTest, DoubleMatchesNaiveFp64) {
+  uint64_t seed = 7;
+  for (const Case& c : cases()) {
+    const double scale = 0.3;
+    Inputs<double> in = make_inputs<double>(c, true, seed += 50);
+    attention_decode<double>(in.queries, {c.group * c.n_kv, c.n_kv, c.head_dim, scale});
+    const std::vector<double> want = naive_attention(in, c, scale);
+    EXPECT_LT(rel_error(in.out, want), 1e-13) << name(c);
+  }
+}
+
+TEST(AttentionDecodeTest, RefusesBadShapes) {
+  Inputs<float> in = make_inputs<float>({2, 2, 8, {{3}}}, false, 1);
+  EXPECT_THROW(attention_decode<float>(in.queries, {3, 2, 8, 0.5}), Error);  // 3 heads over 2 kv heads
+  in.queries[0].spans = {{in.keys[0].data(), in.values[0].data(), 0}};
+  EXPECT_THROW(attention_decode<float>(in.queries, {4, 2, 8, 0.5}), Error);  // no rows
+}
+
+}  // namespace
+}  // namespace gatedlm::kernels
