@@ -5,7 +5,7 @@
 // rows come from beyond L2 as in a decode step (whose weights pass through the caches
 // between two attention calls).
 //
-//   build-x/attention_decode_speed [--reps 7] [--calls 200]
+//   build-x/attention_decode_speed [--reps 7] [--calls 200] [--shape N (one row of kShapes, from 1)]
 // Prints a markdown table.
 #include <omp.h>
 
@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@ constexpr Shape kShapes[] = {
     {"100M b8, 1000 rows", 12, 4, 64, 8, 1000, 1000}, {"1B b8, 200-300 rows", 16, 8, 128, 8, 200, 300},
 };
 constexpr int kLayers = 12;
+constexpr const char* kUsage = "attention_decode_speed [--reps 7] [--calls 200] [--shape N]";
 
 double now_seconds() {
   timespec t{};
@@ -92,18 +94,20 @@ std::vector<double> best_us_per_call(int reps, int calls, const std::vector<std:
 }  // namespace
 
 int main(int argc, char** argv) {
-  int reps = 7, calls = 200;
+  int reps = 7, calls = 200, only = 0;  // only: 1-based row of kShapes, 0 for all
+  constexpr int kShapeCount = static_cast<int>(std::size(kShapes));
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if ((a == "--reps" || a == "--calls") && i + 1 < argc) {
+    if ((a == "--reps" || a == "--calls" || a == "--shape") && i + 1 < argc) {
       const int v = std::atoi(argv[++i]);
-      if (v < 1) {
-        std::fprintf(stderr, "%s %s: expected a positive count\n", a.c_str(), argv[i]);
+      if (v < 1 || (a == "--shape" && v > kShapeCount)) {
+        std::fprintf(stderr, "%s %s: expected a count from 1%s\n", a.c_str(), argv[i],
+                     a == "--shape" ? " to the number of shapes" : "");
         return 2;
       }
-      (a == "--reps" ? reps : calls) = v;
+      (a == "--reps" ? reps : a == "--calls" ? calls : only) = v;
     } else {
-      std::fprintf(stderr, "unknown argument %s\nusage: attention_decode_speed [--reps 7] [--calls 200]\n", a.c_str());
+      std::fprintf(stderr, "unknown argument %s\nusage: %s\n", a.c_str(), kUsage);
       return 2;
     }
   }
@@ -111,7 +115,9 @@ int main(int argc, char** argv) {
               k::kernel_set_summary().c_str(), reps, calls);
   std::printf("| shape | portable (old) | set | new | old / new |\n|---|---|---|---|---|\n");
   gatedlm::Rng rng(1);
-  for (const Shape& s : kShapes) {
+  for (int row = 1; row <= kShapeCount; ++row) {
+    if (only && row != only) continue;
+    const Shape& s = kShapes[row - 1];
     std::vector<Layer> layers = make_layers(s, rng);
     const k::DecodeShape ds{s.n_q, s.n_kv, s.head_dim, 1.0 / 8.0};
     std::vector<std::function<void(int)>> variants = {
