@@ -5,7 +5,7 @@
 // registers), so a key or value row is read once per group instead of once per head.
 // Per block of G heads, R rows:
 //   scores[g][r] = scale <q_g, k_r>      a key row loaded once, against every head's query
-//   p[g][r] = exp(scores[g][r] - max_g)  whole vectors through exp_approx, with their sum
+//   p[g][r] = exp(scores[g][r] - max_g)  whole vectors (exp_approx; libm in the generic set)
 //   out_g = sum_r p[g][r] v_r / sum_g    a value row loaded once, into every head's sums
 // A task's arithmetic is its own, and whole tasks go to threads (by a split of their
 // sizes, so that caches of different lengths share out evenly): the bits of every output
@@ -27,16 +27,6 @@ namespace {
 
 // The vector operations the kernel is written in, for this set: kWidth floats per
 // vector. Parts (n <= kWidth lanes) read and write only their first n lanes.
-#if GATEDLM_KSET_AVX2
-// out[0..3] = scale * (the lane sums of a, b, c, d).
-inline void scaled_sums4(__m256 a, __m256 b, __m256 c, __m256 d, float scale, float* out) {
-  // [a0+a1, a2+a3, b0+b1, b2+b3 | a4+a5, ..] twice, then [a0..3, b0..3, c0..3, d0..3 | a4..7, ..].
-  const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
-  const __m128 sums = _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
-  _mm_storeu_ps(out, _mm_mul_ps(sums, _mm_set1_ps(scale)));
-}
-#endif
-
 #if GATEDLM_KSET_AVX512
 struct Lanes {
   static constexpr int kWidth = 16;
@@ -55,13 +45,19 @@ struct Lanes {
   static V max(V a, V b) { return _mm512_mask_max_ps(a, __mmask16(0xFFFF), a, b); }
   static V exp(V x) { return exp_approx16(x); }
   static float sum(V v) { return halving_sum16(v); }
+  // out[0..3] = scale * (the lane sums of a, b, c, d): halves, quarters, then within the
+  // 128-bit lanes (masked forms with a pass-through: see halving_sum16).
   static void sum4(V a, V b, V c, V d, float scale, float* out) {
-    scaled_sums4(low_plus_high(a), low_plus_high(b), low_plus_high(c), low_plus_high(d), scale, out);
-  }
-  // Lanes i + (i + 8) for i < 8, in masked forms with a pass-through (see halving_sum16).
-  static __m256 low_plus_high(V v) {
-    return _mm512_mask_extractf32x8_ps(_mm256_setzero_ps(), 0xFF,
-                                       _mm512_add_ps(v, _mm512_mask_shuffle_f32x4(v, 0xFFFF, v, v, 0x4E)), 0);
+    const __mmask16 all = 0xFFFF;
+    // Lanes 0-7: a's lanes i + (i + 8); lanes 8-15: b's. Likewise c and d.
+    const V ab = add(_mm512_mask_shuffle_f32x4(a, all, a, b, 0x44), _mm512_mask_shuffle_f32x4(a, all, a, b, 0xEE));
+    const V cd = add(_mm512_mask_shuffle_f32x4(c, all, c, d, 0x44), _mm512_mask_shuffle_f32x4(c, all, c, d, 0xEE));
+    // 128-bit lane k: the four quarter sums of a, b, c, d (k = 0..3).
+    V q = add(_mm512_mask_shuffle_f32x4(ab, all, ab, cd, 0x88), _mm512_mask_shuffle_f32x4(ab, all, ab, cd, 0xDD));
+    q = add(q, _mm512_shuffle_ps(q, q, 0x4E));
+    q = add(q, _mm512_shuffle_ps(q, q, 0xB1));  // lanes 0, 4, 8, 12: the sums
+    const V sums = _mm512_mask_permutexvar_ps(q, all, _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), q);
+    _mm512_mask_storeu_ps(out, 0x000F, mul(sums, set1(scale)));
   }
   static float max_of(V v) { return max16(v); }
 };
@@ -87,7 +83,13 @@ struct Lanes {
   static V max(V a, V b) { return _mm256_max_ps(a, b); }
   static V exp(V x) { return exp_approx8(x); }
   static float sum(V v) { return sum8(v); }
-  static void sum4(V a, V b, V c, V d, float scale, float* out) { scaled_sums4(a, b, c, d, scale, out); }
+  // out[0..3] = scale * (the lane sums of a, b, c, d): pairs, quads ([a0..3, b0..3, c0..3,
+  // d0..3 | a4..7, ..]), then the two halves.
+  static void sum4(V a, V b, V c, V d, float scale, float* out) {
+    const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    const __m128 sums = _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+    _mm_storeu_ps(out, _mm_mul_ps(sums, _mm_set1_ps(scale)));
+  }
   static float max_of(V v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
@@ -315,6 +317,7 @@ constexpr int64_t kParallelWork = int64_t{1} << 16;
 void attention_decode_f32(std::span<const DecodeQuery<float>> queries, const DecodeShape& s) {
   const std::vector<int64_t> rows = decode_rows_checked(queries, s);
   const int64_t nq = static_cast<int64_t>(queries.size());
+  if (nq == 0) return;
   int64_t total = 0;  // the tasks' sizes: rows, each task the same heads
   for (int64_t r : rows) total += r * s.n_kv;
   const bool parallel = total * (s.n_q / s.n_kv) * s.head_dim * 2 >= kParallelWork;
@@ -323,6 +326,9 @@ void attention_decode_f32(std::span<const DecodeQuery<float>> queries, const Dec
     // Task (i, kvh) goes to the thread whose share of the total size holds its middle.
     const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
     Scratch scratch;
+    const int64_t most_rows = *std::max_element(rows.begin(), rows.end());
+    scratch.keys.reserve(static_cast<size_t>(most_rows));
+    scratch.values.reserve(static_cast<size_t>(most_rows));
     int64_t before = 0;
     for (int64_t i = 0; i < nq; ++i)
       for (int64_t kvh = 0; kvh < s.n_kv; before += rows[i], ++kvh)
