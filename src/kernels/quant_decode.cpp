@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/aligned_allocator.h"
 #include "core/error.h"
 #include "kernels/half_float.h"
 #include "kernels/matmul.h"
@@ -137,15 +138,19 @@ void bf16_rows(const QuantOutput& out, const uint16_t* A, int64_t r0, int64_t o,
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t j = 0; j < k; j += kBlock) {
+    // With several rows the products between two loads of weights leave the hardware
+    // prefetcher behind (measured: 2.2 cycles per vdpbf16ps streaming, 1.3 from cache):
+    // fetch 1 KiB ahead (past the row's end: the next row's start, read next).
+    if (R > 1) _mm_prefetch(reinterpret_cast<const char*>(w + j + 512), _MM_HINT_T0);
     const __m512bh weights = (__m512bh)_mm512_loadu_si512(w + j);
     for (int r = 0; r < R; ++r)
       acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)_mm512_loadu_si512(A + (r0 + r) * k + j), weights);
   }
-  for (int r = 0; r < R; ++r) out.store(r0 + r, o, sum16(acc[r]));
+  for (int r = 0; r < R; ++r) out.store(r0 + r, o, halving_sum16(acc[r]));
 }
 
 void bf16_dot_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
-  thread_local std::vector<uint16_t> rounded;  // A in bf16, [m, k]
+  thread_local CacheLineVector<uint16_t> rounded;  // A in bf16, [m, k]; rows start on cache lines (k % 32 == 0)
   rounded.resize(static_cast<size_t>(m * W.cols));
   for (int64_t r = 0; r < m; ++r) to_bf16(rounded.data() + r * W.cols, A + r * lda, W.cols);
   // A plain pointer for the lambda: on the other OpenMP threads the name `rounded` is

@@ -16,6 +16,8 @@
 //     correction per weight block that every row of A shares.
 #include "kernels/kernel_sets.h"
 
+#include <algorithm>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -91,6 +93,7 @@ struct Int8Rows {
   const int32_t* quad_corrections = nullptr;
   const float* quad_scales = nullptr;
   int64_t quad_row0 = 0;
+  const int8_t* signed_q = nullptr;  // q unbiased, [m, k], for the weight-tile kernel (AVX-512 VNNI, m >= 4)
   int64_t group_block(int64_t r0, int64_t b) const { return (r0 / 8) * (k / kBlock) + b; }
   const float* group_scales(int64_t r0, int64_t b) const { return scales + group_block(r0, b) * 8; }
   int64_t quads() const { return (k / kBlock + 3) / 4; }
@@ -161,7 +164,7 @@ void arrange_nibble_quads(int8_t* values, int32_t* corrections, float* scales, c
 #endif
 
 Int8Rows quantize_rows(const float* A, int64_t lda, int64_t m, int64_t k, bool biased, bool one_row_per_lane,
-                       bool nibble_quads) {
+                       bool nibble_quads, bool weight_tiles) {
   // Per calling thread, reused: a decode step makes hundreds of these products.
   thread_local std::vector<int8_t> q, lanes;
   thread_local std::vector<float> scales;
@@ -182,6 +185,13 @@ Int8Rows quantize_rows(const float* A, int64_t lda, int64_t m, int64_t k, bool b
     arrange_one_row_per_lane(lanes.data(), sums.data(), qs, m, k, biased);
   }
   Int8Rows rows{q.data(), scales.data(), k, lanes.data(), sums.data()};
+  if (weight_tiles) {
+    thread_local std::vector<int8_t> unbiased;
+    unbiased.resize(q.size());
+    const int unbias = biased ? 0x80 : 0;
+    for (size_t i = 0; i < q.size(); ++i) unbiased[i] = static_cast<int8_t>(q[i] ^ unbias);
+    rows.signed_q = unbiased.data();
+  }
   const int64_t last_group_rows = m % 8;
   if (nibble_quads && last_group_rows > 0 && last_group_rows < 4) {
     thread_local std::vector<int8_t> quad_values;
@@ -267,7 +277,9 @@ bool int8_vnni_runnable() {
 void int8_product(bool vnni, const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
   // The nibble-quad kernel exists in the AVX-512 set's VNNI region only.
   const bool nibble_quads = GATEDLM_KSET_AVX512 && vnni && W.format == QuantFormat::q4_0;
-  const Int8Rows rows = quantize_rows(A, lda, m, W.cols, vnni, vnni && m >= 4, nibble_quads);
+  // So does the weight-tile kernel of 4-8 rows against 8 weight rows.
+  const bool weight_tiles = GATEDLM_KSET_AVX512 && vnni && m >= 4 && W.rows >= 16;
+  const Int8Rows rows = quantize_rows(A, lda, m, W.cols, vnni, vnni && m >= 4, nibble_quads, weight_tiles);
 #if !defined(__clang__)
   if (vnni) return int8_vnni::product(out, rows, m, W);
 #endif

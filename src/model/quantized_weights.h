@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "core/aligned_allocator.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/weight_source.h"
 #include "model/model.h"
@@ -86,7 +87,7 @@ class QuantizedWeights final : public kernels::WeightSource {
     int64_t begin = 0, rows = 0, cols = 0;
     kernels::QuantFormat format;
     bool released = false;
-    std::vector<uint8_t> blocks;
+    CacheLineVector<uint8_t> blocks;  // 64-byte aligned: the BF16 kernels load whole lines
   };
   const Segment* segment_at(int64_t offset) const;
   void multiply_rows(float* C, const float* A, const Segment& seg, int64_t row0, const kernels::MatmulShape& s) const;

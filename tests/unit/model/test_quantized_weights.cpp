@@ -84,14 +84,15 @@ void expect_quantised_forward_matches(const json& config_json, k::QuantFormat fo
   q->release_f32();
   poison_f32_copies(quantised);
   EXPECT_GT(q->bytes(), 0);
-  for (const auto [batch, seq] : {std::pair<int64_t, int64_t>{1, 3}, {2, 5}, {2, 100}}) {
+  for (const auto& [batch, seq] : {std::pair<int64_t, int64_t>{1, 3}, {2, 5}, {2, 100}}) {
     SCOPED_TRACE(::testing::Message() << "rows " << batch * seq);
     const std::vector<float> got = logits_of(quantised, batch, seq), want = logits_of(dequantised, batch, seq);
     for (float v : got) ASSERT_TRUE(std::isfinite(v)) << "a product read the poisoned fp32 copy";
     const double err = gatedlm::testing::rel_error(got, want);
     EXPECT_LT(err, tolerance);
-    if (format == k::QuantFormat::q4_0)  // the comparison can tell weights apart: Q4_0 moves the logits more
+    if (format == k::QuantFormat::q4_0) {  // the comparison can tell weights apart: Q4_0 moves the logits more
       EXPECT_GT(gatedlm::testing::rel_error(logits_of(original, batch, seq), want), 2 * err);
+    }
   }
 }
 
