@@ -138,10 +138,10 @@ void bf16_rows(const QuantOutput& out, const uint16_t* A, int64_t r0, int64_t o,
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t j = 0; j < k; j += kBlock) {
-    // With several rows the products between two loads of weights leave the hardware
+    // With 4 or more rows the products between two loads of weights leave the hardware
     // prefetcher behind (measured: 2.2 cycles per vdpbf16ps streaming, 1.3 from cache):
     // fetch 1 KiB ahead (past the row's end: the next row's start, read next).
-    if (R > 1) _mm_prefetch(reinterpret_cast<const char*>(w + j + 512), _MM_HINT_T0);
+    if (R >= 4) _mm_prefetch(reinterpret_cast<const char*>(w + j + 512), _MM_HINT_T0);
     const __m512bh weights = (__m512bh)_mm512_loadu_si512(w + j);
     for (int r = 0; r < R; ++r)
       acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)_mm512_loadu_si512(A + (r0 + r) * k + j), weights);
