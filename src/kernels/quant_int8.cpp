@@ -100,7 +100,8 @@ struct Int8Rows {
   int64_t quad_index(int64_t r, int64_t g) const { return (r - quad_row0) * quads() + g; }
 };
 
-// Fills Int8Rows::lanes and negated_sums from q (signed, or biased by 128 when `biased`).
+// Fills Int8Rows::lanes (unless null) and negated_sums from q (signed, or biased by 128
+// when `biased`).
 void arrange_one_row_per_lane(int8_t* lanes, int32_t* negated_sums, const int8_t* q, int64_t m, int64_t k,
                               bool biased) {
   const int64_t blocks = k / kBlock;
@@ -111,7 +112,7 @@ void arrange_one_row_per_lane(int8_t* lanes, int32_t* negated_sums, const int8_t
       int32_t sum = 0;
       for (int64_t j = 0; j < kBlock; ++j) {
         const auto value = static_cast<int8_t>(q[r * k + b * kBlock + j] ^ unbias);
-        lanes[(group_block * 8 + j / 4) * 32 + lane * 4 + j % 4] = value;
+        if (lanes) lanes[(group_block * 8 + j / 4) * 32 + lane * 4 + j % 4] = value;
         sum += value;
       }
       negated_sums[group_block * 8 + lane] = -sum;
@@ -179,10 +180,10 @@ Int8Rows quantize_rows(const float* A, int64_t lda, int64_t m, int64_t k, bool b
     for (int64_t b = 0; b < blocks; ++b)
       quantize_block(qs + r * k + b * kBlock, ds + ((r / 8) * blocks + b) * 8 + r % 8, A + r * lda + b * kBlock,
                      biased);
-  if (one_row_per_lane) {
-    lanes.assign(static_cast<size_t>(padded * k), 0);
+  if (one_row_per_lane || weight_tiles) {  // the weight-tile kernel needs the sums only
+    if (one_row_per_lane) lanes.assign(static_cast<size_t>(padded * k), 0);
     sums.assign(static_cast<size_t>(padded * blocks), 0);
-    arrange_one_row_per_lane(lanes.data(), sums.data(), qs, m, k, biased);
+    arrange_one_row_per_lane(one_row_per_lane ? lanes.data() : nullptr, sums.data(), qs, m, k, biased);
   }
   Int8Rows rows{q.data(), scales.data(), k, lanes.data(), sums.data()};
   if (weight_tiles) {
@@ -279,7 +280,10 @@ void int8_product(bool vnni, const QuantOutput& out, const float* A, int64_t lda
   const bool nibble_quads = GATEDLM_KSET_AVX512 && vnni && W.format == QuantFormat::q4_0;
   // So does the weight-tile kernel of 4-8 rows against 8 weight rows.
   const bool weight_tiles = GATEDLM_KSET_AVX512 && vnni && m >= 4 && W.rows >= 16;
-  const Int8Rows rows = quantize_rows(A, lda, m, W.cols, vnni, vnni && m >= 4, nibble_quads, weight_tiles);
+  // The one-row-per-lane arrangement serves group_times_weight_row, which with weight
+  // tiles takes only the weight rows past the last whole tile.
+  const bool one_row_per_lane = vnni && m >= 4 && !(weight_tiles && W.rows % 16 == 0);
+  const Int8Rows rows = quantize_rows(A, lda, m, W.cols, vnni, one_row_per_lane, nibble_quads, weight_tiles);
 #if !defined(__clang__)
   if (vnni) return int8_vnni::product(out, rows, m, W);
 #endif

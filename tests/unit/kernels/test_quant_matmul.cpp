@@ -118,9 +118,9 @@ TEST(QuantMatmul, EveryRunnablePathMatchesTheReference) {
       if (!quant_path_runnable(path, format)) continue;
       // k: 3, 6, 17 and 33 blocks (every remainder of the Q4_0 kernel's quads of blocks);
       // m: 1-3 rows, 5 rows, a whole group, groups with 1, 2 and 6 rows left over, many
-      // groups; n = 67: four tiles of 16 weight rows and 3 rows past them.
+      // groups; n = 67: four tiles of 16 weight rows and 3 rows past them; n = 32: whole tiles.
       for (int64_t m : {1, 2, 3, 5, 8, 9, 10, 14, 64, 100})
-        for (auto [n, k] : {std::pair<int64_t, int64_t>{13, 96}, {11, 32 * 6}, {67, 32 * 17}, {5, 32 * 33}}) {
+        for (auto [n, k] : {std::pair<int64_t, int64_t>{13, 96}, {11, 32 * 6}, {67, 32 * 17}, {5, 32 * 33}, {32, 64}}) {
           const Problem p = make_problem(format, m, n, k, 100 * m + n);
           expect_near_reference(p, path, product(p, path), p.n);
         }
