@@ -46,7 +46,9 @@ inline float add8(__m256 v) {
 
 // One block of 32 activations to int8 (ggml's quantize_row_q8_0 on x86): q[32] and the
 // fp32 value of the fp16 scale. biased: q + 128 stored (the unsigned operand of vpdpbusd).
-inline void quantize_block(int8_t* q, float* scale, const float* x, bool biased) {
+// signed_q and negated_sum (unless null): the 32 signed values and -(their sum).
+inline void quantize_block(int8_t* q, float* scale, const float* x, bool biased, int8_t* signed_q,
+                           int32_t* negated_sum) {
   __m256 v[4];
   const __m256 magnitude_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   __m256 amax = _mm256_setzero_ps();
@@ -64,8 +66,16 @@ inline void quantize_block(int8_t* q, float* scale, const float* x, bool biased)
   // Packing works within 128-bit lanes: the permute puts the 4-byte groups back in order.
   const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(n[0], n[1]), _mm256_packs_epi32(n[2], n[3]));
   __m256i ordered = _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  if (signed_q) _mm256_storeu_si256(reinterpret_cast<__m256i*>(signed_q), ordered);
   if (biased) ordered = _mm256_xor_si256(ordered, _mm256_set1_epi8(static_cast<char>(0x80)));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), ordered);
+  if (negated_sum) {  // |values| <= 127: the packs above did not saturate them
+    const __m256i sum8 = _mm256_add_epi32(_mm256_add_epi32(n[0], n[1]), _mm256_add_epi32(n[2], n[3]));
+    __m128i sum4 = _mm_add_epi32(_mm256_castsi256_si128(sum8), _mm256_extracti128_si256(sum8, 1));
+    sum4 = _mm_add_epi32(sum4, _mm_shuffle_epi32(sum4, 0x4E));
+    sum4 = _mm_add_epi32(sum4, _mm_shuffle_epi32(sum4, 0xB1));
+    *negated_sum = -_mm_cvtsi128_si32(sum4);
+  }
 }
 
 // The rows of A as int8 blocks: q [m, k] and the scales in groups of 8 rows, block by
@@ -100,22 +110,15 @@ struct Int8Rows {
   int64_t quad_index(int64_t r, int64_t g) const { return (r - quad_row0) * quads() + g; }
 };
 
-// Fills Int8Rows::lanes (unless null) and negated_sums from q (signed, or biased by 128
-// when `biased`).
-void arrange_one_row_per_lane(int8_t* lanes, int32_t* negated_sums, const int8_t* q, int64_t m, int64_t k,
-                              bool biased) {
+// Fills Int8Rows::lanes from q (signed, or biased by 128 when `biased`).
+void arrange_one_row_per_lane(int8_t* lanes, const int8_t* q, int64_t m, int64_t k, bool biased) {
   const int64_t blocks = k / kBlock;
   const int unbias = biased ? 0x80 : 0;
   for (int64_t r = 0; r < m; ++r)
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t group_block = (r / 8) * blocks + b, lane = r % 8;
-      int32_t sum = 0;
-      for (int64_t j = 0; j < kBlock; ++j) {
-        const auto value = static_cast<int8_t>(q[r * k + b * kBlock + j] ^ unbias);
-        if (lanes) lanes[(group_block * 8 + j / 4) * 32 + lane * 4 + j % 4] = value;
-        sum += value;
-      }
-      negated_sums[group_block * 8 + lane] = -sum;
+      for (int64_t j = 0; j < kBlock; ++j)
+        lanes[(group_block * 8 + j / 4) * 32 + lane * 4 + j % 4] = static_cast<int8_t>(q[r * k + b * kBlock + j] ^ unbias);
     }
 }
 
@@ -173,26 +176,27 @@ Int8Rows quantize_rows(const float* A, int64_t lda, int64_t m, int64_t k, bool b
   const int64_t blocks = k / kBlock, padded = (m + 7) / 8 * 8;
   q.resize(static_cast<size_t>(m * k));
   scales.assign(static_cast<size_t>(padded * blocks), 0.0f);
+  const bool with_sums = one_row_per_lane || weight_tiles;  // the weight-tile kernel needs the sums only
+  if (with_sums) sums.assign(static_cast<size_t>(padded * blocks), 0);
+  thread_local std::vector<int8_t> unbiased;  // Int8Rows::signed_q
+  if (weight_tiles) unbiased.resize(q.size());
   int8_t* qs = q.data();
-  float* ds = scales.data();  // plain pointers: other threads' `q` and `scales` are their own
+  float* ds = scales.data();  // plain pointers: other threads' vectors of these names are their own
+  int32_t* ns = with_sums ? sums.data() : nullptr;
+  int8_t* signed_qs = weight_tiles ? unbiased.data() : nullptr;
 #pragma omp parallel for schedule(static) if (m * k >= (int64_t{1} << 16))
   for (int64_t r = 0; r < m; ++r)
-    for (int64_t b = 0; b < blocks; ++b)
-      quantize_block(qs + r * k + b * kBlock, ds + ((r / 8) * blocks + b) * 8 + r % 8, A + r * lda + b * kBlock,
-                     biased);
-  if (one_row_per_lane || weight_tiles) {  // the weight-tile kernel needs the sums only
-    if (one_row_per_lane) lanes.assign(static_cast<size_t>(padded * k), 0);
-    sums.assign(static_cast<size_t>(padded * blocks), 0);
-    arrange_one_row_per_lane(one_row_per_lane ? lanes.data() : nullptr, sums.data(), qs, m, k, biased);
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t slot = ((r / 8) * blocks + b) * 8 + r % 8;
+      quantize_block(qs + r * k + b * kBlock, ds + slot, A + r * lda + b * kBlock, biased,
+                     signed_qs ? signed_qs + r * k + b * kBlock : nullptr, ns ? ns + slot : nullptr);
+    }
+  if (one_row_per_lane) {
+    lanes.assign(static_cast<size_t>(padded * k), 0);
+    arrange_one_row_per_lane(lanes.data(), qs, m, k, biased);
   }
   Int8Rows rows{q.data(), scales.data(), k, lanes.data(), sums.data()};
-  if (weight_tiles) {
-    thread_local std::vector<int8_t> unbiased;
-    unbiased.resize(q.size());
-    const int unbias = biased ? 0x80 : 0;
-    for (size_t i = 0; i < q.size(); ++i) unbiased[i] = static_cast<int8_t>(q[i] ^ unbias);
-    rows.signed_q = unbiased.data();
-  }
+  if (weight_tiles) rows.signed_q = unbiased.data();
   const int64_t last_group_rows = m % 8;
   if (nibble_quads && last_group_rows > 0 && last_group_rows < 4) {
     thread_local std::vector<int8_t> quad_values;
