@@ -13,7 +13,7 @@ Speed (--shapes): a random model of each config (`gatedlm init --seed 1`), quant
   exported per type; batch-1 decode of gatedlm (`bench generate --checkpoint`) and llama.cpp
   (`llama_probe --bench`) alternated in --pairs pairs (median ratio, as compare_generate.py),
   batch 8 against batch 1, and tokens/s against the memory-bandwidth bound (weight bytes
-  read per token / the read bandwidth measured here with numpy).
+  read per token / the read bandwidth of --threads readers at once, measured here with numpy).
 
 Usage: /usr/bin/python3 bench/compare_quant.py --gatedlm build/gatedlm --llama-probe build/tests/llama_probe
           [--threads 2] [--shapes bench/configs/qwen3_100m.json,...] [--types f32,bf16,q8_0,q4_0]
@@ -107,15 +107,33 @@ def perplexity(a, libdir, work, types):
         print(f"| {t} | {ours:.3f} | {theirs:.3f} | {100 * (ours / theirs - 1):+.2f} % |")
 
 
-def read_bandwidth_gbs():
-    """Read bandwidth of this process (numpy sum over 1 GiB, best of 5), GB/s."""
-    x = np.ones(1 << 28, dtype=np.float32)
-    best = 1e9
-    for _ in range(5):
+def _read_worker(barrier, queue, n, rounds):
+    x = np.ones(n, dtype=np.float32)
+    x.sum()  # pages touched before timing
+    times = []
+    for _ in range(rounds):
+        barrier.wait()
         t0 = time.perf_counter()
         x.sum()
-        best = min(best, time.perf_counter() - t0)
-    return x.nbytes / best / 1e9
+        times.append(time.perf_counter() - t0)
+    queue.put(times)
+
+
+def read_bandwidth_gbs(threads, rounds=5):
+    """Read bandwidth of `threads` readers at once (one process each, a numpy sum over its own
+    1/threads of 1 GiB, started together by a barrier; best of `rounds`), GB/s: what that
+    many decode threads can stream from memory."""
+    import multiprocessing as mp
+    n = (1 << 28) // threads
+    barrier, queue = mp.Barrier(threads), mp.Queue()
+    workers = [mp.Process(target=_read_worker, args=(barrier, queue, n, rounds)) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    results = [queue.get() for _ in workers]
+    for w in workers:
+        w.join()
+    slowest_per_round = [max(r[i] for r in results) for i in range(rounds)]
+    return threads * n * 4 / min(slowest_per_round) / 1e9
 
 
 def weight_bytes_per_token(ck):
@@ -191,8 +209,8 @@ def main():
     if a.ppl_checkpoint:
         perplexity(a, libdir, work, types)
     if a.shapes:
-        bandwidth = read_bandwidth_gbs()
-        print(f"\nread bandwidth (numpy sum over 1 GiB, one thread, best of 5): {bandwidth:.1f} GB/s")
+        bandwidth = read_bandwidth_gbs(a.threads)
+        print(f"\nread bandwidth ({a.threads} numpy sums over 1 GiB in all, at once, best of 5): {bandwidth:.1f} GB/s")
         for shape in a.shapes.split(","):
             speed(a, libdir, work, shape, types, bandwidth)
 
