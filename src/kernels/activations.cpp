@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include "kernels/kernel_sets.h"
+#include "kernels/parallel_work.h"
 
 #include "kernels/kernel_set_begin.h"
 #include "kernels/fast_math.h"
@@ -185,7 +186,7 @@ void activate_grad_row(T* dx, const T* dy, const T* x, int64_t n, Activation a) 
 
 template <typename T>
 void activation_forward(T* y, const T* x, int64_t n, Activation a) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (elementwise_in_parallel(n))
   for (int64_t i = 0; i < n; i += 4096) ActivationRow<T>::forward(y + i, x + i, std::min<int64_t>(4096, n - i), a);
 }
 
@@ -197,7 +198,7 @@ void activation_backward(T* dx, const T* dy, const T* x, int64_t n, Activation a
 
 template <typename T>
 void swiglu_forward(T* out, const T* gu, int64_t rows, int64_t f) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (elementwise_in_parallel(rows * f))
   for (int64_t r = 0; r < rows; ++r) SwiGluRow<T>::forward(out + r * f, gu + r * 2 * f, gu + r * 2 * f + f, f);
 }
 

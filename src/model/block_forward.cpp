@@ -8,6 +8,7 @@
 #include "kernels/attention.h"
 #include "kernels/bias.h"
 #include "kernels/matmul.h"
+#include "kernels/parallel_work.h"
 #include "kernels/rmsnorm.h"
 #include "core/error.h"
 #include "model/model_state.h"
@@ -24,7 +25,7 @@ namespace {
 template <typename T>
 void add_clipped(T* out, const T* resid, const T* branch, int64_t size, double clip) {
   const T c = static_cast<T>(clip);
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if (k::elementwise_in_parallel(size))
   for (int64_t i = 0; i < size; ++i)
     out[i] = resid[i] + (clip > 0 ? std::clamp(branch[i], -c, c) : branch[i]);
 }
@@ -32,7 +33,7 @@ void add_clipped(T* out, const T* resid, const T* branch, int64_t size, double c
 // Copies the column blocks of src [n, ld], left to right, out to packed buffers.
 template <typename T>
 void split_columns(const T* src, int64_t n, int64_t ld, std::initializer_list<ColumnBlock<T>> blocks) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (k::elementwise_in_parallel(n * ld))
   for (int64_t r = 0; r < n; ++r) {
     int64_t col = 0;
     for (const ColumnBlock<T>& b : blocks) {

@@ -2,6 +2,7 @@
 
 #include "kernels/activations.h"
 #include "kernels/matmul.h"
+#include "kernels/parallel_work.h"
 
 namespace gatedlm::model {
 
@@ -19,7 +20,7 @@ void gate_project(T* pre, const T* x, const T* w, int64_t n, const GateShape& g)
                     MatmulShape{.M = n, .N = g.gate_out, .K = g.gate_in, .trans_b = true, .lda = g.d_model});
     return;
   }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (kernels::elementwise_in_parallel(n * g.gate_out))
   for (int64_t r = 0; r < n; ++r)
     for (int64_t o = 0; o < g.gate_out; ++o) pre[r * g.gate_out + o] = w[o];
 }
@@ -44,7 +45,7 @@ void gate_scores(T* score, const T* pre, int64_t ld_pre, int64_t n, const GateSh
   const GateConfig& gc = *g.gate;
   const int64_t H = g.heads, W = g.head_width, size = g.target_size();
   const T inv_heads = T(1) / static_cast<T>(H);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (kernels::elementwise_in_parallel(n * size))
   for (int64_t r = 0; r < n; ++r) {
     const T* p = pre + r * ld_pre;
     T* s = score + r * size;
@@ -71,10 +72,10 @@ void gate_forward(T* y_out, T* score, const T* y_in, const T* pre, int64_t ld_pr
   gate_scores(score, pre, ld_pre, n, g);
   const int64_t total = n * g.target_size();
   if (g.gate->combine == GateCombine::multiply) {
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if (kernels::elementwise_in_parallel(total))
     for (int64_t e = 0; e < total; ++e) y_out[e] = y_in[e] * score[e];
   } else {
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if (kernels::elementwise_in_parallel(total))
     for (int64_t e = 0; e < total; ++e) y_out[e] = y_in[e] + score[e];
   }
 }
