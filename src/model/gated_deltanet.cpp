@@ -6,6 +6,7 @@
 #include "kernels/activations.h"
 #include "kernels/delta_rule.h"
 #include "kernels/matmul.h"
+#include "kernels/parallel_work.h"
 #include "kernels/rmsnorm.h"
 #include "model/gated_deltanet_parts.h"
 
@@ -51,7 +52,7 @@ template <typename T>
 void conv_forward(T* conv_pre, const T* proj, int64_t ld, int64_t count, const std::vector<T>& taps,
                   const T* history, const LinearAttentionConfig& la) {
   const int64_t C = la.conv_dim(), K = la.conv_kernel;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (k::elementwise_in_parallel(count * C * K))
   for (int64_t t = 0; t < count; ++t) {
     T* out = conv_pre + t * C;
     std::fill_n(out, C, T(0));
@@ -107,7 +108,7 @@ template <typename T>
 void mix_inputs(DeltaNetActivations<T>& a, int64_t n, const DeltaNetWeights<T>& w, const LinearAttentionConfig& la) {
   const ProjColumns col(la);
   const int64_t C = la.conv_dim(), nv = la.n_v_heads, vd = la.value_dim(), kd = la.key_dim();
-#pragma omp parallel
+#pragma omp parallel if (k::elementwise_in_parallel(n * (C + vd)))
   {
     std::vector<T> act(static_cast<size_t>(2 * kd));  // this thread's row of SiLU(q|k)
 #pragma omp for schedule(static)
@@ -134,7 +135,7 @@ void gated_norm_out(T* out, DeltaNetActivations<T>& a, int64_t n, const DeltaNet
   const int64_t vd = la.value_dim();
   k::rmsnorm_forward(a.normed.data(), a.rstd_o.data(), a.o.data(), w.norm, n * la.n_v_heads, la.v_head_dim,
                      s.norm_eps);
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if (k::elementwise_in_parallel(n * vd))
   for (int64_t i = 0; i < n * vd; ++i) a.y[i] = a.normed[i] * a.z_gate[i];
   clock.charge(&DeltaNetTimes::elementwise);
   k::linear_forward(out, a.y.data(), w.out_proj, n, vd, s.d_model);

@@ -7,6 +7,7 @@
 #include "kernels/activations.h"
 #include "kernels/batched_matmul.h"
 #include "kernels/matmul.h"
+#include "kernels/parallel_work.h"
 
 namespace gatedlm::model {
 
@@ -66,7 +67,7 @@ void MoeBlock<T>::route(const T* h, int64_t n, const MoeWeights<T>& w) {
   chosen_.resize(n * K);
   grow(weight_, n * K);
   k::linear_forward(logits_.data(), h, w.router, n, d_, E);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (k::elementwise_in_parallel(n * E))
   for (int64_t t = 0; t < n; ++t) {
     const T* z = logits_.data() + t * E;
     T* p = probs_.data() + t * E;
@@ -141,7 +142,7 @@ void MoeBlock<T>::forward(T* y, const T* h, int64_t n, const MoeWeights<T>& w, b
   grow(out_, rows * d);
   {
     Timed timer{times_.permute};
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (k::elementwise_in_parallel(rows * d))
     for (int64_t r = 0; r < rows; ++r) {
       if (token_of_[r] >= 0) std::copy_n(h + token_of_[r] * d, d, x_.data() + r * d);
       else std::fill_n(x_.data() + r * d, d, T(0));
@@ -170,7 +171,7 @@ void MoeBlock<T>::forward(T* y, const T* h, int64_t n, const MoeWeights<T>& w, b
   }
   {
     Timed timer{times_.permute};
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (k::elementwise_in_parallel(n * K * d))
     for (int64_t t = 0; t < n; ++t) {
       T* yt = y + t * d;
       std::fill_n(yt, d, T(0));
@@ -192,7 +193,7 @@ void MoeBlock<T>::forward(T* y, const T* h, int64_t n, const MoeWeights<T>& w, b
   k::swiglu_forward(sact_.data(), sgu_.data(), n, fs);
   k::linear_forward(sout_.data(), sact_.data(), w.shared_down, n, fs, d);
   k::linear_forward(sgate_.data(), h, w.shared_gate, n, d, 1);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (k::elementwise_in_parallel(n * d))
   for (int64_t t = 0; t < n; ++t) {
     const T s = sigmoid(sgate_[t]);
     sgate_[t] = s;
