@@ -62,7 +62,7 @@ inline __m512 exp_approx16(__m512 x) {
 inline __mmask16 tail_mask(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u); }
 
 // The sum of 16 lanes by halving, in registers (sum16 goes through memory: too slow for a
-// sum per output, as in skinny_matmul.cpp and attention_decode_fast.cpp).
+// sum per output, as in skinny_matmul.cpp, attention_decode_fast.cpp and quant_decode.cpp).
 inline float halving_sum16(__m512 v) {
   // Within 512 bits throughout, masked forms with a pass-through (GCC 12 warns, wrongly,
   // of an uninitialised value in the plain shuffles and in the 256- and 128-bit

@@ -32,6 +32,8 @@ namespace gatedlm::kernels::GATEDLM_KSET {
 namespace {
 
 constexpr int64_t kBlock = kQuantBlockValues;
+// Weight rows per tile of the weight-tile kernel (quant_int8_kernels.inc: one per 512-bit lane).
+constexpr int kTileRows = 16;
 
 inline float max8(__m256 v) {
   __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -282,11 +284,11 @@ bool int8_vnni_runnable() {
 void int8_product(bool vnni, const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
   // The nibble-quad kernel exists in the AVX-512 set's VNNI region only.
   const bool nibble_quads = GATEDLM_KSET_AVX512 && vnni && W.format == QuantFormat::q4_0;
-  // So does the weight-tile kernel of 4-8 rows against 8 weight rows.
-  const bool weight_tiles = GATEDLM_KSET_AVX512 && vnni && m >= 4 && W.rows >= 16;
+  // So does the weight-tile kernel of 4-8 rows against kTileRows weight rows.
+  const bool weight_tiles = GATEDLM_KSET_AVX512 && vnni && m >= 4 && W.rows >= kTileRows;
   // The one-row-per-lane arrangement serves group_times_weight_row, which with weight
   // tiles takes only the weight rows past the last whole tile.
-  const bool one_row_per_lane = vnni && m >= 4 && !(weight_tiles && W.rows % 16 == 0);
+  const bool one_row_per_lane = vnni && m >= 4 && !(weight_tiles && W.rows % kTileRows == 0);
   const Int8Rows rows = quantize_rows(A, lda, m, W.cols, vnni, one_row_per_lane, nibble_quads, weight_tiles);
 #if !defined(__clang__)
   if (vnni) return int8_vnni::product(out, rows, m, W);
