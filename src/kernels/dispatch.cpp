@@ -95,6 +95,9 @@ void skinny_matmul_f32(float* C, int64_t ldc, const float* A, int64_t lda, const
   GATEDLM_DISPATCH(skinny_matmul_f32(C, ldc, A, lda, B, ldb, M, N, K, accumulate));
 }
 bool quant_path_runnable(QuantPath path, QuantFormat format) { GATEDLM_DISPATCH(quant_path_runnable(path, format)); }
+bool quant_path_reads_tiles(QuantPath path, QuantFormat format) {
+  GATEDLM_DISPATCH(quant_path_reads_tiles(path, format));
+}
 QuantPath quant_best_path(QuantFormat format, int64_t m) { GATEDLM_DISPATCH(quant_best_path(format, m)); }
 void quant_matmul_path_of_set(QuantPath path, float* C, int64_t ldc, const float* A, int64_t lda, int64_t m,
                               const QuantWeights& W, bool accumulate) {

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "kernels/half_float.h"
 #include "kernels/matmul.h"
+#include "kernels/quant_tiles.h"
 
 #include "kernels/kernel_set_begin.h"
 #include "kernels/fast_math.h"
@@ -227,6 +228,11 @@ bool quant_path_runnable(QuantPath path, QuantFormat format) {
     case QuantPath::bf16_dot: return format == QuantFormat::bf16 && cpu_has_bf16_dot();
   }
   return false;
+}
+
+// The weight-tile kernels of the AVX-512 VNNI region read the tiled layout (quant_int8.cpp).
+bool quant_path_reads_tiles(QuantPath path, QuantFormat format) {
+  return GATEDLM_KSET_AVX512 && path == QuantPath::int8_vnni && quant_format_tiles(format) && int8_vnni_runnable();
 }
 
 QuantPath quant_best_path(QuantFormat format, int64_t m) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/quant_tiles.h"
 
 #include "kernels/kernel_set_begin.h"
 #include "kernels/quant_kernels.h"
@@ -32,8 +33,9 @@ namespace gatedlm::kernels::GATEDLM_KSET {
 namespace {
 
 constexpr int64_t kBlock = kQuantBlockValues;
-// Weight rows per tile of the weight-tile kernel (quant_int8_kernels.inc: one per 512-bit lane).
-constexpr int kTileRows = 16;
+// Weight rows per tile of the weight-tile kernels (quant_int8_kernels.inc: one per 512-bit
+// lane), those of quant_tiles.h's layout.
+constexpr int kTileRows = static_cast<int>(kQuantTileRows);
 
 inline float max8(__m256 v) {
   __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -47,10 +49,12 @@ inline float add8(__m256 v) {
 }
 
 // One block of 32 activations to int8 (ggml's quantize_row_q8_0 on x86): q[32] and the
-// fp32 value of the fp16 scale. biased: q + 128 stored (the unsigned operand of vpdpbusd).
-// signed_q and negated_sum (unless null): the 32 signed values and -(their sum).
+// fp32 value of the fp16 scale (q may be null: not stored). biased: q + 128 stored (the
+// unsigned operand of vpdpbusd).
+// signed_q and correction (unless null): the 32 signed values, and -(their sum) << shift,
+// what the weights' offset adds to a vpdpbusd dot (quant_int8_kernels.inc, offset_shift).
 inline void quantize_block(int8_t* q, float* scale, const float* x, bool biased, int8_t* signed_q,
-                           int32_t* negated_sum) {
+                           int32_t* correction, int shift) {
   __m256 v[4];
   const __m256 magnitude_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   __m256 amax = _mm256_setzero_ps();
@@ -70,13 +74,13 @@ inline void quantize_block(int8_t* q, float* scale, const float* x, bool biased,
   __m256i ordered = _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   if (signed_q) _mm256_storeu_si256(reinterpret_cast<__m256i*>(signed_q), ordered);
   if (biased) ordered = _mm256_xor_si256(ordered, _mm256_set1_epi8(static_cast<char>(0x80)));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), ordered);
-  if (negated_sum) {  // |values| <= 127: the packs above did not saturate them
+  if (q) _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), ordered);
+  if (correction) {  // |values| <= 127: the packs above did not saturate them
     const __m256i sum8 = _mm256_add_epi32(_mm256_add_epi32(n[0], n[1]), _mm256_add_epi32(n[2], n[3]));
     __m128i sum4 = _mm_add_epi32(_mm256_castsi256_si128(sum8), _mm256_extracti128_si256(sum8, 1));
     sum4 = _mm_add_epi32(sum4, _mm_shuffle_epi32(sum4, 0x4E));
     sum4 = _mm_add_epi32(sum4, _mm_shuffle_epi32(sum4, 0xB1));
-    *negated_sum = -_mm_cvtsi128_si32(sum4);
+    *correction = -_mm_cvtsi128_si32(sum4) * (1 << shift);  // |sum| <= 32 * 127: no overflow
   }
 }
 
@@ -85,7 +89,8 @@ inline void quantize_block(int8_t* q, float* scale, const float* x, bool biased,
 // vector; the slots of rows past m hold 0). For the VNNI kernel of 4-8 rows also the
 // groups "one row per lane" (see vnni_group_rows): lanes holds, per group and block, 8
 // vectors of 32 bytes, vector s lane j = the signed activations 4s..4s+3 of row j of the
-// group; negated_sums per group and block, lane j = -(sum of row j's 32 activations).
+// group; corrections per group and block, lane j = -(sum of row j's 32 activations) times
+// the weights' offset (128 for Q8_0, 8 for Q4_0: 1 << RowsWanted::offset_shift).
 //
 //
 // For the Q4_0 kernel of 1-3 rows (AVX-512 VNNI, q4_rows_times_weight_row), the rows of the
@@ -100,7 +105,7 @@ struct Int8Rows {
   const float* scales;
   int64_t k;
   const int8_t* lanes;
-  const int32_t* negated_sums;
+  const int32_t* corrections;
   const int8_t* quad_values = nullptr;
   const int32_t* quad_corrections = nullptr;
   const float* quad_scales = nullptr;
@@ -169,38 +174,56 @@ void arrange_nibble_quads(int8_t* values, int32_t* corrections, float* scales, c
 #pragma GCC diagnostic pop
 #endif
 
-Int8Rows quantize_rows(const float* A, int64_t lda, int64_t m, int64_t k, bool biased, bool one_row_per_lane,
-                       bool nibble_quads, bool weight_tiles) {
+// Which arrangements of the rows a product's kernels read (see Int8Rows), and whether the
+// calling thread may share the rounding with a team of its own (split).
+struct RowsWanted {
+  bool biased;            // q stored + 128 (vpdpbusd's unsigned operand)
+  bool rows_of_q;         // q: the kernels that read rows of blocks
+  bool one_row_per_lane;  // lanes and corrections: group_times_weight_row
+  bool nibble_quads;      // the Q4_0 kernel of 1-3 rows
+  bool weight_tiles;      // signed_q and corrections: the weight-tile kernels
+  int offset_shift;       // the weights' offset 1 << offset_shift (Q8_0 7, Q4_0 3)
+  bool split;
+};
+
+Int8Rows quantize_rows(const float* A, int64_t lda, int64_t m, int64_t k, const RowsWanted& want) {
   // Per calling thread, reused: a decode step makes hundreds of these products.
   thread_local std::vector<int8_t> q, lanes;
   thread_local std::vector<float> scales;
   thread_local std::vector<int32_t> sums;
   const int64_t blocks = k / kBlock, padded = (m + 7) / 8 * 8;
-  q.resize(static_cast<size_t>(m * k));
+  const bool with_q = want.rows_of_q || want.one_row_per_lane || want.nibble_quads;  // the arrangements copy q
+  if (with_q) q.resize(static_cast<size_t>(m * k));
   scales.assign(static_cast<size_t>(padded * blocks), 0.0f);
-  const bool with_sums = one_row_per_lane || weight_tiles;  // the weight-tile kernel needs the sums only
+  const bool with_sums = want.one_row_per_lane || want.weight_tiles;
   if (with_sums) sums.assign(static_cast<size_t>(padded * blocks), 0);
   thread_local std::vector<int8_t> unbiased;  // Int8Rows::signed_q
-  if (weight_tiles) unbiased.resize(q.size());
-  int8_t* qs = q.data();
+  if (want.weight_tiles) unbiased.resize(static_cast<size_t>(m * k));
+  int8_t* qs = with_q ? q.data() : nullptr;
   float* ds = scales.data();  // plain pointers: other threads' vectors of these names are their own
   int32_t* ns = with_sums ? sums.data() : nullptr;
-  int8_t* signed_qs = weight_tiles ? unbiased.data() : nullptr;
-#pragma omp parallel for schedule(static) if (m * k >= (int64_t{1} << 16))
-  for (int64_t r = 0; r < m; ++r)
+  int8_t* signed_qs = want.weight_tiles ? unbiased.data() : nullptr;
+  const auto round_row = [&](int64_t r) {
     for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t slot = ((r / 8) * blocks + b) * 8 + r % 8;
-      quantize_block(qs + r * k + b * kBlock, ds + slot, A + r * lda + b * kBlock, biased,
-                     signed_qs ? signed_qs + r * k + b * kBlock : nullptr, ns ? ns + slot : nullptr);
+      const int64_t slot = ((r / 8) * blocks + b) * 8 + r % 8, at = r * k + b * kBlock;
+      quantize_block(qs ? qs + at : nullptr, ds + slot, A + r * lda + b * kBlock, want.biased,
+                     signed_qs ? signed_qs + at : nullptr, ns ? ns + slot : nullptr, want.offset_shift);
     }
-  if (one_row_per_lane) {
+  };
+  if (want.split) {
+#pragma omp parallel for schedule(static) if (m * k >= (int64_t{1} << 16))
+    for (int64_t r = 0; r < m; ++r) round_row(r);
+  } else {
+    for (int64_t r = 0; r < m; ++r) round_row(r);
+  }
+  if (want.one_row_per_lane) {
     lanes.assign(static_cast<size_t>(padded * k), 0);
-    arrange_one_row_per_lane(lanes.data(), qs, m, k, biased);
+    arrange_one_row_per_lane(lanes.data(), qs, m, k, want.biased);
   }
   Int8Rows rows{q.data(), scales.data(), k, lanes.data(), sums.data()};
-  if (weight_tiles) rows.signed_q = unbiased.data();
+  if (want.weight_tiles) rows.signed_q = unbiased.data();
   const int64_t last_group_rows = m % 8;
-  if (nibble_quads && last_group_rows > 0 && last_group_rows < 4) {
+  if (want.nibble_quads && last_group_rows > 0 && last_group_rows < 4) {
     thread_local std::vector<int8_t> quad_values;
     thread_local std::vector<int32_t> quad_corrections;
     thread_local std::vector<float> quad_scales;
@@ -211,7 +234,7 @@ Int8Rows quantize_rows(const float* A, int64_t lda, int64_t m, int64_t k, bool b
     rows.quad_row0 = m - last_group_rows;
 #if GATEDLM_KSET_AVX512
     arrange_nibble_quads(quad_values.data(), quad_corrections.data(), quad_scales.data(), rows, rows.quad_row0, m,
-                         biased);
+                         want.biased);
 #endif
     rows.quad_values = quad_values.data();
     rows.quad_corrections = quad_corrections.data();
@@ -281,19 +304,43 @@ bool int8_vnni_runnable() {
 #endif
 }
 
+// The product once the rows are rounded (every thread of the caller's team when in_team).
+void multiply(bool vnni, const QuantOutput& out, const Int8Rows& rows, int64_t m, const QuantWeights& W, bool in_team) {
+#if !defined(__clang__)
+  if (vnni) return int8_vnni::product(out, rows, m, W, in_team);
+#endif
+  int8_madd::product(out, rows, m, W, in_team);
+}
+
 void int8_product(bool vnni, const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
+  RowsWanted want{};
+  want.biased = vnni;
+  want.offset_shift = W.format == QuantFormat::q8_0 ? 7 : 3;
   // The nibble-quad kernel exists in the AVX-512 set's VNNI region only.
-  const bool nibble_quads = GATEDLM_KSET_AVX512 && vnni && W.format == QuantFormat::q4_0;
-  // So does the weight-tile kernel of 4-8 rows against kTileRows weight rows.
-  const bool weight_tiles = GATEDLM_KSET_AVX512 && vnni && m >= 4 && W.rows >= kTileRows;
+  want.nibble_quads = GATEDLM_KSET_AVX512 && vnni && W.format == QuantFormat::q4_0;
+  // So do the weight-tile kernels: 4-8 rows against kTileRows weight rows stored as rows
+  // of blocks, any rows against weights in quant_tiles.h's layout.
+  want.weight_tiles = GATEDLM_KSET_AVX512 && vnni && ((m >= 4 && W.rows >= kTileRows) || W.tiled_rows > 0);
+  if (W.tiled_rows > 0 && !want.weight_tiles) fail("int8 product: tiled weights reach a kernel that reads rows of blocks");
   // The one-row-per-lane arrangement serves group_times_weight_row, which with weight
   // tiles takes only the weight rows past the last whole tile.
-  const bool one_row_per_lane = vnni && m >= 4 && !(weight_tiles && W.rows % kTileRows == 0);
-  const Int8Rows rows = quantize_rows(A, lda, m, W.cols, vnni, one_row_per_lane, nibble_quads, weight_tiles);
-#if !defined(__clang__)
-  if (vnni) return int8_vnni::product(out, rows, m, W);
-#endif
-  int8_madd::product(out, rows, m, W);
+  want.one_row_per_lane = vnni && m >= 4 && !(want.weight_tiles && W.rows % kTileRows == 0);
+  // Rows of q serve every kernel but the weight-tile ones: not needed when those take every
+  // (group of rows, tile) pair: whole tiles, and tiled or no group of 1-3 rows (groups of 8).
+  const bool tiles_only = want.weight_tiles && W.rows % kTileRows == 0 && (W.tiled_rows == W.rows || m % 8 == 0 || m % 8 >= 4);
+  want.rows_of_q = !tiles_only;
+  want.nibble_quads &= !tiles_only;
+  if (m <= kQuantDecodeRows && worth_threads(m, W.rows, W.cols)) {
+    // Decode: every thread rounds the few rows itself, into its own buffers, then takes its
+    // share of the weights: no wait between the two, and the stores stay in the thread's
+    // own cache (one shared copy stalled on the other core's lines: measured 2x slower).
+    want.split = false;
+#pragma omp parallel
+    multiply(vnni, out, quantize_rows(A, lda, m, W.cols, want), m, W, /*in_team=*/true);
+    return;
+  }
+  want.split = true;
+  multiply(vnni, out, quantize_rows(A, lda, m, W.cols, want), m, W, /*in_team=*/false);
 }
 
 #else  // no AVX2: the generic set has no int8 path

@@ -44,21 +44,31 @@ inline int64_t quant_tile_rows(int64_t m, int64_t row_bytes) {
   return std::clamp<int64_t>((int64_t{128} << 10) / std::max<int64_t>(row_bytes, 1), 1, 64);
 }
 
+// Whether a product of m rows against n x k weights is worth a team of threads (below
+// that, threads cost more than they save).
+inline bool worth_threads(int64_t m, int64_t n, int64_t k) { return m * n * k >= (int64_t{1} << 16); }
+
 // group(o, r0, rows) for every weight row o < n and group of activation rows [r0, r0 +
 // rows), rows <= kQuantDecodeRows: OpenMP over tiles of weight rows (static), each tile
-// visited by every group in turn. Which call computes an element of C depends on the
-// shapes only, never on the threads.
+// visited by every group in turn; in_team: the caller's team of threads shares the loop
+// (called by every thread of its parallel region), else a region of its own. Which call
+// computes an element of C depends on the shapes only, never on the threads.
 template <class Group>
-void for_each_row_group(int64_t n, int64_t m, int64_t row_bytes, int64_t k, Group&& group) {
+void for_each_row_group(int64_t n, int64_t m, int64_t row_bytes, int64_t k, Group&& group, bool in_team = false) {
   const int64_t tile = quant_tile_rows(m, row_bytes);
   const int64_t tiles = (n + tile - 1) / tile;
-  const bool parallel = m * n * k >= (int64_t{1} << 16);  // below that, threads cost more
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t t = 0; t < tiles; ++t) {
+  const auto visit = [&](int64_t t) {
     const int64_t end = std::min(n, (t + 1) * tile);
     for (int64_t r0 = 0; r0 < m; r0 += kQuantDecodeRows)
       for (int64_t o = t * tile; o < end; ++o) group(o, r0, std::min(kQuantDecodeRows, m - r0));
+  };
+  if (in_team) {
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < tiles; ++t) visit(t);
+    return;
   }
+#pragma omp parallel for schedule(static) if (worth_threads(m, n, k))
+  for (int64_t t = 0; t < tiles; ++t) visit(t);
 }
 
 // The int8 paths (quant_int8.cpp): Q8_0 / Q4_0 weights, activations quantised to int8

@@ -10,6 +10,7 @@
 #include "kernels/kernel_set.h"
 #include "kernels/matmul.h"
 #include "kernels/quant_matmul_sets.h"
+#include "kernels/quant_tiles.h"
 
 namespace gatedlm::kernels {
 namespace {
@@ -21,6 +22,19 @@ void check_product(int64_t m, const QuantWeights& W) {
     fail("quantised product: the ", quant_format_name(W.format), " weights have ", W.cols,
          " columns, not a multiple of ", kQuantBlockValues);
   if (W.data == nullptr && W.rows * W.cols > 0) fail("quantised product: the weights have no data");
+  if (W.tiled_rows != 0 && (!quant_format_tiles(W.format) || W.tiled_rows < 0 || W.tiled_rows > W.rows ||
+                            W.tiled_rows % kQuantTileRows != 0))
+    fail("quantised product: ", W.tiled_rows, " tiled rows of ", W.rows, " ", quant_format_name(W.format),
+         " rows is not a whole number of tiles of ", kQuantTileRows);
+}
+
+// W's rows of blocks, row-major (the layout every path but the tile kernels reads): W
+// itself when it has no tiles, else a copy in `storage`.
+QuantWeights untiled(const QuantWeights& W, std::vector<uint8_t>& storage) {
+  if (W.tiled_rows == 0) return W;
+  storage.resize(static_cast<size_t>(W.rows * quant_row_bytes(W.format, W.cols)));
+  quant_copy_rows(storage.data(), W, 0, W.rows);
+  return QuantWeights{W.format, storage.data(), W.rows, W.cols};
 }
 
 void check_strides(int64_t ldc, int64_t lda, const QuantWeights& W) {
@@ -70,11 +84,11 @@ const char* quant_path_name(QuantPath path) {
 
 void quant_matmul_reference(float* C, const float* A, int64_t m, const QuantWeights& W) {
   check_product(m, W);
-  const auto* data = static_cast<const unsigned char*>(W.data);
-  const int64_t row_bytes = quant_row_bytes(W.format, W.cols);
+  std::vector<uint8_t> row(static_cast<size_t>(quant_row_bytes(W.format, W.cols)));
   std::vector<float> w(static_cast<size_t>(W.cols));
   for (int64_t o = 0; o < W.rows; ++o) {
-    dequantize_row(W.format, w.data(), data + o * row_bytes, W.cols);
+    quant_copy_rows(row.data(), W, o, 1);
+    dequantize_row(W.format, w.data(), row.data(), W.cols);
     for (int64_t r = 0; r < m; ++r) {
       double sum = 0.0;
       for (int64_t j = 0; j < W.cols; ++j) sum += static_cast<double>(A[r * W.cols + j]) * w[j];
@@ -92,8 +106,19 @@ void quant_matmul_path(QuantPath path, float* C, int64_t ldc, const float* A, in
          " weights in kernel set ", kernel_set_name(active_kernel_set()), " on this CPU");
   if (m == 0 || W.rows == 0) return;
   if (path == QuantPath::automatic) path = quant_best_path(W.format, m);
+  if (W.tiled_rows > 0 && !quant_path_reads_tiles(path, W.format)) {
+    // A path that reads rows of blocks (another kernel set than the one the weights were
+    // arranged for, or a path asked for by name): on a row-major copy.
+    thread_local std::vector<uint8_t> rows;
+    return quant_matmul_path(path, C, ldc, A, lda, m, untiled(W, rows), accumulate);
+  }
   if (path == QuantPath::fp32_tiles) return expanded_tiles_product(C, ldc, A, lda, m, W, accumulate);
   quant_matmul_path_of_set(path, C, ldc, A, lda, m, W, accumulate);
+}
+
+bool quant_tiles_pay(QuantFormat format) {
+  return quant_format_tiles(format) && quant_path_reads_tiles(quant_best_path(format, 1), format) &&
+         quant_path_reads_tiles(quant_best_path(format, kQuantDecodeRows), format);
 }
 
 void quant_matmul(float* C, int64_t ldc, const float* A, int64_t lda, int64_t m, const QuantWeights& W,
@@ -109,6 +134,11 @@ void quant_dequantize_rows(float* out, const QuantWeights& W, int64_t row0, int6
   check_product(0, W);
   if (row0 < 0 || rows < 0 || row0 + rows > W.rows)
     fail("quant_dequantize_rows: rows [", row0, ", ", row0 + rows, ") outside the ", W.rows, " rows");
+  if (W.tiled_rows > 0) {
+    std::vector<uint8_t> blocks(static_cast<size_t>(rows * quant_row_bytes(W.format, W.cols)));
+    quant_copy_rows(blocks.data(), W, row0, rows);
+    return quant_dequantize_rows_of_set(out, QuantWeights{W.format, blocks.data(), rows, W.cols}, 0, rows);
+  }
   quant_dequantize_rows_of_set(out, W, row0, rows);
 }
 

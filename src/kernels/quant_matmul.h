@@ -14,6 +14,10 @@ struct QuantWeights {
   const void* data;  // rows * quant_row_bytes(format, cols) bytes
   int64_t rows;      // n, the outputs
   int64_t cols;      // k, the inputs
+  // Rows [0, tiled_rows) are arranged in tiles of 16 rows for the AVX-512 VNNI kernels
+  // (quant_tiles.h; a multiple of 16, at most rows), the rest are rows of blocks as above.
+  // Every path reads both: the kernels that do not read tiles get a row-major copy.
+  int64_t tiled_rows = 0;
 };
 
 // The oracle: each weight row dequantised to fp32, then dotted with A's rows in double.
@@ -62,5 +66,12 @@ void quant_matmul_path(QuantPath path, float* C, int64_t ldc, const float* A, in
 // Rows [row0, row0 + rows) of W expanded to fp32, `rows` rows of W.cols values (the
 // values dequantize_row gives), vectorised per kernel set, OpenMP over the rows.
 void quant_dequantize_rows(float* out, const QuantWeights& W, int64_t row0, int64_t rows);
+
+// Whether the active kernel set's path for `format` at `m` rows reads tiled weights itself
+// (quant_tiles.h): the AVX-512 VNNI kernels for Q8_0 / Q4_0.
+bool quant_path_reads_tiles(QuantPath path, QuantFormat format);
+// Whether arranging `format` weights in tiles pays with the active kernel set: its
+// automatic path reads them (so a model's weights are tiled when it is attached).
+bool quant_tiles_pay(QuantFormat format);
 
 }  // namespace gatedlm::kernels

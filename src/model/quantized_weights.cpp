@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "kernels/quant_matmul.h"
+#include "kernels/quant_tiles.h"
 
 namespace gatedlm::model {
 
@@ -65,6 +66,8 @@ const QuantizedWeights::Segment* QuantizedWeights::segment_at(int64_t offset) co
 std::span<const uint8_t> QuantizedWeights::tensor_bytes(const ParamSpec& spec) const {
   const Segment* seg = quantized_tensor(spec) ? segment_at(spec.offset) : nullptr;
   if (!seg) fail("quantised weights: tensor ", spec.name, " is kept in F32");
+  if (seg->tiled_rows > 0)
+    fail("quantised weights: tensor ", spec.name, "'s blocks are arranged in tiles for the kernels (attached)");
   const int64_t row_bytes = k::quant_row_bytes(seg->format, seg->cols);
   const int64_t first_row = (spec.offset - seg->begin) / seg->cols;
   return {seg->blocks.data() + first_row * row_bytes, static_cast<size_t>(spec.numel / seg->cols * row_bytes)};
@@ -84,6 +87,7 @@ int64_t QuantizedWeights::bytes() const {
 void QuantizedWeights::quantize_from(std::span<const float> params) {
   if (static_cast<int64_t>(params.size()) != total_)
     fail("quantize_from: ", params.size(), " values for a layout of ", total_);
+  if (tiled()) fail("quantize_from: the blocks are arranged in tiles for the kernels (attached)");
   for (Segment& seg : segments_) {
     const int64_t row_bytes = k::quant_row_bytes(seg.format, seg.cols);
 #pragma omp parallel for schedule(static)
@@ -97,6 +101,12 @@ void QuantizedWeights::dequantize_into(std::span<float> params) const {
     fail("dequantize_into: ", params.size(), " values for a layout of ", total_);
   for (const Segment& seg : segments_) {
     const int64_t row_bytes = k::quant_row_bytes(seg.format, seg.cols);
+    if (seg.tiled_rows > 0) {  // rows of blocks first
+      std::vector<uint8_t> rows(seg.blocks.size());
+      k::quant_copy_rows(rows.data(), seg.weights(), 0, seg.rows);
+      k::quant_dequantize_rows(params.data() + seg.begin, {seg.format, rows.data(), seg.rows, seg.cols}, 0, seg.rows);
+      continue;
+    }
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < seg.rows; ++r)
       k::dequantize_row(seg.format, params.data() + seg.begin + r * seg.cols, seg.blocks.data() + r * row_bytes, seg.cols);
@@ -108,7 +118,23 @@ void QuantizedWeights::attach(std::span<const float> params) {
     fail("quantised weights: attached to ", params.size(), " values, the layout has ", total_);
   detach();
   base_ = params.data();
+  arrange_tiles();
   k::register_weight_source(this);
+}
+
+// The whole tiles of each Q8_0 / Q4_0 segment into the tiled layout, where the kernels
+// read it (the rows past the last whole tile stay rows of blocks).
+void QuantizedWeights::arrange_tiles() {
+  for (Segment& seg : segments_) {
+    if (seg.tiled_rows > 0 || !k::quant_tiles_pay(seg.format)) continue;
+    const int64_t tiles = seg.rows / k::kQuantTileRows;
+    k::quant_tile_rows(seg.format, seg.blocks.data(), tiles, seg.cols);
+    seg.tiled_rows = tiles * k::kQuantTileRows;
+  }
+}
+
+bool QuantizedWeights::tiled() const {
+  return std::any_of(segments_.begin(), segments_.end(), [](const Segment& s) { return s.tiled_rows > 0; });
 }
 
 void QuantizedWeights::detach() {
@@ -168,10 +194,23 @@ bool QuantizedWeights::product(float* C, const float* A, const float* B, const k
 // C = A W^T for rows [row0, row0 + s.N) of a segment (s.K == its width, A and C strided):
 // kernels::quant_matmul picks its path by the rows (blocks read directly for decode, int8
 // dot products or fp32 tiles for prefill, per kernel set).
+// A view of tiled rows must start at a tile and end at one or past the tiles; any other
+// (no product of the model's own) multiplies a row-major copy of its rows.
 void QuantizedWeights::multiply_rows(float* C, const float* A, const Segment& seg, int64_t row0,
                                      const k::MatmulShape& s) const {
-  const int64_t row_bytes = k::quant_row_bytes(seg.format, seg.cols);
-  const k::QuantWeights W{seg.format, seg.blocks.data() + row0 * row_bytes, s.N, s.K};
+  const int64_t row_bytes = k::quant_row_bytes(seg.format, seg.cols), end = row0 + s.N;
+  k::QuantWeights W{seg.format, seg.blocks.data() + row0 * row_bytes, s.N, s.K};
+  if (row0 < seg.tiled_rows) {
+    const bool whole_tiles = row0 % k::kQuantTileRows == 0 && (end % k::kQuantTileRows == 0 || end >= seg.tiled_rows);
+    if (!whole_tiles) {
+      thread_local std::vector<uint8_t> rows;
+      rows.resize(static_cast<size_t>(s.N * row_bytes));
+      k::quant_copy_rows(rows.data(), seg.weights(), row0, s.N);
+      W.data = rows.data();
+      return k::quant_matmul(C, s.ldc, A, s.lda, s.M, W, s.accumulate);
+    }
+    W.tiled_rows = std::min(end, seg.tiled_rows) - row0;
+  }
   k::quant_matmul(C, s.ldc, A, s.lda, s.M, W, s.accumulate);
 }
 
@@ -179,6 +218,7 @@ void QuantizedWeights::multiply_rows(float* C, const float* A, const Segment& se
 // the fp32 pages were released.
 void QuantizedWeights::read_values(float* out, int64_t offset, int64_t count) const {
   std::vector<float> row;
+  std::vector<uint8_t> blocks;
   for (int64_t pos = offset, end = offset + count; pos < end;) {
     const Segment* seg = segment_at(pos);
     if (!seg || !seg->released) {  // plain values up to the next released segment
@@ -191,8 +231,9 @@ void QuantizedWeights::read_values(float* out, int64_t offset, int64_t count) co
     }
     const int64_t r = (pos - seg->begin) / seg->cols, row_start = seg->begin + r * seg->cols;
     row.resize(static_cast<size_t>(seg->cols));
-    k::dequantize_row(seg->format, row.data(), seg->blocks.data() + r * k::quant_row_bytes(seg->format, seg->cols),
-                      seg->cols);
+    blocks.resize(static_cast<size_t>(k::quant_row_bytes(seg->format, seg->cols)));
+    k::quant_copy_rows(blocks.data(), seg->weights(), r, 1);
+    k::dequantize_row(seg->format, row.data(), blocks.data(), seg->cols);
     const int64_t take = std::min(end, row_start + seg->cols) - pos;
     std::copy_n(row.data() + (pos - row_start), take, out + (pos - offset));
     pos += take;

@@ -33,6 +33,7 @@
 
 #include "core/aligned_allocator.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/quant_matmul.h"
 #include "kernels/weight_source.h"
 #include "model/model.h"
 #include "model/param_layout.h"
@@ -68,7 +69,10 @@ class QuantizedWeights final : public kernels::WeightSource {
   void dequantize_into(std::span<float> params) const;
 
   // Registers with the products for the model buffer `params` (dequantised values already
-  // in it); detach() or destruction unregisters. One buffer at a time.
+  // in it); detach() or destruction unregisters. One buffer at a time. Where the kernel
+  // set reads them (kernels::quant_tiles_pay), the Q8_0 / Q4_0 blocks are then arranged in
+  // tiles of 16 rows (kernels/quant_tiles.h) for good: tensor_bytes() and quantize_from()
+  // refuse from there on, dequantize_into() and the products read either layout.
   void attach(std::span<const float> params);
   void detach();
   // Returns the fp32 pages of the quantised tensors that only products read (all but the
@@ -88,8 +92,12 @@ class QuantizedWeights final : public kernels::WeightSource {
     kernels::QuantFormat format;
     bool released = false;
     CacheLineVector<uint8_t> blocks;  // 64-byte aligned: the BF16 kernels load whole lines
+    int64_t tiled_rows = 0;           // rows [0, tiled_rows) in tiles (kernels/quant_tiles.h)
+    kernels::QuantWeights weights() const { return {format, blocks.data(), rows, cols, tiled_rows}; }
   };
   const Segment* segment_at(int64_t offset) const;
+  void arrange_tiles();
+  bool tiled() const;
   void multiply_rows(float* C, const float* A, const Segment& seg, int64_t row0, const kernels::MatmulShape& s) const;
   void read_values(float* out, int64_t offset, int64_t count) const;
 

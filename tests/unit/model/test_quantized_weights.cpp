@@ -11,7 +11,9 @@
 
 #include "core/error.h"
 #include "kernels/kernel_set.h"
+#include "kernels/matmul.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/quant_matmul.h"
 #include "model/config.h"
 #include "model/init.h"
 #include "model/model.h"
@@ -151,6 +153,51 @@ TEST(QuantizedWeights, MoeForwardMatchesDequantisedWeights) {
 
 TEST(QuantizedWeights, SwitchHeadsForwardMatchesDequantisedWeights) {
   expect_exact_forward(with(base_json(), {{"switch_heads", {{"n_experts", 3}, {"top_k", 2}}}}), k::QuantFormat::q8_0);
+}
+
+// Attached where the kernel set reads them, the Q8_0 / Q4_0 blocks are arranged in tiles
+// (kernels/quant_tiles.h): every view of the weights still multiplies as the rows of blocks
+// do (whole tiles, a view that starts or ends inside a tile, one past the tiles), the values
+// read back are the same, and the bytes are no longer handed out as GGUF's.
+TEST(QuantizedWeights, TiledBlocksMultiplyAsRowsOfBlocks) {
+  const ModelConfig c = config_from_json(base_json(), "test");
+  for (k::QuantFormat format : {k::QuantFormat::q8_0, k::QuantFormat::q4_0}) {
+    SCOPED_TRACE(k::quant_format_name(format));
+    Model<float> model(c);
+    std::vector<float> params;
+    init_params(params, model.layout(), c, 5);
+    model.load_params(params);
+    QuantizedWeights q(model.layout(), format);
+    q.quantize_from(model.params());
+    q.dequantize_into(model.params());
+    // q_proj|k_proj|v_proj of layer 0 (64 + 32 + 32 rows of 64 values), as rows of blocks.
+    const ParamSpec& wq = model.layout().at("model.layers.0.self_attn.q_proj.weight");
+    const std::span<const uint8_t> first = std::as_const(q).tensor_bytes(wq);
+    const int64_t row_bytes = k::quant_row_bytes(format, 64);
+    const std::vector<uint8_t> rows(first.begin(), first.begin() + 128 * row_bytes);
+    const std::vector<float> values(model.params().begin(), model.params().end());
+    q.attach(model.params());
+    if (!k::quant_tiles_pay(format)) GTEST_SKIP() << "this kernel set reads rows of blocks: no tiles to test";
+    EXPECT_THROW(q.tensor_bytes(wq), Error);
+    std::vector<float> read_back(values.size(), std::numeric_limits<float>::quiet_NaN());
+    q.dequantize_into(read_back);
+    for (const ParamSpec& spec : model.layout().specs())
+      if (quantized_tensor(spec))
+        ASSERT_TRUE(std::equal(values.begin() + spec.offset, values.begin() + spec.offset + spec.numel,
+                               read_back.begin() + spec.offset))
+            << spec.name;
+    const int64_t m = 8;
+    const std::vector<float> a = gatedlm::testing::random_vector<float>(m * 64, 9, 1.0);
+    for (auto [row0, n] : {std::pair<int64_t, int64_t>{0, 128}, {16, 32}, {8, 20}, {64, 64}, {100, 28}, {96, 7}}) {
+      SCOPED_TRACE(::testing::Message() << "rows [" << row0 << ", " << row0 + n << ")");
+      std::vector<float> got(static_cast<size_t>(m * n)), want(got.size());
+      k::MatmulShape shape{m, n, 64};
+      shape.trans_b = true;
+      k::matmul<float>(got.data(), a.data(), model.params().data() + wq.offset + row0 * 64, shape);
+      k::quant_matmul(want.data(), a.data(), m, k::QuantWeights{format, rows.data() + row0 * row_bytes, n, 64});
+      EXPECT_EQ(got, want);
+    }
+  }
 }
 
 }  // namespace

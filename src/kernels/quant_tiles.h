@@ -1,0 +1,40 @@
+#pragma once
+// Q8_0 / Q4_0 weight rows arranged in tiles of 16 rows, the layout the AVX-512 VNNI
+// kernels read (quant_int8_kernels.inc, rows_times_tiled): one weight row per 32-bit lane,
+// so a block's 4-byte groups of all 16 rows are one 64-byte load instead of 16 loads and a
+// transpose, and the tiles follow each other as one stream the hardware prefetcher follows.
+//
+// Tile t holds rows [16t, 16t + 16) in exactly the bytes those rows take as rows of blocks
+// (16 * quant_row_bytes), so a row that starts a tile has the same byte offset in either
+// layout. Within a tile of `count` blocks a row (k = 32 * count):
+//   values  count groups, one per block b, of `dwords` x 64 bytes: 64-byte vector s holds
+//           bytes 4s..4s+3 of qs of rows 0..15 (row i in bytes 4i..4i+3); Q4_0 4 vectors
+//           (the 16 bytes of nibbles), Q8_0 8 vectors stored as qs ^ 0x80 (q + 128: the
+//           unsigned operand of vpdpbusd).
+//   scales  then count groups of 16 fp16 scales (32 bytes): d of row i's block b at
+//           entry 16b + i.
+// The layout lives in memory only (attached models, model/quantized_weights.h): files and
+// GGUF keep rows of blocks.
+#include <cstdint>
+
+#include "kernels/quant_matmul.h"
+
+namespace gatedlm::kernels {
+
+inline constexpr int64_t kQuantTileRows = 16;
+
+// Whether the format has a tiled layout (Q8_0, Q4_0).
+bool quant_format_tiles(QuantFormat format);
+// Bytes of one block's values in a tile (all 16 rows): Q4_0 256, Q8_0 512.
+int64_t quant_tile_value_bytes(QuantFormat format);
+
+// The first `tiles` tiles of a matrix of rows of blocks (`cols` values a row), in place:
+// rows to tiles, and back. Fail naming the format when it has no tiled layout.
+void quant_tile_rows(QuantFormat format, void* data, int64_t tiles, int64_t cols);
+void quant_untile_rows(QuantFormat format, void* data, int64_t tiles, int64_t cols);
+
+// Rows [row0, row0 + rows) of W as rows of blocks (quant_row_bytes(W.format, W.cols)
+// each) into out, reading the tiles where W has them.
+void quant_copy_rows(void* out, const QuantWeights& W, int64_t row0, int64_t rows);
+
+}  // namespace gatedlm::kernels
