@@ -21,6 +21,7 @@
 #include "kernels/kernel_set.h"
 #include "kernels/matmul.h"
 #include "kernels/quant_matmul.h"
+#include "kernels/quant_tiles.h"
 
 namespace k = gatedlm::kernels;
 
@@ -111,6 +112,9 @@ double stream_read_gbs(int reps) {
 struct Weights {
   std::vector<std::vector<float>> f32;
   std::vector<gatedlm::CacheLineVector<uint8_t>> blocks;  // aligned as model::QuantizedWeights holds them
+  // The same blocks with their whole tiles arranged as an attached model's are
+  // (kernels/quant_tiles.h), where the kernel set reads tiles; else empty.
+  std::vector<gatedlm::CacheLineVector<uint8_t>> tiled;
 };
 
 Weights make_weights(const Shape& shape, k::QuantFormat format, bool f32) {
@@ -128,6 +132,10 @@ Weights make_weights(const Shape& shape, k::QuantFormat format, bool f32) {
       gatedlm::CacheLineVector<uint8_t> bytes(static_cast<size_t>(m.rows * row_bytes));
       for (int64_t r = 0; r < m.rows; ++r)
         k::quantize_row(format, bytes.data() + r * row_bytes, values.data() + r * m.cols, m.cols);
+      if (k::quant_tiles_pay(format)) {
+        w.tiled.push_back(bytes);
+        k::quant_tile_rows(format, w.tiled.back().data(), m.rows / k::kQuantTileRows, m.cols);
+      }
       w.blocks.push_back(std::move(bytes));
     }
   return w;
@@ -148,7 +156,7 @@ void bench_format(const Shape& shape, const char* label, k::QuantFormat format, 
   double bytes = 0.0;
   for (const auto& v : w.f32) bytes += v.size() * 4.0;
   for (const auto& v : w.blocks) bytes += v.size();
-  const auto step = [&](k::QuantPath path, bool automatic) {
+  const auto step = [&](k::QuantPath path, bool automatic, bool tiles = false) {
     size_t i = 0;
     for (int l = 0; l < shape.layers; ++l)
       for (const Matrix& m : shape.layer) {
@@ -158,12 +166,17 @@ void bench_format(const Shape& shape, const char* label, k::QuantFormat format, 
           k::matmul<float>(c.data(), a.data(), w.f32[i++].data(), s);
           continue;
         }
-        const k::QuantWeights W{format, w.blocks[i++].data(), m.rows, m.cols};
+        const k::QuantWeights W = tiles ? k::QuantWeights{format, w.tiled[i++].data(), m.rows, m.cols,
+                                                          m.rows / k::kQuantTileRows * k::kQuantTileRows}
+                                        : k::QuantWeights{format, w.blocks[i++].data(), m.rows, m.cols};
         if (automatic) k::quant_matmul(c.data(), a.data(), batch, W);
         else k::quant_matmul_path(path, c.data(), m.rows, a.data(), m.cols, batch, W, false);
       }
   };
   if (f32) return print_row(label, "matmul<float>", batch, bytes, median_seconds(reps, [&] { step({}, true); }), stream);
+  // A loaded model's products: on tiles where the set reads them.
+  if (!w.tiled.empty())
+    print_row(label, "quant_matmul, tiles", batch, bytes, median_seconds(reps, [&] { step({}, true, true); }), stream);
   print_row(label, "quant_matmul", batch, bytes, median_seconds(reps, [&] { step({}, true); }), stream);
   if (g_automatic_only) return;
   for (k::QuantPath path : {k::QuantPath::fp32_expand, k::QuantPath::int8_madd, k::QuantPath::int8_vnni,
