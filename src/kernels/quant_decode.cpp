@@ -177,13 +177,10 @@ void bf16_rows_pair(const QuantOutput& out, const uint16_t* A, int64_t r0, int64
   }
 }
 
-void bf16_dot_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
-  thread_local CacheLineVector<uint16_t> rounded;  // A in bf16, [m, k]; rows start on cache lines (k % 32 == 0)
-  rounded.resize(static_cast<size_t>(m * W.cols));
-  for (int64_t r = 0; r < m; ++r) to_bf16(rounded.data() + r * W.cols, A + r * lda, W.cols);
-  // A plain pointer for the lambda: on the other OpenMP threads the name `rounded` is
-  // their own (empty) thread_local.
-  const uint16_t* a16 = rounded.data();
+// C (+)= A W^T from A in bf16 (a16, [m, k]); in_team: every thread of the caller's region
+// calls it (for_each_row_group). Pairs of weight rows from 4 rows of A, else one weight row
+// at a time.
+void bf16_product(const QuantOutput& out, const uint16_t* a16, int64_t m, const QuantWeights& W, bool in_team) {
   const auto* data = static_cast<const uint16_t*>(W.data);
   if (m >= 4) {  // pairs of weight rows (the last alone when W.rows is odd)
     for_each_row_group((W.rows + 1) / 2, m, 4 * W.cols, 2 * W.cols, [&](int64_t pair, int64_t r0, int64_t rows) {
@@ -193,12 +190,30 @@ void bf16_dot_product(const QuantOutput& out, const float* A, int64_t lda, int64
           if (o + 1 < W.rows) return bf16_rows_pair<R>(out, a16, r0, o, W.cols, data + o * W.cols);
         for (int64_t row = o; row < std::min(o + 2, W.rows); ++row) bf16_rows<R>(out, a16, r0, row, W.cols, data + row * W.cols);
       });
-    });
+    }, in_team);
     return;
   }
   for_each_row_group(W.rows, m, W.cols * 2, W.cols, [&](int64_t o, int64_t r0, int64_t rows) {
     with_row_count(rows, [&]<int R>() { bf16_rows<R>(out, a16, r0, o, W.cols, data + o * W.cols); });
-  });
+  }, in_team);
+}
+
+// A's rows rounded to bf16 into the calling thread's buffer, then the product. At decode
+// every thread rounds the few rows itself and goes straight on to its share of the
+// weights (as int8_product does; a shared copy costs a wait and the other core's lines).
+void bf16_dot_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
+  const auto run = [&](bool in_team) {
+    thread_local CacheLineVector<uint16_t> rounded;  // A in bf16, [m, k]; rows start on cache lines (k % 32 == 0)
+    rounded.resize(static_cast<size_t>(m * W.cols));
+    for (int64_t r = 0; r < m; ++r) to_bf16(rounded.data() + r * W.cols, A + r * lda, W.cols);
+    bf16_product(out, rounded.data(), m, W, in_team);
+  };
+  if (m <= kQuantDecodeRows && worth_threads(m, W.rows, W.cols)) {
+#pragma omp parallel
+    run(true);
+    return;
+  }
+  run(false);
 }
 #pragma GCC pop_options
 #define GATEDLM_QUANT_BF16_DOT 1
@@ -231,6 +246,8 @@ bool quant_path_runnable(QuantPath path, QuantFormat format) {
 }
 
 // The weight-tile kernels of the AVX-512 VNNI region read the tiled layout (quant_int8.cpp).
+// (BF16 in tiles of 16 rows, one row per lane with vdpbf16ps's broadcast operand, measured
+// 1.3x slower than bf16_rows_pair at 8 rows on Zen 4: not kept.)
 bool quant_path_reads_tiles(QuantPath path, QuantFormat format) {
   return GATEDLM_KSET_AVX512 && path == QuantPath::int8_vnni && quant_format_tiles(format) && int8_vnni_runnable();
 }

@@ -177,15 +177,16 @@ TEST(QuantizedWeights, TiledBlocksMultiplyAsRowsOfBlocks) {
     const std::vector<uint8_t> rows(first.begin(), first.begin() + 128 * row_bytes);
     const std::vector<float> values(model.params().begin(), model.params().end());
     q.attach(model.params());
-    if (!k::quant_tiles_pay(format)) GTEST_SKIP() << "this kernel set reads rows of blocks: no tiles to test";
+    if (!k::quant_tiles_pay(format)) continue;  // this kernel set reads rows of blocks: no tiles to test
     EXPECT_THROW(q.tensor_bytes(wq), Error);
     std::vector<float> read_back(values.size(), std::numeric_limits<float>::quiet_NaN());
     q.dequantize_into(read_back);
-    for (const ParamSpec& spec : model.layout().specs())
-      if (quantized_tensor(spec))
-        ASSERT_TRUE(std::equal(values.begin() + spec.offset, values.begin() + spec.offset + spec.numel,
-                               read_back.begin() + spec.offset))
-            << spec.name;
+    for (const ParamSpec& spec : model.layout().specs()) {
+      if (!quantized_tensor(spec)) continue;
+      ASSERT_TRUE(std::equal(values.begin() + spec.offset, values.begin() + spec.offset + spec.numel,
+                             read_back.begin() + spec.offset))
+          << spec.name;
+    }
     const int64_t m = 8;
     const std::vector<float> a = gatedlm::testing::random_vector<float>(m * 64, 9, 1.0);
     for (auto [row0, n] : {std::pair<int64_t, int64_t>{0, 128}, {16, 32}, {8, 20}, {64, 64}, {100, 28}, {96, 7}}) {
@@ -195,7 +196,7 @@ TEST(QuantizedWeights, TiledBlocksMultiplyAsRowsOfBlocks) {
       shape.trans_b = true;
       k::matmul<float>(got.data(), a.data(), model.params().data() + wq.offset + row0 * 64, shape);
       k::quant_matmul(want.data(), a.data(), m, k::QuantWeights{format, rows.data() + row0 * row_bytes, n, 64});
-      EXPECT_EQ(got, want);
+      EXPECT_EQ(got, want);  // 8 rows against whole tiles: the same arithmetic in either layout
     }
   }
 }
