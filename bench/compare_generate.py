@@ -204,7 +204,9 @@ def main():
     if libdir is None or not os.path.exists(a.llama_probe):
         print(f"\nllama.cpp: not run ({why or a.llama_probe + ' is missing: build the project first'})")
         return
-    gguf = os.path.join(work, "gguf_f32")
+    # One GGUF per model and architecture: a workdir reused for another --config or
+    # --gguf-arch must not benchmark llama.cpp on the file of the previous one.
+    gguf = f"{ck}_gguf_f32_{a.gguf_arch}"
     vocab_file = os.path.join(ck, "tokenizer.json")  # llama.cpp loads no model without a vocabulary
     if not os.path.exists(vocab_file):
         with open(vocab_file, "w") as f:
