@@ -122,15 +122,6 @@ void* load_model(const Llama& l, const char* path) {
   return model;
 }
 
-void* new_context(const Llama& l, void* model) {
-  void* ctx = l.init(model, l.context_params());
-  if (!ctx) {
-    std::fprintf(stderr, "llama_probe: no context\n");
-    std::exit(1);
-  }
-  return ctx;
-}
-
 // A context whose memory holds n_ctx positions and whose llama_decode takes n_batch tokens
 // at once. llama.cpp's default n_ctx (512) has no room left for decoding after a 512-token
 // prompt: a plain KV cache and a hybrid's attention layers alike then find no slot.
@@ -247,14 +238,16 @@ int main(int argc, char** argv) {
   }
   const Llama l = open_llama(argv[1]);
   void* model = load_model(l, argv[2]);
-  void* ctx = new_context(l, model);
+  const int generate = std::atoi(argv[3]);
+  std::vector<int32_t> tokens;
+  for (int i = 4; i < argc; ++i) tokens.push_back(std::atoi(argv[i]));
+  // Room for every token fed (llama.cpp's default 512 would stop a longer reference run).
+  const auto positions = static_cast<uint32_t>(std::max<size_t>(512, tokens.size() + std::max(generate, 0)));
+  void* ctx = new_sized_context(l, model, positions, 512);
   // LLAMA_PROBE_THREADS: llama.cpp's thread count (default: llama.cpp's own). Its threads
   // spin while they wait, so on a loaded machine more threads than free cores stall it.
   if (const char* threads = std::getenv("LLAMA_PROBE_THREADS")) l.set_threads(ctx, std::atoi(threads), std::atoi(threads));
   const int32_t vocab = l.n_tokens(l.get_vocab(model));
-  const int generate = std::atoi(argv[3]);
-  std::vector<int32_t> tokens;
-  for (int i = 4; i < argc; ++i) tokens.push_back(std::atoi(argv[i]));
   auto step = [&](int32_t token) {
     decode_or_die(l, ctx, &token, 1);
     return l.logits_ith(ctx, -1);
