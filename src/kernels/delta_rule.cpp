@@ -183,7 +183,10 @@ void delta_rule_recurrent_forward(T* out, T* final_state, const DeltaRuleInputs<
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.heads; ++h) {
       const HeadRows r{s, b, h};
-      std::vector<T> S(s.key_dim * s.value_dim), scratch(s.value_dim);
+      // Per thread, reused: a decode step runs this for every head of every linear layer.
+      thread_local std::vector<T> S, scratch;
+      S.resize(static_cast<size_t>(s.key_dim * s.value_dim));
+      scratch.resize(static_cast<size_t>(s.value_dim));
       load_state(S.data(), in.initial_state, r);
       run_tokens<T>(S.data(), out, nullptr, in, r, 0, s.seq, scratch.data());
       if (final_state) std::copy(S.begin(), S.end(), final_state + r.state());

@@ -56,7 +56,9 @@ struct DeltaRuleInputs {
   const T *q, *k, *v, *g, *beta, *initial_state;
 };
 
-// out [batch, seq, heads, d_v]; final_state [batch, heads, d_k, d_v] or null.
+// out [batch, seq, heads, d_v]; final_state [batch, heads, d_k, d_v] or null. final_state
+// may be in.initial_state itself (the state updated in place: each head reads its slice
+// before it writes it), as a decode step's carried state is.
 template <typename T>
 void delta_rule_recurrent_forward(T* out, T* final_state, const DeltaRuleInputs<T>& in, const DeltaRuleShape& s);
 

@@ -194,11 +194,15 @@ void deltanet_forward_runs(T* out, const T* h, int64_t n, std::span<const DeltaN
   std::vector<T> initial;
   for (const DeltaNetRun<T>& run : runs) {
     const int64_t r = run.first;
-    if (!run.fresh) initial.assign(run.state.delta, run.state.delta + delta_state_size(la));
+    const bool chunked = run.count >= kChunkedFrom;
+    // The recurrence updates the carried state in place (delta_rule.h); the chunked form
+    // reads a copy (decode steps are recurrent: no copy of the state per step).
+    if (!run.fresh && chunked) initial.assign(run.state.delta, run.state.delta + delta_state_size(la));
+    const T* start = run.fresh ? nullptr : chunked ? initial.data() : run.state.delta;
     const k::DeltaRuleInputs<T> in{a.q.data() + r * nv * dk, a.k.data() + r * nv * dk, a.v.data() + r * la.value_dim(),
-                                   a.g.data() + r * nv,       a.beta.data() + r * nv,    run.fresh ? nullptr : initial.data()};
+                                   a.g.data() + r * nv,       a.beta.data() + r * nv,    start};
     T* o = a.o.data() + r * la.value_dim();
-    if (run.count >= kChunkedFrom)
+    if (chunked)
       k::delta_rule_chunked_forward<T>(o, run.state.delta, in, rule_shape<T>(1, run.count, la), kChunk);
     else
       k::delta_rule_recurrent_forward<T>(o, run.state.delta, in, rule_shape<T>(1, run.count, la));

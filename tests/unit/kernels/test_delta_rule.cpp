@@ -194,6 +194,22 @@ TEST(DeltaRuleTest, StateCarriesFromChunkedPrefillToRecurrentDecode) {
   }
 }
 
+// The recurrence with its final state written over its initial state (a decode step's
+// carried state): the same bits as into a separate buffer.
+TEST(DeltaRuleTest, RecurrentStateUpdatesInPlace) {
+  const Problem p = make_problem(kShape, true, 37);
+  const Typed<float> in(p);
+  std::vector<float> out(out_size(p.shape)), separate(state_size(p.shape));
+  delta_rule_recurrent_forward(out.data(), separate.data(), in.inputs(), p.shape);
+  std::vector<float> state = in.initial, out_in_place(out.size());
+  DeltaRuleInputs<float> inputs = in.inputs();
+  inputs.initial_state = state.data();
+  delta_rule_recurrent_forward(out_in_place.data(), state.data(), inputs, p.shape);
+  EXPECT_EQ(state, separate);
+  EXPECT_EQ(out_in_place, out);
+  EXPECT_NE(state, in.initial);
+}
+
 // The loss L = <w_out, out> + <w_state, final state> (the state term only when the state's
 // gradient is given), its gradient from the backward against central differences in fp64.
 // The length 70 runs over two checkpoint segments (kCheckpointTokens = 64). Bound 1e-8:
