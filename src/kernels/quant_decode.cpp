@@ -198,22 +198,15 @@ void bf16_product(const QuantOutput& out, const uint16_t* a16, int64_t m, const 
   }, in_team);
 }
 
-// A's rows rounded to bf16 into the calling thread's buffer, then the product. At decode
-// every thread rounds the few rows itself and goes straight on to its share of the
-// weights (as int8_product does; a shared copy costs a wait and the other core's lines).
+// A's rows rounded to bf16 into the thread's buffer, then the product (at decode on every
+// thread of one region: with_decode_team).
 void bf16_dot_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
-  const auto run = [&](bool in_team) {
+  with_decode_team(m, W, [&](bool in_team) {
     thread_local CacheLineVector<uint16_t> rounded;  // A in bf16, [m, k]; rows start on cache lines (k % 32 == 0)
     rounded.resize(static_cast<size_t>(m * W.cols));
     for (int64_t r = 0; r < m; ++r) to_bf16(rounded.data() + r * W.cols, A + r * lda, W.cols);
     bf16_product(out, rounded.data(), m, W, in_team);
-  };
-  if (m <= kQuantDecodeRows && worth_threads(m, W.rows, W.cols)) {
-#pragma omp parallel
-    run(true);
-    return;
-  }
-  run(false);
+  });
 }
 #pragma GCC pop_options
 #define GATEDLM_QUANT_BF16_DOT 1

@@ -52,7 +52,7 @@ inline float add8(__m256 v) {
 // fp32 value of the fp16 scale (q may be null: not stored). biased: q + 128 stored (the
 // unsigned operand of vpdpbusd).
 // signed_q and correction (unless null): the 32 signed values, and -(their sum) << shift,
-// what the weights' offset adds to a vpdpbusd dot (quant_int8_kernels.inc, offset_shift).
+// what the weights' offset (1 << shift, RowsWanted::offset_shift) adds to a vpdpbusd dot.
 inline void quantize_block(int8_t* q, float* scale, const float* x, bool biased, int8_t* signed_q,
                            int32_t* correction, int shift) {
   __m256 v[4];
@@ -330,17 +330,11 @@ void int8_product(bool vnni, const QuantOutput& out, const float* A, int64_t lda
   const bool tiles_only = want.weight_tiles && W.rows % kTileRows == 0 && (W.tiled_rows == W.rows || m % 8 == 0 || m % 8 >= 4);
   want.rows_of_q = !tiles_only;
   want.nibble_quads &= !tiles_only;
-  if (m <= kQuantDecodeRows && worth_threads(m, W.rows, W.cols)) {
-    // Decode: every thread rounds the few rows itself, into its own buffers, then takes its
-    // share of the weights: no wait between the two, and the stores stay in the thread's
-    // own cache (one shared copy stalled on the other core's lines: measured 2x slower).
-    want.split = false;
-#pragma omp parallel
-    multiply(vnni, out, quantize_rows(A, lda, m, W.cols, want), m, W, /*in_team=*/true);
-    return;
-  }
-  want.split = true;
-  multiply(vnni, out, quantize_rows(A, lda, m, W.cols, want), m, W, /*in_team=*/false);
+  with_decode_team(m, W, [&](bool in_team) {
+    RowsWanted mine = want;
+    mine.split = !in_team;  // in a team every thread rounds all the rows
+    multiply(vnni, out, quantize_rows(A, lda, m, W.cols, mine), m, W, in_team);
+  });
 }
 
 #else  // no AVX2: the generic set has no int8 path

@@ -91,6 +91,22 @@ struct TilePrefetch {
   }
 };
 
+// f(in_team) for a product of m rows against W: at decode (at most kQuantDecodeRows rows,
+// worth threads) called by every thread of one parallel region, so that each thread
+// prepares the few activation rows itself, into its own buffers, and goes straight on to
+// its share of the weights (one shared copy made by the calling thread costs a wait and
+// stalls on stores to lines the other core read: measured 2x slower); else once, by the
+// calling thread, the product opening its own region.
+template <class F>
+void with_decode_team(int64_t m, const QuantWeights& W, F&& f) {
+  if (m <= kQuantDecodeRows && worth_threads(m, W.rows, W.cols)) {
+#pragma omp parallel
+    f(true);
+    return;
+  }
+  f(false);
+}
+
 // The int8 paths (quant_int8.cpp): Q8_0 / Q4_0 weights, activations quantised to int8
 // blocks first. vnni: vpdpbusd, else vpmaddubsw. Sets without AVX2 have neither.
 bool int8_vnni_runnable();

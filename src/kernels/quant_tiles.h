@@ -2,7 +2,7 @@
 // Q8_0 / Q4_0 weight rows arranged in tiles of 16 rows, the layout the AVX-512 VNNI
 // kernels read (quant_int8_kernels.inc, rows_times_tiled): one weight row per 32-bit lane,
 // so a block's 4-byte groups of all 16 rows are one 64-byte load instead of 16 loads and a
-// transpose, and the tiles follow each other as one stream the hardware prefetcher follows.
+// transpose, and the tiles follow each other as one stream (prefetched a tile ahead).
 //
 // Tile t holds rows [16t, 16t + 16) in exactly the bytes those rows take as rows of blocks
 // (16 * quant_row_bytes), so a row that starts a tile has the same byte offset in either
