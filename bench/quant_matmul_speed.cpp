@@ -117,7 +117,7 @@ struct Weights {
   std::vector<gatedlm::CacheLineVector<uint8_t>> tiled;
 };
 
-Weights make_weights(const Shape& shape, k::QuantFormat format, bool f32) {
+Weights make_weights(const Shape& shape, k::ElementType format, bool f32) {
   Weights w;
   uint32_t state = 12345;
   for (int l = 0; l < shape.layers; ++l)
@@ -128,10 +128,10 @@ Weights make_weights(const Shape& shape, k::QuantFormat format, bool f32) {
         w.f32.push_back(std::move(values));
         continue;
       }
-      const int64_t row_bytes = k::quant_row_bytes(format, m.cols);
+      const int64_t row_bytes = k::element_row_bytes(format, m.cols);
       gatedlm::CacheLineVector<uint8_t> bytes(static_cast<size_t>(m.rows * row_bytes));
       for (int64_t r = 0; r < m.rows; ++r)
-        k::quantize_row(format, bytes.data() + r * row_bytes, values.data() + r * m.cols, m.cols);
+        k::element_from_f32(format, bytes.data() + r * row_bytes, values.data() + r * m.cols, m.cols);
       if (k::quant_tiles_pay(format)) {
         w.tiled.push_back(bytes);
         k::quant_tile_rows(format, w.tiled.back().data(), m.rows / k::kQuantTileRows, m.cols);
@@ -147,7 +147,7 @@ void print_row(const char* format, const char* path, int64_t batch, double bytes
               seconds * 1e3, gbs, 100.0 * gbs / stream);
 }
 
-void bench_format(const Shape& shape, const char* label, k::QuantFormat format, bool f32, int64_t batch, int reps,
+void bench_format(const Shape& shape, const char* label, k::ElementType format, bool f32, int64_t batch, int reps,
                   double stream) {
   const Weights w = make_weights(shape, format, f32);
   int64_t max_cols = 0, max_rows = 0;
@@ -219,9 +219,9 @@ int main(int argc, char** argv) {
     const size_t comma = std::min(batches.find(',', pos), batches.size());
     const int64_t batch = std::atoll(batches.substr(pos, comma - pos).c_str());
     pos = comma + 1;
-    bench_format(shape, "F32", k::QuantFormat::bf16, true, batch, reps, stream);
-    for (k::QuantFormat format : {k::QuantFormat::bf16, k::QuantFormat::q8_0, k::QuantFormat::q4_0})
-      bench_format(shape, k::quant_format_name(format), format, false, batch, reps, stream);
+    bench_format(shape, "F32", k::ElementType::bf16, true, batch, reps, stream);
+    for (k::ElementType format : {k::ElementType::bf16, k::ElementType::q8_0, k::ElementType::q4_0})
+      bench_format(shape, k::element_name(format), format, false, batch, reps, stream);
   }
   return 0;
 }

@@ -16,8 +16,10 @@
 #include <vector>
 
 #include "core/error.h"
+#include "io/model_loader.h"
 #include "io/tokenizer.h"
 #include "model/model.h"
+#include "model/quantized_weights.h"
 
 namespace gatedlm::python {
 
@@ -58,9 +60,16 @@ std::vector<std::vector<int32_t>> token_sequences(const py::handle& ids, int64_t
 // The C++ model and the lock that serialises calls on it (forward and decoding use the
 // model's activation buffers). Shared with NumPy views of its weights and with generators,
 // so it outlives Model.close() while they exist.
+// A quantised model keeps its weight blocks beside it, declared after the model's owner so
+// that they are destroyed (and detached from its buffer) first.
 struct ModelHandle {
-  explicit ModelHandle(const model::ModelConfig& c) : model(c) {}
-  model::Model<float> model;
+  explicit ModelHandle(const model::ModelConfig& c)
+      : owned(std::make_unique<model::Model<float>>(c)), model(*owned) {}
+  explicit ModelHandle(io::LoadedModel&& loaded)
+      : owned(std::move(loaded.model)), quantized(std::move(loaded.quantized)), model(*owned) {}
+  std::unique_ptr<model::Model<float>> owned;
+  std::unique_ptr<model::QuantizedWeights> quantized;  // null for F32 weights
+  model::Model<float>& model;
   std::mutex mutex;
 };
 

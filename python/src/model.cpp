@@ -1,72 +1,25 @@
-// gatedlm.Model: loading (checkpoint, run directory, Hugging Face directory, GGUF file), init, the
+// gatedlm.Model: loading (every model io/model_loader.h loads), init, the
 // weights as NumPy views, save, close. Forward, score and analyze: forward.cpp.
-#include <unistd.h>
-
-#include <filesystem>
 #include <optional>
 
 #include "common.h"
-#include "core/atomic_file.h"
-#include "core/json_file.h"
 #include "io/checkpoint.h"
-#include "io/hf_config.h"
-#include "io/gguf_import.h"
-#include "io/hf_convert.h"
-#include "io/tokenizer_json.h"
-#include "infer/model_files.h"
+#include "io/model_loader.h"
 #include "model/init.h"
 
 namespace gatedlm::python {
 
-namespace fs = std::filesystem;
-
 namespace {
 
-// A Hugging Face model directory (what `gatedlm import` reads): a config.json with a
-// model_type key, and no run directory's `latest`.
-bool is_hf_dir(const std::string& path) {
-  const fs::path config = fs::path(path) / "config.json";
-  if (fs::exists(fs::path(path) / "latest") || !fs::is_regular_file(config)) return false;
-  return read_json_file(config.string(), "config").contains("model_type");
-}
-
-// A GGUF file (what `gatedlm import FILE.gguf` reads): the weights, and its vocabulary as a
-// tokenizer (read through a temporary tokenizer.json, the loader's one checked path).
-std::shared_ptr<ModelHandle> load_gguf(const std::string& path, std::shared_ptr<io::Tokenizer>& tokenizer) {
-  io::ImportedGguf imported = io::import_gguf(path);
-  auto h = std::make_shared<ModelHandle>(imported.checkpoint.config);
-  h->model.load_params(imported.checkpoint.params);
-  if (imported.byte_tokenizer) tokenizer = io::Tokenizer::load("byte");
-  if (!imported.tokenizer_json.empty()) {
-    const fs::path tmp = fs::temp_directory_path() / cat("gatedlm_gguf_tokenizer_", ::getpid(), "_", h.get(), ".json");
-    write_file_atomic(tmp.string(), imported.tokenizer_json);
-    try {
-      tokenizer = io::load_tokenizer_json(tmp.string());
-    } catch (...) {
-      fs::remove(tmp);
-      throw;
-    }
-    fs::remove(tmp);
-  }
-  return h;
-}
-
+// The one loader of the command line (io/model_loader.h). A quantised model keeps the fp32
+// values of its matrices (params() shows them; the products read the blocks).
 std::shared_ptr<ModelHandle> load_handle(const std::string& path, const std::optional<std::string>& format,
-                                         std::string& source) {
-  if ((format && *format != "gatedlm") || (!format && is_hf_dir(path))) {
-    std::optional<io::HfFormat> f;
-    if (format && *format != "auto") f = io::parse_hf_format(*format);
-    io::ImportedModel imported = io::import_hf(path, f);
-    auto h = std::make_shared<ModelHandle>(imported.checkpoint.config);
-    h->model.load_params(imported.checkpoint.params);
-    source = path;
-    return h;
-  }
-  source = io::resolve_checkpoint_dir(path);
-  // Weights read straight into the model: one copy in memory (as `gatedlm score`).
-  auto h = std::make_shared<ModelHandle>(io::load_checkpoint_config(path));
-  io::load_checkpoint_weights(path, h->model.config(), h->model.params());
-  return h;
+                                         io::LoadedModel& loaded) {
+  io::ModelLoadOptions options;
+  options.format = format.value_or("auto");
+  options.release_f32 = false;
+  loaded = io::load_model(path, options);
+  return std::make_shared<ModelHandle>(std::move(loaded));
 }
 
 model::ModelConfig config_from(const py::handle& config) {
@@ -142,36 +95,26 @@ void bind_model_constructors(py::class_<PyModel>& cls) {
          "load",
          [](const py::object& path_obj, const py::object& tokenizer, std::optional<std::string> format) {
            const std::string path = path_string(path_obj);
-           std::string source;
            std::shared_ptr<ModelHandle> h;
-           std::shared_ptr<io::Tokenizer> file_tokenizer;  // a GGUF file's vocabulary
-           const bool gguf = (!format || *format == "auto" || *format == "gguf") && io::is_gguf_file(path);
+           io::LoadedModel loaded;  // its model and blocks move into h; the rest stays
            {
              py::gil_scoped_release release;
-             h = naming_missing_path(path, [&] {
-               if (gguf) source = path;
-               return gguf ? load_gguf(path, file_tokenizer) : load_handle(path, format, source);
-             });
+             h = naming_missing_path(path, [&] { return load_handle(path, format, loaded); });
            }
-           auto out = std::make_unique<PyModel>(h, source);
-           if (!tokenizer.is_none()) {
-             out->tokenizer = tokenizer_from(tokenizer);
-           } else if (gguf) {
-             out->tokenizer = file_tokenizer;
-           } else if (!is_hf_dir(path)) {  // the one `gatedlm generate` finds (infer/model_files.h)
-             std::string found;
-             out->tokenizer = infer::recorded_tokenizer(path, source, found);
-             if (out->tokenizer) infer::check_tokenizer_fits(*out->tokenizer, found, h->model.config().vocab_size, path);
-           }
+           auto out = std::make_unique<PyModel>(h, loaded.checkpoint_dir);
+           out->tokenizer = tokenizer.is_none() ? loaded.tokenizer : tokenizer_from(tokenizer);
            return out;
          },
          py::arg("path"), py::arg("tokenizer") = py::none(), py::arg("format") = py::none(),
-         R"(Loads a checkpoint directory, a training run directory (its latest checkpoint) or a
-Hugging Face model directory or a llama.cpp GGUF file (what `gatedlm import` reads; format
-"auto", "paper", "qwen3" or "gguf", detected when None; a GGUF file brings its vocabulary as
-the tokenizer). tokenizer: a gatedlm.Tokenizer or spec ("byte", .model, tokenizer.json)
-used by generate() and analyze() when they are given none; when None, the one
-`gatedlm generate` would find (the run's dataset, or a tokenizer.model beside it), if any.)")
+         R"(Loads any model the command line runs, through the same loader: a checkpoint directory,
+a training run directory (its latest checkpoint), a quantised checkpoint (bf16, q8_0, q4_0:
+the products run on its blocks; params() shows their dequantised values), a Hugging Face
+model directory of any family, or a llama.cpp GGUF file. format: "auto" (None), "gatedlm",
+"gguf" or a Hugging Face family name ("paper", "qwen3", "qwen3_next", ...). tokenizer: a
+gatedlm.Tokenizer or spec ("byte", .model, tokenizer.json) used by generate() and analyze()
+when they are given none; when None, the model's own: a GGUF file's vocabulary, a Hugging
+Face directory's tokenizer.json, or the one `gatedlm generate` would find (the run's
+dataset, or a tokenizer.model beside it), if any.)")
       .def_static(
           "init",
           [](const py::object& config, uint64_t seed, const py::object& tokenizer) {

@@ -7,12 +7,12 @@
 
 #include "analysis/analyze.h"
 #include "cli/commands.h"
+#include "cli/infer_options.h"
 #include "cli/number_checks.h"
 #include "cli/eval_source_options.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "io/checkpoint.h"
-#include "io/quantized_checkpoint.h"
+#include "io/model_loader.h"
 #include "io/eval_stream.h"
 #include "model/model.h"
 
@@ -33,7 +33,7 @@ void register_analyze(CLI::App& app) {
       "Probe a checkpoint for attention sinks (F-Attn, sink rate, attention maps), massive activations "
       "(top-3 |h|, M-Act) and gate statistics (score mean/histogram, sparsity, mean |Y|) over N windows of "
       "length L, each BOS + L-1 consecutive tokens from a seeded offset; writes JSON (docs/analysis.md).");
-  sub->add_option("--checkpoint", opt->checkpoint, "checkpoint directory")->required()->check(CLI::ExistingDirectory);
+  sub->add_option("--checkpoint", opt->checkpoint, kModelPathHelp)->required();
   add_eval_source_options(sub, opt->source, "analyze", "to take windows from");
   sub->add_option("--sequences", opt->sequences, "number of windows N")->capture_default_str()->check(at_least(1));
   sub->add_option("--seq-len", opt->seq_len, "window length L incl. BOS (default min(256, max_seq_len))")
@@ -51,9 +51,10 @@ void register_analyze(CLI::App& app) {
   sub->callback([opt] {
     const io::EvalSource& src = opt->source;
     io::check_eval_source(src);
-    // Weights read straight into the model (one copy in memory), F32 or quantised; a
-    // quantised model keeps the fp32 values of its matrices too, for probes that read them.
-    const io::InferenceModel loaded = io::load_inference_model(opt->checkpoint, /*release_f32=*/false);
+    // A quantised model keeps the fp32 values of its matrices too, for probes that read them.
+    io::ModelLoadOptions load;
+    load.release_f32 = false;
+    const io::LoadedModel loaded = io::load_model(opt->checkpoint, load);
     model::Model<float>& m = *loaded.model;
     const model::ModelConfig& c = m.config();
     const io::EvalStream es = io::load_eval_stream(src, c.vocab_size);

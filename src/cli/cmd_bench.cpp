@@ -8,9 +8,10 @@
 #include "bench/generate_speed.h"
 #include "bench/train_speed.h"
 #include "cli/commands.h"
+#include "cli/infer_options.h"
 #include "core/error.h"
 #include "dist/communicator.h"
-#include "io/checkpoint.h"
+#include "io/model_loader.h"
 #include "io/quantized_checkpoint.h"
 #include "kernels/bf16_support.h"
 #include "model/config.h"
@@ -116,14 +117,14 @@ struct GenerateBenchOptions {
 };
 
 // The model of --config (random weights, seed 1, quantised in memory to --weights) or of
-// --checkpoint (F32 or quantised: io/quantized_checkpoint.h).
-io::InferenceModel generate_bench_model(const GenerateBenchOptions& o) {
+// --checkpoint (any model io/model_loader.h loads).
+io::LoadedModel generate_bench_model(const GenerateBenchOptions& o) {
   if (o.config.empty() == o.checkpoint.empty()) fail("bench generate: give --config or --checkpoint");
   if (!o.checkpoint.empty()) {
     if (o.weights != "f32") fail("--weights ", o.weights, ": goes with --config (a checkpoint has its own format)");
-    return io::load_inference_model(o.checkpoint);
+    return io::load_model(o.checkpoint);
   }
-  io::InferenceModel out;
+  io::LoadedModel out;
   const model::ModelConfig c = model::load_config(o.config);
   out.model = std::make_unique<model::Model<float>>(c);
   std::vector<float> params;
@@ -135,7 +136,7 @@ io::InferenceModel generate_bench_model(const GenerateBenchOptions& o) {
 }
 
 void run_bench_generate(const GenerateBenchOptions& o) {
-  const io::InferenceModel loaded = generate_bench_model(o);
+  const io::LoadedModel loaded = generate_bench_model(o);
   model::Model<float>& m = *loaded.model;
   nlohmann::json runs = nlohmann::json::array(), state_bytes = nlohmann::json::object();
   for (int64_t b : o.batches) {
@@ -170,7 +171,7 @@ void add_bench_generate(CLI::App* bench) {
                   "32k tokens (state_bytes_per_sequence: KV cache of the softmax layers plus a hybrid's recurrent "
                   "state).");
   auto* gcfg = generate->add_option("--config", gen->config, "model config JSON (random weights)")->check(CLI::ExistingFile);
-  auto* gck = generate->add_option("--checkpoint", gen->checkpoint, "checkpoint or run directory");
+  auto* gck = generate->add_option("--checkpoint", gen->checkpoint, kModelPathHelp);
   gcfg->excludes(gck);
   generate->add_option("--weights", gen->weights,
                        "with --config: f32, or the random weights quantised in memory to bf16 | q8_0 | q4_0 "

@@ -5,7 +5,8 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
-#include "io/checkpoint.h"
+#include "cli/infer_options.h"
+#include "io/model_loader.h"
 #include "io/safetensors.h"
 #include "io/token_ids.h"
 #include "model/model.h"
@@ -28,7 +29,7 @@ void register_debug(CLI::App& app) {
       "Forward and backward on equal-length token sequences; writes logits [B,T,V], loss [1] (with MoE: "
       "cross-entropy + lb_coef * aux_lb + z_coef * aux_z, and aux_lb [1], aux_z [1]), grad.<param> "
       "and adamw_losses [steps+1] (loss before the first update and after each) to a safetensors file.");
-  sub->add_option("--checkpoint", opt->checkpoint, "checkpoint directory")->required();
+  sub->add_option("--checkpoint", opt->checkpoint, cat(kModelPathHelp, " (F32 weights: not quantised)"))->required();
   sub->add_option("--token-ids", opt->token_ids, "token ids, one sequence per line, all the same length")
       ->required()
       ->check(CLI::ExistingFile);
@@ -42,11 +43,13 @@ void register_debug(CLI::App& app) {
   sub->add_option("--weight-decay", opt->adamw.weight_decay, "AdamW weight decay (matrices only)")
       ->capture_default_str();
   sub->callback([opt] {
-    io::Checkpoint ck = io::load_checkpoint(opt->checkpoint);
-    model::Model<float> m(ck.config);
-    m.load_params(ck.params);
+    const io::LoadedModel loaded = io::load_model(opt->checkpoint);
+    if (loaded.quantized)
+      fail(opt->checkpoint, ": a ", loaded.weight_format(), " checkpoint; debug grads trains, which needs F32 weights");
+    model::Model<float>& m = *loaded.model;
+    const model::ModelConfig& config = m.config();
     const auto sequences =
-        io::read_token_ids(opt->token_ids, io::TokenIdLimits{ck.config.vocab_size, ck.config.max_seq_len, 1, "max_seq_len"});
+        io::read_token_ids(opt->token_ids, io::TokenIdLimits{config.vocab_size, config.max_seq_len, 1, "max_seq_len"});
     const int64_t B = static_cast<int64_t>(sequences.size()), T = static_cast<int64_t>(sequences[0].size());
     std::vector<int32_t> tokens, targets;
     for (const auto& s : sequences) {
@@ -65,7 +68,7 @@ void register_debug(CLI::App& app) {
     const model::MoeAuxLosses aux = m.moe_aux();
     const float aux_lb = static_cast<float>(aux.lb), aux_z = static_cast<float>(aux.z);
     m.backward();
-    const int64_t V = ck.config.vocab_size;
+    const int64_t V = config.vocab_size;
     std::vector<float> logits(m.logits(), m.logits() + B * T * V);
     std::vector<float> grads(m.grads().begin(), m.grads().end());
     std::vector<float> losses{loss};
@@ -80,7 +83,7 @@ void register_debug(CLI::App& app) {
       losses.push_back(static_cast<float>(full_loss()));
     }
     std::vector<io::TensorRef> out{{"logits", {B, T, V}, logits.data()}, {"loss", {1}, &loss}};
-    if (ck.config.has_moe()) {
+    if (config.has_moe()) {
       out.push_back({"aux_lb", {1}, &aux_lb});
       out.push_back({"aux_z", {1}, &aux_z});
     }

@@ -6,10 +6,10 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/infer_options.h"
 #include "core/error.h"
 #include "infer/decoder.h"
-#include "io/checkpoint.h"
-#include "io/quantized_checkpoint.h"
+#include "io/model_loader.h"
 #include "io/safetensors.h"
 #include "io/token_ids.h"
 #include "model/model.h"
@@ -29,7 +29,7 @@ void register_debug_decode(CLI::App& app) {
       "Logits of each sequence from the full forward (full_logits [N,V]) and from prefill + decode over the KV "
       "cache (incremental_logits [N,V]), N = all tokens of all sequences in file order; sequence i prefills "
       "its prompt at step i while the earlier ones decode.");
-  sub->add_option("--checkpoint", opt->checkpoint, "checkpoint directory")->required();
+  sub->add_option("--checkpoint", opt->checkpoint, kModelPathHelp)->required();
   sub->add_option("--token-ids", opt->token_ids, "token ids, one sequence per line (any lengths)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -40,7 +40,7 @@ void register_debug_decode(CLI::App& app) {
   sub->add_option("--sinks", opt->sinks, "sink tokens kept with --window")->capture_default_str();
   sub->add_option("--out", opt->out, "output .safetensors file")->required();
   sub->callback([opt] {
-    const io::InferenceModel loaded = io::load_inference_model(opt->checkpoint);  // F32 or quantised
+    const io::LoadedModel loaded = io::load_model(opt->checkpoint);
     model::Model<float>& m = *loaded.model;
     const auto seqs = io::read_token_ids(opt->token_ids);
     const int64_t B = static_cast<int64_t>(seqs.size()), V = m.config().vocab_size;

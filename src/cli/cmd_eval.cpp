@@ -4,10 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/infer_options.h"
 #include "cli/eval_source_options.h"
 #include "eval/evaluate.h"
-#include "io/checkpoint.h"
-#include "io/quantized_checkpoint.h"
+#include "io/model_loader.h"
 #include "io/eval_stream.h"
 
 namespace gatedlm::cli {
@@ -23,8 +23,7 @@ void register_eval(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "eval",
       "Held-out loss (nats/token), perplexity and bits per byte, over non-overlapping BOS-prefixed windows.");
-  sub->add_option("--checkpoint", opt->checkpoint, "checkpoint directory, or a run directory (its latest)")
-      ->required();
+  sub->add_option("--checkpoint", opt->checkpoint, kModelPathHelp)->required();
   add_eval_source_options(sub, opt->source, "eval", "to evaluate on");
   sub->add_option("--seq-len", opt->seq_len, "window length (default: the model's max_seq_len)");
   sub->add_option("--max-tokens", opt->max_tokens, "evaluate at most this many tokens (0 = all)");
@@ -33,7 +32,7 @@ void register_eval(CLI::App& app) {
   sub->callback([opt] {
     const io::EvalSource& src = opt->source;
     io::check_eval_source(src);
-    const io::InferenceModel loaded = io::load_inference_model(opt->checkpoint);  // F32 or quantised
+    const io::LoadedModel loaded = io::load_model(opt->checkpoint);
     model::Model<float>& m = *loaded.model;
     const io::EvalStream es = io::load_eval_stream(src, m.config().vocab_size);
     const int64_t seq = opt->seq_len > 0 ? opt->seq_len : m.config().max_seq_len;

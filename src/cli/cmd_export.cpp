@@ -43,8 +43,8 @@ void register_export(CLI::App& app) {
     if (!gguf && opt->gguf_arch != "auto") fail("--gguf-arch ", opt->gguf_arch, ": only for --format gguf");
     const io::HfFormat format = gguf ? io::HfFormat::qwen3 : io::parse_hf_format(opt->format);
     // Checked before anything is read: gguf's types, or the Hugging Face formats' own.
-    const io::GgufDtype gguf_dtype = gguf ? io::parse_gguf_dtype(opt->dtype) : io::GgufDtype::f32;
-    const io::StoreDtype dtype = gguf ? io::StoreDtype::f32 : io::parse_store_dtype(opt->dtype);
+    const kernels::ElementType gguf_dtype = gguf ? io::parse_gguf_dtype(opt->dtype) : kernels::ElementType::f32;
+    const kernels::ElementType dtype = gguf ? kernels::ElementType::f32 : io::parse_store_dtype(opt->dtype);
     if (fs::exists(opt->out) && !(fs::is_directory(opt->out) && fs::is_empty(opt->out)))
       fail("--out ", opt->out, ": exists and is not an empty directory (nothing written)");
     const std::string dir = io::resolve_checkpoint_dir(opt->checkpoint);

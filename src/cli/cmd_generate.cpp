@@ -9,7 +9,7 @@
 #include "cli/infer_options.h"
 #include "core/error.h"
 #include "core/json_file.h"
-#include "infer/model_files.h"
+#include "io/model_loader.h"
 #include "infer/run_generation.h"
 
 namespace gatedlm::cli {
@@ -59,7 +59,7 @@ void register_generate(CLI::App& app) {
     const std::string text = opt->prompt_file.empty()
                                  ? opt->prompt
                                  : read_file_at_most(opt->prompt_file, kMaxPromptFileBytes, "prompt file (--prompt-file)");
-    infer::LoadedModel lm = infer::load_model(opt->checkpoint, opt->tokenizer);
+    const io::LoadedModel lm = io::load_model(opt->checkpoint, io::ModelLoadOptions::reading_text(opt->tokenizer));
     const std::vector<int32_t> prompt = infer::prompt_ids(*lm.tokenizer, text);
     infer::StopRules rules = opt->rules;
     rules.eos = lm.tokenizer->eos_id();

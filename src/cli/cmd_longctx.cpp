@@ -7,10 +7,12 @@
 
 #include "cli/commands.h"
 #include "cli/eval_source_options.h"
+#include "cli/infer_options.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "eval/longctx.h"
 #include "io/checkpoint.h"
+#include "io/model_loader.h"
 #include "io/eval_stream.h"
 
 namespace gatedlm::cli {
@@ -134,7 +136,13 @@ nlohmann::json rope_override_json(const eval::LongctxOptions& o) {
 void run_longctx(const LongctxCliOptions& cli) {
   io::check_eval_source(cli.source);
   const eval::LongctxOptions o = longctx_options(cli);
-  io::Checkpoint ck = io::load_checkpoint(cli.checkpoint);
+  // The weights' values (a quantised model's dequantised ones), rebuilt per length below.
+  io::ModelLoadOptions load;
+  load.release_f32 = false;
+  io::LoadedModel loaded = io::load_model(cli.checkpoint, load);
+  io::Checkpoint ck{loaded.model->config(), {loaded.model->params().begin(), loaded.model->params().end()}};
+  loaded.quantized.reset();
+  loaded.model.reset();
   for (int64_t L : o.lengths) eval::config_for_length(ck.config, o.rope, L);  // bad mixes fail before work
   eval::LongctxInput in;
   in.config = ck.config;
@@ -147,7 +155,7 @@ void run_longctx(const LongctxCliOptions& cli) {
   nlohmann::json doc = eval::run_longctx(in, o, [](const std::string& line) {
     std::fprintf(stderr, "longctx: %s\n", line.c_str());
   });
-  doc["checkpoint"] = io::resolve_checkpoint_dir(cli.checkpoint);
+  doc["checkpoint"] = loaded.checkpoint_dir;
   doc["data"] = es.origin;
   doc["tokenizer"] = es.tokenizer->name();
   doc["model"] = model::config_to_json(ck.config);
@@ -189,7 +197,7 @@ void register_longctx(CLI::App& app) {
       "Long-context evaluation at several lengths: perplexity by position on held-out text, passkey retrieval and "
       "RULER-style needle-in-a-haystack (single, multi-key, multi-value), scored teacher-forced. RoPE flags "
       "override the checkpoint's settings. Writes JSON (docs/longctx.md) and prints a table.");
-  sub->add_option("--checkpoint", opt->checkpoint, "checkpoint directory, or a run directory (its latest)")
+  sub->add_option("--checkpoint", opt->checkpoint, kModelPathHelp)
       ->required();
   add_eval_source_options(sub, opt->source, "longctx", "as held-out text");
   sub->add_option("--lengths", opt->lengths, "evaluation lengths in tokens, e.g. 256,512,1024")

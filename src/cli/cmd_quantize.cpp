@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // The tokenizer files beside the checkpoint or its run (tokenizer.model, tokenizer.json),
-// copied so that the quantised checkpoint finds them as the F32 one did (infer/model_files.h).
+// copied so that the quantised checkpoint finds them as the F32 one did (io/model_tokenizer.h).
 void copy_tokenizer_files(const std::string& checkpoint_dir, const std::string& out) {
   const fs::path ck = fs::absolute(checkpoint_dir);
   for (const char* name : {"tokenizer.model", "tokenizer.json"})
@@ -46,12 +46,12 @@ void register_quantize(CLI::App& app) {
   sub->add_option("--type", opt->type, "bf16 | q8_0 | q4_0")->required();
   sub->add_option("--out", opt->out, "output directory (must not exist or be empty)")->required();
   sub->callback([opt] {
-    const kernels::QuantFormat format = io::parse_quant_format(opt->type, "--type");
+    const kernels::ElementType format = io::parse_quant_format(opt->type, "--type");
     if (fs::exists(opt->out) && !(fs::is_directory(opt->out) && fs::is_empty(opt->out)))
       fail("--out ", opt->out, ": exists and is not an empty directory (nothing written)");
     const std::string dir = io::resolve_checkpoint_dir(opt->checkpoint);
     if (const auto already = io::checkpoint_quant_format(dir))
-      fail(dir, ": already quantised (", kernels::quant_format_name(*already),
+      fail(dir, ": already quantised (", kernels::element_name(*already),
            "); quantize reads an F32 checkpoint");
     const io::Checkpoint ck = io::load_checkpoint(dir);
     const io::QuantizeSummary s = io::save_quantized_checkpoint(opt->out, ck.config, ck.params, format);

@@ -5,10 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/infer_options.h"
 #include "core/error.h"
 #include "eval/score.h"
-#include "io/checkpoint.h"
-#include "io/quantized_checkpoint.h"
+#include "io/model_loader.h"
 #include "io/token_ids.h"
 #include "model/model.h"
 
@@ -24,13 +24,12 @@ void register_score(CLI::App& app) {
       "score",
       "Mean next-token cross-entropy (nats) of token-id sequences: one sequence per line, "
       "whitespace-separated ids used exactly as given. Each sequence is scored on its own.");
-  sub->add_option("--checkpoint", opt->checkpoint, "checkpoint directory")->required();
+  sub->add_option("--checkpoint", opt->checkpoint, kModelPathHelp)->required();
   sub->add_option("--token-ids", opt->token_ids, "text file of token ids")->required()->check(CLI::ExistingFile);
   sub->add_flag("--logprobs", opt->logprobs, "also print each predicted token's log-probability");
   sub->add_flag("--json", opt->json, "print JSON {tokens, mean_loss, logprobs}");
   sub->callback([opt] {
-    // Weights read straight into the model: one copy in memory.
-    const io::InferenceModel loaded = io::load_inference_model(opt->checkpoint);  // F32 or quantised
+    const io::LoadedModel loaded = io::load_model(opt->checkpoint);
     model::Model<float>& m = *loaded.model;
     const auto sequences = io::read_token_ids(
         opt->token_ids, io::TokenIdLimits{m.config().vocab_size, m.config().max_seq_len, 2, "max_seq_len"});

@@ -4,7 +4,7 @@
 #include "cli/commands.h"
 #include "cli/infer_options.h"
 #include "cli/number_checks.h"
-#include "infer/model_files.h"
+#include "io/model_loader.h"
 #include "serve/http_server.h"
 
 namespace gatedlm::cli {
@@ -54,7 +54,7 @@ void register_serve(CLI::App& app) {
   sub->callback([opt] {
     opt->serve.connections.request_timeout =
         std::chrono::milliseconds(static_cast<int64_t>(opt->request_timeout_s * 1000 + 0.5));
-    infer::LoadedModel lm = infer::load_model(opt->checkpoint, opt->tokenizer);
+    const io::LoadedModel lm = io::load_model(opt->checkpoint, io::ModelLoadOptions::reading_text(opt->tokenizer));
     serve::serve(*lm.model, *lm.tokenizer, opt->serve);
   });
 }

@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 #include "cli/infer_options.h"
 #include "core/error.h"
-#include "infer/model_files.h"
+#include "io/model_loader.h"
 #include "infer/stream_eval.h"
 #include "io/text_corpus.h"
 
@@ -40,7 +40,7 @@ void register_stream_eval(CLI::App& app) {
     if (opt->tokens < 1) fail("--tokens must be at least 1, got ", opt->tokens);
     for (int64_t k : opt->sinks)
       if (k < 0) fail("--sinks: ", k, " is negative");
-    infer::LoadedModel lm = infer::load_model(opt->checkpoint, opt->tokenizer);
+    const io::LoadedModel lm = io::load_model(opt->checkpoint, io::ModelLoadOptions::reading_text(opt->tokenizer));
     std::vector<int32_t> ids{lm.tokenizer->bos_id()};
     for (int32_t t : lm.tokenizer->encode(io::read_text_file(opt->text))) ids.push_back(t);
     if (static_cast<int64_t>(ids.size()) < opt->tokens + 1)

@@ -5,10 +5,11 @@
 namespace gatedlm::cli {
 
 void add_checkpoint_options(CLI::App* sub, std::string& checkpoint, std::string& tokenizer) {
-  sub->add_option("--checkpoint", checkpoint, "checkpoint or run directory")->required();
+  sub->add_option("--checkpoint", checkpoint, kModelPathHelp)->required();
   sub->add_option("--tokenizer", tokenizer,
-                  "byte, a SentencePiece .model or a Hugging Face tokenizer.json (default: the one the checkpoint's run "
-                  "was trained with, else a tokenizer.model or tokenizer.json beside the checkpoint)");
+                  "byte, a SentencePiece .model or a Hugging Face tokenizer.json (default: a GGUF file's vocabulary, the "
+                  "one the checkpoint's run was trained with, else a tokenizer.model or tokenizer.json beside the "
+                  "checkpoint or inside the Hugging Face directory)");
 }
 
 void add_sampling_options(CLI::App* sub, infer::SamplingParams& sampling, infer::StopRules& rules) {

@@ -11,7 +11,11 @@ class App;
 
 namespace gatedlm::cli {
 
-// --checkpoint (required) and --tokenizer (infer/model_files.h says how the default is found).
+// What --checkpoint takes in every command that runs a model (io/model_loader.h).
+inline constexpr const char* kModelPathHelp =
+    "the model: a checkpoint or run directory, a quantised checkpoint, a Hugging Face model directory or a GGUF file";
+
+// --checkpoint (required) and --tokenizer (io/model_tokenizer.h says how the default is found).
 void add_checkpoint_options(CLI::App* sub, std::string& checkpoint, std::string& tokenizer);
 // --max-tokens --temperature --top-k --top-p --min-p --repetition-penalty --seed --stop
 void add_sampling_options(CLI::App* sub, infer::SamplingParams& sampling, infer::StopRules& rules);

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/stage_cache.h"
-#include "demo/demo.h"
+#include "demo/demo_options.h"
 #include "demo/preset.h"
 
 namespace gatedlm::demo {

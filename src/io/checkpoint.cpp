@@ -8,7 +8,6 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/memory.h"
-#include "io/quantized_checkpoint.h"
 #include "io/safetensors.h"
 
 namespace gatedlm::io {
@@ -88,9 +87,9 @@ void load_checkpoint_weights(const std::string& path, const model::ModelConfig& 
   SafetensorsReader reader(weights_path.string());
   if (const auto q = reader.metadata().find(kQuantizedKey); q != reader.metadata().end())
     fail(weights_path.string(), ": an inference checkpoint with ", q->second,
-         " weights (written by gatedlm quantize); training, resuming and this command need F32 weights: use the "
-         "checkpoint it was quantised from (generate, serve, score, eval, analyze, stream-eval and bench generate "
-         "accept it)");
+         " weights (written by gatedlm quantize); training, resuming, export, quantize and debug grads need F32 "
+         "weights: use the checkpoint it was quantised from (generate, serve, score, eval, analyze, stream-eval, "
+         "longctx, bench generate, debug decode and Python's Model.load accept it)");
   for (const auto& [name, entry] : reader.tensors())
     if (!layout.find(name))
       fail(weights_path.string(), ": unexpected tensor ", name, " (the config in ", config_path.string(),

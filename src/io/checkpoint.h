@@ -10,6 +10,11 @@
 
 namespace gatedlm::io {
 
+// The header metadata keys of a quantised checkpoint (io/quantized_checkpoint.h): its
+// format, and every quantised tensor's. An F32 checkpoint has neither.
+inline constexpr const char* kQuantizedKey = "gatedlm.quantized";
+inline constexpr const char* kTensorFormatsKey = "gatedlm.tensor_formats";
+
 struct Checkpoint {
   model::ModelConfig config;
   std::vector<float> params;  // laid out by model::ParamLayout(config)

@@ -184,7 +184,7 @@ void check_exportable(const model::ModelConfig& c, const std::string& arch) {
 
 // The key/value metadata: the config's numbers under the architecture's prefix
 // (io/gguf_tables.h), and the vocabulary.
-Bytes gguf_metadata(const model::ModelConfig& c, const std::string& arch, GgufDtype dtype, const std::string& tokenizer) {
+Bytes gguf_metadata(const model::ModelConfig& c, const std::string& arch, kernels::ElementType dtype, const std::string& tokenizer) {
   const auto key = [&](const char* k) { return arch + "." + k; };
   Bytes kv;
   kv.kv_str("general.architecture", arch);
@@ -213,19 +213,19 @@ Bytes gguf_metadata(const model::ModelConfig& c, const std::string& arch, GgufDt
 // the data section.
 struct PlacedTensor {
   const GgufTensor* tensor;
-  GgmlType type;
+  kernels::ElementType type;
   uint64_t offset;
 };
 
 // The tensor infos, each tensor in its stored type (io/gguf_encode.h), appending each
 // tensor's place to `placed`. `tied`: token_embd is also the output matrix.
-Bytes gguf_tensor_infos(const std::vector<GgufTensor>& tensors, GgufDtype dtype, bool tied,
+Bytes gguf_tensor_infos(const std::vector<GgufTensor>& tensors, kernels::ElementType dtype, bool tied,
                         std::vector<PlacedTensor>& placed) {
   Bytes infos;
   uint64_t offset = 0;
   for (const GgufTensor& t : tensors) {
     const bool output = t.name == "output.weight" || (tied && t.name == "token_embd.weight");
-    const GgmlType type = gguf_stored_type(t.name, t.shape, dtype, output);
+    const kernels::ElementType type = gguf_stored_type(t.name, t.shape, dtype, output);
     const int64_t numel = t.numel();
     infos.str(t.name);
     infos.put<uint32_t>(static_cast<uint32_t>(t.shape.size()));
@@ -233,7 +233,7 @@ Bytes gguf_tensor_infos(const std::vector<GgufTensor>& tensors, GgufDtype dtype,
     infos.put<uint32_t>(static_cast<uint32_t>(type));
     infos.put<uint64_t>(offset);
     placed.push_back({&t, type, offset});
-    const auto bytes = static_cast<uint64_t>(numel / t.shape.back() * ggml_row_bytes(type, t.shape.back()));
+    const auto bytes = static_cast<uint64_t>(numel / t.shape.back() * kernels::element_row_bytes(type, t.shape.back()));
     offset += (bytes + kAlignment - 1) / kAlignment * kAlignment;
   }
   return infos;
@@ -241,7 +241,7 @@ Bytes gguf_tensor_infos(const std::vector<GgufTensor>& tensors, GgufDtype dtype,
 
 // Appends a tensor's values encoded as `type`, run by run (io/gguf_tables.h), in whole rows:
 // `pending` holds what has not made a whole row yet.
-void encode_tensor(std::string& bytes, const GgufTensor& t, GgmlType type, const std::vector<float>& params) {
+void encode_tensor(std::string& bytes, const GgufTensor& t, kernels::ElementType type, const std::vector<float>& params) {
   const int64_t k = t.shape.back();
   std::vector<float> pending;
   for (const GgufRun& run : t.runs) {
@@ -301,7 +301,7 @@ std::string resolve_gguf_architecture(const model::ModelConfig& c, const std::st
   return requested;
 }
 
-void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& tokenizer, const std::string& path,
+void export_gguf(const Checkpoint& ck, kernels::ElementType dtype, const std::string& tokenizer, const std::string& path,
                  const std::string& architecture) {
   const model::ModelConfig& c = ck.config;
   const std::string arch = resolve_gguf_architecture(c, architecture);

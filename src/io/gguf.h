@@ -33,7 +33,7 @@ inline constexpr int64_t kByteVocabularySize = 258;
 std::string resolve_gguf_architecture(const model::ModelConfig& c, const std::string& requested);
 // Writes `path` (atomically) in the architecture resolve_gguf_architecture gives;
 // everything is checked before the file is created.
-void export_gguf(const Checkpoint& ck, GgufDtype dtype, const std::string& tokenizer, const std::string& path,
+void export_gguf(const Checkpoint& ck, kernels::ElementType dtype, const std::string& tokenizer, const std::string& path,
                  const std::string& architecture = "auto");
 // A key of gatedlm's own (llama.cpp ignores it): whether the model's norms were
 // zero-centred, x_hat * (1 + w) (stored plus one), so that import gives them back as they

@@ -16,25 +16,27 @@
 #include <string>
 #include <vector>
 
+#include "kernels/element_types.h"
+
 namespace gatedlm::io {
 
-enum class GgufDtype { f32, f16, bf16, q8_0, q4_0 };
-// "f32" | "f16" | "bf16" | "q8_0" | "q4_0"; throws naming --dtype and the accepted values.
-GgufDtype parse_gguf_dtype(const std::string& name);
+// The types --dtype takes for a GGUF file (kernels/element_types.h names them).
+inline constexpr kernels::ElementType kGgufFileTypes[] = {kernels::ElementType::f32, kernels::ElementType::f16,
+                                                          kernels::ElementType::bf16, kernels::ElementType::q8_0,
+                                                          kernels::ElementType::q4_0};
+// One of kGgufFileTypes by name; throws naming --dtype and the accepted values.
+kernels::ElementType parse_gguf_dtype(const std::string& name);
 // llama.cpp's LLAMA_FTYPE for the file: ALL_F32 0, MOSTLY_F16 1, MOSTLY_Q4_0 2,
 // MOSTLY_Q8_0 7, MOSTLY_BF16 32.
-uint32_t gguf_file_type(GgufDtype dtype);
-
-enum class GgmlType : uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q8_0 = 8, bf16 = 30 };
-const char* ggml_type_name(GgmlType type);  // "F32", "F16", "Q4_0", "Q8_0", "BF16"
+uint32_t gguf_file_type(kernels::ElementType dtype);
 
 // The type a tensor is stored in (rules above); `output` marks the output matrix.
-GgmlType gguf_stored_type(const std::string& name, const std::vector<int64_t>& shape, GgufDtype dtype, bool output);
+kernels::ElementType gguf_stored_type(const std::string& name, const std::vector<int64_t>& shape,
+                                      kernels::ElementType dtype, bool output);
 
-// Bytes of one row of k values in `type` (k a multiple of 32 for Q8_0 and Q4_0).
-int64_t ggml_row_bytes(GgmlType type, int64_t k);
-// Appends `rows` rows of k F32 values to `out`, encoded as `type` (ggml's own encodings:
-// F16 and BF16 round to nearest even, Q8_0 / Q4_0 as kernels/quant_blocks.h).
-void encode_ggml_rows(std::string& out, const float* values, int64_t rows, int64_t k, GgmlType type);
+// Appends `rows` rows of k F32 values to `out`, encoded as `type` (its row of
+// kernels/element_types.h: F16 and BF16 round to nearest even, Q8_0 / Q4_0 as
+// kernels/quant_blocks.h).
+void encode_ggml_rows(std::string& out, const float* values, int64_t rows, int64_t k, kernels::ElementType type);
 
 }  // namespace gatedlm::io

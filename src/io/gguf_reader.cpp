@@ -5,9 +5,7 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "io/gguf_encode.h"
-#include "io/half_float.h"
-#include "kernels/quant_blocks.h"
+#include "kernels/element_types.h"
 
 namespace gatedlm::io {
 
@@ -18,38 +16,8 @@ constexpr uint32_t kArray = 9, kString = 8;
 constexpr uint64_t kDefaultAlignment = 32, kMaxAlignment = uint64_t{1} << 30;
 constexpr uint32_t kMaxDims = 4;  // ggml's GGML_MAX_DIMS
 
-// ggml's tensor types: name, values per block, bytes per block (ggml.c's type traits).
-// Ids missing here (4, 5, 31-33, 36-38: types ggml removed) are refused as unknown.
-struct TypeTraits {
-  uint32_t id;
-  const char* name;
-  uint64_t block, bytes;
-};
-constexpr TypeTraits kTypes[] = {
-    {0, "F32", 1, 4},         {1, "F16", 1, 2},         {2, "Q4_0", 32, 18},      {3, "Q4_1", 32, 20},
-    {6, "Q5_0", 32, 22},      {7, "Q5_1", 32, 24},      {8, "Q8_0", 32, 34},      {9, "Q8_1", 32, 36},
-    {10, "Q2_K", 256, 84},    {11, "Q3_K", 256, 110},   {12, "Q4_K", 256, 144},   {13, "Q5_K", 256, 176},
-    {14, "Q6_K", 256, 210},   {15, "Q8_K", 256, 292},   {16, "IQ2_XXS", 256, 66}, {17, "IQ2_XS", 256, 74},
-    {18, "IQ3_XXS", 256, 98}, {19, "IQ1_S", 256, 50},   {20, "IQ4_NL", 32, 18},   {21, "IQ3_S", 256, 110},
-    {22, "IQ2_S", 256, 82},   {23, "IQ4_XS", 256, 136}, {24, "I8", 1, 1},         {25, "I16", 1, 2},
-    {26, "I32", 1, 4},        {27, "I64", 1, 8},        {28, "F64", 1, 8},        {29, "IQ1_M", 256, 56},
-    {30, "BF16", 1, 2},       {34, "TQ1_0", 256, 54},   {35, "TQ2_0", 256, 66},   {39, "MXFP4", 32, 17},
-};
-
-const TypeTraits* type_traits(uint32_t id) {
-  for (const TypeTraits& t : kTypes)
-    if (t.id == id) return &t;
-  return nullptr;
-}
-
 // Bytes of one value of GGUF metadata type t (strings: their length field, the least
 // they take); 0 for an unknown type.
-uint16_t load_u16(const unsigned char* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-
 uint64_t value_min_bytes(uint32_t t) {
   static constexpr uint64_t kWidth[] = {1, 1, 2, 2, 4, 4, 4, 1, 8, 0, 8, 8, 8};
   return t < std::size(kWidth) ? kWidth[t] : 0;
@@ -141,19 +109,21 @@ GgufValue read_value(Cursor& c, const std::string& path, const std::string& key)
 // numel and bytes of a tensor from its dims (innermost first) and type; the file's name
 // for the tensor in every message.
 void size_tensor(GgufTensorInfo& t, const std::vector<uint64_t>& dims, const std::string& where) {
-  const TypeTraits* traits = type_traits(t.type);
+  // ggml's type traits (kernels/element_types.h; ids ggml removed are unknown here too).
+  const kernels::ElementTraits* traits = kernels::find_element_type(t.type);
   if (!traits) fail(where, ": unknown ggml type ", t.type);
+  const auto block = static_cast<uint64_t>(traits->block_values), bytes = static_cast<uint64_t>(traits->block_bytes);
   uint64_t numel = 1;
   for (uint64_t d : dims)
     if (d > static_cast<uint64_t>(INT64_MAX) || (d != 0 && numel > static_cast<uint64_t>(INT64_MAX) / d))
       fail(where, ": its dims overflow 64 bits");
     else
       numel *= d;
-  if (dims[0] % traits->block != 0)
-    fail(where, ": a ", traits->name, " row holds whole blocks of ", traits->block, " values; its row has ", dims[0]);
-  if (numel / traits->block > UINT64_MAX / traits->bytes) fail(where, ": its size overflows 64 bits");
+  if (dims[0] % block != 0)
+    fail(where, ": a ", traits->ggml_name, " row holds whole blocks of ", block, " values; its row has ", dims[0]);
+  if (numel / block > UINT64_MAX / bytes) fail(where, ": its size overflows 64 bits");
   t.numel = static_cast<int64_t>(numel);
-  t.bytes = numel / traits->block * traits->bytes;
+  t.bytes = numel / block * bytes;
   for (auto it = dims.rbegin(); it != dims.rend(); ++it) t.shape.push_back(static_cast<int64_t>(*it));
 }
 
@@ -175,14 +145,13 @@ GgufTensorInfo read_tensor_info(Cursor& c, const std::string& path, uint64_t ind
 }  // namespace
 
 std::string describe_ggml_type(uint32_t type) {
-  const TypeTraits* t = type_traits(type);
-  return t ? t->name : cat("type ", type);
+  const kernels::ElementTraits* t = kernels::find_element_type(type);
+  return t ? t->ggml_name : cat("type ", type);
 }
 
 bool readable_as_f32(uint32_t type) {
-  for (GgmlType t : {GgmlType::f32, GgmlType::f16, GgmlType::bf16, GgmlType::q8_0, GgmlType::q4_0})
-    if (type == static_cast<uint32_t>(t)) return true;
-  return false;
+  const kernels::ElementTraits* t = kernels::find_element_type(type);
+  return t && t->to_f32;
 }
 
 GgufReader::GgufReader(const std::string& path) : path_(path) {
@@ -309,38 +278,23 @@ const GgufTensorInfo* GgufReader::find_tensor(const std::string& name) const {
 
 void GgufReader::read_f32(const GgufTensorInfo& t, float* out, int64_t n) {
   if (n != t.numel) fail(path_, ": tensor ", t.name, " holds ", t.numel, " values, ", n, " asked for");
-  const auto type = static_cast<GgmlType>(t.type);
   if (!readable_as_f32(t.type))
     fail(path_, ": tensor ", t.name, " has type ", describe_ggml_type(t.type),
          "; gatedlm reads F32, F16, BF16, Q8_0 and Q4_0 (the last two dequantised to F32)");
   in_.clear();
   in_.seekg(static_cast<std::streamoff>(t.offset));
-  const TypeTraits& traits = *type_traits(t.type);
+  const kernels::ElementTraits& traits = *kernels::find_element_type(t.type);
   // A chunk of whole blocks at a time, converted straight into `out`.
-  constexpr uint64_t kChunkBytes = uint64_t{8} << 20;
-  const uint64_t blocks = static_cast<uint64_t>(t.numel) / traits.block, per_chunk = std::max<uint64_t>(1, kChunkBytes / traits.bytes);
+  constexpr int64_t kChunkBytes = int64_t{8} << 20;
+  const int64_t blocks = t.numel / traits.block_values;
+  const int64_t per_chunk = std::max<int64_t>(1, kChunkBytes / traits.block_bytes);
   std::vector<unsigned char> buf;
-  for (uint64_t b = 0; b < blocks; b += per_chunk) {
-    const uint64_t nb = std::min(per_chunk, blocks - b), values = nb * traits.block;
-    float* dst = out + b * traits.block;
-    buf.resize(static_cast<size_t>(nb * traits.bytes));
+  for (int64_t b = 0; b < blocks; b += per_chunk) {
+    const int64_t nb = std::min(per_chunk, blocks - b);
+    buf.resize(static_cast<size_t>(nb * traits.block_bytes));
     in_.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(buf.size()));
     if (!in_) fail(path_, ": read error in tensor ", t.name);
-    switch (type) {
-      case GgmlType::f32: std::memcpy(dst, buf.data(), buf.size()); break;
-      case GgmlType::f16:
-        for (uint64_t i = 0; i < values; ++i) dst[i] = f16_to_f32(load_u16(buf.data() + 2 * i));
-        break;
-      case GgmlType::bf16:
-        for (uint64_t i = 0; i < values; ++i) dst[i] = bf16_to_f32(load_u16(buf.data() + 2 * i));
-        break;
-      case GgmlType::q8_0:
-        kernels::dequantize_row_q8_0(dst, reinterpret_cast<const kernels::BlockQ8_0*>(buf.data()), static_cast<int64_t>(values));
-        break;
-      case GgmlType::q4_0:
-        kernels::dequantize_row_q4_0(dst, reinterpret_cast<const kernels::BlockQ4_0*>(buf.data()), static_cast<int64_t>(values));
-        break;
-    }
+    traits.to_f32(out + b * traits.block_values, buf.data(), nb * traits.block_values);
   }
 }
 

@@ -21,9 +21,10 @@
 namespace gatedlm::io {
 
 // Any ggml tensor type id by its name: "F32", "Q4_K", ...; "type <id>" for an id ggml does
-// not define (the types gatedlm itself writes and reads are io/gguf_encode.h's GgmlType).
+// not define (kernels/element_types.h holds ggml's types).
 std::string describe_ggml_type(uint32_t type);
-// Whether GgufReader::read_f32 converts this type: F32, F16, BF16, Q8_0, Q4_0.
+// Whether GgufReader::read_f32 converts this type (its row of kernels/element_types.h has
+// a conversion to fp32: F32, F16, BF16, Q8_0, Q4_0).
 bool readable_as_f32(uint32_t type);
 
 // One metadata value: a scalar or an array of scalars (GGUF value type ids: 0 u8, 1 i8, 2

@@ -1,9 +1,5 @@
 #include "io/gguf_tokenizer.h"
 
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -15,7 +11,6 @@ namespace gatedlm::io {
 
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;  // std::map objects: a 150k-token vocab inserts in O(log n) each
 
 json pre_tokenizer_json(const LlamaPreTokenizer& p) {
@@ -80,19 +75,10 @@ json merges_json(const GgufReader& f) {
   return out;
 }
 
-// Loads `text` through load_tokenizer_json (every check it makes) from a scratch file.
+// Loads `text` as a tokenizer.json (every check load_tokenizer_json makes), in memory.
 int64_t loaded_vocab_size(const GgufReader& f, const std::string& text) {
-  const fs::path scratch = fs::temp_directory_path() / cat("gatedlm-gguf-vocab-", ::getpid(), ".json");
-  struct Remove {
-    const fs::path& p;
-    ~Remove() {
-      std::error_code ec;
-      fs::remove(p, ec);
-    }
-  } remove{scratch};
-  std::ofstream(scratch, std::ios::binary | std::ios::trunc) << text;
   try {
-    return load_tokenizer_json(scratch.string())->vocab_size();
+    return tokenizer_json_from_text(text, f.path() + " (tokenizer.ggml.*)")->vocab_size();
   } catch (const Error& e) {
     fail(f.path(), ": its vocabulary (tokenizer.ggml.*) does not load as a byte-level BPE tokenizer.json: ", e.what());
   }

@@ -224,9 +224,9 @@ ImportedModel import_hf(const std::string& src_dir, std::optional<HfFormat> form
   return out;
 }
 
-void export_hf(const Checkpoint& ck, HfFormat format, StoreDtype dtype, const std::string& out_dir) {
+void export_hf(const Checkpoint& ck, HfFormat format, kernels::ElementType dtype, const std::string& out_dir) {
   const model::ModelConfig& c = ck.config;
-  const char* torch_dtype = dtype == StoreDtype::f32 ? "float32" : dtype == StoreDtype::bf16 ? "bfloat16" : "float16";
+  const char* torch_dtype = dtype == kernels::ElementType::f32 ? "float32" : dtype == kernels::ElementType::bf16 ? "bfloat16" : "float16";
   const nlohmann::ordered_json hf = config_to_hf(c, format, torch_dtype);
   const model::ParamLayout layout(c);
   if (static_cast<int64_t>(ck.params.size()) != layout.total()) fail("export: the checkpoint's parameter count does not match its config");

@@ -27,7 +27,7 @@ ImportedModel import_hf(const std::string& src_dir, std::optional<HfFormat> form
 
 // Writes `out_dir`/config.json and model.safetensors in `format`, weights in `dtype`.
 // Refuses a config the format cannot express (io/hf_config.h) before writing anything.
-void export_hf(const Checkpoint& ck, HfFormat format, StoreDtype dtype, const std::string& out_dir);
+void export_hf(const Checkpoint& ck, HfFormat format, kernels::ElementType dtype, const std::string& out_dir);
 
 // The tokenizer file an imported checkpoint carries over from its source (if any).
 inline constexpr const char* kHfTokenizerFile = "tokenizer.json";

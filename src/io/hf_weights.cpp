@@ -114,23 +114,9 @@ void HfWeights::read_f32(const std::string& name, float* out, int64_t numel) con
   if (!in) fail(path, ": tensor ", name, ": read failed (truncated?)");
 }
 
-StoreDtype parse_store_dtype(const std::string& name) {
-  if (name == "f32") return StoreDtype::f32;
-  if (name == "bf16") return StoreDtype::bf16;
-  if (name == "f16") return StoreDtype::f16;
-  fail("--dtype: unknown value \"", name, "\" (expected f32|bf16|f16)");
+kernels::ElementType parse_store_dtype(const std::string& name) {
+  return kernels::parse_element_type(name, "--dtype", kHfStoreTypes);
 }
-
-std::string safetensors_dtype_name(StoreDtype d) {
-  switch (d) {
-    case StoreDtype::f32: return "F32";
-    case StoreDtype::bf16: return "BF16";
-    case StoreDtype::f16: return "F16";
-  }
-  return "?";
-}
-
-int64_t store_dtype_size(StoreDtype d) { return d == StoreDtype::f32 ? 4 : 2; }
 
 int64_t TensorSource::numel() const {
   int64_t n = 1;
@@ -138,26 +124,12 @@ int64_t TensorSource::numel() const {
   return n;
 }
 
-void encode_floats(std::string& out, const float* values, int64_t n, StoreDtype dtype) {
-  const size_t start = out.size();
-  out.resize(start + static_cast<size_t>(n * store_dtype_size(dtype)));
-  char* dst = out.data() + start;
-  if (dtype == StoreDtype::f32) {
-    std::memcpy(dst, values, static_cast<size_t>(n) * 4);
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    const uint16_t h = dtype == StoreDtype::bf16 ? f32_to_bf16(values[i]) : f32_to_f16(values[i]);
-    std::memcpy(dst + 2 * i, &h, 2);
-  }
-}
-
-void write_safetensors_as(const std::string& path, const std::vector<TensorSource>& tensors, StoreDtype dtype,
+void write_safetensors_as(const std::string& path, const std::vector<TensorSource>& tensors, kernels::ElementType dtype,
                           const std::map<std::string, std::string>& metadata) {
   std::vector<HeaderEntry> entries;
   for (const TensorSource& t : tensors)
-    entries.push_back({t.name, safetensors_dtype_name(dtype), t.shape,
-                       static_cast<uint64_t>(t.numel() * store_dtype_size(dtype))});
+    entries.push_back({t.name, kernels::element_traits(dtype).safetensors_dtype, t.shape,
+                       static_cast<uint64_t>(kernels::element_row_bytes(dtype, t.numel()))});
   AtomicFile file(path);
   write_safetensors_header(file, path, entries, metadata);
   std::vector<float> values;
@@ -165,8 +137,8 @@ void write_safetensors_as(const std::string& path, const std::vector<TensorSourc
   for (const TensorSource& t : tensors) {
     values.assign(static_cast<size_t>(t.numel()), 0.0f);
     t.produce(values.data());
-    bytes.clear();
-    encode_floats(bytes, values.data(), t.numel(), dtype);
+    bytes.resize(static_cast<size_t>(kernels::element_row_bytes(dtype, t.numel())));
+    kernels::element_from_f32(dtype, bytes.data(), values.data(), t.numel());
     file.write(bytes);
   }
   file.commit();

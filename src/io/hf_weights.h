@@ -13,6 +13,8 @@
 
 #include "io/safetensors.h"
 
+#include "kernels/element_types.h"
+
 namespace gatedlm::io {
 
 class HfWeights {
@@ -39,11 +41,11 @@ class HfWeights {
   std::map<std::string, size_t> shard_of_;
 };
 
-// A storage type for exported weights.
-enum class StoreDtype { f32, bf16, f16 };
-StoreDtype parse_store_dtype(const std::string& name);  // "f32" | "bf16" | "f16"
-std::string safetensors_dtype_name(StoreDtype d);      // "F32" | "BF16" | "F16"
-int64_t store_dtype_size(StoreDtype d);
+// The types exported weights are stored in (kernels/element_types.h: their safetensors
+// dtype and encoding), and --dtype's choice of one (throws naming --dtype and the values).
+inline constexpr kernels::ElementType kHfStoreTypes[] = {kernels::ElementType::f32, kernels::ElementType::bf16,
+                                                         kernels::ElementType::f16};
+kernels::ElementType parse_store_dtype(const std::string& name);
 
 // One tensor to write: its fp32 values come from produce(out), out sized to numel.
 struct TensorSource {
@@ -55,10 +57,8 @@ struct TensorSource {
 
 // Writes a safetensors file atomically, tensors in the order given, each converted to
 // `dtype` as it is produced (one tensor in memory at a time).
-void write_safetensors_as(const std::string& path, const std::vector<TensorSource>& tensors, StoreDtype dtype,
+void write_safetensors_as(const std::string& path, const std::vector<TensorSource>& tensors, kernels::ElementType dtype,
                           const std::map<std::string, std::string>& metadata = {});
 
-// Converts n fp32 values to dtype, appending the little-endian bytes to out.
-void encode_floats(std::string& out, const float* values, int64_t n, StoreDtype dtype);
 
 }  // namespace gatedlm::io

@@ -14,13 +14,14 @@ namespace gatedlm::io {
 namespace fs = std::filesystem;
 namespace k = kernels;
 
-kernels::QuantFormat parse_quant_format(const std::string& text, const std::string& flag) {
-  for (k::QuantFormat f : {k::QuantFormat::bf16, k::QuantFormat::q8_0, k::QuantFormat::q4_0})
-    if (text == k::quant_format_name(f)) return f;
-  fail(flag, " ", text, ": not a weight format (bf16 | q8_0 | q4_0)");
+kernels::ElementType parse_quant_format(const std::string& text, const std::string& flag) {
+  std::vector<k::ElementType> multiplied;  // the types the products read as they are stored
+  for (const k::ElementTraits& t : k::element_types())
+    if (t.products) multiplied.push_back(t.type);
+  return k::parse_element_type(text, flag, multiplied);
 }
 
-std::optional<kernels::QuantFormat> checkpoint_quant_format(const std::string& path) {
+std::optional<kernels::ElementType> checkpoint_quant_format(const std::string& path) {
   const fs::path weights = fs::path(resolve_checkpoint_dir(path)) / "model.safetensors";
   if (!fs::exists(weights)) return std::nullopt;
   const SafetensorsReader reader(weights.string());
@@ -32,12 +33,12 @@ std::optional<kernels::QuantFormat> checkpoint_quant_format(const std::string& p
 namespace {
 
 // How a tensor is stored in a quantised checkpoint: dtype, shape and bytes.
-HeaderEntry stored_entry(const model::ParamSpec& spec, std::optional<k::QuantFormat> format) {
+HeaderEntry stored_entry(const model::ParamSpec& spec, std::optional<k::ElementType> format) {
   if (!format) return {spec.name, "F32", spec.shape, static_cast<uint64_t>(spec.numel) * 4};
   const int64_t cols = spec.shape.back(), rows = spec.numel / cols;
-  const auto bytes = static_cast<uint64_t>(rows * k::quant_row_bytes(*format, cols));
-  if (*format == k::QuantFormat::bf16) return {spec.name, "BF16", spec.shape, bytes};
-  return {spec.name, "U8", {rows, k::quant_row_bytes(*format, cols)}, bytes};
+  const auto bytes = static_cast<uint64_t>(rows * k::element_row_bytes(*format, cols));
+  if (*format == k::ElementType::bf16) return {spec.name, "BF16", spec.shape, bytes};
+  return {spec.name, "U8", {rows, k::element_row_bytes(*format, cols)}, bytes};
 }
 
 
@@ -49,7 +50,7 @@ bool is_weight_matrix(const model::ParamSpec& spec) {
 }  // namespace
 
 QuantizeSummary save_quantized_checkpoint(const std::string& out_dir, const model::ModelConfig& config,
-                                          std::span<const float> params, kernels::QuantFormat format) {
+                                          std::span<const float> params, kernels::ElementType format) {
   const model::ParamLayout layout(config);
   if (static_cast<int64_t>(params.size()) != layout.total())
     fail("save_quantized_checkpoint: ", params.size(), " parameters given, the config needs ", layout.total());
@@ -59,11 +60,11 @@ QuantizeSummary save_quantized_checkpoint(const std::string& out_dir, const mode
   std::vector<HeaderEntry> entries;
   nlohmann::ordered_json formats = nlohmann::ordered_json::object();
   for (const model::ParamSpec& spec : layout.specs()) {
-    const std::optional<k::QuantFormat> f = model::tensor_format(layout, spec, format);
+    const std::optional<k::ElementType> f = model::tensor_format(layout, spec, format);
     entries.push_back(stored_entry(spec, f));
     summary.f32_bytes += spec.numel * 4;
     summary.written_bytes += static_cast<int64_t>(entries.back().bytes);
-    if (f) formats[spec.name] = k::quant_format_name(*f);
+    if (f) formats[spec.name] = k::element_name(*f);
     (f ? summary.quantized_tensors : summary.f32_tensors) += 1;
     if (!f && is_weight_matrix(spec) && spec.shape.back() % k::kQuantBlockValues != 0)
       summary.narrow_matrices.push_back(spec.name);
@@ -76,7 +77,7 @@ QuantizeSummary save_quantized_checkpoint(const std::string& out_dir, const mode
     const std::string weights_path = (fs::path(out_dir) / "model.safetensors").string();
     AtomicFile weights(weights_path);
     write_safetensors_header(weights, weights_path, entries,
-                             {{"format", "pt"}, {kQuantizedKey, k::quant_format_name(format)},
+                             {{"format", "pt"}, {kQuantizedKey, k::element_name(format)},
                               {kTensorFormatsKey, formats.dump()}});
     for (const model::ParamSpec& spec : layout.specs()) {
       if (model::tensor_format(layout, spec, format)) {
@@ -97,15 +98,11 @@ QuantizeSummary save_quantized_checkpoint(const std::string& out_dir, const mode
   return summary;
 }
 
-std::string InferenceModel::weight_format() const {
-  return quantized ? k::quant_format_name(quantized->type()) : "f32";
-}
-
 namespace {
 
 // The recorded formats {tensor: format} of a quantised checkpoint, checked against the
 // layout: every tensor the checkpoint's format quantises, and no other.
-void check_recorded_formats(const SafetensorsReader& reader, const model::ParamLayout& layout, k::QuantFormat format) {
+void check_recorded_formats(const SafetensorsReader& reader, const model::ParamLayout& layout, k::ElementType format) {
   const auto it = reader.metadata().find(kTensorFormatsKey);
   if (it == reader.metadata().end()) fail(reader.path(), ": no ", kTensorFormatsKey, " in the header's metadata");
   nlohmann::json recorded;
@@ -117,12 +114,12 @@ void check_recorded_formats(const SafetensorsReader& reader, const model::ParamL
   if (!recorded.is_object()) fail(reader.path(), ": metadata ", kTensorFormatsKey, " is not a JSON object");
   int64_t expected = 0;
   for (const model::ParamSpec& spec : layout.specs()) {
-    const std::optional<k::QuantFormat> want = model::tensor_format(layout, spec, format);
+    const std::optional<k::ElementType> want = model::tensor_format(layout, spec, format);
     if (!want) continue;
     ++expected;
     const auto f = recorded.find(spec.name);
-    if (f == recorded.end() || !f->is_string() || f->get<std::string>() != k::quant_format_name(*want))
-      fail(reader.path(), ": tensor ", spec.name, " is not recorded as ", k::quant_format_name(*want), " in ",
+    if (f == recorded.end() || !f->is_string() || f->get<std::string>() != k::element_name(*want))
+      fail(reader.path(), ": tensor ", spec.name, " is not recorded as ", k::element_name(*want), " in ",
            kTensorFormatsKey);
   }
   if (static_cast<int64_t>(recorded.size()) != expected)
@@ -137,10 +134,10 @@ void read_quantized_tensors(const SafetensorsReader& reader, const model::ParamL
     if (!layout.find(name)) fail(reader.path(), ": unexpected tensor ", name, " (the config has no such parameter)");
   for (const model::ParamSpec& spec : layout.specs()) {
     if (!reader.has(spec.name)) fail(reader.path(), ": missing tensor ", spec.name);
-    const std::optional<k::QuantFormat> f = model::tensor_format(layout, spec, blocks.type());
+    const std::optional<k::ElementType> f = model::tensor_format(layout, spec, blocks.type());
     const HeaderEntry want = stored_entry(spec, f);
     if (reader.entry(spec.name).shape != want.shape)
-      fail(reader.path(), ": tensor ", spec.name, " has the wrong shape for ", f ? k::quant_format_name(*f) : "F32",
+      fail(reader.path(), ": tensor ", spec.name, " has the wrong shape for ", f ? k::element_name(*f) : "F32",
            " (", want.bytes, " bytes expected)");
     if (f) {
       const std::span<uint8_t> b = blocks.tensor_bytes(spec);
@@ -156,17 +153,16 @@ void read_quantized_tensors(const SafetensorsReader& reader, const model::ParamL
 
 }  // namespace
 
-InferenceModel load_inference_model(const std::string& path, bool release_f32) {
-  InferenceModel out;
-  out.checkpoint_dir = resolve_checkpoint_dir(path);
-  const model::ModelConfig config = load_checkpoint_config(out.checkpoint_dir);
+CheckpointModel read_checkpoint_model(const std::string& checkpoint_dir, bool release_f32) {
+  CheckpointModel out;
+  const model::ModelConfig config = load_checkpoint_config(checkpoint_dir);
   out.model = std::make_unique<model::Model<float>>(config);
-  const std::optional<k::QuantFormat> format = checkpoint_quant_format(out.checkpoint_dir);
+  const std::optional<k::ElementType> format = checkpoint_quant_format(checkpoint_dir);
   if (!format) {
-    load_checkpoint_weights(out.checkpoint_dir, config, out.model->params());
+    load_checkpoint_weights(checkpoint_dir, config, out.model->params());
     return out;
   }
-  const SafetensorsReader reader((fs::path(out.checkpoint_dir) / "model.safetensors").string());
+  const SafetensorsReader reader((fs::path(checkpoint_dir) / "model.safetensors").string());
   const model::ParamLayout& layout = out.model->layout();
   check_recorded_formats(reader, layout, *format);
   out.quantized = std::make_unique<model::QuantizedWeights>(layout, *format);

@@ -3,33 +3,32 @@
 // model.safetensors, as io/checkpoint.h) whose weight matrices are stored in one of GGUF's
 // formats (model/quantized_weights.h says which tensors; the rest stay F32):
 //   bf16:        dtype "BF16", shape [rows, cols] (safetensors' own bfloat16)
-//   q8_0 / q4_0: dtype "U8", shape [rows, quant_row_bytes(format, cols)]: GGUF's blocks
+//   q8_0 / q4_0: dtype "U8", shape [rows, element_row_bytes(format, cols)]: GGUF's blocks
 //                (kernels/quant_blocks.h), row after row, byte for byte
 // The header's __metadata__ records the checkpoint's format under "gatedlm.quantized" and
 // every quantised tensor's format under "gatedlm.tensor_formats" (a JSON object, tensor
 // name -> "bf16" | "q8_0" | "q4_0"; a q4_0 checkpoint's output matrix is q8_0, as in
 // gatedlm's GGUF export). Training and resuming refuse such a checkpoint
-// (load_checkpoint_weights); the inference commands load it through load_inference_model.
+// (load_checkpoint_weights); the inference commands load it through io/model_loader.h.
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 
+#include "io/checkpoint.h"
 #include "kernels/quant_blocks.h"
 #include "model/model.h"
 #include "model/quantized_weights.h"
 
 namespace gatedlm::io {
 
-inline constexpr const char* kQuantizedKey = "gatedlm.quantized";
-inline constexpr const char* kTensorFormatsKey = "gatedlm.tensor_formats";
 
 // "bf16" | "q8_0" | "q4_0"; anything else fails naming `flag` and the accepted values.
-kernels::QuantFormat parse_quant_format(const std::string& text, const std::string& flag);
+kernels::ElementType parse_quant_format(const std::string& text, const std::string& flag);
 
 // The format of a checkpoint (or run directory) written by `quantize`; nullopt for F32.
 // Reads the safetensors header only.
-std::optional<kernels::QuantFormat> checkpoint_quant_format(const std::string& path);
+std::optional<kernels::ElementType> checkpoint_quant_format(const std::string& path);
 
 struct QuantizeSummary {
   int64_t quantized_tensors = 0, f32_tensors = 0;
@@ -41,24 +40,20 @@ struct QuantizeSummary {
 // out_dir: both files are written to temporaries first and renamed at the end, so an error
 // leaves no checkpoint behind (and removes out_dir when this call created it).
 QuantizeSummary save_quantized_checkpoint(const std::string& out_dir, const model::ModelConfig& config,
-                                          std::span<const float> params, kernels::QuantFormat format);
+                                          std::span<const float> params, kernels::ElementType format);
 
-// A model loaded for inference from an F32 or a quantised checkpoint.
-struct InferenceModel {
-  std::string checkpoint_dir;                     // resolved
+// The model of a checkpoint directory (resolved: resolve_checkpoint_dir), F32 or quantised.
+// F32: as load_checkpoint, read straight into the model's buffer. Quantised: F32 tensors as
+// stored, the blocks checked (shape, dtype, recorded format, finite values) and kept, the
+// model's buffer holding their dequantised values; with release_f32 the fp32 pages of the
+// matrices that only products read are then given back (QuantizedWeights::release_f32).
+// Every command reaches it through io/model_loader.h.
+struct CheckpointModel {
   std::unique_ptr<model::Model<float>> model;
   // The blocks of a quantised checkpoint, attached to model's buffer (null for F32).
-  // Declared after model: destroyed (and unregistered) first.
+  // Declared after model: destroyed (and detached) first.
   std::unique_ptr<model::QuantizedWeights> quantized;
-  std::string weight_format() const;  // "f32", "bf16", "q8_0" or "q4_0"
 };
-
-// Loads a checkpoint (or a run's latest) for the inference commands. F32: as
-// load_checkpoint. Quantised: F32 tensors as stored, the blocks checked (shape, dtype,
-// recorded format, finite values) and kept, the model's buffer holding their dequantised
-// values; with release_f32 the fp32 pages of the matrices that only products read are then
-// given back (QuantizedWeights::release_f32): pass false where something reads the weight
-// values themselves (analyze).
-InferenceModel load_inference_model(const std::string& path, bool release_f32 = true);
+CheckpointModel read_checkpoint_model(const std::string& checkpoint_dir, bool release_f32);
 
 }  // namespace gatedlm::io

@@ -13,7 +13,6 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "io/text_corpus.h"
-#include "io/tokenizer_json.h"
 
 namespace gatedlm::io {
 namespace fs = std::filesystem;
@@ -143,11 +142,10 @@ class LineIterator final : public sentencepiece::SentenceIterator {
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& spec) {
-  if (spec == "byte") return std::make_unique<ByteTokenizer>();
-  if (spec.empty()) fail("no tokenizer given (a SentencePiece .model file, a tokenizer.json or \"byte\")");
-  if (is_tokenizer_json(spec)) return load_tokenizer_json(spec);
-  return std::make_unique<SentencePieceTokenizer>(spec);
+std::unique_ptr<Tokenizer> byte_tokenizer() { return std::make_unique<ByteTokenizer>(); }
+
+std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& path) {
+  return std::make_unique<SentencePieceTokenizer>(path);
 }
 
 

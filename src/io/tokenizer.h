@@ -22,9 +22,15 @@ class Tokenizer {
   // "byte", or the model file's name as given.
   virtual std::string name() const = 0;
 
-  // spec is "byte", a path to a SentencePiece .model or to a tokenizer.json; throws naming the path.
+  // spec is "byte", a path to a SentencePiece .model or to a tokenizer.json; throws naming the
+  // path. Defined in io/tokenizer_spec.cpp, beside the kinds it chooses between.
   static std::unique_ptr<Tokenizer> load(const std::string& spec);
 };
+
+// The kinds of this file: the byte tokenizer, and a SentencePiece model (throws naming the
+// path). A Hugging Face tokenizer.json: io/tokenizer_json.h.
+std::unique_ptr<Tokenizer> byte_tokenizer();
+std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& path);
 
 struct TokenizerTrainOptions {
   std::vector<std::string> inputs;  // files or directories (read recursively, sorted)

@@ -101,8 +101,9 @@ namespace {
 
 class HfBpeTokenizer final : public Tokenizer {
  public:
-  explicit HfBpeTokenizer(const std::string& path) : path_(path) {
-    const json j = read_json_file(path, "tokenizer.json");
+  // `source` names the file (or, for text held in memory, where it came from) in messages.
+  HfBpeTokenizer(const json& j, const std::string& source) : path_(source) {
+    const std::string& path = source;
     if (!j.is_object()) fail(path, ": a tokenizer.json must be a JSON object");
     id_limit_ = id_limit(j);
     // A key of the wrong type or a missing one surfaces as nlohmann's exception, here
@@ -509,8 +510,16 @@ bool is_tokenizer_json(const std::string& spec) {
   return spec.size() >= 5 && spec.compare(spec.size() - 5, 5, ".json") == 0;
 }
 
-std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path) { return std::make_unique<HfBpeTokenizer>(path); }
+std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path) {
+  return std::make_unique<HfBpeTokenizer>(read_json_file(path, "tokenizer.json"), path);
+}
 
-TokenizerJsonVocabulary read_tokenizer_json_vocabulary(const std::string& path) { return HfBpeTokenizer(path).vocabulary(); }
+std::unique_ptr<Tokenizer> tokenizer_json_from_text(std::string_view text, const std::string& source) {
+  return std::make_unique<HfBpeTokenizer>(parse_json_strict(text, source), source);
+}
+
+TokenizerJsonVocabulary read_tokenizer_json_vocabulary(const std::string& path) {
+  return HfBpeTokenizer(read_json_file(path, "tokenizer.json"), path).vocabulary();
+}
 
 }  // namespace gatedlm::io

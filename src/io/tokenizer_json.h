@@ -10,6 +10,7 @@
 #include <memory>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/tokenizer.h"
@@ -19,6 +20,9 @@ namespace gatedlm::io {
 // True for a path that names a tokenizer.json (the file name ends in ".json").
 bool is_tokenizer_json(const std::string& spec);
 std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path);
+// The same from the file's text held in memory (a GGUF file's vocabulary, io/gguf_tokenizer.h);
+// `source` names it in messages and is the tokenizer's name().
+std::unique_ptr<Tokenizer> tokenizer_json_from_text(std::string_view text, const std::string& source);
 
 // GPT-2's split regex, which a ByteLevel pre-tokenizer with use_regex applies.
 inline constexpr const char* kGpt2SplitRegex = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/batched_matmul.h"
+#include "kernels/matmul.h"
 #include "kernels/delta_rule.h"
 
 namespace gatedlm::kernels {

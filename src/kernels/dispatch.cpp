@@ -94,11 +94,11 @@ void skinny_matmul_f32(float* C, int64_t ldc, const float* A, int64_t lda, const
                        int64_t N, int64_t K, bool accumulate) {
   GATEDLM_DISPATCH(skinny_matmul_f32(C, ldc, A, lda, B, ldb, M, N, K, accumulate));
 }
-bool quant_path_runnable(QuantPath path, QuantFormat format) { GATEDLM_DISPATCH(quant_path_runnable(path, format)); }
-bool quant_path_reads_tiles(QuantPath path, QuantFormat format) {
+bool quant_path_runnable(QuantPath path, ElementType format) { GATEDLM_DISPATCH(quant_path_runnable(path, format)); }
+bool quant_path_reads_tiles(QuantPath path, ElementType format) {
   GATEDLM_DISPATCH(quant_path_reads_tiles(path, format));
 }
-QuantPath quant_best_path(QuantFormat format, int64_t m) { GATEDLM_DISPATCH(quant_best_path(format, m)); }
+QuantPath quant_best_path(ElementType format, int64_t m) { GATEDLM_DISPATCH(quant_best_path(format, m)); }
 void quant_matmul_path_of_set(QuantPath path, float* C, int64_t ldc, const float* A, int64_t lda, int64_t m,
                               const QuantWeights& W, bool accumulate) {
   GATEDLM_DISPATCH(quant_matmul_path(path, C, ldc, A, lda, m, W, accumulate));

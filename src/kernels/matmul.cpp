@@ -1,5 +1,4 @@
 #include "kernels/matmul.h"
-#include "kernels/batched_matmul.h"
 
 #include <cstddef>
 #include <cstring>

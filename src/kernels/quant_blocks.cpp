@@ -8,17 +8,12 @@
 
 #include "core/error.h"
 #include "kernels/half_float.h"
-#include "kernels/matmul.h"
 
 namespace gatedlm::kernels {
 namespace {
 
-int64_t checked_blocks(QuantFormat format, int64_t k) {
-  if (k < 0 || k % kQuantBlockValues != 0)
-    fail("a ", quant_format_name(format), " row holds whole blocks of ", kQuantBlockValues,
-         " values: row length ", k, " is not a multiple of ", kQuantBlockValues);
-  return k / kQuantBlockValues;
-}
+// Whole blocks of k values, refused as element_types.h refuses them.
+int64_t checked_blocks(ElementType type, int64_t k) { return element_row_bytes(type, k) / element_traits(type).block_bytes; }
 
 // The value of largest magnitude with its sign; the first one on ties (ggml's strict <).
 float signed_max_magnitude(const float* x) {
@@ -34,28 +29,8 @@ float signed_max_magnitude(const float* x) {
 
 }  // namespace
 
-const char* quant_format_name(QuantFormat format) {
-  switch (format) {
-    case QuantFormat::bf16: return "bf16";
-    case QuantFormat::q8_0: return "q8_0";
-    case QuantFormat::q4_0: return "q4_0";
-  }
-  return "unknown";
-}
-
-int64_t quant_row_bytes(QuantFormat format, int64_t k) {
-  switch (format) {
-    case QuantFormat::bf16:
-      if (k < 0) fail("a bf16 row cannot have negative length ", k);
-      return 2 * k;
-    case QuantFormat::q8_0: return checked_blocks(format, k) * static_cast<int64_t>(sizeof(BlockQ8_0));
-    case QuantFormat::q4_0: return checked_blocks(format, k) * static_cast<int64_t>(sizeof(BlockQ4_0));
-  }
-  fail("unknown quantised weight format ", static_cast<int>(format));
-}
-
 void quantize_row_q8_0(BlockQ8_0* out, const float* in, int64_t k) {
-  const int64_t blocks = checked_blocks(QuantFormat::q8_0, k);
+  const int64_t blocks = checked_blocks(ElementType::q8_0, k);
   for (int64_t b = 0; b < blocks; ++b) {
     const float* x = in + b * kQuantBlockValues;
     const float d = std::fabs(signed_max_magnitude(x)) / 127.0f;
@@ -66,7 +41,7 @@ void quantize_row_q8_0(BlockQ8_0* out, const float* in, int64_t k) {
 }
 
 void dequantize_row_q8_0(float* out, const BlockQ8_0* in, int64_t k) {
-  const int64_t blocks = checked_blocks(QuantFormat::q8_0, k);
+  const int64_t blocks = checked_blocks(ElementType::q8_0, k);
   for (int64_t b = 0; b < blocks; ++b) {
     const float d = f16_to_f32(in[b].d);
     for (int64_t j = 0; j < kQuantBlockValues; ++j) out[b * kQuantBlockValues + j] = in[b].qs[j] * d;
@@ -74,7 +49,7 @@ void dequantize_row_q8_0(float* out, const BlockQ8_0* in, int64_t k) {
 }
 
 void quantize_row_q4_0(BlockQ4_0* out, const float* in, int64_t k) {
-  const int64_t blocks = checked_blocks(QuantFormat::q4_0, k);
+  const int64_t blocks = checked_blocks(ElementType::q4_0, k);
   constexpr int64_t half = kQuantBlockValues / 2;
   for (int64_t b = 0; b < blocks; ++b) {
     const float* x = in + b * kQuantBlockValues;
@@ -91,7 +66,7 @@ void quantize_row_q4_0(BlockQ4_0* out, const float* in, int64_t k) {
 }
 
 void dequantize_row_q4_0(float* out, const BlockQ4_0* in, int64_t k) {
-  const int64_t blocks = checked_blocks(QuantFormat::q4_0, k);
+  const int64_t blocks = checked_blocks(ElementType::q4_0, k);
   constexpr int64_t half = kQuantBlockValues / 2;
   for (int64_t b = 0; b < blocks; ++b) {
     const float d = f16_to_f32(in[b].d);
@@ -103,28 +78,8 @@ void dequantize_row_q4_0(float* out, const BlockQ4_0* in, int64_t k) {
   }
 }
 
-void quantize_row_bf16(uint16_t* out, const float* in, int64_t k) { to_bf16(out, in, k); }
-
 void dequantize_row_bf16(float* out, const uint16_t* in, int64_t k) {
   for (int64_t j = 0; j < k; ++j) out[j] = bf16_to_f32(in[j]);
-}
-
-void quantize_row(QuantFormat format, void* out, const float* in, int64_t k) {
-  switch (format) {
-    case QuantFormat::bf16: return quantize_row_bf16(static_cast<uint16_t*>(out), in, k);
-    case QuantFormat::q8_0: return quantize_row_q8_0(static_cast<BlockQ8_0*>(out), in, k);
-    case QuantFormat::q4_0: return quantize_row_q4_0(static_cast<BlockQ4_0*>(out), in, k);
-  }
-  fail("unknown quantised weight format ", static_cast<int>(format));
-}
-
-void dequantize_row(QuantFormat format, float* out, const void* in, int64_t k) {
-  switch (format) {
-    case QuantFormat::bf16: return dequantize_row_bf16(out, static_cast<const uint16_t*>(in), k);
-    case QuantFormat::q8_0: return dequantize_row_q8_0(out, static_cast<const BlockQ8_0*>(in), k);
-    case QuantFormat::q4_0: return dequantize_row_q4_0(out, static_cast<const BlockQ4_0*>(in), k);
-  }
-  fail("unknown quantised weight format ", static_cast<int>(format));
 }
 
 }  // namespace gatedlm::kernels

@@ -14,6 +14,8 @@
 // (little-endian, no padding).
 #include <cstdint>
 
+#include "kernels/element_types.h"
+
 namespace gatedlm::kernels {
 
 inline constexpr int64_t kQuantBlockValues = 32;
@@ -28,24 +30,14 @@ struct BlockQ4_0 {
 };
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18, "GGUF's block sizes");
 
-enum class QuantFormat { bf16, q8_0, q4_0 };
-const char* quant_format_name(QuantFormat format);  // "bf16", "q8_0", "q4_0"
-
-// Bytes of one row of k values; fails (naming the format and k) when k is not a whole
-// number of blocks for Q8_0 / Q4_0.
-int64_t quant_row_bytes(QuantFormat format, int64_t k);
-
-// One row of k values, in and out of a format. `out` / `in` hold quant_row_bytes(format, k)
-// bytes. Fail like quant_row_bytes on a bad k.
-void quantize_row(QuantFormat format, void* out, const float* in, int64_t k);
-void dequantize_row(QuantFormat format, float* out, const void* in, int64_t k);
-
-// The same per format, k a multiple of 32 (checked) for the block formats.
+// These are the rows of element_types.h for BF16, Q8_0 and Q4_0 (their conversions):
+// element_row_bytes, element_to_f32 and element_from_f32 reach them by type.
+// One row of k values in and out of each format, k a multiple of 32 (checked) for the
+// block formats.
 void quantize_row_q8_0(BlockQ8_0* out, const float* in, int64_t k);
 void dequantize_row_q8_0(float* out, const BlockQ8_0* in, int64_t k);
 void quantize_row_q4_0(BlockQ4_0* out, const float* in, int64_t k);
 void dequantize_row_q4_0(float* out, const BlockQ4_0* in, int64_t k);
-void quantize_row_bf16(uint16_t* out, const float* in, int64_t k);
 void dequantize_row_bf16(float* out, const uint16_t* in, int64_t k);
 
 }  // namespace gatedlm::kernels

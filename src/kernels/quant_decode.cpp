@@ -109,7 +109,7 @@ void bf16_expanded_rows(const QuantOutput& out, const float* A, int64_t lda, int
 template <typename Format>
 void expand_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
   const auto* data = static_cast<const unsigned char*>(W.data);
-  const int64_t row_bytes = quant_row_bytes(W.format, W.cols);
+  const int64_t row_bytes = element_row_bytes(W.format, W.cols);
   for_each_row_group(W.rows, m, row_bytes, W.cols, [&](int64_t o, int64_t r0, int64_t rows) {
     const auto* blocks = reinterpret_cast<const typename Format::Block*>(data + o * row_bytes);
     with_row_count(rows, [&]<int R>() {
@@ -124,9 +124,10 @@ void expand_product(const QuantOutput& out, const float* A, int64_t lda, int64_t
 
 void fp32_expand_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
   switch (W.format) {
-    case QuantFormat::bf16: return expand_product<Bf16Format>(out, A, lda, m, W);
-    case QuantFormat::q8_0: return expand_product<Q8Format>(out, A, lda, m, W);
-    case QuantFormat::q4_0: return expand_product<Q4Format>(out, A, lda, m, W);
+    case ElementType::bf16: return expand_product<Bf16Format>(out, A, lda, m, W);
+    case ElementType::q8_0: return expand_product<Q8Format>(out, A, lda, m, W);
+    case ElementType::q4_0: return expand_product<Q4Format>(out, A, lda, m, W);
+    default: fail("the products have no fp32 expansion of ", element_name(W.format), " weights");
   }
 }
 
@@ -225,15 +226,15 @@ bool cpu_has_bf16_dot() {
 
 }  // namespace
 
-bool quant_path_runnable(QuantPath path, QuantFormat format) {
-  const bool blocks = format == QuantFormat::q8_0 || format == QuantFormat::q4_0;
+bool quant_path_runnable(QuantPath path, ElementType format) {
+  const bool blocks = format == ElementType::q8_0 || format == ElementType::q4_0;
   switch (path) {
     case QuantPath::automatic:
     case QuantPath::fp32_expand:
     case QuantPath::fp32_tiles: return true;
     case QuantPath::int8_madd: return blocks && GATEDLM_KSET_AVX2;
     case QuantPath::int8_vnni: return blocks && int8_vnni_runnable();
-    case QuantPath::bf16_dot: return format == QuantFormat::bf16 && cpu_has_bf16_dot();
+    case QuantPath::bf16_dot: return format == ElementType::bf16 && cpu_has_bf16_dot();
   }
   return false;
 }
@@ -241,11 +242,11 @@ bool quant_path_runnable(QuantPath path, QuantFormat format) {
 // The weight-tile kernels of the AVX-512 VNNI region read the tiled layout (quant_int8.cpp).
 // (BF16 in tiles of 16 rows, one row per lane with vdpbf16ps's broadcast operand, measured
 // 1.3x slower than bf16_rows_pair at 8 rows on Zen 4: not kept.)
-bool quant_path_reads_tiles(QuantPath path, QuantFormat format) {
+bool quant_path_reads_tiles(QuantPath path, ElementType format) {
   return GATEDLM_KSET_AVX512 && path == QuantPath::int8_vnni && quant_format_tiles(format) && int8_vnni_runnable();
 }
 
-QuantPath quant_best_path(QuantFormat format, int64_t m) {
+QuantPath quant_best_path(ElementType format, int64_t m) {
   // Measured on Zen 4, thread CPU time, 100M and 1B decode shapes (bench/RESULTS.md,
   // "Quantised products: the kernels"). Qualified: argument-dependent lookup would also
   // find the public functions of the same names.
@@ -256,7 +257,7 @@ QuantPath quant_best_path(QuantFormat format, int64_t m) {
   if (runnable(QuantPath::int8_madd)) return QuantPath::int8_madd;
   // BF16: vdpbf16ps (activations rounded to bf16, as llama.cpp does) at every m: as fast
   // as the fp32 expansion at 1 row of the 100M shape, 1.3x at the 1B shape, 1.5x at 8 rows.
-  if (format == QuantFormat::bf16 && runnable(QuantPath::bf16_dot)) return QuantPath::bf16_dot;
+  if (format == ElementType::bf16 && runnable(QuantPath::bf16_dot)) return QuantPath::bf16_dot;
   // Without those instructions, from 5 rows fp32 tiles through oneDNN win (1.2-3x).
   return m > 4 ? QuantPath::fp32_tiles : QuantPath::fp32_expand;
 }
@@ -283,7 +284,7 @@ void quant_matmul_path(QuantPath path, float* C, int64_t ldc, const float* A, in
 
 void quant_dequantize_rows(float* out, const QuantWeights& W, int64_t row0, int64_t rows) {
   const auto* data = static_cast<const unsigned char*>(W.data);
-  const int64_t row_bytes = quant_row_bytes(W.format, W.cols), count = W.cols / kBlock;
+  const int64_t row_bytes = element_row_bytes(W.format, W.cols), count = W.cols / kBlock;
 #pragma omp parallel for schedule(static) if (rows * W.cols >= (int64_t{1} << 16))
   for (int64_t i = 0; i < rows; ++i) {
     const unsigned char* row = data + (row0 + i) * row_bytes;
@@ -291,9 +292,10 @@ void quant_dequantize_rows(float* out, const QuantWeights& W, int64_t row0, int6
     for (int64_t b = 0; b < count; ++b) {
       float* w = values + b * kBlock;
       switch (W.format) {
-        case QuantFormat::bf16: Bf16Format::expand(reinterpret_cast<const Bf16Format::Block*>(row)[b], w); break;
-        case QuantFormat::q8_0: Q8Format::expand(reinterpret_cast<const BlockQ8_0*>(row)[b], w); break;
-        case QuantFormat::q4_0: Q4Format::expand(reinterpret_cast<const BlockQ4_0*>(row)[b], w); break;
+        case ElementType::bf16: Bf16Format::expand(reinterpret_cast<const Bf16Format::Block*>(row)[b], w); break;
+        case ElementType::q8_0: Q8Format::expand(reinterpret_cast<const BlockQ8_0*>(row)[b], w); break;
+        case ElementType::q4_0: Q4Format::expand(reinterpret_cast<const BlockQ4_0*>(row)[b], w); break;
+        default: break;  // quant_dequantize_rows refused the type before the loop
       }
     }
   }

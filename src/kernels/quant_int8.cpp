@@ -315,9 +315,9 @@ void multiply(bool vnni, const QuantOutput& out, const Int8Rows& rows, int64_t m
 void int8_product(bool vnni, const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
   RowsWanted want{};
   want.biased = vnni;
-  want.offset_shift = W.format == QuantFormat::q8_0 ? 7 : 3;
+  want.offset_shift = W.format == ElementType::q8_0 ? 7 : 3;
   // The nibble-quad kernel exists in the AVX-512 set's VNNI region only.
-  want.nibble_quads = GATEDLM_KSET_AVX512 && vnni && W.format == QuantFormat::q4_0;
+  want.nibble_quads = GATEDLM_KSET_AVX512 && vnni && W.format == ElementType::q4_0;
   // So do the weight-tile kernels: 4-8 rows against kTileRows weight rows stored as rows
   // of blocks, any rows against weights in quant_tiles.h's layout.
   want.weight_tiles = GATEDLM_KSET_AVX512 && vnni && ((m >= 4 && W.rows >= kTileRows) || W.tiled_rows > 0);

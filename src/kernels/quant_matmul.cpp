@@ -19,12 +19,14 @@ void check_product(int64_t m, const QuantWeights& W) {
   if (m < 0 || W.rows < 0 || W.cols < 0)
     fail("quantised product: negative size (m ", m, ", n ", W.rows, ", k ", W.cols, ")");
   if (W.cols % kQuantBlockValues != 0)
-    fail("quantised product: the ", quant_format_name(W.format), " weights have ", W.cols,
+    fail("quantised product: the ", element_name(W.format), " weights have ", W.cols,
          " columns, not a multiple of ", kQuantBlockValues);
+  if (!element_traits(W.format).products)
+    fail("quantised product: the products do not multiply by ", element_name(W.format), " weights");
   if (W.data == nullptr && W.rows * W.cols > 0) fail("quantised product: the weights have no data");
   if (W.tiled_rows != 0 && (!quant_format_tiles(W.format) || W.tiled_rows < 0 || W.tiled_rows > W.rows ||
                             W.tiled_rows % kQuantTileRows != 0))
-    fail("quantised product: ", W.tiled_rows, " tiled rows of ", W.rows, " ", quant_format_name(W.format),
+    fail("quantised product: ", W.tiled_rows, " tiled rows of ", W.rows, " ", element_name(W.format),
          " rows is not a whole number of tiles of ", kQuantTileRows);
 }
 
@@ -32,7 +34,7 @@ void check_product(int64_t m, const QuantWeights& W) {
 // itself when it has no tiles, else a copy in `storage`.
 QuantWeights untiled(const QuantWeights& W, std::vector<uint8_t>& storage) {
   if (W.tiled_rows == 0) return W;
-  storage.resize(static_cast<size_t>(W.rows * quant_row_bytes(W.format, W.cols)));
+  storage.resize(static_cast<size_t>(W.rows * element_row_bytes(W.format, W.cols)));
   quant_copy_rows(storage.data(), W, 0, W.rows);
   return QuantWeights{W.format, storage.data(), W.rows, W.cols};
 }
@@ -84,11 +86,11 @@ const char* quant_path_name(QuantPath path) {
 
 void quant_matmul_reference(float* C, const float* A, int64_t m, const QuantWeights& W) {
   check_product(m, W);
-  std::vector<uint8_t> row(static_cast<size_t>(quant_row_bytes(W.format, W.cols)));
+  std::vector<uint8_t> row(static_cast<size_t>(element_row_bytes(W.format, W.cols)));
   std::vector<float> w(static_cast<size_t>(W.cols));
   for (int64_t o = 0; o < W.rows; ++o) {
     quant_copy_rows(row.data(), W, o, 1);
-    dequantize_row(W.format, w.data(), row.data(), W.cols);
+    element_to_f32(W.format, w.data(), row.data(), W.cols);
     for (int64_t r = 0; r < m; ++r) {
       double sum = 0.0;
       for (int64_t j = 0; j < W.cols; ++j) sum += static_cast<double>(A[r * W.cols + j]) * w[j];
@@ -102,7 +104,7 @@ void quant_matmul_path(QuantPath path, float* C, int64_t ldc, const float* A, in
   check_product(m, W);
   check_strides(ldc, lda, W);
   if (!quant_path_runnable(path, W.format))
-    fail("quantised product: the ", quant_path_name(path), " path cannot multiply ", quant_format_name(W.format),
+    fail("quantised product: the ", quant_path_name(path), " path cannot multiply ", element_name(W.format),
          " weights in kernel set ", kernel_set_name(active_kernel_set()), " on this CPU");
   if (m == 0 || W.rows == 0) return;
   if (path == QuantPath::automatic) path = quant_best_path(W.format, m);
@@ -116,7 +118,7 @@ void quant_matmul_path(QuantPath path, float* C, int64_t ldc, const float* A, in
   quant_matmul_path_of_set(path, C, ldc, A, lda, m, W, accumulate);
 }
 
-bool quant_tiles_pay(QuantFormat format) {
+bool quant_tiles_pay(ElementType format) {
   return quant_format_tiles(format) && quant_path_reads_tiles(quant_best_path(format, 1), format) &&
          quant_path_reads_tiles(quant_best_path(format, kQuantDecodeRows), format);
 }
@@ -135,7 +137,7 @@ void quant_dequantize_rows(float* out, const QuantWeights& W, int64_t row0, int6
   if (row0 < 0 || rows < 0 || row0 + rows > W.rows)
     fail("quant_dequantize_rows: rows [", row0, ", ", row0 + rows, ") outside the ", W.rows, " rows");
   if (W.tiled_rows > 0) {
-    std::vector<uint8_t> blocks(static_cast<size_t>(rows * quant_row_bytes(W.format, W.cols)));
+    std::vector<uint8_t> blocks(static_cast<size_t>(rows * element_row_bytes(W.format, W.cols)));
     quant_copy_rows(blocks.data(), W, row0, rows);
     return quant_dequantize_rows_of_set(out, QuantWeights{W.format, blocks.data(), rows, W.cols}, 0, rows);
   }

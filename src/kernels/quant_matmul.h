@@ -1,7 +1,7 @@
 #pragma once
 // Products of fp32 activations with quantised weights (quant_blocks.h):
 //   C[m, n] = A[m, k] W^T, W stored [n, k]: n rows of k weights in one format, each
-//   quant_row_bytes(format, k) bytes, back to back (a GGUF tensor of shape ne0 = k, ne1 = n).
+//   element_row_bytes(format, k) bytes, back to back (a GGUF tensor of shape ne0 = k, ne1 = n).
 // k must be a multiple of 32 (checked, for every format). A and C are row-major.
 #include <cstdint>
 
@@ -10,8 +10,8 @@
 namespace gatedlm::kernels {
 
 struct QuantWeights {
-  QuantFormat format;
-  const void* data;  // rows * quant_row_bytes(format, cols) bytes
+  ElementType format;
+  const void* data;  // rows * element_row_bytes(format, cols) bytes
   int64_t rows;      // n, the outputs
   int64_t cols;      // k, the inputs
   // Rows [0, tiled_rows) are arranged in tiles of 16 rows for the AVX-512 VNNI kernels
@@ -46,7 +46,7 @@ void quant_matmul_reference(float* C, const float* A, int64_t m, const QuantWeig
 enum class QuantPath { automatic, fp32_expand, int8_madd, int8_vnni, bf16_dot, fp32_tiles };
 const char* quant_path_name(QuantPath path);
 // Whether the active kernel set has `path` for `format` on this CPU (automatic: always).
-bool quant_path_runnable(QuantPath path, QuantFormat format);
+bool quant_path_runnable(QuantPath path, ElementType format);
 
 // The product through the active kernel set, OpenMP over the weight rows: each weight
 // block is read once for up to 8 rows of A (kQuantDecodeRows); more rows take the weights
@@ -69,9 +69,9 @@ void quant_dequantize_rows(float* out, const QuantWeights& W, int64_t row0, int6
 
 // Whether the active kernel set's path for `format` at `m` rows reads tiled weights itself
 // (quant_tiles.h): the AVX-512 VNNI kernels for Q8_0 / Q4_0.
-bool quant_path_reads_tiles(QuantPath path, QuantFormat format);
+bool quant_path_reads_tiles(QuantPath path, ElementType format);
 // Whether arranging `format` weights in tiles pays with the active kernel set: its
 // automatic path reads them (so a model's weights are tiled when it is attached).
-bool quant_tiles_pay(QuantFormat format);
+bool quant_tiles_pay(ElementType format);
 
 }  // namespace gatedlm::kernels

@@ -8,7 +8,7 @@
 
 namespace gatedlm::kernels {
 
-QuantPath quant_best_path(QuantFormat format, int64_t m);
+QuantPath quant_best_path(ElementType format, int64_t m);
 void quant_matmul_path_of_set(QuantPath path, float* C, int64_t ldc, const float* A, int64_t lda, int64_t m,
                               const QuantWeights& W, bool accumulate);
 void quant_dequantize_rows_of_set(float* out, const QuantWeights& W, int64_t row0, int64_t rows);

@@ -18,18 +18,18 @@ struct TileGeometry {
   int64_t block_bytes; // 18 (Q4_0) or 34 (Q8_0)
   int dwords;          // 4-byte groups of values a block: 4 or 8
   uint8_t bias;        // Q8_0's values are stored + 128
-  TileGeometry(QuantFormat format, int64_t cols)
+  TileGeometry(ElementType format, int64_t cols)
       : count(cols / kQuantBlockValues),
-        row_bytes(quant_row_bytes(format, cols)),
+        row_bytes(element_row_bytes(format, cols)),
         block_bytes(row_bytes / count),
-        dwords(format == QuantFormat::q4_0 ? 4 : 8),
-        bias(format == QuantFormat::q8_0 ? 0x80 : 0) {}
+        dwords(format == ElementType::q4_0 ? 4 : 8),
+        bias(format == ElementType::q8_0 ? 0x80 : 0) {}
   int64_t scale_at(int64_t row, int64_t b) const { return count * kQuantTileRows * 4 * dwords + (b * kQuantTileRows + row) * 2; }
   int64_t value_at(int64_t row, int64_t b, int s) const { return ((b * dwords + s) * kQuantTileRows + row) * 4; }
 };
 
-void check_tiles(QuantFormat format, int64_t cols) {
-  if (!quant_format_tiles(format)) fail("quantised tiles: ", quant_format_name(format), " has no tiled layout");
+void check_tiles(ElementType format, int64_t cols) {
+  if (!quant_format_tiles(format)) fail("quantised tiles: ", element_name(format), " has no tiled layout");
   if (cols <= 0 || cols % kQuantBlockValues != 0)
     fail("quantised tiles: ", cols, " columns is not a positive multiple of ", kQuantBlockValues);
 }
@@ -52,7 +52,7 @@ void rearrange_tile(const TileGeometry& g, uint8_t* tile, bool to_tiles) {
     }
 }
 
-void rearrange(QuantFormat format, void* data, int64_t tiles, int64_t cols, bool to_tiles) {
+void rearrange(ElementType format, void* data, int64_t tiles, int64_t cols, bool to_tiles) {
   check_tiles(format, cols);
   const TileGeometry g(format, cols);
   auto* bytes = static_cast<uint8_t*>(data);
@@ -62,18 +62,18 @@ void rearrange(QuantFormat format, void* data, int64_t tiles, int64_t cols, bool
 
 }  // namespace
 
-bool quant_format_tiles(QuantFormat format) { return format == QuantFormat::q8_0 || format == QuantFormat::q4_0; }
+bool quant_format_tiles(ElementType format) { return format == ElementType::q8_0 || format == ElementType::q4_0; }
 
-int64_t quant_tile_value_bytes(QuantFormat format) {
-  if (!quant_format_tiles(format)) fail("quantised tiles: ", quant_format_name(format), " has no tiled layout");
-  return kQuantTileRows * (format == QuantFormat::q4_0 ? 16 : 32);
+int64_t quant_tile_value_bytes(ElementType format) {
+  if (!quant_format_tiles(format)) fail("quantised tiles: ", element_name(format), " has no tiled layout");
+  return kQuantTileRows * (format == ElementType::q4_0 ? 16 : 32);
 }
 
-void quant_tile_rows(QuantFormat format, void* data, int64_t tiles, int64_t cols) {
+void quant_tile_rows(ElementType format, void* data, int64_t tiles, int64_t cols) {
   rearrange(format, data, tiles, cols, true);
 }
 
-void quant_untile_rows(QuantFormat format, void* data, int64_t tiles, int64_t cols) {
+void quant_untile_rows(ElementType format, void* data, int64_t tiles, int64_t cols) {
   rearrange(format, data, tiles, cols, false);
 }
 
@@ -82,7 +82,7 @@ void quant_copy_rows(void* out, const QuantWeights& W, int64_t row0, int64_t row
     fail("quant_copy_rows: rows [", row0, ", ", row0 + rows, ") outside the ", W.rows, " rows");
   if (W.tiled_rows < 0 || W.tiled_rows > W.rows || W.tiled_rows % kQuantTileRows != 0)
     fail("quant_copy_rows: ", W.tiled_rows, " tiled rows of ", W.rows, " is not a whole number of tiles");
-  const int64_t row_bytes = quant_row_bytes(W.format, W.cols);
+  const int64_t row_bytes = element_row_bytes(W.format, W.cols);
   const auto* data = static_cast<const uint8_t*>(W.data);
   auto* dst = static_cast<uint8_t*>(out);
   if (W.tiled_rows == 0 || row0 >= W.tiled_rows) {

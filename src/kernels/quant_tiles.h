@@ -24,16 +24,16 @@ namespace gatedlm::kernels {
 inline constexpr int64_t kQuantTileRows = 16;
 
 // Whether the format has a tiled layout (Q8_0, Q4_0).
-bool quant_format_tiles(QuantFormat format);
+bool quant_format_tiles(ElementType format);
 // Bytes of one block's values in a tile (all 16 rows): Q4_0 256, Q8_0 512.
-int64_t quant_tile_value_bytes(QuantFormat format);
+int64_t quant_tile_value_bytes(ElementType format);
 
 // The first `tiles` tiles of a matrix of rows of blocks (`cols` values a row), in place:
 // rows to tiles, and back. Fail naming the format when it has no tiled layout.
-void quant_tile_rows(QuantFormat format, void* data, int64_t tiles, int64_t cols);
-void quant_untile_rows(QuantFormat format, void* data, int64_t tiles, int64_t cols);
+void quant_tile_rows(ElementType format, void* data, int64_t tiles, int64_t cols);
+void quant_untile_rows(ElementType format, void* data, int64_t tiles, int64_t cols);
 
-// Rows [row0, row0 + rows) of W as rows of blocks (quant_row_bytes(W.format, W.cols)
+// Rows [row0, row0 + rows) of W as rows of blocks (element_row_bytes(W.format, W.cols)
 // each) into out, reading the tiles where W has them.
 void quant_copy_rows(void* out, const QuantWeights& W, int64_t row0, int64_t rows);
 

@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "kernels/activations.h"
-#include "kernels/batched_matmul.h"
 #include "kernels/matmul.h"
 #include "kernels/parallel_work.h"
 

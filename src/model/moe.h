@@ -15,7 +15,7 @@
 // moe.cpp padded_rows), and each token then sums its k rows (per token, so the result
 // does not depend on thread timing). When the loads are even enough (every expert padded
 // to the largest count wastes at most half the rows) all experts run as one batched
-// product per step of the expert instead (kernels/batched_matmul.h): on small products
+// product per step of the expert instead (kernels/matmul.h, batched_matmul): on small products
 // the threads' start and synchronisation cost more than the arithmetic.
 //
 // Auxiliary losses of the layer (both reach only the router):

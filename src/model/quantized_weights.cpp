@@ -30,17 +30,17 @@ bool quantized_tensor(const ParamSpec& spec) {
   return !ends_with(spec.name, ".mlp.gate.weight") && !ends_with(spec.name, ".mlp.shared_expert_gate.weight");
 }
 
-std::optional<k::QuantFormat> tensor_format(const ParamLayout& layout, const ParamSpec& spec, k::QuantFormat type) {
+std::optional<k::ElementType> tensor_format(const ParamLayout& layout, const ParamSpec& spec, k::ElementType type) {
   if (!quantized_tensor(spec)) return std::nullopt;
   const bool output = spec.kind == ParamKind::lm_head ||
                       (spec.kind == ParamKind::embedding && !layout.find("lm_head.weight"));
-  return output && type == k::QuantFormat::q4_0 ? k::QuantFormat::q8_0 : type;
+  return output && type == k::ElementType::q4_0 ? k::ElementType::q8_0 : type;
 }
 
-QuantizedWeights::QuantizedWeights(const ParamLayout& layout, k::QuantFormat type)
+QuantizedWeights::QuantizedWeights(const ParamLayout& layout, k::ElementType type)
     : layout_(layout), type_(type), total_(layout.total()) {
   for (const ParamSpec& spec : layout.specs()) {
-    const std::optional<k::QuantFormat> format = tensor_format(layout, spec, type);
+    const std::optional<k::ElementType> format = tensor_format(layout, spec, type);
     if (!format) continue;
     const int64_t cols = spec.shape.back(), rows = spec.numel / cols;
     Segment* last = segments_.empty() ? nullptr : &segments_.back();
@@ -50,7 +50,7 @@ QuantizedWeights::QuantizedWeights(const ParamLayout& layout, k::QuantFormat typ
       segments_.push_back(Segment{spec.offset, rows, cols, *format, false, {}});
   }
   for (Segment& seg : segments_)
-    seg.blocks.resize(static_cast<size_t>(seg.rows * k::quant_row_bytes(seg.format, seg.cols)));
+    seg.blocks.resize(static_cast<size_t>(seg.rows * k::element_row_bytes(seg.format, seg.cols)));
 }
 
 QuantizedWeights::~QuantizedWeights() { detach(); }
@@ -68,7 +68,7 @@ std::span<const uint8_t> QuantizedWeights::tensor_bytes(const ParamSpec& spec) c
   if (!seg) fail("quantised weights: tensor ", spec.name, " is kept in F32");
   if (seg->tiled_rows > 0)
     fail("quantised weights: tensor ", spec.name, "'s blocks are arranged in tiles for the kernels (attached)");
-  const int64_t row_bytes = k::quant_row_bytes(seg->format, seg->cols);
+  const int64_t row_bytes = k::element_row_bytes(seg->format, seg->cols);
   const int64_t first_row = (spec.offset - seg->begin) / seg->cols;
   return {seg->blocks.data() + first_row * row_bytes, static_cast<size_t>(spec.numel / seg->cols * row_bytes)};
 }
@@ -89,10 +89,10 @@ void QuantizedWeights::quantize_from(std::span<const float> params) {
     fail("quantize_from: ", params.size(), " values for a layout of ", total_);
   if (tiled()) fail("quantize_from: the blocks are arranged in tiles for the kernels (attached)");
   for (Segment& seg : segments_) {
-    const int64_t row_bytes = k::quant_row_bytes(seg.format, seg.cols);
+    const int64_t row_bytes = k::element_row_bytes(seg.format, seg.cols);
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < seg.rows; ++r)
-      k::quantize_row(seg.format, seg.blocks.data() + r * row_bytes, params.data() + seg.begin + r * seg.cols, seg.cols);
+      k::element_from_f32(seg.format, seg.blocks.data() + r * row_bytes, params.data() + seg.begin + r * seg.cols, seg.cols);
   }
 }
 
@@ -100,7 +100,7 @@ void QuantizedWeights::dequantize_into(std::span<float> params) const {
   if (static_cast<int64_t>(params.size()) != total_)
     fail("dequantize_into: ", params.size(), " values for a layout of ", total_);
   for (const Segment& seg : segments_) {
-    const int64_t row_bytes = k::quant_row_bytes(seg.format, seg.cols);
+    const int64_t row_bytes = k::element_row_bytes(seg.format, seg.cols);
     if (seg.tiled_rows > 0) {  // rows of blocks first
       std::vector<uint8_t> rows(seg.blocks.size());
       k::quant_copy_rows(rows.data(), seg.weights(), 0, seg.rows);
@@ -109,7 +109,7 @@ void QuantizedWeights::dequantize_into(std::span<float> params) const {
     }
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < seg.rows; ++r)
-      k::dequantize_row(seg.format, params.data() + seg.begin + r * seg.cols, seg.blocks.data() + r * row_bytes, seg.cols);
+      k::element_to_f32(seg.format, params.data() + seg.begin + r * seg.cols, seg.blocks.data() + r * row_bytes, seg.cols);
   }
 }
 
@@ -198,7 +198,7 @@ bool QuantizedWeights::product(float* C, const float* A, const float* B, const k
 // (no product of the model's own) multiplies a row-major copy of its rows.
 void QuantizedWeights::multiply_rows(float* C, const float* A, const Segment& seg, int64_t row0,
                                      const k::MatmulShape& s) const {
-  const int64_t row_bytes = k::quant_row_bytes(seg.format, seg.cols), end = row0 + s.N;
+  const int64_t row_bytes = k::element_row_bytes(seg.format, seg.cols), end = row0 + s.N;
   k::QuantWeights W{seg.format, seg.blocks.data() + row0 * row_bytes, s.N, s.K};
   if (row0 < seg.tiled_rows) {
     const bool whole_tiles = row0 % k::kQuantTileRows == 0 && (end % k::kQuantTileRows == 0 || end >= seg.tiled_rows);
@@ -231,16 +231,16 @@ void QuantizedWeights::read_values(float* out, int64_t offset, int64_t count) co
     }
     const int64_t r = (pos - seg->begin) / seg->cols, row_start = seg->begin + r * seg->cols;
     row.resize(static_cast<size_t>(seg->cols));
-    blocks.resize(static_cast<size_t>(k::quant_row_bytes(seg->format, seg->cols)));
+    blocks.resize(static_cast<size_t>(k::element_row_bytes(seg->format, seg->cols)));
     k::quant_copy_rows(blocks.data(), seg->weights(), r, 1);
-    k::dequantize_row(seg->format, row.data(), blocks.data(), seg->cols);
+    k::element_to_f32(seg->format, row.data(), blocks.data(), seg->cols);
     const int64_t take = std::min(end, row_start + seg->cols) - pos;
     std::copy_n(row.data() + (pos - row_start), take, out + (pos - offset));
     pos += take;
   }
 }
 
-std::unique_ptr<QuantizedWeights> quantize_model(Model<float>& model, k::QuantFormat format, bool release_f32) {
+std::unique_ptr<QuantizedWeights> quantize_model(Model<float>& model, k::ElementType format, bool release_f32) {
   auto q = std::make_unique<QuantizedWeights>(model.layout(), format);
   q->quantize_from(model.params());
   q->dequantize_into(model.params());

@@ -45,20 +45,20 @@ bool quantized_tensor(const ParamSpec& spec);
 // The format a tensor is stored in for a checkpoint of `type`, nullopt for F32: `type`,
 // except that a Q4_0 checkpoint keeps its output matrix (lm_head, or the token embedding
 // when tied) in Q8_0, as gatedlm's GGUF export does (llama-quantize writes Q6_K there).
-std::optional<kernels::QuantFormat> tensor_format(const ParamLayout& layout, const ParamSpec& spec,
-                                                  kernels::QuantFormat type);
+std::optional<kernels::ElementType> tensor_format(const ParamLayout& layout, const ParamSpec& spec,
+                                                  kernels::ElementType type);
 
 class QuantizedWeights final : public kernels::WeightSource {
  public:
   // Room for the blocks of every quantised tensor of `layout` for a checkpoint of `type`
   // (tensor_format; filled by quantize_from or through tensor_bytes).
-  QuantizedWeights(const ParamLayout& layout, kernels::QuantFormat type);
+  QuantizedWeights(const ParamLayout& layout, kernels::ElementType type);
   ~QuantizedWeights() override;
   QuantizedWeights(const QuantizedWeights&) = delete;
   QuantizedWeights& operator=(const QuantizedWeights&) = delete;
 
-  kernels::QuantFormat type() const { return type_; }
-  // The blocks of one quantised tensor: rows * quant_row_bytes(its format, cols) bytes.
+  kernels::ElementType type() const { return type_; }
+  // The blocks of one quantised tensor: rows * element_row_bytes(its format, cols) bytes.
   std::span<uint8_t> tensor_bytes(const ParamSpec& spec);
   std::span<const uint8_t> tensor_bytes(const ParamSpec& spec) const;
   int64_t bytes() const;  // all blocks held
@@ -89,7 +89,7 @@ class QuantizedWeights final : public kernels::WeightSource {
   // each, standing for the fp32 elements [begin, begin + rows * cols) of the model's buffer.
   struct Segment {
     int64_t begin = 0, rows = 0, cols = 0;
-    kernels::QuantFormat format;
+    kernels::ElementType format;
     bool released = false;
     CacheLineVector<uint8_t> blocks;  // 64-byte aligned: the BF16 kernels load whole lines
     int64_t tiled_rows = 0;           // rows [0, tiled_rows) in tiles (kernels/quant_tiles.h)
@@ -102,7 +102,7 @@ class QuantizedWeights final : public kernels::WeightSource {
   void read_values(float* out, int64_t offset, int64_t count) const;
 
   ParamLayout layout_;
-  kernels::QuantFormat type_;
+  kernels::ElementType type_;
   std::vector<Segment> segments_;  // in offset order
   const float* base_ = nullptr;
   int64_t total_ = 0;
@@ -111,6 +111,6 @@ class QuantizedWeights final : public kernels::WeightSource {
 // Quantises a model's weights in place for inference: the blocks of its quantised tensors,
 // its buffer then holding their dequantised values, attached to it (and the fp32 pages
 // released when asked, see release_f32). The model must outlive the result.
-std::unique_ptr<QuantizedWeights> quantize_model(Model<float>& model, kernels::QuantFormat format, bool release_f32);
+std::unique_ptr<QuantizedWeights> quantize_model(Model<float>& model, kernels::ElementType format, bool release_f32);
 
 }  // namespace gatedlm::model

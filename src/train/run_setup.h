@@ -8,7 +8,7 @@
 
 #include "train/data_parallel.h"
 #include "train/run_dir.h"
-#include "train/trainer.h"
+#include "train/train_request.h"
 
 namespace gatedlm::dist {
 class Communicator;

@@ -23,7 +23,7 @@
 #include "train/moe_balance.h"
 #include "train/optimizer.h"
 #include "train/spikes.h"
-#include "train/trainer.h"
+#include "train/train_request.h"
 
 namespace gatedlm::train {
 

@@ -32,7 +32,7 @@ Checkpoint small_checkpoint(const nlohmann::json& extra = nlohmann::json::object
   return ck;
 }
 
-testing::GgufTestFile export_as(const Checkpoint& ck, GgufDtype dtype, const std::string& file) {
+testing::GgufTestFile export_as(const Checkpoint& ck, kernels::ElementType dtype, const std::string& file) {
   const std::string path = (std::filesystem::path(::testing::TempDir()) / file).string();
   export_gguf(ck, dtype, kByteVocabulary, path);
   return testing::read_gguf_for_test(path);
@@ -54,15 +54,15 @@ constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kBF16 = 30;
 TEST(GgufDtypes, EachTensorTakesLlamaCppsTypeForTheFileType) {
   const Checkpoint ck = small_checkpoint();
   struct Case {
-    GgufDtype dtype;
+    kernels::ElementType dtype;
     const char* file;
     uint32_t file_type, matrix, output, short_rows;
   };
-  const Case cases[] = {{GgufDtype::f32, "t_f32.gguf", 0, kF32, kF32, kF32},
-                        {GgufDtype::f16, "t_f16.gguf", 1, kF16, kF16, kF16},
-                        {GgufDtype::bf16, "t_bf16.gguf", 32, kBF16, kBF16, kBF16},
-                        {GgufDtype::q8_0, "t_q8.gguf", 7, kQ8_0, kQ8_0, kF16},
-                        {GgufDtype::q4_0, "t_q4.gguf", 2, kQ4_0, kQ8_0, kF16}};
+  const Case cases[] = {{kernels::ElementType::f32, "t_f32.gguf", 0, kF32, kF32, kF32},
+                        {kernels::ElementType::f16, "t_f16.gguf", 1, kF16, kF16, kF16},
+                        {kernels::ElementType::bf16, "t_bf16.gguf", 32, kBF16, kBF16, kBF16},
+                        {kernels::ElementType::q8_0, "t_q8.gguf", 7, kQ8_0, kQ8_0, kF16},
+                        {kernels::ElementType::q4_0, "t_q4.gguf", 2, kQ4_0, kQ8_0, kF16}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.file);
     const testing::GgufTestFile f = export_as(ck, c.dtype, c.file);
@@ -79,7 +79,7 @@ TEST(GgufDtypes, EachTensorTakesLlamaCppsTypeForTheFileType) {
 }
 
 TEST(GgufDtypes, TiedEmbeddingsAreTheOutputMatrixOfAQ4File) {
-  const testing::GgufTestFile f = export_as(small_checkpoint({{"tie_embeddings", true}}), GgufDtype::q4_0, "tied_q4.gguf");
+  const testing::GgufTestFile f = export_as(small_checkpoint({{"tie_embeddings", true}}), kernels::ElementType::q4_0, "tied_q4.gguf");
   EXPECT_FALSE(f.tensors.count("output.weight"));
   EXPECT_EQ(type_of(f, "token_embd.weight"), kQ8_0);
   EXPECT_EQ(type_of(f, "blk.0.attn_q.weight"), kQ4_0);
@@ -87,7 +87,7 @@ TEST(GgufDtypes, TiedEmbeddingsAreTheOutputMatrixOfAQ4File) {
 
 TEST(GgufDtypes, MoeRoutersStayF32) {
   const Checkpoint ck = small_checkpoint({{"ffn_hidden", 0}, {"moe", {{"n_experts", 4}, {"top_k", 2}, {"expert_hidden", 32}}}});
-  const testing::GgufTestFile f = export_as(ck, GgufDtype::q8_0, "moe_q8.gguf");
+  const testing::GgufTestFile f = export_as(ck, kernels::ElementType::q8_0, "moe_q8.gguf");
   EXPECT_EQ(type_of(f, "blk.0.ffn_gate_inp.weight"), kF32);
   EXPECT_EQ(type_of(f, "blk.0.ffn_gate_exps.weight"), kQ8_0);
   EXPECT_EQ(type_of(f, "blk.0.ffn_down_exps.weight"), kQ8_0);
@@ -96,22 +96,22 @@ TEST(GgufDtypes, MoeRoutersStayF32) {
 // The tensor's bytes are quantize_row's blocks of the parameter's rows, and each value
 // dequantises to within a quantisation step of the weight (half a step for Q8_0).
 void expect_blocks(const testing::GgufTestFile& f, const Checkpoint& ck, const std::string& gguf_name,
-                   const std::string& ours, kernels::QuantFormat format) {
+                   const std::string& ours, kernels::ElementType format) {
   SCOPED_TRACE(gguf_name);
   const std::vector<float> w = values(ck, ours);
   const int64_t k = ck.config.d_model, rows = static_cast<int64_t>(w.size()) / k;
-  const int64_t row_bytes = kernels::quant_row_bytes(format, k);
+  const int64_t row_bytes = kernels::element_row_bytes(format, k);
   std::string expected(static_cast<size_t>(rows * row_bytes), '\0');
-  for (int64_t r = 0; r < rows; ++r) kernels::quantize_row(format, expected.data() + r * row_bytes, w.data() + r * k, k);
+  for (int64_t r = 0; r < rows; ++r) kernels::element_from_f32(format, expected.data() + r * row_bytes, w.data() + r * k, k);
   const std::string& got = f.tensors.at(gguf_name).bytes;
   ASSERT_GE(got.size(), expected.size());
   EXPECT_EQ(got.substr(0, expected.size()), expected);
   std::vector<float> back(w.size());
-  for (int64_t r = 0; r < rows; ++r) kernels::dequantize_row(format, back.data() + r * k, got.data() + r * row_bytes, k);
+  for (int64_t r = 0; r < rows; ++r) kernels::element_to_f32(format, back.data() + r * k, got.data() + r * row_bytes, k);
   // d = max|block| / 127 (Q8_0) or / 8 (Q4_0), stored as fp16 (relative error 2^-11, times
   // up to 127 or 8 steps). Q8_0 rounds to the nearest step; Q4_0's codes reach -8 d but only
   // +7 d, so a value near +8 d is a whole step off.
-  const bool q8 = format == kernels::QuantFormat::q8_0;
+  const bool q8 = format == kernels::ElementType::q8_0;
   const float steps = q8 ? 127.0f : 8.0f, allowed = q8 ? 0.5f + 127.0f / 2048 : 1.0f + 8.0f / 2048;
   for (int64_t b = 0; b < static_cast<int64_t>(w.size()) / 32; ++b) {
     float max_abs = 0;
@@ -123,15 +123,15 @@ void expect_blocks(const testing::GgufTestFile& f, const Checkpoint& ck, const s
 
 TEST(GgufDtypes, QuantisedTensorsHoldQuantizeRowsBlocks) {
   const Checkpoint ck = small_checkpoint();
-  const testing::GgufTestFile q8 = export_as(ck, GgufDtype::q8_0, "blocks_q8.gguf");
-  expect_blocks(q8, ck, "blk.0.attn_k.weight", "model.layers.0.self_attn.k_proj.weight", kernels::QuantFormat::q8_0);
-  expect_blocks(q8, ck, "token_embd.weight", "model.embed_tokens.weight", kernels::QuantFormat::q8_0);
-  expect_blocks(q8, ck, "output.weight", "lm_head.weight", kernels::QuantFormat::q8_0);
-  const testing::GgufTestFile q4 = export_as(ck, GgufDtype::q4_0, "blocks_q4.gguf");
-  expect_blocks(q4, ck, "blk.0.ffn_up.weight", "model.layers.0.mlp.up_proj.weight", kernels::QuantFormat::q4_0);
-  expect_blocks(q4, ck, "output.weight", "lm_head.weight", kernels::QuantFormat::q8_0);
+  const testing::GgufTestFile q8 = export_as(ck, kernels::ElementType::q8_0, "blocks_q8.gguf");
+  expect_blocks(q8, ck, "blk.0.attn_k.weight", "model.layers.0.self_attn.k_proj.weight", kernels::ElementType::q8_0);
+  expect_blocks(q8, ck, "token_embd.weight", "model.embed_tokens.weight", kernels::ElementType::q8_0);
+  expect_blocks(q8, ck, "output.weight", "lm_head.weight", kernels::ElementType::q8_0);
+  const testing::GgufTestFile q4 = export_as(ck, kernels::ElementType::q4_0, "blocks_q4.gguf");
+  expect_blocks(q4, ck, "blk.0.ffn_up.weight", "model.layers.0.mlp.up_proj.weight", kernels::ElementType::q4_0);
+  expect_blocks(q4, ck, "output.weight", "lm_head.weight", kernels::ElementType::q8_0);
   // The BF16 file: each value the weight rounded to BF16.
-  const testing::GgufTestFile bf = export_as(ck, GgufDtype::bf16, "blocks_bf16.gguf");
+  const testing::GgufTestFile bf = export_as(ck, kernels::ElementType::bf16, "blocks_bf16.gguf");
   const std::vector<float> w = values(ck, "model.layers.0.mlp.gate_proj.weight");
   const std::string& got = bf.tensors.at("blk.0.ffn_gate.weight").bytes;
   for (size_t i = 0; i < w.size(); ++i) {
@@ -151,7 +151,7 @@ TEST(GgufDtypes, UnknownDtypeIsRefusedNamingTheFlag) {
       EXPECT_NE(std::string(e.what()).find("q4_0"), std::string::npos) << e.what();
     }
   }
-  EXPECT_EQ(parse_gguf_dtype("q8_0"), GgufDtype::q8_0);
+  EXPECT_EQ(parse_gguf_dtype("q8_0"), kernels::ElementType::q8_0);
 }
 
 }  // namespace

@@ -75,7 +75,7 @@ std::string qwen2_style_tokenizer(const TempDir& dir) {
   return path;
 }
 
-ImportedGguf export_then_import(const Checkpoint& ck, GgufDtype dtype, const std::string& tokenizer, const TempDir& dir) {
+ImportedGguf export_then_import(const Checkpoint& ck, kernels::ElementType dtype, const std::string& tokenizer, const TempDir& dir) {
   const std::string path = (dir / "model.gguf").string();
   export_gguf(ck, dtype, tokenizer, path);
   return import_gguf(path);
@@ -92,7 +92,7 @@ TEST(GgufImport, F32RoundTripIsBitIdenticalDenseAndMoe) {
   for (const json& config : {dense_config(), moe_config()}) {
     SCOPED_TRACE(config.dump());
     const Checkpoint ck = random_checkpoint(config, 5);
-    const ImportedGguf back = export_then_import(ck, GgufDtype::f32, kByteVocabulary, dir);
+    const ImportedGguf back = export_then_import(ck, kernels::ElementType::f32, kByteVocabulary, dir);
     EXPECT_EQ(back.architecture, ck.config.moe.enabled() ? "qwen3moe" : "qwen3");
     expect_bit_identical(back.checkpoint, ck);
   }
@@ -103,7 +103,7 @@ TEST(GgufImport, TiedEmbeddingsComeBackTied) {
   json config = dense_config();
   config["tie_embeddings"] = true;
   const Checkpoint ck = random_checkpoint(config, 6);
-  expect_bit_identical(export_then_import(ck, GgufDtype::f32, kByteVocabulary, dir).checkpoint, ck);
+  expect_bit_identical(export_then_import(ck, kernels::ElementType::f32, kByteVocabulary, dir).checkpoint, ck);
 }
 
 // Each weight within the rounding of its stored type: matrices in F16 / BF16 (half an ulp
@@ -111,7 +111,7 @@ TEST(GgufImport, TiedEmbeddingsComeBackTied) {
 TEST(GgufImport, F16AndBf16RoundTripsAreWithinOneRounding) {
   const TempDir dir("gguf_import");
   for (const json& config : {dense_config(), moe_config()})
-    for (const auto& [dtype, bits] : {std::pair{GgufDtype::f16, 11}, std::pair{GgufDtype::bf16, 8}}) {
+    for (const auto& [dtype, bits] : {std::pair{kernels::ElementType::f16, 11}, std::pair{kernels::ElementType::bf16, 8}}) {
       const Checkpoint ck = random_checkpoint(config, 7);
       const ImportedGguf back = export_then_import(ck, dtype, kByteVocabulary, dir);
       EXPECT_EQ(model::config_to_json(back.checkpoint.config), model::config_to_json(ck.config));
@@ -131,7 +131,7 @@ TEST(GgufImport, F16AndBf16RoundTripsAreWithinOneRounding) {
 TEST(GgufImport, Q8AndQ4FilesAreDequantisedWithinHalfAStep) {
   const TempDir dir("gguf_import");
   const Checkpoint ck = random_checkpoint(dense_config(), 8);
-  for (const auto& [dtype, tolerance] : {std::pair{GgufDtype::q8_0, 0.01}, std::pair{GgufDtype::q4_0, 0.15}}) {
+  for (const auto& [dtype, tolerance] : {std::pair{kernels::ElementType::q8_0, 0.01}, std::pair{kernels::ElementType::q4_0, 0.15}}) {
     const ImportedGguf back = export_then_import(ck, dtype, kByteVocabulary, dir);
     EXPECT_LT(testing::rel_error(back.checkpoint.params, ck.params), tolerance);
     EXPECT_NE(back.checkpoint.params, ck.params);
@@ -142,7 +142,7 @@ TEST(GgufImport, ByteTokenizerComesBackAsNoTokenizerFile) {
   const TempDir dir("gguf_import");
   json config = dense_config();
   config["vocab_size"] = kByteVocabularySize;
-  const ImportedGguf back = export_then_import(random_checkpoint(config, 9), GgufDtype::f32, kByteVocabulary, dir);
+  const ImportedGguf back = export_then_import(random_checkpoint(config, 9), kernels::ElementType::f32, kByteVocabulary, dir);
   EXPECT_TRUE(back.tokenizer_json.empty());
   EXPECT_NE(back.vocabulary.find("byte tokenizer"), std::string::npos) << back.vocabulary;
 }
@@ -152,7 +152,7 @@ TEST(GgufImport, ByteTokenizerComesBackAsNoTokenizerFile) {
 TEST(GgufImport, VocabularyComesBackAsATokenizerThatEncodesLikeTheOriginal) {
   const TempDir dir("gguf_import");
   const std::string original_path = qwen2_style_tokenizer(dir);
-  const ImportedGguf back = export_then_import(random_checkpoint(dense_config(), 10), GgufDtype::f16, original_path, dir);
+  const ImportedGguf back = export_then_import(random_checkpoint(dense_config(), 10), kernels::ElementType::f16, original_path, dir);
   ASSERT_FALSE(back.tokenizer_json.empty());
   const std::string imported_path = (dir / "imported.json").string();
   testing::write_file(imported_path, back.tokenizer_json);

@@ -85,7 +85,7 @@ TEST(GgufImportHybrid, F32RoundTripsGiveTheCheckpointBack) {
       SCOPED_TRACE(std::string(k.arch) + (zero_centered ? " zero-centred" : " plain") + " " + k.config.dump());
       const Checkpoint ck = random_checkpoint(k.config, zero_centered, 21);
       const std::string path = (dir / "model.gguf").string();
-      export_gguf(ck, GgufDtype::f32, kByteVocabulary, path, k.arch);
+      export_gguf(ck, kernels::ElementType::f32, kByteVocabulary, path, k.arch);
       const ImportedGguf back = import_gguf(path);
       EXPECT_EQ(back.architecture, k.arch);
       EXPECT_EQ(model::config_to_json(back.checkpoint.config), model::config_to_json(ck.config));
@@ -102,7 +102,7 @@ TEST(GgufImportHybrid, F32RoundTripsGiveTheCheckpointBack) {
       EXPECT_GT(rounded, 0u) << "no value went through a function: the check says nothing";
       // The imported checkpoint is the file's model exactly: it exports to the same bytes.
       const std::string again = (dir / "again.gguf").string();
-      export_gguf(back.checkpoint, GgufDtype::f32, kByteVocabulary, again, k.arch);
+      export_gguf(back.checkpoint, kernels::ElementType::f32, kByteVocabulary, again, k.arch);
       EXPECT_EQ(testing::read_file(again), testing::read_file(path));
     }
 }
@@ -113,7 +113,7 @@ TEST(GgufImportHybrid, F16FilesComeBackWithinOneRounding) {
     SCOPED_TRACE(k.arch);
     const Checkpoint ck = random_checkpoint(k.config, true, 22);
     const std::string path = (dir / "model.gguf").string();
-    export_gguf(ck, GgufDtype::f16, kByteVocabulary, path, k.arch);
+    export_gguf(ck, kernels::ElementType::f16, kByteVocabulary, path, k.arch);
     const ImportedGguf back = import_gguf(path);
     EXPECT_EQ(model::config_to_json(back.checkpoint.config), model::config_to_json(ck.config));
     for (size_t i = 0; i < ck.params.size(); ++i)
@@ -183,10 +183,10 @@ TEST(GgufImportHybrid, Qwen3NextFusedSsmInIsReadAsTheSplitForm) {
   EXPECT_EQ(rows[(48 + 32) * 32 + 5], row(z, 16));
   ::setenv("GATEDLM_GGUF_QWEN3NEXT_SSM_IN", "1", 1);
   const std::string path = (dir / "fused.gguf").string();
-  export_gguf(ck, GgufDtype::f32, kByteVocabulary, path, "qwen3next");
+  export_gguf(ck, kernels::ElementType::f32, kByteVocabulary, path, "qwen3next");
   ::unsetenv("GATEDLM_GGUF_QWEN3NEXT_SSM_IN");
   const ImportedGguf fused = import_gguf(path);
-  export_gguf(ck, GgufDtype::f32, kByteVocabulary, path, "qwen3next");
+  export_gguf(ck, kernels::ElementType::f32, kByteVocabulary, path, "qwen3next");
   EXPECT_EQ(fused.checkpoint.params, import_gguf(path).checkpoint.params);
 }
 

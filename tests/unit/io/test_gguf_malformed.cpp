@@ -135,7 +135,7 @@ class GgufMalformed : public ::testing::Test {
     j_ = j;
     Checkpoint ck{model::config_from_json(j, "test"), {}};
     ck.params = testing::random_vector<float>(model::ParamLayout(ck.config).total(), 3, 0.1);
-    export_gguf(ck, GgufDtype::f32, kByteVocabulary, (dir_ / "valid.gguf").string());
+    export_gguf(ck, kernels::ElementType::f32, kByteVocabulary, (dir_ / "valid.gguf").string());
     valid_ = parse((dir_ / "valid.gguf").string());
   }
 
@@ -377,7 +377,7 @@ class GgufMalformedHybrid : public GgufMalformed {
               {"linear_attention", {{"n_k_heads", 1}, {"n_v_heads", 2}, {"k_head_dim", 8}, {"v_head_dim", 8}}}});
     Checkpoint ck{model::config_from_json(j, "test"), {}};
     ck.params = testing::random_vector<float>(model::ParamLayout(ck.config).total(), 4, 0.1);
-    export_gguf(ck, GgufDtype::f32, kByteVocabulary, (dir_ / "hybrid.gguf").string());
+    export_gguf(ck, kernels::ElementType::f32, kByteVocabulary, (dir_ / "hybrid.gguf").string());
     hybrid_ = parse((dir_ / "hybrid.gguf").string());
   }
   RawGguf hybrid_;

@@ -42,7 +42,7 @@ TEST(GgufMoe, ExpertsAreStackedUnderQwen3MoeNames) {
   const model::ParamLayout layout(ck.config);
   ck.params = testing::random_vector<float>(layout.total(), 5);
   const std::string path = (std::filesystem::path(::testing::TempDir()) / "moe.gguf").string();
-  export_gguf(ck, GgufDtype::f32, kByteVocabulary, path);
+  export_gguf(ck, kernels::ElementType::f32, kByteVocabulary, path);
   const GgufRead g = read_gguf(path);
   EXPECT_EQ(g.architecture, "qwen3moe");
   auto values = [&](const std::string& name) {
@@ -83,7 +83,7 @@ TEST(GgufMoe, SettingsQwen3MoeCannotRunAreRefusedByKey) {
     const model::ModelConfig c = moe_config(moe, moe.contains("every") ? 10 : 0);
     Checkpoint ck{c, std::vector<float>(model::ParamLayout(c).total(), 0.5f)};
     try {
-      export_gguf(ck, GgufDtype::f32, kByteVocabulary, path);
+      export_gguf(ck, kernels::ElementType::f32, kByteVocabulary, path);
       ADD_FAILURE() << key << " was not refused";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();

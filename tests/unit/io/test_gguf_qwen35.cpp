@@ -123,7 +123,7 @@ std::string refusal(const model::ModelConfig& c, const std::string& file) {
   std::filesystem::remove(path);
   Checkpoint ck{c, std::vector<float>(model::ParamLayout(c).total(), 0.25f)};
   try {
-    export_gguf(ck, GgufDtype::f32, kByteVocabulary, path);
+    export_gguf(ck, kernels::ElementType::f32, kByteVocabulary, path);
   } catch (const Error& e) {
     EXPECT_FALSE(std::filesystem::exists(path)) << file;
     return e.what();
@@ -173,7 +173,7 @@ TEST(GgufQwen35, ForcedExportWritesQwen35Keys) {
   const model::ModelConfig c = gated_config(g1_gate(), {{"rope_dims", 4}});
   Checkpoint ck{c, testing::random_vector<float>(model::ParamLayout(c).total(), 8)};
   const std::string path = (std::filesystem::path(::testing::TempDir()) / "forced.gguf").string();
-  export_gguf(ck, GgufDtype::f32, kByteVocabulary, path);
+  export_gguf(ck, kernels::ElementType::f32, kByteVocabulary, path);
   ::unsetenv("GATEDLM_GGUF_FORCE_ALL_FULL_QWEN35");
   const testing::GgufTestFile f = testing::read_gguf_for_test(path);
   EXPECT_EQ(f.architecture, "qwen35");

@@ -124,7 +124,7 @@ TEST(GgufPreTokenizer, ExportWritesTheNameThatSplitsAsTheFileAndImportSplitsTheS
     SCOPED_TRACE(c.name);
     const std::string original = tokenizer_file(dir, c.name, c.pre_tokenizer, c.nfc, c.ignore_merges);
     const std::string gguf = (dir / (c.name + ".gguf")).string();
-    export_gguf(ck, GgufDtype::f32, original, gguf);
+    export_gguf(ck, kernels::ElementType::f32, original, gguf);
     EXPECT_EQ(std::get<std::string>(testing::read_gguf_for_test(gguf).metadata.at("tokenizer.ggml.pre")), c.expected);
     const ImportedGguf back = import_gguf(gguf);
     EXPECT_TRUE(contains(back.vocabulary, "pre-tokenizer " + c.expected)) << back.vocabulary;
@@ -142,7 +142,7 @@ TEST(GgufPreTokenizer, ExportRefusesARegexLlamaCppHasNoNameForWritingNothing) {
   const TempDir dir("gguf_pre");
   const std::string original = tokenizer_file(dir, "words", split(R"(\S+|\s+)"), false, false);
   const std::string gguf = (dir / "words.gguf").string();
-  const std::string e = error_of([&] { export_gguf(tiny_checkpoint(), GgufDtype::f32, original, gguf); });
+  const std::string e = error_of([&] { export_gguf(tiny_checkpoint(), kernels::ElementType::f32, original, gguf); });
   EXPECT_TRUE(contains(e, "words.json: llama.cpp has no pre-tokenizer")) << e;
   EXPECT_FALSE(std::filesystem::exists(gguf));
 }

@@ -1,8 +1,8 @@
-// kernels/batched_matmul.h: the oneDNN batched product against the naive reference, item
+// kernels/matmul.h, batched_matmul: the oneDNN batched product against the naive reference, item
 // by item, with the MoE block's layouts (strided weights, transposes, accumulation).
 #include <gtest/gtest.h>
 
-#include "kernels/batched_matmul.h"
+#include "kernels/matmul.h"
 #include "test_util.h"
 
 namespace gatedlm::kernels {

@@ -37,28 +37,28 @@ namespace {
 
 using testing::random_vector;
 
-constexpr QuantFormat kFormats[] = {QuantFormat::bf16, QuantFormat::q8_0, QuantFormat::q4_0};
+constexpr ElementType kFormats[] = {ElementType::bf16, ElementType::q8_0, ElementType::q4_0};
 constexpr QuantPath kPaths[] = {QuantPath::fp32_expand, QuantPath::int8_madd, QuantPath::int8_vnni,
                                 QuantPath::bf16_dot, QuantPath::fp32_tiles, QuantPath::automatic};
 
 struct Problem {
-  QuantFormat format;
+  ElementType format;
   int64_t m, n, k;
   std::vector<float> a;            // [m, k]
-  std::vector<uint8_t> blocks;     // n rows of quant_row_bytes(format, k)
+  std::vector<uint8_t> blocks;     // n rows of element_row_bytes(format, k)
   std::vector<float> w;            // the dequantised weights [n, k]
   QuantWeights weights() const { return QuantWeights{format, blocks.data(), n, k}; }
 };
 
-Problem make_problem(QuantFormat format, int64_t m, int64_t n, int64_t k, uint64_t seed) {
+Problem make_problem(ElementType format, int64_t m, int64_t n, int64_t k, uint64_t seed) {
   Problem p{format, m, n, k, random_vector<float>(m * k, seed, 1.0), {}, {}};
   const std::vector<float> values = random_vector<float>(n * k, seed + 1, 0.5);
-  const int64_t row_bytes = quant_row_bytes(format, k);
+  const int64_t row_bytes = element_row_bytes(format, k);
   p.blocks.resize(static_cast<size_t>(n * row_bytes));
   p.w.resize(static_cast<size_t>(n * k));
   for (int64_t o = 0; o < n; ++o) {
-    quantize_row(format, p.blocks.data() + o * row_bytes, values.data() + o * k, k);
-    dequantize_row(format, p.w.data() + o * k, p.blocks.data() + o * row_bytes, k);
+    element_from_f32(format, p.blocks.data() + o * row_bytes, values.data() + o * k, k);
+    element_to_f32(format, p.w.data() + o * k, p.blocks.data() + o * row_bytes, k);
   }
   return p;
 }
@@ -89,8 +89,8 @@ double bound(const Problem& p, QuantPath path, int64_t r, int64_t o) {
   }
   const double fp32_term = p.k * 0x1p-24 * magnitude * 1.01 + 1e-30;
   const bool int8 = path == QuantPath::int8_madd || path == QuantPath::int8_vnni ||
-                    (path == QuantPath::automatic && p.format != QuantFormat::bf16);
-  const bool bf16 = path == QuantPath::bf16_dot || (path == QuantPath::automatic && p.format == QuantFormat::bf16);
+                    (path == QuantPath::automatic && p.format != ElementType::bf16);
+  const bool bf16 = path == QuantPath::bf16_dot || (path == QuantPath::automatic && p.format == ElementType::bf16);
   if (int8) return activation_term + fp32_term;
   if (bf16) return 0x1p-9 * magnitude + fp32_term;
   return fp32_term;
@@ -102,7 +102,7 @@ void expect_near_reference(const Problem& p, QuantPath path, const std::vector<f
   for (int64_t r = 0; r < p.m; ++r)
     for (int64_t o = 0; o < p.n; ++o)
       ASSERT_NEAR(C[r * ldc + o], reference[r * p.n + o], bound(p, path, r, o))
-          << quant_path_name(path) << " " << quant_format_name(p.format) << " in " << kernel_set_summary()
+          << quant_path_name(path) << " " << element_name(p.format) << " in " << kernel_set_summary()
           << ": m=" << p.m << " n=" << p.n << " k=" << p.k << " at row " << r << " col " << o;
 }
 
@@ -113,7 +113,7 @@ std::vector<float> product(const Problem& p, QuantPath path) {
 }
 
 TEST(QuantMatmul, EveryRunnablePathMatchesTheReference) {
-  for (QuantFormat format : kFormats)
+  for (ElementType format : kFormats)
     for (QuantPath path : kPaths) {
       if (!quant_path_runnable(path, format)) continue;
       // k: 3, 6, 17 and 33 blocks (every remainder of the Q4_0 kernel's quads of blocks);
@@ -129,7 +129,7 @@ TEST(QuantMatmul, EveryRunnablePathMatchesTheReference) {
 
 // The int8 paths compute ggml's arithmetic: against the emulation within fp32 sums only.
 TEST(QuantMatmul, Int8PathsAreGgmlsActivationQuantisation) {
-  for (QuantFormat format : {QuantFormat::q8_0, QuantFormat::q4_0})
+  for (ElementType format : {ElementType::q8_0, ElementType::q4_0})
     for (QuantPath path : {QuantPath::int8_madd, QuantPath::int8_vnni}) {
       if (!quant_path_runnable(path, format)) continue;
       const Problem p = make_problem(format, 9, 31, 32 * 19, 7);
@@ -144,14 +144,14 @@ TEST(QuantMatmul, Int8PathsAreGgmlsActivationQuantisation) {
             magnitude += std::fabs(static_cast<double>(a8[j]) * p.w[o * p.k + j]);
           }
           ASSERT_NEAR(C[r * p.n + o], expected, p.k * 0x1p-24 * magnitude + 1e-30)
-              << quant_path_name(path) << " " << quant_format_name(format) << " row " << r << " col " << o;
+              << quant_path_name(path) << " " << element_name(format) << " row " << r << " col " << o;
         }
       }
     }
 }
 
 TEST(QuantMatmul, StridesAndAccumulation) {
-  for (QuantFormat format : kFormats)
+  for (ElementType format : kFormats)
     for (QuantPath path : kPaths) {
       if (!quant_path_runnable(path, format)) continue;
       for (int64_t m : {2, 11, 40}) {
@@ -173,7 +173,7 @@ TEST(QuantMatmul, StridesAndAccumulation) {
 // quant_matmul itself, at decode and prefill sizes (whichever path the set picks: within
 // that path's bound).
 TEST(QuantMatmul, PublicProductAtDecodeAndPrefillSizes) {
-  for (QuantFormat format : kFormats)
+  for (ElementType format : kFormats)
     for (int64_t m : {1, 8, 31, 32, 100}) {
       const Problem p = make_problem(format, m, 45, 32 * 9, 11 + m);
       std::vector<float> C(static_cast<size_t>(m * p.n), NAN);
@@ -184,7 +184,7 @@ TEST(QuantMatmul, PublicProductAtDecodeAndPrefillSizes) {
 
 TEST(QuantMatmul, SameBitsWhateverTheThreadCount) {
   const int threads = omp_get_max_threads();
-  for (QuantFormat format : kFormats)
+  for (ElementType format : kFormats)
     for (QuantPath path : kPaths) {
       if (!quant_path_runnable(path, format)) continue;
       for (int64_t m : {1, 9, 64}) {
@@ -195,7 +195,7 @@ TEST(QuantMatmul, SameBitsWhateverTheThreadCount) {
         const std::vector<float> three = product(p, path);
         omp_set_num_threads(threads);
         for (size_t i = 0; i < one.size(); ++i)
-          ASSERT_EQ(one[i], three[i]) << quant_path_name(path) << " " << quant_format_name(format) << " m=" << m
+          ASSERT_EQ(one[i], three[i]) << quant_path_name(path) << " " << element_name(format) << " m=" << m
                                       << " element " << i;
       }
     }
@@ -207,10 +207,10 @@ TEST(QuantMatmul, ReferenceIsThePlainProductOnExactWeights) {
   const int64_t m = 3, n = 5, k = 96;
   std::vector<float> w(n * k), a = random_vector<float>(m * k, 5, 1.0);
   for (int64_t i = 0; i < n * k; ++i) w[i] = (i % 32 == 0) ? 127.0f : static_cast<float>((i * 37) % 255 - 127);
-  std::vector<uint8_t> weights(static_cast<size_t>(n * quant_row_bytes(QuantFormat::q8_0, k)));
-  for (int64_t o = 0; o < n; ++o) quantize_row(QuantFormat::q8_0, weights.data() + o * 102, w.data() + o * k, k);
+  std::vector<uint8_t> weights(static_cast<size_t>(n * element_row_bytes(ElementType::q8_0, k)));
+  for (int64_t o = 0; o < n; ++o) element_from_f32(ElementType::q8_0, weights.data() + o * 102, w.data() + o * k, k);
   std::vector<float> C(m * n);
-  quant_matmul_reference(C.data(), a.data(), m, QuantWeights{QuantFormat::q8_0, weights.data(), n, k});
+  quant_matmul_reference(C.data(), a.data(), m, QuantWeights{ElementType::q8_0, weights.data(), n, k});
   for (int64_t r = 0; r < m; ++r)
     for (int64_t o = 0; o < n; ++o) {
       double expected = 0.0;
@@ -220,11 +220,11 @@ TEST(QuantMatmul, ReferenceIsThePlainProductOnExactWeights) {
 }
 
 TEST(QuantMatmul, ExpandedRowsAreDequantizeRow) {
-  for (QuantFormat format : kFormats) {
+  for (ElementType format : kFormats) {
     const Problem p = make_problem(format, 1, 7, 32 * 3, 23);
     std::vector<float> rows(static_cast<size_t>(4 * p.k), NAN);
     quant_dequantize_rows(rows.data(), p.weights(), 2, 4);
-    for (int64_t i = 0; i < 4 * p.k; ++i) ASSERT_EQ(rows[i], p.w[2 * p.k + i]) << quant_format_name(format) << " " << i;
+    for (int64_t i = 0; i < 4 * p.k; ++i) ASSERT_EQ(rows[i], p.w[2 * p.k + i]) << element_name(format) << " " << i;
     EXPECT_THROW(quant_dequantize_rows(rows.data(), p.weights(), 5, 4), Error);
   }
 }
@@ -232,13 +232,13 @@ TEST(QuantMatmul, ExpandedRowsAreDequantizeRow) {
 TEST(QuantMatmul, RefusesBadShapesAndPaths) {
   std::vector<uint16_t> weights(2 * 64);
   std::vector<float> a(64), c(4);
-  EXPECT_THROW(quant_matmul(c.data(), a.data(), 1, QuantWeights{QuantFormat::bf16, weights.data(), 2, 40}), Error);
-  EXPECT_THROW(quant_matmul(c.data(), 1, a.data(), 64, 1, QuantWeights{QuantFormat::bf16, weights.data(), 2, 64}, false),
+  EXPECT_THROW(quant_matmul(c.data(), a.data(), 1, QuantWeights{ElementType::bf16, weights.data(), 2, 40}), Error);
+  EXPECT_THROW(quant_matmul(c.data(), 1, a.data(), 64, 1, QuantWeights{ElementType::bf16, weights.data(), 2, 64}, false),
                Error);  // ldc below n
   // BF16 weights have no int8 path in any set.
-  EXPECT_FALSE(quant_path_runnable(QuantPath::int8_madd, QuantFormat::bf16));
+  EXPECT_FALSE(quant_path_runnable(QuantPath::int8_madd, ElementType::bf16));
   EXPECT_THROW(quant_matmul_path(QuantPath::int8_madd, c.data(), 2, a.data(), 64, 1,
-                                 QuantWeights{QuantFormat::bf16, weights.data(), 2, 64}, false),
+                                 QuantWeights{ElementType::bf16, weights.data(), 2, 64}, false),
                Error);
 }
 

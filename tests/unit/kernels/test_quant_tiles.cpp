@@ -24,70 +24,70 @@ namespace {
 
 using testing::random_vector;
 
-constexpr QuantFormat kTiledFormats[] = {QuantFormat::q8_0, QuantFormat::q4_0};
+constexpr ElementType kTiledFormats[] = {ElementType::q8_0, ElementType::q4_0};
 
 // n rows of k values quantised, as rows of blocks.
-std::vector<uint8_t> blocks_of(QuantFormat format, int64_t n, int64_t k, uint64_t seed) {
+std::vector<uint8_t> blocks_of(ElementType format, int64_t n, int64_t k, uint64_t seed) {
   const std::vector<float> values = random_vector<float>(n * k, seed, 0.5);
-  const int64_t row_bytes = quant_row_bytes(format, k);
+  const int64_t row_bytes = element_row_bytes(format, k);
   std::vector<uint8_t> blocks(static_cast<size_t>(n * row_bytes));
-  for (int64_t o = 0; o < n; ++o) quantize_row(format, blocks.data() + o * row_bytes, values.data() + o * k, k);
+  for (int64_t o = 0; o < n; ++o) element_from_f32(format, blocks.data() + o * row_bytes, values.data() + o * k, k);
   return blocks;
 }
 
 TEST(QuantTiles, BytesWhereTheLayoutSays) {
   const int64_t k = 96, count = k / 32, n = 35;  // two tiles and 3 rows of blocks past them
-  for (QuantFormat format : kTiledFormats) {
+  for (ElementType format : kTiledFormats) {
     const std::vector<uint8_t> rows = blocks_of(format, n, k, 3);
     std::vector<uint8_t> tiled = rows;
     quant_tile_rows(format, tiled.data(), 2, k);
-    const int64_t row_bytes = quant_row_bytes(format, k), block_bytes = row_bytes / count;
+    const int64_t row_bytes = element_row_bytes(format, k), block_bytes = row_bytes / count;
     const int64_t values = quant_tile_value_bytes(format), tile_bytes = 16 * row_bytes;
     const int dwords = static_cast<int>(values / 64);
-    const uint8_t bias = format == QuantFormat::q8_0 ? 0x80 : 0;
+    const uint8_t bias = format == ElementType::q8_0 ? 0x80 : 0;
     for (int64_t t = 0; t < 2; ++t)
       for (int64_t i = 0; i < 16; ++i)
         for (int64_t b = 0; b < count; ++b) {
           const uint8_t* block = rows.data() + (16 * t + i) * row_bytes + b * block_bytes;
           const uint8_t* tile = tiled.data() + t * tile_bytes;
           ASSERT_EQ(std::memcmp(tile + count * values + (16 * b + i) * 2, block, 2), 0)
-              << quant_format_name(format) << " scale of tile " << t << " row " << i << " block " << b;
+              << element_name(format) << " scale of tile " << t << " row " << i << " block " << b;
           for (int s = 0; s < dwords; ++s)
             for (int j = 0; j < 4; ++j)
               ASSERT_EQ(tile[b * values + 64 * s + 4 * i + j], block[2 + 4 * s + j] ^ bias)
-                  << quant_format_name(format) << " value byte " << 4 * s + j << " of tile " << t << " row " << i;
+                  << element_name(format) << " value byte " << 4 * s + j << " of tile " << t << " row " << i;
         }
     // The rows past the tiles stay as they were; back from tiles, every byte is the row's.
     EXPECT_EQ(std::memcmp(tiled.data() + 32 * row_bytes, rows.data() + 32 * row_bytes, 3 * row_bytes), 0);
     quant_untile_rows(format, tiled.data(), 2, k);
-    EXPECT_EQ(tiled, rows) << quant_format_name(format);
+    EXPECT_EQ(tiled, rows) << element_name(format);
   }
 }
 
 TEST(QuantTiles, CopyRowsReadsTilesAndRows) {
   const int64_t k = 64, n = 53;
-  for (QuantFormat format : kTiledFormats) {
+  for (ElementType format : kTiledFormats) {
     const std::vector<uint8_t> rows = blocks_of(format, n, k, 5);
     std::vector<uint8_t> tiled = rows;
     quant_tile_rows(format, tiled.data(), 3, k);
     const QuantWeights W{format, tiled.data(), n, k, 48};
-    const int64_t row_bytes = quant_row_bytes(format, k);
+    const int64_t row_bytes = element_row_bytes(format, k);
     for (auto [row0, count] : {std::pair<int64_t, int64_t>{0, n}, {5, 20}, {47, 6}, {48, 5}, {17, 1}}) {
       std::vector<uint8_t> copy(static_cast<size_t>(count * row_bytes));
       quant_copy_rows(copy.data(), W, row0, count);
       EXPECT_EQ(std::memcmp(copy.data(), rows.data() + row0 * row_bytes, copy.size()), 0)
-          << quant_format_name(format) << " rows [" << row0 << ", " << row0 + count << ")";
+          << element_name(format) << " rows [" << row0 << ", " << row0 + count << ")";
     }
     std::vector<uint8_t> copy(static_cast<size_t>(row_bytes));
     EXPECT_THROW(quant_copy_rows(copy.data(), W, 53, 1), Error);
     EXPECT_THROW(quant_copy_rows(copy.data(), QuantWeights{format, tiled.data(), n, k, 40}, 0, 1), Error);
   }
   std::vector<uint8_t> bf16(64 * 64 * 2);
-  EXPECT_THROW(quant_tile_rows(QuantFormat::bf16, bf16.data(), 1, 64), Error);
+  EXPECT_THROW(quant_tile_rows(ElementType::bf16, bf16.data(), 1, 64), Error);
 }
 
 struct TiledProblem {
-  QuantFormat format;
+  ElementType format;
   int64_t m, n, k, tiled_rows;
   std::vector<float> a;
   std::vector<uint8_t> rows, tiled;  // the same weights as rows of blocks, and with tiles
@@ -95,7 +95,7 @@ struct TiledProblem {
   QuantWeights tiled_weights() const { return {format, tiled.data(), n, k, tiled_rows}; }
 };
 
-TiledProblem make_problem(QuantFormat format, int64_t m, int64_t n, int64_t k, uint64_t seed) {
+TiledProblem make_problem(ElementType format, int64_t m, int64_t n, int64_t k, uint64_t seed) {
   TiledProblem p{format, m, n, k, n / 16 * 16, random_vector<float>(m * k, seed, 1.0), blocks_of(format, n, k, seed + 1), {}};
   p.tiled = p.rows;
   quant_tile_rows(format, p.tiled.data(), n / 16, k);
@@ -124,14 +124,14 @@ double int8_bound(const TiledProblem& p, const std::vector<float>& w, int64_t r,
 }
 
 TEST(QuantTiles, EveryPathReadsTiledWeights) {
-  for (QuantFormat format : kTiledFormats)
+  for (ElementType format : kTiledFormats)
     for (QuantPath path : {QuantPath::fp32_expand, QuantPath::int8_madd, QuantPath::int8_vnni, QuantPath::fp32_tiles,
                            QuantPath::automatic}) {
       if (!quant_path_runnable(path, format)) continue;
       // n: tiles and rows past them, whole tiles only; k: odd numbers of blocks.
       for (int64_t m : {1, 2, 3, 4, 7, 8, 9, 12, 40})
         for (auto [n, k] : {std::pair<int64_t, int64_t>{67, 32 * 3}, {32, 32 * 17}, {16, 64}}) {
-          SCOPED_TRACE(::testing::Message() << quant_path_name(path) << " " << quant_format_name(format) << " in "
+          SCOPED_TRACE(::testing::Message() << quant_path_name(path) << " " << element_name(format) << " in "
                                             << kernel_set_summary() << ": m=" << m << " n=" << n << " k=" << k);
           const TiledProblem p = make_problem(format, m, n, k, 10 * m + n);
           const QuantPath resolved = path == QuantPath::automatic ? quant_best_path(format, m) : path;
@@ -142,7 +142,7 @@ TEST(QuantTiles, EveryPathReadsTiledWeights) {
           const bool same_kernels = !reads_tiles || (m % 8 == 0 || m % 8 >= 4);
           std::vector<float> w(static_cast<size_t>(n * k));
           for (int64_t o = 0; o < n; ++o)
-            dequantize_row(format, w.data() + o * k, p.rows.data() + o * quant_row_bytes(format, k), k);
+            element_to_f32(format, w.data() + o * k, p.rows.data() + o * element_row_bytes(format, k), k);
           for (int64_t r = 0; r < m; ++r)
             for (int64_t o = 0; o < n; ++o) {
               if (same_kernels) ASSERT_EQ(tiled[r * n + o], rows[r * n + o]) << "row " << r << " col " << o;
@@ -154,7 +154,7 @@ TEST(QuantTiles, EveryPathReadsTiledWeights) {
 
 TEST(QuantTiles, SameBitsWhateverTheThreadCount) {
   const int threads = omp_get_max_threads();
-  for (QuantFormat format : kTiledFormats)
+  for (ElementType format : kTiledFormats)
     for (int64_t m : {1, 3, 8, 17}) {
       const TiledProblem p = make_problem(format, m, 16 * 21 + 5, 32 * 5, 19);
       omp_set_num_threads(1);
@@ -163,29 +163,29 @@ TEST(QuantTiles, SameBitsWhateverTheThreadCount) {
       const std::vector<float> three = product(p, QuantPath::automatic, p.tiled_weights());
       omp_set_num_threads(threads);
       for (size_t i = 0; i < one.size(); ++i)
-        ASSERT_EQ(one[i], three[i]) << quant_format_name(format) << " m=" << m << " element " << i;
+        ASSERT_EQ(one[i], three[i]) << element_name(format) << " m=" << m << " element " << i;
     }
 }
 
 TEST(QuantTiles, ReferenceAndExpandedRowsReadTiles) {
-  for (QuantFormat format : kTiledFormats) {
+  for (ElementType format : kTiledFormats) {
     const TiledProblem p = make_problem(format, 2, 37, 64, 29);
     std::vector<float> tiled(static_cast<size_t>(2 * 37)), rows(tiled.size());
     quant_matmul_reference(tiled.data(), p.a.data(), 2, p.tiled_weights());
     quant_matmul_reference(rows.data(), p.a.data(), 2, p.row_weights());
-    EXPECT_EQ(tiled, rows) << quant_format_name(format);
+    EXPECT_EQ(tiled, rows) << element_name(format);
     std::vector<float> expanded_tiled(static_cast<size_t>(20 * 64)), expanded_rows(expanded_tiled.size());
     quant_dequantize_rows(expanded_tiled.data(), p.tiled_weights(), 14, 20);
     quant_dequantize_rows(expanded_rows.data(), p.row_weights(), 14, 20);
-    EXPECT_EQ(expanded_tiled, expanded_rows) << quant_format_name(format);
+    EXPECT_EQ(expanded_tiled, expanded_rows) << element_name(format);
   }
 }
 
 TEST(QuantTiles, RefusesTiledRowsThatAreNotWholeTiles) {
-  const TiledProblem p = make_problem(QuantFormat::q8_0, 1, 40, 64, 31);
+  const TiledProblem p = make_problem(ElementType::q8_0, 1, 40, 64, 31);
   std::vector<float> C(40);
   for (int64_t tiled_rows : {8, 48, -16})
-    EXPECT_THROW(quant_matmul(C.data(), p.a.data(), 1, QuantWeights{QuantFormat::q8_0, p.tiled.data(), 40, 64, tiled_rows}),
+    EXPECT_THROW(quant_matmul(C.data(), p.a.data(), 1, QuantWeights{ElementType::q8_0, p.tiled.data(), 40, 64, tiled_rows}),
                  Error)
         << tiled_rows;
 }

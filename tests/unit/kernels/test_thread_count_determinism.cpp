@@ -13,7 +13,6 @@
 
 #include "kernels/attention.h"
 #include "kernels/attention_decode.h"
-#include "kernels/batched_matmul.h"
 #include "kernels/bias.h"
 #include "kernels/kernel_set.h"
 #include "kernels/matmul.h"

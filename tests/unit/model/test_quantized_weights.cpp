@@ -73,8 +73,8 @@ class KernelSetGuard {
   k::KernelSet previous_;
 };
 
-void expect_quantised_forward_matches(const json& config_json, k::QuantFormat format, double tolerance) {
-  SCOPED_TRACE(config_json.dump() + " " + k::quant_format_name(format));
+void expect_quantised_forward_matches(const json& config_json, k::ElementType format, double tolerance) {
+  SCOPED_TRACE(config_json.dump() + " " + k::element_name(format));
   const ModelConfig c = config_from_json(config_json, "test");
   Model<float> original(c), quantised(c), dequantised(c);
   std::vector<float> params;
@@ -92,14 +92,14 @@ void expect_quantised_forward_matches(const json& config_json, k::QuantFormat fo
     for (float v : got) ASSERT_TRUE(std::isfinite(v)) << "a product read the poisoned fp32 copy";
     const double err = gatedlm::testing::rel_error(got, want);
     EXPECT_LT(err, tolerance);
-    if (format == k::QuantFormat::q4_0) {  // the comparison can tell weights apart: Q4_0 moves the logits more
+    if (format == k::ElementType::q4_0) {  // the comparison can tell weights apart: Q4_0 moves the logits more
       EXPECT_GT(gatedlm::testing::rel_error(logits_of(original, batch, seq), want), 2 * err);
     }
   }
 }
 
 // The same in the generic kernel set, to fp32 summation order.
-void expect_exact_forward(const json& config_json, k::QuantFormat format) {
+void expect_exact_forward(const json& config_json, k::ElementType format) {
   const KernelSetGuard generic(k::KernelSet::generic);
   expect_quantised_forward_matches(config_json, format, kExact);
 }
@@ -120,39 +120,39 @@ TEST(QuantizedWeights, WhichTensorsAreQuantised) {
   EXPECT_FALSE(quantized_tensor(layout.at("model.layers.0.input_layernorm.weight")));
   EXPECT_FALSE(quantized_tensor(layout.at("model.layers.0.self_attn.q_norm.weight")));
   // Row bytes of each format, and the blocks of one tensor where quant_row_bytes says.
-  QuantizedWeights q(layout, k::QuantFormat::q8_0);
+  QuantizedWeights q(layout, k::ElementType::q8_0);
   const ParamSpec& wq = layout.at("model.layers.1.self_attn.q_proj.weight");
   EXPECT_EQ(static_cast<int64_t>(q.tensor_bytes(wq).size()), 64 * 34 / 32 * 64);
   EXPECT_THROW(q.tensor_bytes(layout.at("model.norm.weight")), Error);
 }
 
 TEST(QuantizedWeights, DenseForwardMatchesDequantisedWeights) {
-  for (k::QuantFormat f : {k::QuantFormat::bf16, k::QuantFormat::q8_0, k::QuantFormat::q4_0}) {
+  for (k::ElementType f : {k::ElementType::bf16, k::ElementType::q8_0, k::ElementType::q4_0}) {
     expect_exact_forward(base_json(), f);
     expect_quantised_forward_matches(base_json(), f, kRounded);  // this CPU's own kernel set
   }
-  expect_exact_forward(with(base_json(), {{"tie_embeddings", false}}), k::QuantFormat::q4_0);
+  expect_exact_forward(with(base_json(), {{"tie_embeddings", false}}), k::ElementType::q4_0);
 }
 
 TEST(QuantizedWeights, NarrowMatrixStaysF32) {  // down_proj reads 40 values a row
-  expect_exact_forward(with(base_json(), {{"ffn_hidden", 40}}), k::QuantFormat::q4_0);
+  expect_exact_forward(with(base_json(), {{"ffn_hidden", 40}}), k::ElementType::q4_0);
 }
 
 TEST(QuantizedWeights, GatedForwardMatchesDequantisedWeights) {
   for (const json& gate : {json{{"position", "sdpa"}, {"granularity", "elementwise"}},
                            json{{"position", "sdpa"}, {"granularity", "headwise"}},
                            json{{"position", "value"}, {"granularity", "elementwise"}}})
-    expect_exact_forward(with(base_json(), {{"gate", gate}}), k::QuantFormat::q8_0);
+    expect_exact_forward(with(base_json(), {{"gate", gate}}), k::ElementType::q8_0);
 }
 
 TEST(QuantizedWeights, MoeForwardMatchesDequantisedWeights) {
   expect_exact_forward(
       with(base_json(), {{"moe", {{"n_experts", 4}, {"top_k", 2}, {"expert_hidden", 32}, {"n_shared", 1}}}}),
-      k::QuantFormat::q4_0);
+      k::ElementType::q4_0);
 }
 
 TEST(QuantizedWeights, SwitchHeadsForwardMatchesDequantisedWeights) {
-  expect_exact_forward(with(base_json(), {{"switch_heads", {{"n_experts", 3}, {"top_k", 2}}}}), k::QuantFormat::q8_0);
+  expect_exact_forward(with(base_json(), {{"switch_heads", {{"n_experts", 3}, {"top_k", 2}}}}), k::ElementType::q8_0);
 }
 
 // Attached where the kernel set reads them, the Q8_0 / Q4_0 blocks are arranged in tiles
@@ -161,8 +161,8 @@ TEST(QuantizedWeights, SwitchHeadsForwardMatchesDequantisedWeights) {
 // read back are the same, and the bytes are no longer handed out as GGUF's.
 TEST(QuantizedWeights, TiledBlocksMultiplyAsRowsOfBlocks) {
   const ModelConfig c = config_from_json(base_json(), "test");
-  for (k::QuantFormat format : {k::QuantFormat::q8_0, k::QuantFormat::q4_0}) {
-    SCOPED_TRACE(k::quant_format_name(format));
+  for (k::ElementType format : {k::ElementType::q8_0, k::ElementType::q4_0}) {
+    SCOPED_TRACE(k::element_name(format));
     Model<float> model(c);
     std::vector<float> params;
     init_params(params, model.layout(), c, 5);
@@ -173,7 +173,7 @@ TEST(QuantizedWeights, TiledBlocksMultiplyAsRowsOfBlocks) {
     // q_proj|k_proj|v_proj of layer 0 (64 + 32 + 32 rows of 64 values), as rows of blocks.
     const ParamSpec& wq = model.layout().at("model.layers.0.self_attn.q_proj.weight");
     const std::span<const uint8_t> first = std::as_const(q).tensor_bytes(wq);
-    const int64_t row_bytes = k::quant_row_bytes(format, 64);
+    const int64_t row_bytes = k::element_row_bytes(format, 64);
     const std::vector<uint8_t> rows(first.begin(), first.begin() + 128 * row_bytes);
     const std::vector<float> values(model.params().begin(), model.params().end());
     q.attach(model.params());
