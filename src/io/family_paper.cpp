@@ -14,8 +14,6 @@ extern const ModelFamily kPaperFamily;
 
 namespace {
 
-constexpr Qwen3Layout kLayout{"paper", true};
-
 // Without a gate, the paper's q_proj is Qwen3's (io/hf_names.cpp's map_parameters).
 const std::vector<NameRule>& paper_name_table() {
   static const std::vector<NameRule> table = table_with({
@@ -27,31 +25,14 @@ const std::vector<NameRule>& paper_name_table() {
   return table;
 }
 
+constexpr Qwen3Layout kLayout{"paper", true, false, paper_name_table};
+
 Claim claim(const nlohmann::json& hf) { return has_paper_keys(hf) ? Claim::layout_keys : Claim::none; }
-
-model::ModelConfig from_hf(const nlohmann::json& hf, const std::string& source) {
-  return qwen3_layout_from_hf(hf, kLayout, source);
-}
-
-nlohmann::ordered_json to_hf(const model::ModelConfig& c, const std::string& torch_dtype) {
-  return qwen3_layout_to_hf(c, kLayout, torch_dtype);
-}
-
-std::vector<TensorMapping> tensors(const model::ModelConfig& c, const model::ParamLayout& layout, const std::string&,
-                                   std::optional<bool>) {
-  return map_table_tensors(c, layout, paper_name_table(), kLayout.format);
-}
 
 }  // namespace
 
-const ModelFamily kPaperFamily{.name = "paper",
-                               .summary = "the gated-attention paper's checkpoints (gate rows inside q_proj)",
-                               .claim = claim,
-                               .config_from_hf = from_hf,
-                               .config_to_hf = to_hf,
-                               .map_tensors = tensors,
-                               .hybrid = false,
-                               .stacked_experts = false,
-                               .gguf = nullptr};
+// No GGUF architecture: llama.cpp runs the G1 gate only in its hybrid architectures.
+constinit const ModelFamily kPaperFamily =
+    qwen3_layout_family<kLayout>("the gated-attention paper's checkpoints (gate rows inside q_proj)", claim, nullptr);
 
 }  // namespace gatedlm::io

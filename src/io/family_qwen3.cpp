@@ -13,34 +13,13 @@ extern const ModelFamily kQwen3Family;
 
 namespace {
 
-constexpr Qwen3Layout kLayout{"qwen3", false};
+constexpr Qwen3Layout kLayout{"qwen3", false, false, qwen3_name_table};
 constexpr GgufArchitecture kGguf{"qwen3", false, false, false, false, false, true, nullptr};
 
 Claim claim(const nlohmann::json&) { return Claim::fallback; }
 
-model::ModelConfig from_hf(const nlohmann::json& hf, const std::string& source) {
-  return qwen3_layout_from_hf(hf, kLayout, source);
-}
-
-nlohmann::ordered_json to_hf(const model::ModelConfig& c, const std::string& torch_dtype) {
-  return qwen3_layout_to_hf(c, kLayout, torch_dtype);
-}
-
-std::vector<TensorMapping> tensors(const model::ModelConfig& c, const model::ParamLayout& layout, const std::string&,
-                                   std::optional<bool>) {
-  return map_table_tensors(c, layout, qwen3_name_table(), kLayout.format);
-}
-
 }  // namespace
 
-const ModelFamily kQwen3Family{.name = "qwen3",
-                               .summary = "transformers' Qwen3 (ungated)",
-                               .claim = claim,
-                               .config_from_hf = from_hf,
-                               .config_to_hf = to_hf,
-                               .map_tensors = tensors,
-                               .hybrid = false,
-                               .stacked_experts = false,
-                               .gguf = &kGguf};
+constinit const ModelFamily kQwen3Family = qwen3_layout_family<kLayout>("transformers' Qwen3 (ungated)", claim, &kGguf);
 
 }  // namespace gatedlm::io

@@ -24,18 +24,8 @@ constexpr HybridFamily kQwen35{"qwen3_5",
 
 constexpr GgufArchitecture kGguf{"qwen35", true, false, false, true, false, true, nullptr};
 
-using Functions = HybridFamilyFunctions<kQwen35>;
-
 }  // namespace
 
-const ModelFamily kQwen35Family{.name = "qwen3_5",
-                                   .summary = "Qwen3.5 / Qwen3.6 dense",
-                                   .claim = Functions::claim,
-                                   .config_from_hf = Functions::from_hf,
-                                   .config_to_hf = Functions::to_hf,
-                                   .map_tensors = Functions::tensors,
-                                   .hybrid = true,
-                                   .stacked_experts = kQwen35.tensors.stacked_experts,
-                                   .gguf = &kGguf};
+constinit const ModelFamily kQwen35Family = hybrid_family<kQwen35>("Qwen3.5 / Qwen3.6 dense", &kGguf);
 
 }  // namespace gatedlm::io

@@ -26,18 +26,8 @@ constexpr HybridFamily kQwen35Moe{"qwen3_5_moe",
 
 constexpr GgufArchitecture kGguf{"qwen35moe", true, true, true, true, false, true, nullptr};
 
-using Functions = HybridFamilyFunctions<kQwen35Moe>;
-
 }  // namespace
 
-const ModelFamily kQwen35MoeFamily{.name = "qwen3_5_moe",
-                                   .summary = "Qwen3.5 / Qwen3.6 MoE",
-                                   .claim = Functions::claim,
-                                   .config_from_hf = Functions::from_hf,
-                                   .config_to_hf = Functions::to_hf,
-                                   .map_tensors = Functions::tensors,
-                                   .hybrid = true,
-                                   .stacked_experts = kQwen35Moe.tensors.stacked_experts,
-                                   .gguf = &kGguf};
+constinit const ModelFamily kQwen35MoeFamily = hybrid_family<kQwen35Moe>("Qwen3.5 / Qwen3.6 MoE", &kGguf);
 
 }  // namespace gatedlm::io

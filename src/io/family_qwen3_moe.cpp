@@ -6,9 +6,7 @@
 // too; --format qwen3_moe insists on MoE. GGUF: llama.cpp's qwen3moe (export's choice for an
 // ungated MoE model): every layer sparse, top-k renormalised, experts stacked as
 // ffn_{gate,up,down}_exps (io/gguf_tables.h).
-#include "core/error.h"
 #include "io/hf_qwen3_layout.h"
-#include "io/hf_shared_keys.h"
 #include "io/model_family.h"
 
 namespace gatedlm::io {
@@ -17,39 +15,14 @@ extern const ModelFamily kQwen3MoeFamily;
 
 namespace {
 
-constexpr const char* kModelType = "qwen3_moe";
-constexpr Qwen3Layout kLayout{"qwen3_moe", false};
+constexpr Qwen3Layout kLayout{"qwen3_moe", false, true, qwen3_name_table};
 constexpr GgufArchitecture kGguf{"qwen3moe", false, true, false, false, false, true, nullptr};
 
-Claim claim(const nlohmann::json& hf) { return model_type_of(hf) == kModelType ? Claim::model_type : Claim::none; }
-
-model::ModelConfig from_hf(const nlohmann::json& hf, const std::string& source) {
-  const std::string type = model_type_of(hf);
-  if (type == "qwen3")
-    fail(source, ": key \"model_type\" is \"qwen3\"; format qwen3_moe reads \"qwen3_moe\" (use --format qwen3 or auto)");
-  return qwen3_layout_from_hf(hf, kLayout, source);
-}
-
-nlohmann::ordered_json to_hf(const model::ModelConfig& c, const std::string& torch_dtype) {
-  if (!c.moe.enabled()) refuse_export(kLayout.format, "moe", "is required (use --format qwen3)");
-  return qwen3_layout_to_hf(c, kLayout, torch_dtype);
-}
-
-std::vector<TensorMapping> tensors(const model::ModelConfig& c, const model::ParamLayout& layout, const std::string&,
-                                   std::optional<bool>) {
-  return map_table_tensors(c, layout, qwen3_name_table(), kLayout.format);
-}
+Claim claim(const nlohmann::json& hf) { return model_type_of(hf) == "qwen3_moe" ? Claim::model_type : Claim::none; }
 
 }  // namespace
 
-const ModelFamily kQwen3MoeFamily{.name = "qwen3_moe",
-                                  .summary = "transformers' Qwen3-MoE (ungated)",
-                                  .claim = claim,
-                                  .config_from_hf = from_hf,
-                                  .config_to_hf = to_hf,
-                                  .map_tensors = tensors,
-                                  .hybrid = false,
-                                  .stacked_experts = false,
-                                  .gguf = &kGguf};
+constinit const ModelFamily kQwen3MoeFamily =
+    qwen3_layout_family<kLayout>("transformers' Qwen3-MoE (ungated)", claim, &kGguf);
 
 }  // namespace gatedlm::io

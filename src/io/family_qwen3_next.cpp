@@ -25,18 +25,8 @@ constexpr HybridFamily kQwen3Next{"qwen3_next",
 
 constexpr GgufArchitecture kGguf{"qwen3next", true, true, true, false, true, false, "\"model cannot have zero experts\""};
 
-using Functions = HybridFamilyFunctions<kQwen3Next>;
-
 }  // namespace
 
-const ModelFamily kQwen3NextFamily{.name = "qwen3_next",
-                                   .summary = "transformers' Qwen3-Next",
-                                   .claim = Functions::claim,
-                                   .config_from_hf = Functions::from_hf,
-                                   .config_to_hf = Functions::to_hf,
-                                   .map_tensors = Functions::tensors,
-                                   .hybrid = true,
-                                   .stacked_experts = kQwen3Next.tensors.stacked_experts,
-                                   .gguf = &kGguf};
+constinit const ModelFamily kQwen3NextFamily = hybrid_family<kQwen3Next>("transformers' Qwen3-Next", &kGguf);
 
 }  // namespace gatedlm::io

@@ -210,21 +210,10 @@ void check_expressible(const ModelConfig& c, const HybridFamily& t) {
   if (!c.norm_zero_centered) refuse("norm_zero_centered", "must be true (the format's norms compute x * (1 + w))");
   if (!c.qk_norm) refuse("qk_norm", "must be true (the format always normalises q and k)");
   if (!c.has_gate()) refuse("gate", "must be the G1 gate (the format gates every softmax layer)");
-  const model::GateConfig& g = c.gate;
-  if (g.position != model::GatePosition::sdpa) refuse("gate.position", "must be sdpa (G1)");
-  if (g.granularity != model::GateGranularity::elementwise) refuse("gate.granularity", "must be elementwise");
-  if (g.head_shared) refuse("gate.head_shared", "must be false");
-  if (g.combine != model::GateCombine::multiply) refuse("gate.combine", "must be multiply");
-  if (g.activation != kernels::Activation::sigmoid) refuse("gate.activation", "must be sigmoid");
-  if (g.input != model::GateInput::hidden) refuse("gate.input", "must be hidden");
-  if (g.input_dims != 0 && g.input_dims != c.d_model) refuse("gate.input_dims", "must be 0 (all of d_model)");
+  check_g1_gate_for_export(c, t.format, "G1", true);
   if (c.rope_scaling.type != model::RopeScalingType::none) refuse("rope_scaling.type", "must be none");
-  if (c.sdpa_transform != model::SdpaTransform::none) refuse("sdpa_transform", "must be none");
-  if (c.sandwich_norm) refuse("sandwich_norm", "must be false");
-  if (c.residual_clip != 0.0) refuse("residual_clip", "must be 0");
-  if (c.switch_heads.on()) refuse("switch_heads", "must be absent");
-  if (c.attn_qkv_bias != c.attn_o_bias)
-    refuse("attn_o_bias", "must equal attn_qkv_bias (the format's attention_bias covers q, gate, k, v and o)");
+  check_plain_block_for_export(c, t.format, "must be absent",
+                               "must equal attn_qkv_bias (the format's attention_bias covers q, gate, k, v and o)");
 }
 
 // The FFN the family holds: MoE or not, and Qwen3.5-MoE's fixed router.

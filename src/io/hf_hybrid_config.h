@@ -71,4 +71,19 @@ struct HybridFamilyFunctions {
   }
 };
 
+// The ModelFamily entry of a hybrid family: its name is F.format.
+template <const HybridFamily& F>
+constexpr ModelFamily hybrid_family(const char* summary, const GgufArchitecture* gguf) {
+  using Functions = HybridFamilyFunctions<F>;
+  return {.name = F.format,
+          .summary = summary,
+          .claim = Functions::claim,
+          .config_from_hf = Functions::from_hf,
+          .config_to_hf = Functions::to_hf,
+          .map_tensors = Functions::tensors,
+          .hybrid = true,
+          .stacked_experts = F.tensors.stacked_experts,
+          .gguf = gguf};
+}
+
 }  // namespace gatedlm::io

@@ -81,6 +81,9 @@ ModelConfig qwen3_layout_from_hf(const json& hf, const Qwen3Layout& layout, cons
   if (model_type != kDenseType && model_type != kMoeType)
     fail(source, ": key \"model_type\" is \"", model_type,
          "\"; gatedlm imports qwen3, qwen3_moe, the paper's qwen3-based models, qwen3_next, qwen3_5 and qwen3_5_moe");
+  if (layout.moe_only && model_type != kMoeType)
+    fail(source, ": key \"model_type\" is \"", model_type, "\"; format ", layout.format, " reads \"", kMoeType,
+         "\" (use --format qwen3 or auto)");
   if (!layout.paper_keys)
     for (const std::string& k : kPaperKeys)
       if (hf.contains(k)) fail(source, ": key \"", k, "\" belongs to the paper's layout (use --format paper or auto)");
@@ -106,25 +109,15 @@ namespace {
 void check_expressible(const ModelConfig& c, const Qwen3Layout& layout) {
   auto refuse = [&](const std::string& key, const std::string& why) { refuse_export(layout.format, key, why); };
   if (c.rope_dims != c.head_dim) refuse("rope_dims", "must equal head_dim (the format rotates whole heads)");
-  if (c.sdpa_transform != model::SdpaTransform::none) refuse("sdpa_transform", "must be none");
-  if (c.sandwich_norm) refuse("sandwich_norm", "must be false");
-  if (c.residual_clip != 0.0) refuse("residual_clip", "must be 0");
-  if (c.switch_heads.on()) refuse("switch_heads", "must be absent (neither format has switch heads)");
-  if (c.attn_qkv_bias != c.attn_o_bias)
-    refuse("attn_o_bias", "must equal attn_qkv_bias (the format's one bias key covers q, k, v and o)");
+  check_plain_block_for_export(c, layout.format, "must be absent (neither format has switch heads)",
+                               "must equal attn_qkv_bias (the format's one bias key covers q, k, v and o)");
   if (c.rope_scaling.type == model::RopeScalingType::ntk) refuse("rope_scaling.type", "\"ntk\" has no Hugging Face equivalent");
   if (c.moe.n_shared > 0) refuse("moe.n_shared", "must be 0 (Qwen3-MoE has no shared expert)");
   if (!layout.paper_keys) {
     if (c.has_gate()) refuse("gate", "must be none (Qwen3 has no attention gate; use --format paper)");
     if (!c.qk_norm) refuse("qk_norm", "must be true (Qwen3 always normalises q and k)");
   } else if (c.has_gate()) {
-    const model::GateConfig& g = c.gate;
-    if (g.position != model::GatePosition::sdpa) refuse("gate.position", "must be sdpa (the paper's G1)");
-    if (g.head_shared) refuse("gate.head_shared", "must be false");
-    if (g.combine != model::GateCombine::multiply) refuse("gate.combine", "must be multiply");
-    if (g.activation != kernels::Activation::sigmoid) refuse("gate.activation", "must be sigmoid");
-    if (g.input != model::GateInput::hidden) refuse("gate.input", "must be hidden");
-    if (g.input_dims != 0 && g.input_dims != c.d_model) refuse("gate.input_dims", "must be 0 (all of d_model)");
+    check_g1_gate_for_export(c, layout.format, "the paper's G1", false);  // headwise or elementwise
   }
 }
 
@@ -137,6 +130,7 @@ nlohmann::ordered_json rope_scaling_json(const model::RopeScaling& s) {
 }  // namespace
 
 nlohmann::ordered_json qwen3_layout_to_hf(const ModelConfig& c, const Qwen3Layout& layout, const std::string& torch_dtype) {
+  if (layout.moe_only && !c.moe.enabled()) refuse_export(layout.format, "moe", "is required (use --format qwen3)");
   check_expressible(c, layout);
   const bool moe = c.moe.enabled();
   nlohmann::ordered_json j;

@@ -152,4 +152,28 @@ void refuse_export(const std::string& format, const std::string& key, const std:
   fail("export --format ", format, ": model config key \"", key, "\" ", why);
 }
 
+void check_plain_block_for_export(const ModelConfig& c, const std::string& format,
+                                  const std::string& switch_heads_why, const std::string& bias_why) {
+  auto refuse = [&](const std::string& key, const std::string& why) { refuse_export(format, key, why); };
+  if (c.sdpa_transform != model::SdpaTransform::none) refuse("sdpa_transform", "must be none");
+  if (c.sandwich_norm) refuse("sandwich_norm", "must be false");
+  if (c.residual_clip != 0.0) refuse("residual_clip", "must be 0");
+  if (c.switch_heads.on()) refuse("switch_heads", switch_heads_why);
+  if (c.attn_qkv_bias != c.attn_o_bias) refuse("attn_o_bias", bias_why);
+}
+
+void check_g1_gate_for_export(const ModelConfig& c, const std::string& format, const std::string& g1,
+                              bool elementwise_only) {
+  auto refuse = [&](const std::string& key, const std::string& why) { refuse_export(format, key, why); };
+  const model::GateConfig& g = c.gate;
+  if (g.position != model::GatePosition::sdpa) refuse("gate.position", "must be sdpa (" + g1 + ")");
+  if (elementwise_only && g.granularity != model::GateGranularity::elementwise)
+    refuse("gate.granularity", "must be elementwise");
+  if (g.head_shared) refuse("gate.head_shared", "must be false");
+  if (g.combine != model::GateCombine::multiply) refuse("gate.combine", "must be multiply");
+  if (g.activation != kernels::Activation::sigmoid) refuse("gate.activation", "must be sigmoid");
+  if (g.input != model::GateInput::hidden) refuse("gate.input", "must be hidden");
+  if (g.input_dims != 0 && g.input_dims != c.d_model) refuse("gate.input_dims", "must be 0 (all of d_model)");
+}
+
 }  // namespace gatedlm::io

@@ -56,5 +56,14 @@ void write_moe_keys(nlohmann::ordered_json& j, const model::MoeConfig& m, const 
 
 // "export --format <format>: model config key "<key>" <why>".
 [[noreturn]] void refuse_export(const std::string& format, const std::string& key, const std::string& why);
+// A plain Qwen3 block: no SDPA transform, sandwich norm, residual clip or switch heads (the
+// refusal says `switch_heads_why`), and one bias setting for q, k, v and o (`bias_why`).
+void check_plain_block_for_export(const model::ModelConfig& c, const std::string& format,
+                                  const std::string& switch_heads_why, const std::string& bias_why);
+// The G1 gate as the Hugging Face families hold it: on the SDPA output (`g1` names it in the
+// refusal), elementwise when `elementwise_only`, sigmoid, multiply, per head, reading all of
+// d_model; any other setting is refused by key.
+void check_g1_gate_for_export(const model::ModelConfig& c, const std::string& format, const std::string& g1,
+                              bool elementwise_only);
 
 }  // namespace gatedlm::io
