@@ -32,7 +32,6 @@ Claim claim(const nlohmann::json& hf) { return has_paper_keys(hf) ? Claim::layou
 }  // namespace
 
 // No GGUF architecture: llama.cpp runs the G1 gate only in its hybrid architectures.
-constinit const ModelFamily kPaperFamily =
-    qwen3_layout_family<kLayout>("the gated-attention paper's checkpoints (gate rows inside q_proj)", claim, nullptr);
+constinit const ModelFamily kPaperFamily = qwen3_layout_family<kLayout>(claim, nullptr);
 
 }  // namespace gatedlm::io

@@ -20,6 +20,6 @@ Claim claim(const nlohmann::json&) { return Claim::fallback; }
 
 }  // namespace
 
-constinit const ModelFamily kQwen3Family = qwen3_layout_family<kLayout>("transformers' Qwen3 (ungated)", claim, &kGguf);
+constinit const ModelFamily kQwen3Family = qwen3_layout_family<kLayout>(claim, &kGguf);
 
 }  // namespace gatedlm::io

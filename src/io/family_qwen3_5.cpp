@@ -26,6 +26,6 @@ constexpr GgufArchitecture kGguf{"qwen35", true, false, false, true, false, true
 
 }  // namespace
 
-constinit const ModelFamily kQwen35Family = hybrid_family<kQwen35>("Qwen3.5 / Qwen3.6 dense", &kGguf);
+constinit const ModelFamily kQwen35Family = hybrid_family<kQwen35>(&kGguf);
 
 }  // namespace gatedlm::io

@@ -28,6 +28,6 @@ constexpr GgufArchitecture kGguf{"qwen35moe", true, true, true, true, false, tru
 
 }  // namespace
 
-constinit const ModelFamily kQwen35MoeFamily = hybrid_family<kQwen35Moe>("Qwen3.5 / Qwen3.6 MoE", &kGguf);
+constinit const ModelFamily kQwen35MoeFamily = hybrid_family<kQwen35Moe>(&kGguf);
 
 }  // namespace gatedlm::io

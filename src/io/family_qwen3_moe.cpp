@@ -22,7 +22,6 @@ Claim claim(const nlohmann::json& hf) { return model_type_of(hf) == "qwen3_moe" 
 
 }  // namespace
 
-constinit const ModelFamily kQwen3MoeFamily =
-    qwen3_layout_family<kLayout>("transformers' Qwen3-MoE (ungated)", claim, &kGguf);
+constinit const ModelFamily kQwen3MoeFamily = qwen3_layout_family<kLayout>(claim, &kGguf);
 
 }  // namespace gatedlm::io

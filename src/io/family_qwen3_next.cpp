@@ -27,6 +27,6 @@ constexpr GgufArchitecture kGguf{"qwen3next", true, true, true, false, true, fal
 
 }  // namespace
 
-constinit const ModelFamily kQwen3NextFamily = hybrid_family<kQwen3Next>("transformers' Qwen3-Next", &kGguf);
+constinit const ModelFamily kQwen3NextFamily = hybrid_family<kQwen3Next>(&kGguf);
 
 }  // namespace gatedlm::io

@@ -180,7 +180,7 @@ void check_exportable(const model::ModelConfig& c, const std::string& arch) {
                        hybrid_architectures() + ") gate every full-attention layer with G1 (sdpa, elementwise, sigmoid)");
   }
   if (c.has_linear() && c.linear_attention.k_head_dim != c.linear_attention.v_head_dim)
-    refuse("linear_attention.v_head_dim", "must equal k_head_dim (llama.cpp's qwen35 sizes both by ssm.state_size)");
+    refuse("linear_attention.v_head_dim", "must equal k_head_dim (llama.cpp's " + arch + " sizes both by ssm.state_size)");
   if (c.attn_qkv_bias || c.attn_o_bias)
     refuse(c.attn_qkv_bias ? "attn_qkv_bias" : "attn_o_bias", "must be false (llama.cpp's " + arch + " has no attention biases)");
   if (!c.qk_norm) refuse("qk_norm", "must be true (llama.cpp's " + arch + " normalises q and k)");

@@ -73,10 +73,9 @@ struct HybridFamilyFunctions {
 
 // The ModelFamily entry of a hybrid family: its name is F.format.
 template <const HybridFamily& F>
-constexpr ModelFamily hybrid_family(const char* summary, const GgufArchitecture* gguf) {
+constexpr ModelFamily hybrid_family(const GgufArchitecture* gguf) {
   using Functions = HybridFamilyFunctions<F>;
   return {.name = F.format,
-          .summary = summary,
           .claim = Functions::claim,
           .config_from_hf = Functions::from_hf,
           .config_to_hf = Functions::to_hf,

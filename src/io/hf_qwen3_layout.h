@@ -60,11 +60,9 @@ struct Qwen3LayoutFunctions {
 
 // The ModelFamily entry of a Qwen3-layout family: its name is L.format.
 template <const Qwen3Layout& L>
-constexpr ModelFamily qwen3_layout_family(const char* summary, Claim (*claim)(const nlohmann::json&),
-                                          const GgufArchitecture* gguf) {
+constexpr ModelFamily qwen3_layout_family(Claim (*claim)(const nlohmann::json&), const GgufArchitecture* gguf) {
   using F = Qwen3LayoutFunctions<L>;
   return {.name = L.format,
-          .summary = summary,
           .claim = claim,
           .config_from_hf = F::from_hf,
           .config_to_hf = F::to_hf,

@@ -44,8 +44,7 @@ struct GgufArchitecture {
 enum class Claim { none = 0, fallback = 1, model_type = 2, layout_keys = 3, hybrid_model_type = 4 };
 
 struct ModelFamily {
-  const char* name;     // the --format value, and what import reports
-  const char* summary;  // one line for the help texts: what transformers calls it
+  const char* name;  // the --format value, and what import reports
   Claim (*claim)(const nlohmann::json& hf);
   // Throws naming `source` and the key it cannot map.
   model::ModelConfig (*config_from_hf)(const nlohmann::json& hf, const std::string& source);

@@ -199,7 +199,6 @@ std::vector<TensorMapping> gproj_tensors(const model::ModelConfig& c, const mode
 }
 
 const ModelFamily kGprojFamily{.name = kGprojType,
-                               .summary = "a toy: Qwen3 with the G1 gate in g_proj",
                                .claim = gproj_claim,
                                .config_from_hf = gproj_from_hf,
                                .config_to_hf = gproj_to_hf,
