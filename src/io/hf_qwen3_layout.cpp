@@ -61,6 +61,13 @@ bool read_paper_keys(HfReader& r, const json& hf, ModelConfig& c, bool bias) {
   return bias;
 }
 
+// The registered families' names, for the refusal of another model_type.
+std::vector<std::string> family_list() {
+  std::vector<std::string> names;
+  for (const ModelFamily* f : model_families()) names.push_back(f->name);
+  return names;
+}
+
 }  // namespace
 
 bool has_paper_keys(const json& hf) {
@@ -79,8 +86,9 @@ ModelConfig qwen3_layout_from_hf(const json& hf, const Qwen3Layout& layout, cons
   HfReader r(hf, source);
   const std::string model_type = r.string("model_type", "");
   if (model_type != kDenseType && model_type != kMoeType)
-    fail(source, ": key \"model_type\" is \"", model_type,
-         "\"; gatedlm imports qwen3, qwen3_moe, the paper's qwen3-based models, qwen3_next, qwen3_5 and qwen3_5_moe");
+    fail(source, ": key \"model_type\" is \"", model_type, "\"; format ", layout.format, " reads \"", kDenseType,
+         "\" and \"", kMoeType, "\" (gatedlm imports the families ", join_names(family_list(), "and"),
+         "; --format auto picks one by model_type)");
   if (layout.moe_only && model_type != kMoeType)
     fail(source, ": key \"model_type\" is \"", model_type, "\"; format ", layout.format, " reads \"", kMoeType,
          "\" (use --format qwen3 or auto)");

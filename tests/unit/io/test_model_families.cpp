@@ -124,6 +124,7 @@ TEST(ModelFamilies, DetectionFollowsModelTypeThenThePapersKeys) {
   for (const auto& [hf, family] : expected) EXPECT_EQ(to_string(detect_hf_format(hf)), family) << hf.dump();
   const std::string refused = testing::error_of([] { config_from_hf({{"model_type", "llama"}}, HfFormat::qwen3, "c.json"); });
   EXPECT_TRUE(testing::contains(refused, "\"model_type\" is \"llama\"")) << refused;
+  for (const ModelFamily* f : model_families()) EXPECT_TRUE(testing::contains(refused, f->name)) << refused;
 }
 
 TEST(ModelFamilies, QwenMoeInsistsOnExpertsWhileQwen3AndPaperKeepWritingThem) {
