@@ -4,6 +4,7 @@
 // (model_type "qwen3_moe"), as it always has. --format auto falls back to it, so that an
 // unknown model_type is refused by name. GGUF: llama.cpp's qwen3 (export's choice for an
 // ungated dense model): the Qwen3 tensor names, the shared keys only (io/gguf_tables.h).
+#include "io/gguf_tables.h"
 #include "io/hf_qwen3_layout.h"
 #include "io/model_family.h"
 
@@ -14,7 +15,9 @@ extern const ModelFamily kQwen3Family;
 namespace {
 
 constexpr Qwen3Layout kLayout{"qwen3", false, false, qwen3_name_table};
-constexpr GgufArchitecture kGguf{"qwen3", false, false, false, false, false, true, nullptr};
+// llama.cpp's qwen3: ungated, dense, picked by --gguf-arch auto.
+constexpr GgufArchitecture kGguf{"qwen3", false, false, false, false, false, true,
+                                 nullptr, gguf_ungated_names};
 
 Claim claim(const nlohmann::json&) { return Claim::fallback; }
 

@@ -5,6 +5,7 @@
 // (io/hf_hybrid_names.h). GGUF: llama.cpp's qwen35 (export's choice for a G1-gated dense
 // model): tiled value heads, M-RoPE's rope.dimension_sections (text: plain RoPE),
 // zero-centred norms stored plus one, A_log as ssm_a = -exp(A_log) (io/gguf_tables.h).
+#include "io/gguf_tables.h"
 #include "io/hf_hybrid_config.h"
 #include "io/model_family.h"
 
@@ -22,7 +23,9 @@ constexpr HybridFamily kQwen35{"qwen3_5",
                                MoeKeys{},  // a dense family: no MoE keys
                                HybridTensors{false, false}};
 
-constexpr GgufArchitecture kGguf{"qwen35", true, false, false, true, false, true, nullptr};
+// llama.cpp's qwen35: G1-gated, dense, M-RoPE sections, picked by --gguf-arch auto.
+constexpr GgufArchitecture kGguf{"qwen35", true, false, false, true, false, true,
+                                 nullptr, gguf_gated_names};
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 // one tensor each is read too). GGUF: llama.cpp's qwen35moe (export's choice for a G1-gated
 // MoE model): qwen35's tensors and keys, the experts stacked, a shared expert required (a
 // zero one written for a model without).
+#include "io/gguf_tables.h"
 #include "io/hf_hybrid_config.h"
 #include "io/model_family.h"
 
@@ -24,7 +25,9 @@ constexpr HybridFamily kQwen35Moe{"qwen3_5_moe",
                                   MoeKeys{256, 8, 512, true, true, false},
                                   HybridTensors{false, true}};
 
-constexpr GgufArchitecture kGguf{"qwen35moe", true, true, true, true, false, true, nullptr};
+// llama.cpp's qwen35moe: G1-gated, MoE, a shared expert, M-RoPE sections, picked by --gguf-arch auto.
+constexpr GgufArchitecture kGguf{"qwen35moe", true, true, true, true, false, true,
+                                 nullptr, gguf_gated_names};
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 // too; --format qwen3_moe insists on MoE. GGUF: llama.cpp's qwen3moe (export's choice for an
 // ungated MoE model): every layer sparse, top-k renormalised, experts stacked as
 // ffn_{gate,up,down}_exps (io/gguf_tables.h).
+#include "io/gguf_tables.h"
 #include "io/hf_qwen3_layout.h"
 #include "io/model_family.h"
 
@@ -16,7 +17,9 @@ extern const ModelFamily kQwen3MoeFamily;
 namespace {
 
 constexpr Qwen3Layout kLayout{"qwen3_moe", false, true, qwen3_name_table};
-constexpr GgufArchitecture kGguf{"qwen3moe", false, true, false, false, false, true, nullptr};
+// llama.cpp's qwen3moe: ungated, MoE, picked by --gguf-arch auto.
+constexpr GgufArchitecture kGguf{"qwen3moe", false, true, false, false, false, true,
+                                 nullptr, gguf_ungated_names};
 
 Claim claim(const nlohmann::json& hf) { return model_type_of(hf) == "qwen3_moe" ? Claim::model_type : Claim::none; }
 

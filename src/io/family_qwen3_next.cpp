@@ -5,6 +5,7 @@
 // each (io/hf_hybrid_names.h). GGUF: llama.cpp's qwen3next, MoE only (llama.cpp refuses zero
 // experts), asked for by --gguf-arch: grouped value heads, beta and alpha fused in ssm_ba,
 // older files' ssm_in read (io/gguf_linear.h), no M-RoPE sections.
+#include "io/gguf_tables.h"
 #include "io/hf_hybrid_config.h"
 #include "io/model_family.h"
 
@@ -23,7 +24,9 @@ constexpr HybridFamily kQwen3Next{"qwen3_next",
                                   MoeKeys{512, 10, 512, true, true, true},
                                   HybridTensors{true, false}};
 
-constexpr GgufArchitecture kGguf{"qwen3next", true, true, true, false, true, false, "\"model cannot have zero experts\""};
+// llama.cpp's qwen3next: G1-gated, MoE, a shared expert, grouped linear inputs, asked for by name.
+constexpr GgufArchitecture kGguf{"qwen3next", true, true, true, false, true, false,
+                                 "\"model cannot have zero experts\"", gguf_gated_names};
 
 }  // namespace
 

@@ -13,14 +13,9 @@ namespace {
 using model::ModelConfig;
 using model::ParamSpec;
 
-// gatedlm's generic parameter names ("{i}": the layer) and their GGUF names: those every
-// architecture here shares, then those of the ungated ones (qwen3 / qwen3moe) and of the
-// gated ones (qwen35 / qwen35moe / qwen3next). A parameter in none of an architecture's
-// tables has no tensor there.
-struct GgufName {
-  const char* ours;
-  const char* theirs;
-};
+// gatedlm's generic parameter names and their GGUF names that every architecture here
+// shares; each architecture adds its own (GgufArchitecture::tensor_names). A parameter in
+// none of an architecture's tables has no tensor there.
 const GgufName kSharedNames[] = {
     {"model.embed_tokens.weight", "token_embd.weight"},
     {"model.norm.weight", "output_norm.weight"},
@@ -36,19 +31,6 @@ const GgufName kSharedNames[] = {
     {"model.layers.{i}.mlp.down_proj.weight", "blk.{i}.ffn_down.weight"},
     {"model.layers.{i}.mlp.gate.weight", "blk.{i}.ffn_gate_inp.weight"},  // the MoE router
 };
-const GgufName kQwen3Names[] = {
-    {"model.layers.{i}.self_attn.q_proj.weight", "blk.{i}.attn_q.weight"},
-    {"model.layers.{i}.post_attention_layernorm.weight", "blk.{i}.ffn_norm.weight"},
-};
-// qwen35's attn_q (q_proj with the gate's rows) is assembled by query_and_gate below.
-const GgufName kQwen35Names[] = {
-    {"model.layers.{i}.post_attention_layernorm.weight", "blk.{i}.post_attention_norm.weight"},
-    {"model.layers.{i}.mlp.shared_expert.gate_proj.weight", "blk.{i}.ffn_gate_shexp.weight"},
-    {"model.layers.{i}.mlp.shared_expert.up_proj.weight", "blk.{i}.ffn_up_shexp.weight"},
-    {"model.layers.{i}.mlp.shared_expert.down_proj.weight", "blk.{i}.ffn_down_shexp.weight"},
-    {"model.layers.{i}.mlp.shared_expert_gate.weight", "blk.{i}.ffn_gate_inp_shexp.weight"},  // [1, d] -> [d]
-};
-
 std::string with_layer(std::string name, const std::string& layer) {
   const size_t at = name.find("{i}");
   if (at != std::string::npos) name.replace(at, 3, layer);
@@ -66,7 +48,7 @@ std::string table_name(const std::string& name, const GgufArchitecture& arch) {
     return "";
   };
   std::string found = look(kSharedNames);
-  if (found.empty()) found = arch.gated ? look(kQwen35Names) : look(kQwen3Names);
+  if (found.empty()) found = look(arch.tensor_names());
   return found;
 }
 
@@ -111,6 +93,26 @@ void add_zero_shared_expert(std::vector<GgufTensor>& out, const ModelConfig& c, 
 }
 
 }  // namespace
+
+const std::vector<GgufName>& gguf_ungated_names() {
+  static const std::vector<GgufName> names{
+      {"model.layers.{i}.self_attn.q_proj.weight", "blk.{i}.attn_q.weight"},
+      {"model.layers.{i}.post_attention_layernorm.weight", "blk.{i}.ffn_norm.weight"},
+  };
+  return names;
+}
+
+// The gated ones' attn_q (q_proj with the gate's rows) is assembled by query_and_gate.
+const std::vector<GgufName>& gguf_gated_names() {
+  static const std::vector<GgufName> names{
+      {"model.layers.{i}.post_attention_layernorm.weight", "blk.{i}.post_attention_norm.weight"},
+      {"model.layers.{i}.mlp.shared_expert.gate_proj.weight", "blk.{i}.ffn_gate_shexp.weight"},
+      {"model.layers.{i}.mlp.shared_expert.up_proj.weight", "blk.{i}.ffn_up_shexp.weight"},
+      {"model.layers.{i}.mlp.shared_expert.down_proj.weight", "blk.{i}.ffn_down_shexp.weight"},
+      {"model.layers.{i}.mlp.shared_expert_gate.weight", "blk.{i}.ffn_gate_inp_shexp.weight"},  // [1, d] -> [d]
+  };
+  return names;
+}
 
 const GgufArchitecture& gguf_traits(const std::string& arch) {
   const ModelFamily* family = find_gguf_family(arch);

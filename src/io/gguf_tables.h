@@ -39,6 +39,13 @@ std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const mod
 std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const model::ModelConfig& c, const std::string& arch,
                                      bool ssm_in = false);
 
+// The GGUF names of the ungated architectures (qwen3, qwen3moe: attn_q, ffn_norm) and of the
+// G1-gated ones (qwen35, qwen35moe, qwen3next: post_attention_norm, the shared expert's),
+// beyond those every architecture shares (token_embd, attn_k, ffn_gate_inp, ...). A family's
+// GgufArchitecture::tensor_names names one of them.
+const std::vector<GgufName>& gguf_ungated_names();
+const std::vector<GgufName>& gguf_gated_names();
+
 // The width of the zero shared expert written for an MoE model without a shared expert.
 inline constexpr int64_t kZeroSharedUnits = 32;
 // The traits of a registered family's architecture; throws for a name no family has.

@@ -10,6 +10,12 @@
 
 namespace gatedlm::io {
 
+// A gatedlm parameter's generic name ("{i}": the layer) and its GGUF name.
+struct GgufName {
+  const char* ours;
+  const char* theirs;
+};
+
 // A run of `count` consecutive values of one gatedlm parameter, from its element `begin`
 // on; or, spec null, `count` zeros (values the model does not have, such as qwen35moe's zero
 // shared expert). A row may span runs (ssm_out's value heads are reordered within rows).

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "io/gguf_tensor.h"
 #include "io/hf_names.h"
 #include "model/config.h"
 #include "model/param_layout.h"
@@ -35,6 +36,9 @@ struct GgufArchitecture {
   bool grouped_linear_inputs;  // Qwen3-Next's grouped value heads, ssm_ba fused (and the older ssm_in); else tiled
   bool chosen_by_auto;         // export's --gguf-arch auto picks it for a model of its gate and FFN
   const char* without_moe;     // llama.cpp's words when asked for a dense model (nullptr: none)
+  // Its tensor names beyond those every architecture shares (io/gguf_tables.h); the fused
+  // ones (attn_q with the gate, stacked experts, the linear layers') are built by the traits.
+  const std::vector<GgufName>& (*tensor_names)();
 };
 
 // How strongly a family claims a config.json for --format auto: the strongest claim wins,
