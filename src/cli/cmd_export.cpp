@@ -31,12 +31,11 @@ void register_export(CLI::App& app) {
       "vocabulary when it has one, else the byte tokenizer's for a byte model). A config the format cannot express "
       "is refused by key before anything is written.");
   sub->add_option("CKPT", opt->checkpoint, "checkpoint or run directory")->required();
-  sub->add_option("--format", opt->format, "paper | qwen3 | qwen3_next | qwen3_5 | qwen3_5_moe | gguf")->required();
+  sub->add_option("--format", opt->format, io::hf_format_names(" | ") + " | gguf")->required();
   sub->add_option("--out", opt->out, "output directory (must not exist or be empty)")->required();
   sub->add_option("--dtype", opt->dtype, "f32 | bf16 | f16 (round to nearest even); gguf also q8_0 | q4_0 (GGUF's blocks of 32; "
                   "norms, routers and 1-D tensors stay f32, as llama.cpp keeps them)")->capture_default_str();
-  sub->add_option("--gguf-arch", opt->gguf_arch, "gguf only: auto (qwen3 / qwen3moe ungated, qwen35 / qwen35moe gated) | "
-                  "qwen35 | qwen35moe | qwen3next (G1-gated MoE, with llama.cpp's shared expert) | qwen3 | qwen3moe")
+  sub->add_option("--gguf-arch", opt->gguf_arch, "gguf only: " + io::gguf_architecture_help())
       ->capture_default_str();
   sub->callback([opt] {
     const bool gguf = opt->format == "gguf";

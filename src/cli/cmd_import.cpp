@@ -52,7 +52,7 @@ void register_import(CLI::App& app) {
   sub->add_option("SRC", opt->src, "the Hugging Face model directory, or a .gguf file")->required();
   sub->add_option("--out", opt->out, "checkpoint directory to create (must not exist or be empty)")->required();
   sub->add_option("--format", opt->format,
-                  "auto | paper | qwen3 | qwen3_next | qwen3_5 | qwen3_5_moe | gguf (auto: gguf for a file that starts "
+                  "auto | " + io::hf_format_names(" | ") + " | gguf (auto: gguf for a file that starts "
                   "with GGUF's magic, else by config.json's model_type, else paper when the config has the paper's keys)")
       ->capture_default_str();
   sub->callback([opt] {

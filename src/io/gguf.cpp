@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -114,6 +115,23 @@ TokenizerJsonVocabulary byte_tokenizer_vocabulary() {
   fail("export --format gguf: model config key \"", key, "\" ", why);
 }
 
+// The registered architectures (io/model_family.h) that fit: all, or those of one gate.
+std::vector<std::string> architecture_names(std::optional<bool> gated = std::nullopt,
+                                            std::optional<bool> moe = std::nullopt) {
+  std::vector<std::string> names;
+  for (const GgufArchitecture* a : gguf_architectures())
+    if ((!gated || a->gated == *gated) && (!moe || a->moe == *moe)) names.push_back(a->name);
+  return names;
+}
+
+// "qwen35, qwen35moe, qwen3next": the G1-gated hybrid architectures.
+std::string hybrid_architectures() {
+  const std::vector<std::string> names = architecture_names(true);
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 // The paper's G1 gate as llama.cpp's qwen35 computes it: attn * sigmoid(h W_gate^T), one
 // score per element of the SDPA output, W_gate reading all of the normed hidden state h.
 // Every other variant is refused by the key that makes it differ, naming the variant.
@@ -145,7 +163,7 @@ constexpr const char* kQwen3NextSsmIn = "GATEDLM_GGUF_QWEN3NEXT_SSM_IN";
 void check_llama_runs_all_full_attention(const model::ModelConfig& c) {
   if (c.has_linear() || std::getenv(kForceAllFullQwen35)) return;
   refuse("gate", "is " + model::describe_gate(c) + " in a model whose layers are all full attention: llama.cpp has "
-         "this gate only in its hybrid architectures (qwen35, qwen35moe, qwen3next), and these cannot run a model "
+         "this gate only in its hybrid architectures (" + hybrid_architectures() + "), and these cannot run a model "
          "without Gated DeltaNet layers: llama.cpp (node-llama-cpp 3.22.1, commit 0ad4a86) aborts in llama_decode "
          "with GGML_ASSERT(buffer) in llm_graph_input_mem_hybrid::set_input, the recurrent-state input being left "
          "unallocated (bench/RESULTS.md, \"GGUF export of gated models\"). Export it with --format paper instead");
@@ -158,16 +176,16 @@ void check_exportable(const model::ModelConfig& c, const std::string& arch) {
     check_qwen35_gate(c);
     check_llama_runs_all_full_attention(c);
   } else if (c.has_linear()) {
-    refuse("gate", "is none in a model with Gated DeltaNet layers: llama.cpp's hybrid architectures (qwen35, "
-                   "qwen35moe, qwen3next) gate every full-attention layer with G1 (sdpa, elementwise, sigmoid)");
+    refuse("gate", "is none in a model with Gated DeltaNet layers: llama.cpp's hybrid architectures (" +
+                       hybrid_architectures() + ") gate every full-attention layer with G1 (sdpa, elementwise, sigmoid)");
   }
   if (c.has_linear() && c.linear_attention.k_head_dim != c.linear_attention.v_head_dim)
-    refuse("linear_attention.v_head_dim", "must equal k_head_dim (llama.cpp's qwen35 sizes both by ssm.state_size)");
+    refuse("linear_attention.v_head_dim", "must equal k_head_dim (llama.cpp's " + arch + " sizes both by ssm.state_size)");
   if (c.attn_qkv_bias || c.attn_o_bias)
     refuse(c.attn_qkv_bias ? "attn_qkv_bias" : "attn_o_bias", "must be false (llama.cpp's " + arch + " has no attention biases)");
   if (!c.qk_norm) refuse("qk_norm", "must be true (llama.cpp's " + arch + " normalises q and k)");
   if (c.rope_dims != c.head_dim && !c.has_gate())
-    refuse("rope_dims", "must equal head_dim (llama.cpp's qwen3 rotates whole heads)");
+    refuse("rope_dims", "must equal head_dim (llama.cpp's " + arch + " rotates whole heads)");
   if (c.rope_scaling.type != model::RopeScalingType::none) refuse("rope_scaling", "must be none");
   if (c.sdpa_transform != model::SdpaTransform::none) refuse("sdpa_transform", "must be none");
   if (c.sandwich_norm) refuse("sandwich_norm", "must be false");
@@ -176,7 +194,7 @@ void check_exportable(const model::ModelConfig& c, const std::string& arch) {
   if (c.moe.enabled()) {
     if (c.moe.every != 1) refuse("moe.every", "must be 1 (llama.cpp's " + arch + " makes every layer sparse)");
     if (c.moe.n_shared > 0 && !c.has_gate())
-      refuse("moe.n_shared", "must be 0 (llama.cpp's qwen3moe has no shared expert)");
+      refuse("moe.n_shared", "must be 0 (llama.cpp's " + arch + " has no shared expert)");
     if (!c.moe.norm_topk_prob)
       refuse("moe.norm_topk_prob", "must be true (llama.cpp's " + arch + " renormalises the chosen experts' weights)");
   }
@@ -285,20 +303,32 @@ std::string resolve_gguf_architecture(const model::ModelConfig& c, const std::st
   const std::string chosen = gguf_architecture(c);
   if (requested == "auto" || requested == chosen) return chosen;
   const std::string flag = "export --gguf-arch " + requested + ": ";
-  const std::vector<std::string> known{"qwen3", "qwen3moe", "qwen35", "qwen35moe", "qwen3next"};
-  if (std::find(known.begin(), known.end(), requested) == known.end())
-    fail(flag, "unknown architecture (auto, qwen3, qwen3moe, qwen35, qwen35moe or qwen3next)");
-  if (gguf_is_hybrid(requested) != c.has_gate())
+  const ModelFamily* family = find_gguf_family(requested);
+  if (!family) {
+    std::vector<std::string> known = architecture_names();
+    known.insert(known.begin(), "auto");
+    fail(flag, "unknown architecture (", join_names(known, "or"), ")");
+  }
+  const GgufArchitecture& a = *family->gguf;
+  if (a.gated != c.has_gate())
     fail(flag, "the model's gate is ", model::describe_gate(c), "; llama.cpp's ", requested,
-         c.has_gate() ? " has no output gate (use qwen35, qwen35moe or qwen3next)" : " gates every full-attention layer with G1");
-  const bool moe_arch = requested == "qwen3moe" || gguf_has_shared_expert(requested);
-  if (moe_arch && !c.moe.enabled())
+         c.has_gate() ? " has no output gate (use " + join_names(architecture_names(true), "or") + ")"
+                      : " gates every full-attention layer with G1");
+  if (a.moe && !c.moe.enabled())
     fail(flag, "the model has no \"moe\" FFN; llama.cpp's ", requested, " has MoE FFNs only",
-         requested == "qwen3next" ? " (\"model cannot have zero experts\"): export it as qwen35" : "");
-  if (!moe_arch && c.moe.enabled())
-    fail(flag, "the model's FFN is MoE; llama.cpp's ", requested, " has dense FFNs only (use ", chosen,
-         c.has_gate() ? " or qwen3next)" : ")");
+         a.without_moe ? cat(" (", a.without_moe, "): export it as ", chosen) : "");
+  if (!a.moe && c.moe.enabled())
+    fail(flag, "the model's FFN is MoE; llama.cpp's ", requested, " has dense FFNs only (use ",
+         join_names(architecture_names(c.has_gate(), true), "or"), ")");
   return requested;
+}
+
+std::string gguf_architecture_help() {
+  std::string out = "auto (";
+  for (const GgufArchitecture* a : gguf_architectures())
+    if (a->chosen_by_auto)
+      out += cat(out.back() == '(' ? "" : ", ", a->name, a->gated ? " gated" : " ungated", a->moe ? " MoE" : " dense");
+  return out + ") | " + gguf_architecture_names(" | ");
 }
 
 void export_gguf(const Checkpoint& ck, kernels::ElementType dtype, const std::string& tokenizer, const std::string& path,
@@ -308,7 +338,7 @@ void export_gguf(const Checkpoint& ck, kernels::ElementType dtype, const std::st
   check_exportable(c, arch);
   Bytes kv = gguf_metadata(c, arch, dtype, tokenizer);
   const model::ParamLayout layout(c);
-  const bool ssm_in = arch == "qwen3next" && std::getenv(kQwen3NextSsmIn);
+  const bool ssm_in = gguf_traits(arch).grouped_linear_inputs && std::getenv(kQwen3NextSsmIn);
   const std::vector<GgufTensor> tensors = gguf_tensors(layout, c, arch, ssm_in);
   std::vector<PlacedTensor> placed;
   Bytes infos = gguf_tensor_infos(tensors, dtype, c.tie_embeddings, placed);

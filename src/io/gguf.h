@@ -31,6 +31,9 @@ inline constexpr int64_t kByteVocabularySize = 258;
 // qwen35moe gated) or one named, checked against the model: a gated MoE model may also be
 // qwen3next. Throws naming the --gguf-arch value and what the model lacks.
 std::string resolve_gguf_architecture(const model::ModelConfig& c, const std::string& requested);
+// --gguf-arch's values for its help text: "auto (...) | qwen3 | qwen3moe | ...", every
+// registered family's architecture (io/model_family.h).
+std::string gguf_architecture_help();
 // Writes `path` (atomically) in the architecture resolve_gguf_architecture gives;
 // everything is checked before the file is created.
 void export_gguf(const Checkpoint& ck, kernels::ElementType dtype, const std::string& tokenizer, const std::string& path,

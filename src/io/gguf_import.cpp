@@ -18,15 +18,6 @@ namespace gatedlm::io {
 
 namespace {
 
-// The architectures gatedlm imports: those GGUF export writes (io/gguf_tables.h); the hybrid
-// ones' own keys are read by io/gguf_import_hybrid.h.
-struct ImportArchitecture {
-  const char* name;
-  bool moe;
-};
-constexpr ImportArchitecture kArchitectures[] = {
-    {"qwen3", false}, {"qwen3moe", true}, {"qwen35", false}, {"qwen35moe", true}, {"qwen3next", true}};
-
 // Keys under the architecture's prefix that hold no config number of their own, accepted
 // with the one value that changes nothing; any other key there is refused by name.
 struct ExtraKey {
@@ -36,12 +27,15 @@ struct ExtraKey {
 constexpr ExtraKey kExtraKeys[] = {{"rope.dimension_count", "attention.key_length (RoPE over whole heads)"},
                                    {"rope.scaling.type", "\"none\""}};
 
-const ImportArchitecture& architecture(const GgufReader& f) {
+// The architectures gatedlm imports: those of the model families (io/model_family.h), which
+// GGUF export writes (io/gguf_tables.h); the hybrid ones' own keys are read by
+// io/gguf_import_hybrid.h.
+const GgufArchitecture& architecture(const GgufReader& f) {
   const std::string name = f.get_string("general.architecture");
-  for (const ImportArchitecture& a : kArchitectures)
-    if (name == a.name) return a;
-  fail(f.path(), ": key general.architecture is \"", name,
-       "\"; gatedlm imports qwen3, qwen3moe, qwen35, qwen35moe and qwen3next");
+  if (const ModelFamily* family = find_gguf_family(name)) return *family->gguf;
+  std::vector<std::string> known;
+  for (const GgufArchitecture* a : gguf_architectures()) known.push_back(a->name);
+  fail(f.path(), ": key general.architecture is \"", name, "\"; gatedlm imports ", join_names(known, "and"));
 }
 
 // Every key under "<arch>." is a config number (io/gguf_tables.h) or an extra key.
@@ -132,7 +126,7 @@ void complete_config(GgufReader& f, const std::string& arch, model::ModelConfig&
   if (hybrid) read_hybrid_config(f, arch, c);
 }
 
-model::ModelConfig config_from_gguf(GgufReader& f, const ImportArchitecture& arch) {
+model::ModelConfig config_from_gguf(GgufReader& f, const GgufArchitecture& arch) {
   const std::string prefix = std::string(arch.name) + ".";
   check_known_keys(f, arch.name, arch.moe);
   model::ModelConfig c;
@@ -241,7 +235,7 @@ void read_weights(GgufReader& f, const std::vector<GgufTensor>& wanted, std::vec
 
 ImportedGguf import_gguf(const std::string& path) {
   GgufReader f(path);
-  const ImportArchitecture& arch = architecture(f);
+  const GgufArchitecture& arch = architecture(f);
   ImportedGguf out;
   out.architecture = arch.name;
   model::ModelConfig& c = out.checkpoint.config;

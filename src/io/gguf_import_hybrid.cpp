@@ -65,7 +65,7 @@ int64_t rope_dims(const GgufReader& f, const std::string& prefix, const std::str
   const std::string key = prefix + "rope.dimension_count";
   const int64_t dims = f.has(key) ? f.get_int(key, 2, head_dim) : head_dim;
   if (dims % 2 != 0) fail(f.path(), ": key ", key, " is ", dims, ", not even");
-  if (arch == "qwen3next") return dims;
+  if (!gguf_traits(arch).rope_sections) return dims;  // qwen3next: NeoX's rotate-half RoPE
   const std::string sections_key = prefix + "rope.dimension_sections";
   if (!f.has(sections_key)) fail(f.path(), ": missing key ", sections_key, " (llama.cpp's ", arch, " requires it)");
   const std::vector<int64_t>& sections = f.get_ints(sections_key);
@@ -113,7 +113,7 @@ std::vector<std::string> gguf_hybrid_keys(const std::string& arch) {
   std::vector<std::string> keys{"rope.dimension_count", "full_attention_interval", "attention.recurrent_layers",
                                 "ssm.conv_kernel", "ssm.state_size", "ssm.group_count", "ssm.time_step_rank",
                                 "ssm.inner_size", "nextn_predict_layers"};
-  if (arch != "qwen3next") keys.push_back("rope.dimension_sections");
+  if (gguf_traits(arch).rope_sections) keys.push_back("rope.dimension_sections");
   if (gguf_has_shared_expert(arch)) keys.push_back("expert_shared_feed_forward_length");
   return keys;
 }
@@ -143,7 +143,7 @@ int64_t gguf_mtp_layers(const GgufReader& f, const std::string& arch) {
 }
 
 bool gguf_has_fused_qkvz(const GgufReader& f, const std::string& arch) {
-  if (arch != "qwen3next") return false;
+  if (!gguf_traits(arch).grouped_linear_inputs) return false;
   const std::string suffix = ".ssm_in.weight";
   for (const GgufTensorInfo& t : f.tensors())
     if (t.name.size() > suffix.size() && t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0)

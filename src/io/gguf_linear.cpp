@@ -57,7 +57,7 @@ GgufTensor fused_qkvz(const model::ParamLayout& layout, const model::ModelConfig
 }  // namespace
 
 bool add_linear_attention_tensor(std::vector<GgufTensor>& out, const model::ParamLayout& layout,
-                                 const model::ParamSpec& s, const model::ModelConfig& c, const std::string& arch,
+                                 const model::ParamSpec& s, const model::ModelConfig& c, bool grouped,
                                  bool ssm_in) {
   const auto [generic, layer] = generic_name(s.name);
   const std::string prefix = "model.layers.{i}.linear_attn.";
@@ -65,7 +65,7 @@ bool add_linear_attention_tensor(std::vector<GgufTensor>& out, const model::Para
   const std::string part = generic.substr(prefix.size()), blk = "blk." + layer + ".";
   const model::LinearAttentionConfig& la = c.linear_attention;
   const int64_t d = c.d_model, dv = la.v_head_dim, nv = la.n_v_heads;
-  const bool tiled = arch != "qwen3next", fused_ba = !tiled;
+  const bool tiled = !grouped, fused_ba = grouped;
   GgufTensor t{"", s.shape, {}};
   if (ssm_in && fused_ba && (part == "in_proj_qkv.weight" || part == "in_proj_z.weight")) {
     if (part == "in_proj_qkv.weight") out.push_back(fused_qkvz(layout, c, layer));

@@ -1,6 +1,6 @@
 #pragma once
 // The Gated DeltaNet ("linear attention") layers of a hybrid model in llama.cpp's qwen35 /
-// qwen35moe / qwen3next GGUF (used by io/gguf_tables.cpp). Hugging Face Qwen3.5's tensors map
+// qwen35moe / qwen3next GGUF (used by io/gguf_tables.cpp; which form, by the architecture's traits). Hugging Face Qwen3.5's tensors map
 // one to one to llama.cpp's, as its converter writes them:
 //   in_proj_qkv -> attn_qkv, in_proj_z -> attn_gate, in_proj_b -> ssm_beta,
 //   in_proj_a -> ssm_alpha, conv1d [C, 1, K] -> ssm_conv1d [C, K], dt_bias -> ssm_dt.bias,
@@ -20,15 +20,18 @@
 #include <string>
 #include <vector>
 
-#include "io/gguf_tables.h"
+#include "io/gguf_tensor.h"
+#include "model/config.h"
+#include "model/param_layout.h"
 
 namespace gatedlm::io {
 
-// The GGUF tensor of one parameter of a linear layer in architecture `arch` (none for
-// qwen3next's in_proj_a, which is in ssm_ba, nor for in_proj_z with `ssm_in`); false for any
-// other parameter.
+// The GGUF tensor of one parameter of a linear layer (none for qwen3next's in_proj_a, which
+// is in ssm_ba, nor for in_proj_z with `ssm_in`); false for any other parameter. grouped:
+// the architecture keeps Hugging Face's grouped value heads and fuses ssm_ba (qwen3next's
+// GgufArchitecture::grouped_linear_inputs); else the value heads are tiled (qwen35).
 bool add_linear_attention_tensor(std::vector<GgufTensor>& out, const model::ParamLayout& layout,
-                                 const model::ParamSpec& s, const model::ModelConfig& c, const std::string& arch,
+                                 const model::ParamSpec& s, const model::ModelConfig& c, bool grouped,
                                  bool ssm_in = false);
 
 }  // namespace gatedlm::io

@@ -13,16 +13,9 @@ namespace {
 using model::ModelConfig;
 using model::ParamSpec;
 
-bool is_hybrid(const std::string& arch) { return gguf_is_hybrid(arch); }
-bool has_shared_expert(const std::string& arch) { return gguf_has_shared_expert(arch); }
-
-// gatedlm's generic parameter names ("{i}": the layer) and their GGUF names: those every
-// architecture here shares, then those of qwen3 / qwen3moe and of qwen35 / qwen35moe. A
-// parameter in none of an architecture's tables has no tensor there.
-struct GgufName {
-  const char* ours;
-  const char* theirs;
-};
+// gatedlm's generic parameter names and their GGUF names that every architecture here
+// shares; each architecture adds its own (GgufArchitecture::tensor_names). A parameter in
+// none of an architecture's tables has no tensor there.
 const GgufName kSharedNames[] = {
     {"model.embed_tokens.weight", "token_embd.weight"},
     {"model.norm.weight", "output_norm.weight"},
@@ -38,19 +31,6 @@ const GgufName kSharedNames[] = {
     {"model.layers.{i}.mlp.down_proj.weight", "blk.{i}.ffn_down.weight"},
     {"model.layers.{i}.mlp.gate.weight", "blk.{i}.ffn_gate_inp.weight"},  // the MoE router
 };
-const GgufName kQwen3Names[] = {
-    {"model.layers.{i}.self_attn.q_proj.weight", "blk.{i}.attn_q.weight"},
-    {"model.layers.{i}.post_attention_layernorm.weight", "blk.{i}.ffn_norm.weight"},
-};
-// qwen35's attn_q (q_proj with the gate's rows) is assembled by query_and_gate below.
-const GgufName kQwen35Names[] = {
-    {"model.layers.{i}.post_attention_layernorm.weight", "blk.{i}.post_attention_norm.weight"},
-    {"model.layers.{i}.mlp.shared_expert.gate_proj.weight", "blk.{i}.ffn_gate_shexp.weight"},
-    {"model.layers.{i}.mlp.shared_expert.up_proj.weight", "blk.{i}.ffn_up_shexp.weight"},
-    {"model.layers.{i}.mlp.shared_expert.down_proj.weight", "blk.{i}.ffn_down_shexp.weight"},
-    {"model.layers.{i}.mlp.shared_expert_gate.weight", "blk.{i}.ffn_gate_inp_shexp.weight"},  // [1, d] -> [d]
-};
-
 std::string with_layer(std::string name, const std::string& layer) {
   const size_t at = name.find("{i}");
   if (at != std::string::npos) name.replace(at, 3, layer);
@@ -58,7 +38,7 @@ std::string with_layer(std::string name, const std::string& layer) {
 }
 
 // The GGUF name of a parameter in architecture `arch`, or "" when the tables have none.
-std::string table_name(const std::string& name, const std::string& arch) {
+std::string table_name(const std::string& name, const GgufArchitecture& arch) {
   // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
   const std::pair<std::string, std::string> parts = generic_name(name);
   const std::string &generic = parts.first, &layer = parts.second;
@@ -68,7 +48,7 @@ std::string table_name(const std::string& name, const std::string& arch) {
     return "";
   };
   std::string found = look(kSharedNames);
-  if (found.empty()) found = is_hybrid(arch) ? look(kQwen35Names) : look(kQwen3Names);
+  if (found.empty()) found = look(arch.tensor_names());
   return found;
 }
 
@@ -114,46 +94,77 @@ void add_zero_shared_expert(std::vector<GgufTensor>& out, const ModelConfig& c, 
 
 }  // namespace
 
-bool gguf_is_hybrid(const std::string& arch) { return arch == "qwen35" || arch == "qwen35moe" || arch == "qwen3next"; }
-bool gguf_has_shared_expert(const std::string& arch) { return arch == "qwen35moe" || arch == "qwen3next"; }
+const std::vector<GgufName>& gguf_ungated_names() {
+  static const std::vector<GgufName> names{
+      {"model.layers.{i}.self_attn.q_proj.weight", "blk.{i}.attn_q.weight"},
+      {"model.layers.{i}.post_attention_layernorm.weight", "blk.{i}.ffn_norm.weight"},
+  };
+  return names;
+}
 
-int64_t GgufTensor::numel() const {
-  int64_t n = 0;
-  for (const GgufRun& r : runs) n += r.count;
-  return n;
+// The gated ones' attn_q (q_proj with the gate's rows) is assembled by query_and_gate.
+const std::vector<GgufName>& gguf_gated_names() {
+  static const std::vector<GgufName> names{
+      {"model.layers.{i}.post_attention_layernorm.weight", "blk.{i}.post_attention_norm.weight"},
+      {"model.layers.{i}.mlp.shared_expert.gate_proj.weight", "blk.{i}.ffn_gate_shexp.weight"},
+      {"model.layers.{i}.mlp.shared_expert.up_proj.weight", "blk.{i}.ffn_up_shexp.weight"},
+      {"model.layers.{i}.mlp.shared_expert.down_proj.weight", "blk.{i}.ffn_down_shexp.weight"},
+      {"model.layers.{i}.mlp.shared_expert_gate.weight", "blk.{i}.ffn_gate_inp_shexp.weight"},  // [1, d] -> [d]
+  };
+  return names;
+}
+
+const GgufArchitecture& gguf_traits(const std::string& arch) {
+  const ModelFamily* family = find_gguf_family(arch);
+  if (!family) fail("gguf: no model family has the architecture \"", arch, "\"");
+  return *family->gguf;
+}
+
+bool gguf_is_hybrid(const std::string& arch) {
+  const ModelFamily* family = find_gguf_family(arch);
+  return family && family->gguf->gated;
+}
+
+bool gguf_has_shared_expert(const std::string& arch) {
+  const ModelFamily* family = find_gguf_family(arch);
+  return family && family->gguf->shared_expert;
 }
 
 std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const ModelConfig& c) {
   return gguf_tensors(layout, c, gguf_architecture(c));
 }
 
-std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const ModelConfig& c, const std::string& arch,
+std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const ModelConfig& c, const std::string& name,
                                      bool ssm_in) {
+  const GgufArchitecture& arch = gguf_traits(name);
   std::vector<GgufTensor> out;
   std::map<std::string, size_t> stacked;
   for (const ParamSpec& s : layout.specs()) {
     const auto [generic, layer] = generic_name(s.name);
-    if (add_expert(out, stacked, s) || add_linear_attention_tensor(out, layout, s, c, arch, ssm_in)) continue;
-    if (is_hybrid(arch) && generic == "model.layers.{i}.self_attn.q_proj.weight") {
+    if (add_expert(out, stacked, s) || add_linear_attention_tensor(out, layout, s, c, arch.grouped_linear_inputs, ssm_in))
+      continue;
+    if (arch.gated && generic == "model.layers.{i}.self_attn.q_proj.weight") {
       out.push_back(query_and_gate(layout, c, layer));
       continue;
     }
-    if (is_hybrid(arch) && generic == "model.layers.{i}.self_attn.gate.weight") continue;  // in attn_q
-    const std::string name = table_name(s.name, arch);
-    if (name.empty()) fail("gguf (", arch, "): no GGUF tensor for gatedlm parameter ", s.name);
-    out.push_back({name, s.shape, {{&s, 0, s.numel}}});
+    if (arch.gated && generic == "model.layers.{i}.self_attn.gate.weight") continue;  // in attn_q
+    const std::string theirs = table_name(s.name, arch);
+    if (theirs.empty()) fail("gguf (", arch.name, "): no GGUF tensor for gatedlm parameter ", s.name);
+    out.push_back({theirs, s.shape, {{&s, 0, s.numel}}});
     // llama.cpp's norms are plain: a zero-centred weight w is stored as 1 + w.
     if (c.norm_zero_centered && s.kind == model::ParamKind::norm) out.back().values = GgufValues::plus_one;
     if (generic == "model.layers.{i}.mlp.shared_expert_gate.weight") out.back().shape = {c.d_model};
-    if (has_shared_expert(arch) && c.moe.n_shared == 0 && generic == "model.layers.{i}.mlp.gate.weight")
+    if (arch.shared_expert && c.moe.n_shared == 0 && generic == "model.layers.{i}.mlp.gate.weight")
       add_zero_shared_expert(out, c, layer);
   }
   return out;
 }
 
 std::string gguf_architecture(const ModelConfig& c) {
-  if (c.has_gate()) return c.moe.enabled() ? "qwen35moe" : "qwen35";
-  return c.moe.enabled() ? "qwen3moe" : "qwen3";
+  for (const GgufArchitecture* a : gguf_architectures())
+    if (a->chosen_by_auto && a->gated == c.has_gate() && a->moe == c.moe.enabled()) return a->name;
+  fail("internal error: no registered GGUF architecture is chosen for a model of gate ", model::describe_gate(c),
+       c.moe.enabled() ? " with MoE" : " without MoE");
 }
 
 const std::vector<GgufIntKey>& gguf_int_keys() {
@@ -207,10 +218,11 @@ GgufArchKey layer_kinds_key(const ModelConfig& c) {
 
 std::vector<GgufArchKey> gguf_arch_keys(const ModelConfig& c) { return gguf_arch_keys(c, gguf_architecture(c)); }
 
-std::vector<GgufArchKey> gguf_arch_keys(const ModelConfig& c, const std::string& arch) {
-  if (!is_hybrid(arch)) return {};
+std::vector<GgufArchKey> gguf_arch_keys(const ModelConfig& c, const std::string& name) {
+  const GgufArchitecture& arch = gguf_traits(name);
+  if (!arch.gated) return {};
   std::vector<GgufArchKey> keys{{"rope.dimension_count", static_cast<uint32_t>(c.rope_dims)}};
-  if (arch != "qwen3next") keys.push_back({"rope.dimension_sections", gguf_rope_sections(c.rope_dims)});
+  if (arch.rope_sections) keys.push_back({"rope.dimension_sections", gguf_rope_sections(c.rope_dims)});
   keys.push_back(layer_kinds_key(c));
   const model::LinearAttentionConfig& la = c.linear_attention;
   const bool linear = c.has_linear();
@@ -218,7 +230,7 @@ std::vector<GgufArchKey> gguf_arch_keys(const ModelConfig& c, const std::string&
                                                    {"ssm.group_count", la.n_k_heads}, {"ssm.time_step_rank", la.n_v_heads},
                                                    {"ssm.inner_size", la.value_dim()}};
   for (const auto& [k, v] : sizes) keys.push_back({k, static_cast<uint32_t>(linear ? v : 0)});
-  if (has_shared_expert(arch))
+  if (arch.shared_expert)
     keys.push_back({"expert_shared_feed_forward_length",
                     static_cast<uint32_t>(c.moe.n_shared > 0 ? c.moe.shared_width() : kZeroSharedUnits)});
   return keys;

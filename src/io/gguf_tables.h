@@ -4,11 +4,12 @@
 // parameter layout (llama.cpp's names, MoE experts stacked, qwen35's gate inside attn_q)
 // and which metadata keys hold the model config's numbers. Defined in io/gguf_tables.cpp.
 //
-// The architectures: qwen3 (ungated dense), qwen3moe (ungated MoE), qwen35 (the paper's G1
-// gate: elementwise sigmoid on the SDPA output, reading all of d_model; Gated DeltaNet layers
-// beside the softmax ones: io/gguf_linear.h), qwen35moe (the same with MoE FFNs) and
-// qwen3next (MoE only; the Gated DeltaNet tensors in Hugging Face's grouped head order, beta
-// and alpha fused into ssm_ba). The hybrid ones hold the gate in attn_q: per head h, the
+// The architectures are the model families' (io/model_family.h, GgufArchitecture): qwen3
+// (ungated dense), qwen3moe (ungated MoE), qwen35 (the paper's G1 gate: elementwise sigmoid on
+// the SDPA output, reading all of d_model; Gated DeltaNet layers beside the softmax ones:
+// io/gguf_linear.h), qwen35moe (the same with MoE FFNs) and qwen3next (MoE only; the Gated
+// DeltaNet tensors in Hugging Face's grouped head order, beta and alpha fused into ssm_ba).
+// The tables here read an architecture's traits, never its name. The hybrid ones hold the gate in attn_q: per head h, the
 // head's head_dim query rows, then its head_dim gate rows. Their norms are llama.cpp's plain
 // x_hat * w (llama.cpp's converter adds 1 to Qwen3.5's and Qwen3-Next's zero-centred
 // weights), so zero-centred weights are stored plus one and plain ones as they are.
@@ -23,34 +24,13 @@
 #include <variant>
 #include <vector>
 
+#include "io/gguf_tensor.h"
+#include "io/model_family.h"
 #include "model/config.h"
 #include "model/param_layout.h"
 
 namespace gatedlm::io {
 
-// A run of `count` consecutive values of one gatedlm parameter, from its element `begin`
-// on; or, spec null, `count` zeros (values the model does not have, such as qwen35moe's zero
-// shared expert). A row may span runs (ssm_out's value heads are reordered within rows).
-struct GgufRun {
-  const model::ParamSpec* spec;
-  int64_t begin, count;
-};
-// One GGUF tensor: its name, shape (outermost first; GGUF stores the dims innermost first)
-// and its values as runs one after another: one whole parameter; for qwen3moe's stacked
-// expert tensors ffn_{gate,up,down}_exps [E, rows, cols] one per expert, in order; for
-// qwen35's attn_q a head's q_proj rows, then its gate rows, head after head. Import copies
-// each run back into its parameter.
-// How the stored values follow from the parameters' (import applies the inverse): as they
-// are; plus one (a zero-centred norm, x_hat * (1 + w), stored as llama.cpp's x_hat * w'); or
-// minus exp (A_log stored as llama.cpp's ssm_a = -exp(A_log)).
-enum class GgufValues { as_is, plus_one, minus_exp };
-struct GgufTensor {
-  std::string name;
-  std::vector<int64_t> shape;
-  std::vector<GgufRun> runs;
-  GgufValues values = GgufValues::as_is;
-  int64_t numel() const;
-};
 // Every parameter of the layout of config c, in layout order of first use. Throws naming a
 // parameter that has no GGUF name.
 std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const model::ModelConfig& c);
@@ -59,16 +39,26 @@ std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const mod
 std::vector<GgufTensor> gguf_tensors(const model::ParamLayout& layout, const model::ModelConfig& c, const std::string& arch,
                                      bool ssm_in = false);
 
+// The GGUF names of the ungated architectures (qwen3, qwen3moe: attn_q, ffn_norm) and of the
+// G1-gated ones (qwen35, qwen35moe, qwen3next: post_attention_norm, the shared expert's),
+// beyond those every architecture shares (token_embd, attn_k, ffn_gate_inp, ...). A family's
+// GgufArchitecture::tensor_names names one of them.
+const std::vector<GgufName>& gguf_ungated_names();
+const std::vector<GgufName>& gguf_gated_names();
+
 // The width of the zero shared expert written for an MoE model without a shared expert.
 inline constexpr int64_t kZeroSharedUnits = 32;
+// The traits of a registered family's architecture; throws for a name no family has.
+const GgufArchitecture& gguf_traits(const std::string& arch);
 // qwen35, qwen35moe, qwen3next: the G1-gated hybrid architectures.
 bool gguf_is_hybrid(const std::string& arch);
 // qwen35moe, qwen3next: MoE with a required sigmoid-gated shared expert.
 bool gguf_has_shared_expert(const std::string& arch);
 
-// "qwen3" or "qwen3moe" for an ungated model, "qwen35" or "qwen35moe" for a gated one: the
-// value of general.architecture and the prefix of the keys below. (Export refuses first
-// what the architecture cannot run: io/gguf.cpp.)
+// The architecture export picks for the model's gate and FFN (chosen_by_auto): "qwen3" or
+// "qwen3moe" for an ungated model, "qwen35" or "qwen35moe" for a gated one: the value of
+// general.architecture and the prefix of the keys below. (Export refuses first what the
+// architecture cannot run: io/gguf.cpp.)
 std::string gguf_architecture(const model::ModelConfig& c);
 
 // A config number stored under "<architecture>.<key>": a field of ModelConfig, or (moe_field

@@ -1,20 +1,10 @@
 #pragma once
-// Hugging Face config.json <-> gatedlm's model config, for the two layouts gatedlm reads
-// and writes (names in io/hf_names.h):
-//   qwen3: transformers' Qwen3 (model_type "qwen3"): QK-norm, no gate, `attention_bias`
-//          biases q, k, v and o together;
-//   paper: the same plus the keys of the gated-attention paper's released checkpoints
-//          (QwQZh/gated_attention): `headwise_attn_output_gate`,
-//          `elementwise_attn_output_gate` (a sigmoid G1 gate whose rows sit inside
-//          q_proj), `use_qk_norm`, and `qkv_bias` (like attention_bias, q, k, v and o).
-// Either layout may be transformers' Qwen3-MoE (model_type "qwen3_moe": num_experts,
-// num_experts_per_tok, moe_intermediate_size, decoder_sparse_step, norm_topk_prob,
-// router_aux_loss_coef; tensor names as gatedlm's `moe` layers), which maps to the `moe`
-// object; Qwen2-MoE's shared expert and an explicit mlp_only_layers list are refused.
-// Keys gatedlm cannot represent are refused by name; keys without effect on the
-// computation (token ids, dtype, version, dropout, ...) are listed and ignored.
-// The hybrid formats (qwen3_next, qwen3_5, qwen3_5_moe: Gated DeltaNet layers beside gated
-// softmax layers) are mapped in io/hf_hybrid_config.h.
+// Hugging Face config.json <-> gatedlm's model config, by model family (io/model_family.h:
+// paper, qwen3, qwen3_moe, qwen3_next, qwen3_5, qwen3_5_moe, each in io/family_<name>.cpp).
+// An HfFormat names one registered family; these functions are the entry points the
+// commands and Python call, and dispatch to the family. Keys gatedlm cannot represent are
+// refused by name; keys without effect on the computation (token ids, dtype, version,
+// dropout, ...) are listed and ignored (io/hf_reader.h).
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -22,20 +12,42 @@
 
 namespace gatedlm::io {
 
-enum class HfFormat { paper, qwen3, qwen3_next, qwen3_5, qwen3_5_moe };
-bool is_hybrid_format(HfFormat f);  // qwen3_next, qwen3_5, qwen3_5_moe
-std::string to_string(HfFormat f);
-// "paper" | "qwen3" | "qwen3_next" | "qwen3_5" | "qwen3_5_moe"; "auto" resolves from the
-// config itself (see detect_hf_format).
+struct ModelFamily;
+
+// A registered model family, by handle: compared by identity, never empty.
+class HfFormat {
+ public:
+  constexpr HfFormat(const ModelFamily& family) : family_(&family) {}  // NOLINT: a family is a format
+  const ModelFamily& family() const { return *family_; }
+  const ModelFamily* operator->() const { return family_; }
+  friend bool operator==(HfFormat a, HfFormat b) { return a.family_ == b.family_; }
+  friend bool operator!=(HfFormat a, HfFormat b) { return a.family_ != b.family_; }
+  // The six families by name, for callers written before the registry; a family added
+  // later needs no constant here (find it by name: parse_hf_format).
+  static const HfFormat paper, qwen3, qwen3_moe, qwen3_next, qwen3_5, qwen3_5_moe;
+
+ private:
+  const ModelFamily* family_;
+};
+
+bool is_hybrid_format(HfFormat f);  // qwen3_next, qwen3_5, qwen3_5_moe: Gated DeltaNet hybrids
+std::string to_string(HfFormat f);  // the family's name
+// A registered family's name; "auto" is resolved from the config itself (detect_hf_format).
 HfFormat parse_hf_format(const std::string& name);
-// By model_type: qwen3_next; qwen3_5 / qwen3_5_text -> qwen3_5; qwen3_5_moe /
-// qwen3_5_moe_text -> qwen3_5_moe (also inside a multimodal config's text_config); else
-// paper when any of the paper's keys is present, else qwen3.
+// The registered families' names joined by `separator` ("paper | qwen3 | ..."), for help texts.
+std::string hf_format_names(const std::string& separator);
+// The family whose claim on the config is strongest (io/model_family.h, Claim): a hybrid's
+// model_type (also inside a multimodal config's text_config), else paper when any of the
+// paper's keys is present, else qwen3_moe by model_type, else qwen3.
 HfFormat detect_hf_format(const nlohmann::json& hf);
 
-// Throws naming `source` and the key. Under qwen3, a paper key is refused.
+// Throws naming `source` and the key.
 model::ModelConfig config_from_hf(const nlohmann::json& hf, HfFormat format, const std::string& source);
 // Throws naming the gatedlm key that the format cannot express.
 nlohmann::ordered_json config_to_hf(const model::ModelConfig& c, HfFormat format, const std::string& torch_dtype);
+
+// Where the language model's tensors live: "model.language_model." in a multimodal
+// checkpoint (a config with "text_config"), else "model.".
+std::string hf_weight_prefix(const nlohmann::json& hf);
 
 }  // namespace gatedlm::io

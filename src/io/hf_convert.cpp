@@ -10,8 +10,7 @@
 #include "core/error.h"
 #include "core/json_file.h"
 #include "core/progress.h"
-#include "io/hf_hybrid_config.h"
-#include "io/hf_names.h"
+#include "io/model_family.h"
 
 namespace gatedlm::io {
 
@@ -35,7 +34,7 @@ std::vector<TheirTensor> their_tensors(const model::ModelConfig& c, const model:
                                        std::optional<bool> stacked_experts = std::nullopt) {
   std::vector<TheirTensor> out;
   std::map<std::string, size_t> index;
-  for (const TensorMapping& m : map_tensors(c, layout, format, prefix, stacked_experts)) {
+  for (const TensorMapping& m : format->map_tensors(c, layout, prefix, stacked_experts)) {
     const std::vector<int64_t>& shape = m.their_shape;
     auto [it, fresh] = index.emplace(m.theirs, out.size());
     if (fresh) out.push_back({m.theirs, shape, {}});
@@ -151,19 +150,18 @@ ImportedModel import_hf(const std::string& src_dir, std::optional<HfFormat> form
   const fs::path config_path = fs::path(src_dir) / "config.json";
   if (!fs::exists(config_path)) fail(src_dir, ": no config.json");
   const nlohmann::json hf = read_json_file(config_path.string(), "Hugging Face config");
-  ImportedModel out;
-  out.format = format ? *format : detect_hf_format(hf);
+  ImportedModel out{Checkpoint{}, format ? *format : detect_hf_format(hf), "", {}};
   model::ModelConfig& c = out.checkpoint.config;
   c = config_from_hf(hf, out.format, config_path.string());
   HfWeights weights(src_dir);
   out.weights_source = weights.source();
   // The layout holds a name per tensor: a config that asks for far more layers or experts
   // than the file holds is refused from the headers before it is built.
-  const bool hybrid = is_hybrid_format(out.format);
+  const bool hybrid = out.format->hybrid;
   const std::string prefix = hybrid ? hf_weight_prefix(hf) : "model.";
   const std::optional<bool> stacked = hybrid ? stacked_experts_in(c, weights, prefix) : std::nullopt;
   check_counts_in_headers(c, weights, config_path.string(), prefix,
-                          stacked.value_or(out.format == HfFormat::qwen3_5_moe));
+                          stacked.value_or(out.format->stacked_experts));
   const model::ParamLayout layout(c);
   const std::vector<TheirTensor> wanted = their_tensors(c, layout, out.format, prefix, stacked);
 
@@ -222,6 +220,11 @@ ImportedModel import_hf(const std::string& src_dir, std::optional<HfFormat> form
            "but the config ties them (tie_word_embeddings)");
   }
   return out;
+}
+
+std::vector<TensorMapping> map_tensors(const model::ModelConfig& c, const model::ParamLayout& layout, HfFormat format,
+                                       const std::string& prefix, std::optional<bool> stacked_experts) {
+  return format->map_tensors(c, layout, prefix, stacked_experts);
 }
 
 void export_hf(const Checkpoint& ck, HfFormat format, kernels::ElementType dtype, const std::string& out_dir) {

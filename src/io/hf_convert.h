@@ -1,14 +1,16 @@
 #pragma once
 // Import of Hugging Face model directories (the paper's released checkpoints, transformers'
-// Qwen3, Qwen3-Next, Qwen3.5) into gatedlm checkpoints, and export back, through the name tables of
-// io/hf_names.h and the config mapping of io/hf_config.h.
+// Qwen3, Qwen3-MoE, Qwen3-Next, Qwen3.5) into gatedlm checkpoints, and export back, through
+// the model family's config mapping and tensor map (io/model_family.h).
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "io/checkpoint.h"
 #include "io/hf_config.h"
+#include "io/hf_names.h"
 #include "io/hf_weights.h"
+#include "model/param_layout.h"
 
 namespace gatedlm::io {
 
@@ -28,6 +30,14 @@ ImportedModel import_hf(const std::string& src_dir, std::optional<HfFormat> form
 // Writes `out_dir`/config.json and model.safetensors in `format`, weights in `dtype`.
 // Refuses a config the format cannot express (io/hf_config.h) before writing anything.
 void export_hf(const Checkpoint& ck, HfFormat format, kernels::ElementType dtype, const std::string& out_dir);
+
+// Where each parameter of `layout` lives in a checkpoint of `format`, with the Hugging Face
+// tensors' shapes and row maps; `prefix` replaces "model." in the language model's names
+// ("model.language_model." in a multimodal Qwen3.5 checkpoint); stacked_experts: the hybrid
+// families' expert storage in the file (nullopt: the family's own).
+std::vector<TensorMapping> map_tensors(const model::ModelConfig& c, const model::ParamLayout& layout, HfFormat format,
+                                       const std::string& prefix = "model.",
+                                       std::optional<bool> stacked_experts = std::nullopt);
 
 // The tokenizer file an imported checkpoint carries over from its source (if any).
 inline constexpr const char* kHfTokenizerFile = "tokenizer.json";

@@ -106,10 +106,9 @@ bool map_stacked_expert(TensorMapping& m, const model::ModelConfig& c, const std
 }  // namespace
 
 std::vector<TensorMapping> map_hybrid_parameters(const model::ModelConfig& c, const model::ParamLayout& layout,
-                                                 HfFormat format, const std::string& prefix,
+                                                 const HybridTensors& family, const std::string& prefix,
                                                  std::optional<bool> stacked_experts) {
-  if (!is_hybrid_format(format)) fail("internal error: ", to_string(format), " is not a hybrid format");
-  const bool stacked = stacked_experts.value_or(format == HfFormat::qwen3_5_moe);
+  const bool stacked = stacked_experts.value_or(family.stacked_experts);
   std::vector<TensorMapping> out;
   for (const model::ParamSpec& s : layout.specs()) {
     TensorMapping m{&s, with_prefix(s.name, prefix), RowPart::all, s.shape, [](int64_t r) { return r; }};
@@ -117,7 +116,7 @@ std::vector<TensorMapping> map_hybrid_parameters(const model::ModelConfig& c, co
     if (!layer.empty()) {
       const std::string layer_prefix = prefix + "layers." + layer + ".";
       const std::string suffix = generic.substr(std::string("model.layers.{i}.").size());
-      if (!map_attention(m, c, layer_prefix, suffix) && format == HfFormat::qwen3_next)
+      if (!map_attention(m, c, layer_prefix, suffix) && family.fused_linear_inputs)
         map_qwen3_next_linear(m, c, layer_prefix, suffix);
       if (stacked) map_stacked_expert(m, c, layer_prefix, suffix);
     }

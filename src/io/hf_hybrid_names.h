@@ -1,6 +1,6 @@
 #pragma once
-// Where each gatedlm parameter lives in a hybrid Hugging Face checkpoint (qwen3_next,
-// qwen3_5, qwen3_5_moe). gatedlm's names are Qwen3.5's; the layouts differ in three places:
+// Where each gatedlm parameter lives in a hybrid Hugging Face checkpoint (the families
+// qwen3_next, qwen3_5, qwen3_5_moe). gatedlm's names are Qwen3.5's; the layouts differ in three places:
 //
 //  * softmax layers, every format: q_proj [2 * n_heads * head_dim, d] holds per head h
 //    [ query rows (head_dim) | G1 gate rows (head_dim) ]: ours q_proj row h*hd + i is row
@@ -25,11 +25,16 @@
 
 namespace gatedlm::io {
 
+// How a hybrid family stores what the three layouts store differently.
+struct HybridTensors {
+  bool fused_linear_inputs;  // Qwen3-Next's in_proj_qkvz and in_proj_ba
+  bool stacked_experts;      // the family's own expert storage: Qwen3.5-MoE's stacked tensors
+};
 // The mapping of every parameter (with their_shape and row), in layout order; `prefix`
-// replaces "model." in the language model's names. stacked_experts: Qwen3.5-MoE's stacked
-// storage (nullopt: the format's own, stacked for qwen3_5_moe only).
+// replaces "model." in the language model's names. stacked_experts: the storage the file
+// uses (nullopt: the family's own).
 std::vector<TensorMapping> map_hybrid_parameters(const model::ModelConfig& c, const model::ParamLayout& layout,
-                                                 HfFormat format, const std::string& prefix,
+                                                 const HybridTensors& family, const std::string& prefix,
                                                  std::optional<bool> stacked_experts = std::nullopt);
 
 // The row maps, exposed for the unit tests.

@@ -3,7 +3,6 @@
 #include <string_view>
 
 #include "core/error.h"
-#include "io/hf_hybrid_names.h"
 
 namespace gatedlm::io {
 
@@ -28,23 +27,6 @@ const char* const kSameNames[] = {
     "model.layers.{i}.mlp.up_proj.weight",
     "model.layers.{i}.mlp.down_proj.weight",
 };
-
-std::vector<NameRule> table_with(std::vector<NameRule> specific) {
-  for (const char* name : kSameNames) specific.push_back({name, name, RowPart::all});
-  return specific;
-}
-
-const std::vector<NameRule> kQwen3 = table_with({
-    {"model.layers.{i}.self_attn.q_proj.weight", "model.layers.{i}.self_attn.q_proj.weight", RowPart::all},
-    {"model.layers.{i}.self_attn.q_proj.bias", "model.layers.{i}.self_attn.q_proj.bias", RowPart::all},
-});
-
-const std::vector<NameRule> kPaper = table_with({
-    {"model.layers.{i}.self_attn.q_proj.weight", "model.layers.{i}.self_attn.q_proj.weight", RowPart::paper_query},
-    {"model.layers.{i}.self_attn.gate.weight", "model.layers.{i}.self_attn.q_proj.weight", RowPart::paper_gate},
-    {"model.layers.{i}.self_attn.q_proj.bias", "model.layers.{i}.self_attn.q_proj.bias", RowPart::paper_query},
-    {"model.layers.{i}.self_attn.gate.bias", "model.layers.{i}.self_attn.q_proj.bias", RowPart::paper_gate},
-});
 
 // The MoE FFN's tensors (model/moe_config.h) carry Qwen3-MoE's / Qwen2-MoE's names in
 // both formats: "model.layers.{i}.mlp.gate.weight", "...mlp.experts.{e}.*", "...mlp.shared_expert*".
@@ -76,6 +58,19 @@ PaperGroups paper_groups(const model::ModelConfig& c, RowPart part) {
 
 }  // namespace
 
+std::vector<NameRule> table_with(std::vector<NameRule> specific) {
+  for (const char* name : kSameNames) specific.push_back({name, name, RowPart::all});
+  return specific;
+}
+
+const std::vector<NameRule>& qwen3_name_table() {
+  static const std::vector<NameRule> table = table_with({
+      {"model.layers.{i}.self_attn.q_proj.weight", "model.layers.{i}.self_attn.q_proj.weight", RowPart::all},
+      {"model.layers.{i}.self_attn.q_proj.bias", "model.layers.{i}.self_attn.q_proj.bias", RowPart::all},
+  });
+  return table;
+}
+
 std::pair<std::string, std::string> generic_name(const std::string& name) {
   const std::string prefix = "model.layers.";
   if (name.rfind(prefix, 0) != 0) return {name, ""};
@@ -84,10 +79,8 @@ std::pair<std::string, std::string> generic_name(const std::string& name) {
   return {prefix + "{i}" + name.substr(dot), name.substr(prefix.size(), dot - prefix.size())};
 }
 
-const std::vector<NameRule>& name_table(HfFormat format) { return format == HfFormat::paper ? kPaper : kQwen3; }
-
-std::vector<TensorMapping> map_parameters(const model::ParamLayout& layout, HfFormat format) {
-  const std::vector<NameRule>& table = name_table(format);
+std::vector<TensorMapping> map_parameters(const model::ParamLayout& layout, const std::vector<NameRule>& table,
+                                          const std::string& format) {
   std::vector<TensorMapping> out;
   for (const model::ParamSpec& s : layout.specs()) {
     const auto [generic, layer] = generic_name(s.name);
@@ -98,7 +91,7 @@ std::vector<TensorMapping> map_parameters(const model::ParamLayout& layout, HfFo
     const NameRule* rule = nullptr;
     for (const NameRule& r : table)
       if (generic == r.ours) rule = &r;
-    if (!rule) fail("format ", to_string(format), " has no tensor for gatedlm parameter ", s.name);
+    if (!rule) fail("format ", format, " has no tensor for gatedlm parameter ", s.name);
     // Without a gate the paper's q_proj is Qwen3's.
     RowPart part = rule->part;
     if (part == RowPart::paper_query && !layout.find(with_layer("model.layers.{i}.self_attn.gate.weight", layer)))
@@ -108,10 +101,9 @@ std::vector<TensorMapping> map_parameters(const model::ParamLayout& layout, HfFo
   return out;
 }
 
-std::vector<TensorMapping> map_tensors(const model::ModelConfig& c, const model::ParamLayout& layout, HfFormat format,
-                                       const std::string& prefix, std::optional<bool> stacked_experts) {
-  if (is_hybrid_format(format)) return map_hybrid_parameters(c, layout, format, prefix, stacked_experts);
-  std::vector<TensorMapping> out = map_parameters(layout, format);
+std::vector<TensorMapping> map_table_tensors(const model::ModelConfig& c, const model::ParamLayout& layout,
+                                             const std::vector<NameRule>& table, const std::string& format) {
+  std::vector<TensorMapping> out = map_parameters(layout, table, format);
   for (TensorMapping& m : out) {
     m.their_shape = m.spec->shape;
     m.their_shape[0] = their_rows(c, m.part, m.their_shape[0]);

@@ -1,8 +1,8 @@
 #pragma once
 // The declarative name tables: which tensor of a Hugging Face checkpoint holds each
-// gatedlm parameter (model/param_layout.h), per format. gatedlm's names are already
-// transformers' Qwen3 names, so the qwen3 table is the identity; the paper's differs in
-// one place: its q_proj holds the gate's rows (and q_proj.bias the gate's bias), grouped
+// gatedlm parameter (model/param_layout.h); each model family (io/model_family.h) names its
+// table. gatedlm's names are already transformers' Qwen3 names, so the qwen3 table is the
+// identity; the paper's (io/family_paper.cpp) differs in one place: its q_proj holds the gate's rows (and q_proj.bias the gate's bias), grouped
 // per KV group. With G = n_heads / n_kv_heads query heads per group and gw = head_dim
 // (elementwise) or 1 (headwise) gate rows per head, group g's block of rows is
 //   [ query rows of heads gG .. gG+G-1 (G*head_dim) | their gate rows (G*gw) ]
@@ -14,7 +14,6 @@
 #include <utility>
 #include <vector>
 
-#include "io/hf_config.h"
 #include "model/config.h"
 #include "model/param_layout.h"
 
@@ -39,8 +38,10 @@ struct NameRule {
 // name tables (here and GGUF's, io/gguf.cpp) are written in the generic form.
 std::pair<std::string, std::string> generic_name(const std::string& name);
 
-// The table of one format, in no particular order.
-const std::vector<NameRule>& name_table(HfFormat format);
+// A name table, in no particular order: Qwen3's (the identity), or the rules a family
+// gives plus every name Qwen3 checkpoints share but q_proj's.
+const std::vector<NameRule>& qwen3_name_table();
+std::vector<NameRule> table_with(std::vector<NameRule> specific);
 
 // One gatedlm parameter and where it lives in the Hugging Face checkpoint. Both tensors are
 // seen as rows of the gatedlm tensor's row width (its size over its first dimension): row r
@@ -53,17 +54,15 @@ struct TensorMapping {
   std::vector<int64_t> their_shape;
   std::function<int64_t(int64_t)> row;
 };
-// The mapping of every parameter of the layout, in layout order. Throws naming a
-// parameter the format has no name for.
-std::vector<TensorMapping> map_parameters(const model::ParamLayout& layout, HfFormat format);
-
-// The full mapping of `format` (any, hybrid ones included: io/hf_hybrid_names.h) with the
-// Hugging Face tensors' shapes and row maps; `prefix` replaces "model." in the language
-// model's names ("model.language_model." in a multimodal Qwen3.5 checkpoint).
-// stacked_experts: hybrid formats only (io/hf_hybrid_names.h).
-std::vector<TensorMapping> map_tensors(const model::ModelConfig& c, const model::ParamLayout& layout, HfFormat format,
-                                       const std::string& prefix = "model.",
-                                       std::optional<bool> stacked_experts = std::nullopt);
+// The mapping of every parameter of the layout by `table`, in layout order (the MoE FFN's
+// tensors keep gatedlm's names, Qwen3-MoE's). Throws naming a parameter the table has no
+// name for, and `format`, the family it belongs to.
+std::vector<TensorMapping> map_parameters(const model::ParamLayout& layout, const std::vector<NameRule>& table,
+                                          const std::string& format);
+// The same with the Hugging Face tensors' shapes and row maps (the families of the Qwen3
+// layout; the hybrids' are io/hf_hybrid_names.h).
+std::vector<TensorMapping> map_table_tensors(const model::ModelConfig& c, const model::ParamLayout& layout,
+                                             const std::vector<NameRule>& table, const std::string& format);
 
 // Rows of the Hugging Face tensor `theirs` holding gatedlm tensors of shape `ours_rows`:
 // for RowPart::all the same count, for the paper's q_proj the query rows plus the gate's.

@@ -1,8 +1,8 @@
 #pragma once
 // Typed, recording access to a Hugging Face config.json object: every key read (or marked
 // ignored) is remembered, so reject_unknown() can refuse by name whatever gatedlm did not
-// map. Shared by the qwen3 / paper mapping (hf_config.cpp) and the hybrid formats'
-// (hf_hybrid_config.cpp).
+// map. Used by every model family (io/model_family.h) and the keys they share
+// (io/hf_shared_keys.h).
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -82,9 +82,5 @@ inline void finish_config(const HfReader& r, const model::ModelConfig& c, const 
     fail(source, ": the model it describes is not valid: ", e.what());
   }
 }
-
-// rope_scaling: null / "default" -> none; linear; yarn with transformers' defaults (other
-// values refused naming `source` and the key).
-void read_rope_scaling(HfReader& r, model::ModelConfig& c, const std::string& source);
 
 }  // namespace gatedlm::io

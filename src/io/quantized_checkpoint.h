@@ -16,6 +16,7 @@
 #include <string>
 
 #include "io/checkpoint.h"
+#include "kernels/element_types.h"
 #include "kernels/quant_blocks.h"
 #include "model/model.h"
 #include "model/quantized_weights.h"

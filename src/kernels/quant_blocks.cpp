@@ -12,8 +12,14 @@
 namespace gatedlm::kernels {
 namespace {
 
-// Whole blocks of k values, refused as element_types.h refuses them.
-int64_t checked_blocks(ElementType type, int64_t k) { return element_row_bytes(type, k) / element_traits(type).block_bytes; }
+// Whole blocks of k values, refused with element_types.h's words (which reaches these
+// functions through its table: this file does not include it back).
+int64_t checked_blocks(const char* name, int64_t k) {
+  if (k < 0 || k % kQuantBlockValues != 0)
+    fail("a ", name, " row holds whole blocks of ", kQuantBlockValues, " values: row length ", k,
+         " is not a multiple of ", kQuantBlockValues);
+  return k / kQuantBlockValues;
+}
 
 // The value of largest magnitude with its sign; the first one on ties (ggml's strict <).
 float signed_max_magnitude(const float* x) {
@@ -30,7 +36,7 @@ float signed_max_magnitude(const float* x) {
 }  // namespace
 
 void quantize_row_q8_0(BlockQ8_0* out, const float* in, int64_t k) {
-  const int64_t blocks = checked_blocks(ElementType::q8_0, k);
+  const int64_t blocks = checked_blocks("q8_0", k);
   for (int64_t b = 0; b < blocks; ++b) {
     const float* x = in + b * kQuantBlockValues;
     const float d = std::fabs(signed_max_magnitude(x)) / 127.0f;
@@ -41,7 +47,7 @@ void quantize_row_q8_0(BlockQ8_0* out, const float* in, int64_t k) {
 }
 
 void dequantize_row_q8_0(float* out, const BlockQ8_0* in, int64_t k) {
-  const int64_t blocks = checked_blocks(ElementType::q8_0, k);
+  const int64_t blocks = checked_blocks("q8_0", k);
   for (int64_t b = 0; b < blocks; ++b) {
     const float d = f16_to_f32(in[b].d);
     for (int64_t j = 0; j < kQuantBlockValues; ++j) out[b * kQuantBlockValues + j] = in[b].qs[j] * d;
@@ -49,7 +55,7 @@ void dequantize_row_q8_0(float* out, const BlockQ8_0* in, int64_t k) {
 }
 
 void quantize_row_q4_0(BlockQ4_0* out, const float* in, int64_t k) {
-  const int64_t blocks = checked_blocks(ElementType::q4_0, k);
+  const int64_t blocks = checked_blocks("q4_0", k);
   constexpr int64_t half = kQuantBlockValues / 2;
   for (int64_t b = 0; b < blocks; ++b) {
     const float* x = in + b * kQuantBlockValues;
@@ -66,7 +72,7 @@ void quantize_row_q4_0(BlockQ4_0* out, const float* in, int64_t k) {
 }
 
 void dequantize_row_q4_0(float* out, const BlockQ4_0* in, int64_t k) {
-  const int64_t blocks = checked_blocks(ElementType::q4_0, k);
+  const int64_t blocks = checked_blocks("q4_0", k);
   constexpr int64_t half = kQuantBlockValues / 2;
   for (int64_t b = 0; b < blocks; ++b) {
     const float d = f16_to_f32(in[b].d);

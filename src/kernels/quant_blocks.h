@@ -14,8 +14,6 @@
 // (little-endian, no padding).
 #include <cstdint>
 
-#include "kernels/element_types.h"
-
 namespace gatedlm::kernels {
 
 inline constexpr int64_t kQuantBlockValues = 32;
@@ -30,7 +28,7 @@ struct BlockQ4_0 {
 };
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18, "GGUF's block sizes");
 
-// These are the rows of element_types.h for BF16, Q8_0 and Q4_0 (their conversions):
+// These are the conversions of element_types.h's rows for BF16, Q8_0 and Q4_0:
 // element_row_bytes, element_to_f32 and element_from_f32 reach them by type.
 // One row of k values in and out of each format, k a multiple of 32 (checked) for the
 // block formats.

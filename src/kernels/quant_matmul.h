@@ -5,6 +5,7 @@
 // k must be a multiple of 32 (checked, for every format). A and C are row-major.
 #include <cstdint>
 
+#include "kernels/element_types.h"
 #include "kernels/quant_blocks.h"
 
 namespace gatedlm::kernels {

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/aligned_allocator.h"
+#include "kernels/element_types.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/quant_matmul.h"
 #include "kernels/weight_source.h"

@@ -9,7 +9,8 @@
 #include <string>
 
 #include "core/error.h"
-#include "io/hf_hybrid_config.h"
+#include "io/hf_config.h"
+#include "io/hf_convert.h"
 #include "io/hf_hybrid_names.h"
 #include "model/config.h"
 #include "model/param_layout.h"
@@ -79,12 +80,12 @@ TEST(HybridLayoutTest, QueryAndGateRowsInterleavePerHead) {
 TEST(HybridLayoutTest, NamesFollowTheFormatAndPrefix) {
   json wrapped = {{"model_type", "qwen3_5_moe"}, {"text_config", moe_keys(qwen35_text())}};
   wrapped["text_config"]["model_type"] = "qwen3_5_moe_text";
-  const model::ModelConfig c = hybrid_config_from_hf(wrapped, HfFormat::qwen3_5_moe, "test");
+  const model::ModelConfig c = config_from_hf(wrapped, HfFormat::qwen3_5_moe, "test");
   const model::ParamLayout layout(c);
   const std::string prefix = hf_weight_prefix(wrapped);
   ASSERT_EQ(prefix, "model.language_model.");
   int64_t stacked = 0;
-  for (const TensorMapping& m : map_hybrid_parameters(c, layout, HfFormat::qwen3_5_moe, prefix)) {
+  for (const TensorMapping& m : map_tensors(c, layout, HfFormat::qwen3_5_moe, prefix)) {
     EXPECT_TRUE(m.theirs.rfind(prefix, 0) == 0 || m.theirs == "lm_head.weight") << m.theirs;
     if (m.spec->name == "model.layers.3.self_attn.gate.weight") {
       EXPECT_EQ(m.theirs, prefix + "layers.3.self_attn.q_proj.weight");
@@ -109,10 +110,10 @@ TEST(HybridLayoutTest, NamesFollowTheFormatAndPrefix) {
 TEST(HybridLayoutTest, QwenNextLinearLayersReadTheFusedTensors) {
   json j = moe_keys(qwen35_text());
   j["model_type"] = "qwen3_next";
-  const model::ModelConfig c = hybrid_config_from_hf(j, HfFormat::qwen3_next, "test");
+  const model::ModelConfig c = config_from_hf(j, HfFormat::qwen3_next, "test");
   const model::ParamLayout layout(c);
   std::set<std::string> theirs;
-  for (const TensorMapping& m : map_hybrid_parameters(c, layout, HfFormat::qwen3_next, hf_weight_prefix(j)))
+  for (const TensorMapping& m : map_tensors(c, layout, HfFormat::qwen3_next, hf_weight_prefix(j)))
     if (m.spec->name.rfind("model.layers.0.linear_attn.in_proj", 0) == 0) {
       theirs.insert(m.theirs);
       const bool qkvz = m.theirs.find("qkvz") != std::string::npos;
@@ -123,17 +124,17 @@ TEST(HybridLayoutTest, QwenNextLinearLayersReadTheFusedTensors) {
 }
 
 TEST(HybridConfigTest, ModelTypesSelectTheFormat) {
-  EXPECT_EQ(hybrid_format_of(json{{"model_type", "qwen3_next"}}), HfFormat::qwen3_next);
-  EXPECT_EQ(hybrid_format_of(json{{"model_type", "qwen3_5_text"}}), HfFormat::qwen3_5);
+  EXPECT_EQ(detect_hf_format(json{{"model_type", "qwen3_next"}}), HfFormat::qwen3_next);
+  EXPECT_EQ(detect_hf_format(json{{"model_type", "qwen3_5_text"}}), HfFormat::qwen3_5);
   EXPECT_EQ(detect_hf_format(json{{"model_type", "x"}, {"text_config", {{"model_type", "qwen3_5_moe_text"}}}}),
             HfFormat::qwen3_5_moe);
-  EXPECT_EQ(hybrid_format_of(json{{"model_type", "qwen3"}}), std::nullopt);
+  EXPECT_EQ(detect_hf_format(json{{"model_type", "qwen3"}}), HfFormat::qwen3);
   EXPECT_EQ(parse_hf_format("qwen3_5_moe"), HfFormat::qwen3_5_moe);
   expect_refusal([] { parse_hf_format("qwen35"); }, "qwen3_next|qwen3_5|qwen3_5_moe");
 }
 
 TEST(HybridConfigTest, ReadsTransformersDefaultsAndZeroCentredNorms) {
-  const model::ModelConfig c = hybrid_config_from_hf(qwen35_text(), HfFormat::qwen3_5, "test");
+  const model::ModelConfig c = config_from_hf(qwen35_text(), HfFormat::qwen3_5, "test");
   EXPECT_TRUE(c.norm_zero_centered);
   EXPECT_EQ(c.rope_dims, 2);  // partial_rotary_factor 0.25 of head_dim 8
   EXPECT_EQ(c.gate.position, model::GatePosition::sdpa);
@@ -147,7 +148,7 @@ TEST(HybridConfigTest, RefusesByKey) {
     json j = f == HfFormat::qwen3_5_moe ? moe_keys(qwen35_text()) : qwen35_text();
     if (f == HfFormat::qwen3_5_moe) j["model_type"] = "qwen3_5_moe_text";
     j[key] = std::move(value);
-    return [j, f] { hybrid_config_from_hf(j, f, "cfg.json"); };
+    return [j, f] { config_from_hf(j, f, "cfg.json"); };
   };
   expect_refusal(with("attn_output_gate", false), "\"attn_output_gate\"");
   expect_refusal(with("rope_parameters", {{"rope_type", "yarn"}}), "\"rope_parameters.rope_type\"");
@@ -160,7 +161,7 @@ TEST(HybridConfigTest, RefusesByKey) {
   expect_refusal(with("norm_topk_prob", false, HfFormat::qwen3_5_moe), "\"norm_topk_prob\"");
   expect_refusal(with("model_type", "qwen3_next"), "\"model_type\"");
   json wrapped = {{"model_type", "qwen3_5"}, {"text_config", qwen35_text()}, {"quantization_config", json::object()}};
-  expect_refusal([&] { hybrid_config_from_hf(wrapped, HfFormat::qwen3_5, "cfg.json"); }, "\"quantization_config\"");
+  expect_refusal([&] { config_from_hf(wrapped, HfFormat::qwen3_5, "cfg.json"); }, "\"quantization_config\"");
 }
 
 TEST(HybridConfigTest, ExportRoundTripsAndRefusesWhatTheFormatCannotSay) {
@@ -168,18 +169,18 @@ TEST(HybridConfigTest, ExportRoundTripsAndRefusesWhatTheFormatCannotSay) {
   j["model_type"] = "qwen3_next";
   j["decoder_sparse_step"] = 2;
   j["attention_bias"] = true;
-  const model::ModelConfig c = hybrid_config_from_hf(j, HfFormat::qwen3_next, "test");
-  const json out = json::parse(hybrid_config_to_hf(c, HfFormat::qwen3_next, "float32").dump());
-  EXPECT_EQ(model::config_to_json(hybrid_config_from_hf(out, HfFormat::qwen3_next, "exported")),
+  const model::ModelConfig c = config_from_hf(j, HfFormat::qwen3_next, "test");
+  const json out = json::parse(config_to_hf(c, HfFormat::qwen3_next, "float32").dump());
+  EXPECT_EQ(model::config_to_json(config_from_hf(out, HfFormat::qwen3_next, "exported")),
             model::config_to_json(c));
   model::ModelConfig plain = c;
   plain.norm_zero_centered = false;
-  expect_refusal([&] { hybrid_config_to_hf(plain, HfFormat::qwen3_next, "float32"); }, "\"norm_zero_centered\"");
+  expect_refusal([&] { config_to_hf(plain, HfFormat::qwen3_next, "float32"); }, "\"norm_zero_centered\"");
   model::ModelConfig headwise = c;
   headwise.gate.granularity = model::GateGranularity::headwise;
-  expect_refusal([&] { hybrid_config_to_hf(headwise, HfFormat::qwen3_next, "float32"); }, "\"gate.granularity\"");
-  expect_refusal([&] { hybrid_config_to_hf(c, HfFormat::qwen3_5, "float32"); }, "\"moe\"");
-  expect_refusal([&] { hybrid_config_to_hf(c, HfFormat::qwen3_5_moe, "float32"); }, "\"moe.every\"");
+  expect_refusal([&] { config_to_hf(headwise, HfFormat::qwen3_next, "float32"); }, "\"gate.granularity\"");
+  expect_refusal([&] { config_to_hf(c, HfFormat::qwen3_5, "float32"); }, "\"moe\"");
+  expect_refusal([&] { config_to_hf(c, HfFormat::qwen3_5_moe, "float32"); }, "\"moe.every\"");
 }
 
 }  // namespace

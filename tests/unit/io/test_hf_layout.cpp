@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "io/half_float.h"
+#include "io/hf_convert.h"
 #include "io/hf_names.h"
 #include "model/config.h"
 
@@ -56,7 +57,7 @@ TEST(PaperLayoutTest, EveryParameterHasANameInBothFormats) {
   j["attn_qkv_bias"] = j["attn_o_bias"] = true;
   const model::ModelConfig c = model::config_from_json(j, "test");
   const model::ParamLayout layout(c);
-  const auto paper = map_parameters(layout, HfFormat::paper);
+  const auto paper = map_tensors(c, layout, HfFormat::paper);
   EXPECT_EQ(paper.size(), layout.specs().size());
   for (const TensorMapping& m : paper)
     if (m.spec->name == "model.layers.0.self_attn.gate.bias") {
@@ -64,7 +65,7 @@ TEST(PaperLayoutTest, EveryParameterHasANameInBothFormats) {
       EXPECT_EQ(m.part, RowPart::paper_gate);
     }
   // Qwen3 has no name for a gate.
-  EXPECT_THROW(map_parameters(layout, HfFormat::qwen3), Error);
+  EXPECT_THROW(map_tensors(c, layout, HfFormat::qwen3), Error);
 }
 
 TEST(HalfFloatTest, Bf16RoundsToNearestEvenAndKeepsSpecials) {

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "kernels/half_float.h"
+#include "kernels/element_types.h"
 #include "kernels/quant_blocks.h"
 #include "test_util.h"
 
