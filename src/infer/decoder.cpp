@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "kernels/attention.h"
 #include "kernels/attention_decode.h"
+#include "model/layer_kinds.h"
 #include "model/rope_scaling.h"
 
 namespace gatedlm::infer {
@@ -16,8 +17,10 @@ CacheGeometry geometry_of(const model::ModelConfig& c, const DecoderOptions& o) 
   if (o.slots < 1) fail("decoder: slots must be at least 1");
   if (o.window < 0 || o.sinks < 0) fail("decoder: window and sinks must not be negative");
   if (o.window == 0 && o.sinks > 0) fail("decoder: --sinks needs --window");
-  // Only the softmax layers keep keys and values; a hybrid's linear layers keep a RecurrentState.
-  CacheGeometry g{c.n_layers - c.linear_layers(), c.n_kv_heads, c.head_dim, o.slots, 0, o.window, o.sinks};
+  // Only the layers whose kind keeps a KV cache (softmax attention) have rows here; a hybrid's
+  // linear layers keep a RecurrentState.
+  CacheGeometry g{model::count_layers(c, model::DecodeStateKind::kv_cache), c.n_kv_heads, c.head_dim, o.slots, 0,
+                  o.window, o.sinks};
   g.capacity = o.window > 0 ? o.sinks + o.window : (o.capacity > 0 ? o.capacity : c.max_seq_len);
   if (g.capacity < 1) fail("decoder: the cache needs a capacity (the model's max_seq_len is 0)");
   return g;
@@ -32,7 +35,9 @@ Decoder::Decoder(model::Model<float>& model, const DecoderOptions& options)
       use_packed_(options.packed_weights),
       packed_(model.params()) {
   for (int64_t l = 0, index = 0; l < model.config().n_layers; ++l)
-    cache_layer_.push_back(model.config().is_linear(l) ? -1 : index++);
+    cache_layer_.push_back(model::layer_spec(model.config(), l).decode_state == model::DecodeStateKind::kv_cache
+                               ? index++
+                               : -1);
 }
 
 int64_t Decoder::state_bytes_per_sequence(int64_t tokens) const {

@@ -59,9 +59,11 @@ class Decoder {
   void attend(const model::AttentionCall<float>& call);
 
   model::Model<float>& model_;
-  KvCache cache_;  // of the softmax layers only (cache_layer_ maps a model layer to its cache layer)
+  // Of the layers whose kind keeps a KV cache (model/layer_kinds.h's decode_state);
+  // cache_layer_ maps a model layer to its cache layer, -1 for the others.
+  KvCache cache_;
   std::vector<int64_t> cache_layer_;
-  RecurrentState recurrent_;  // of the linear-attention layers of a hybrid model
+  RecurrentState recurrent_;  // of the layers whose kind keeps a recurrent state (Gated DeltaNet)
   bool use_packed_;
   kernels::PackedWeights packed_;  // of model_'s parameters, which stay fixed while decoding
   kernels::RopeTable sink_rope_;  // magnitude-1 table for re-rotating sink keys
