@@ -30,6 +30,11 @@ const LayerKindSpec& layer_spec(const ModelConfig& c, int64_t layer) {
   return layer_kind_spec(c.layer_types.empty() ? LayerKind::full_attention : c.layer_types[layer]);
 }
 
+int64_t kv_window(const ModelConfig& c, int64_t layer) {
+  const LayerKindSpec& spec = layer_spec(c, layer);
+  return spec.kv_window ? spec.kv_window(c) : 0;
+}
+
 int64_t count_layers(const ModelConfig& c, DecodeStateKind state) {
   int64_t n = 0;
   for (int64_t l = 0; l < c.n_layers; ++l) n += layer_spec(c, l).decode_state == state;

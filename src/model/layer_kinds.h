@@ -47,12 +47,17 @@ struct LayerKindSpec {
   // The kind's mixer (stateless: one object serves every layer of the kind).
   const Mixer<float>& (*mixer_float)();
   const Mixer<double>& (*mixer_double)();
+  // kv_cache kinds whose queries see only the last W keys (sliding windows): W from the
+  // config; the decoder keeps W rows per sequence for such layers. Null: every earlier key.
+  int64_t (*kv_window)(const ModelConfig& c) = nullptr;
 };
 
 // The row of a kind; throws gatedlm::Error naming the kind when none is registered.
 const LayerKindSpec& layer_kind_spec(LayerKind kind);
 // The row of a model's layer (a config without layer_types: every layer full attention).
 const LayerKindSpec& layer_spec(const ModelConfig& c, int64_t layer);
+// The keys a query of the layer sees in decode: the last kv_window(c, layer), 0 for all.
+int64_t kv_window(const ModelConfig& c, int64_t layer);
 // Layers of the model whose kind keeps this decode state / offers this capture.
 int64_t count_layers(const ModelConfig& c, DecodeStateKind state);
 int64_t count_layers(const ModelConfig& c, bool LayerCaptures::*capture);

@@ -18,6 +18,17 @@ void resize_buffer(std::vector<T>& v, int64_t size, bool needed = true) {
   v.assign(needed ? static_cast<size_t>(size) : 0, T(0));
 }
 
+const Mixer<float>& attention_mixer_float() {
+  static const AttentionMixer<float> mixer;
+  return mixer;
+}
+const Mixer<double>& attention_mixer_double() {
+  static const AttentionMixer<double> mixer;
+  return mixer;
+}
+
+}  // namespace
+
 // Hugging Face Qwen3's names, in the order of the checkpoint's tensor map.
 void add_attention_params(LayerParams& p, const ModelConfig& c) {
   const int64_t d = c.d_model;
@@ -50,17 +61,6 @@ void add_attention_params(LayerParams& p, const ModelConfig& c) {
   }
   if (c.sdpa_transform == SdpaTransform::rmsnorm) p.add("self_attn.sdpa_norm.weight", {c.head_dim}, ParamKind::norm);
 }
-
-const Mixer<float>& attention_mixer_float() {
-  static const AttentionMixer<float> mixer;
-  return mixer;
-}
-const Mixer<double>& attention_mixer_double() {
-  static const AttentionMixer<double> mixer;
-  return mixer;
-}
-
-}  // namespace
 
 LayerKindSpec attention_layer_kind() {
   return {LayerKind::full_attention,

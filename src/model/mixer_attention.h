@@ -40,7 +40,9 @@ class AttentionMixer : public Mixer<T> {
   void inputs_backward(const MixerPass<T>& p) const;
 };
 
-// The registry row of "full_attention" (layer_kinds.cpp lists it).
+// The registry row of "full_attention" (layer_kinds.cpp lists it), and its parameters (Hugging
+// Face Qwen3's self_attn.* names), for kinds that keep the same tensors.
 LayerKindSpec attention_layer_kind();
+void add_attention_params(LayerParams& p, const ModelConfig& c);
 
 }  // namespace gatedlm::model
