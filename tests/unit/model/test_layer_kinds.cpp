@@ -31,6 +31,16 @@ ModelConfig three_layers(std::vector<LayerKind> kinds) {
   return c;
 }
 
+// A model with init_params' weights of `seed`.
+template <typename T>
+Model<T> initialised(const ModelConfig& c, uint64_t seed) {
+  Model<T> m(c);
+  std::vector<T> w;
+  init_params(w, m.layout(), c, seed);
+  m.load_params(w);
+  return m;
+}
+
 // The names of one layer's tensors, in layout order, without the "model.layers.{i}." prefix.
 std::vector<std::string> layer_tensors(const ParamLayout& layout, int64_t layer) {
   const std::string prefix = layer_param(layer, "");
@@ -89,10 +99,7 @@ TEST(LayerKinds, TheLayoutPutsEachKindsTensorsBetweenTheBlockNorms) {
 TEST(LayerKinds, AKindRegisteredOutsideTheModelTrainsThroughTheBlockLoop) {
   testing::register_silu_kind();
   const ModelConfig c = three_layers({LayerKind::full_attention, testing::kSiluKind, LayerKind::full_attention});
-  Model<double> m(c);
-  std::vector<double> w;
-  init_params(w, m.layout(), c, 3);
-  m.load_params(w);
+  Model<double> m = initialised<double>(c, 3);
   const int64_t B = 2, T = 5;
   Rng rng(4);
   std::vector<int32_t> tokens(B * T), targets(B * T);
@@ -123,10 +130,7 @@ TEST(LayerKinds, AKindRegisteredOutsideTheModelTrainsThroughTheBlockLoop) {
 TEST(LayerKinds, TheProbesAskTheLayerWhatItCaptures) {
   testing::register_silu_kind();
   const ModelConfig c = three_layers({LayerKind::full_attention, testing::kSiluKind, LayerKind::linear_attention});
-  Model<float> m(c);
-  std::vector<float> w;
-  init_params(w, m.layout(), c, 5);
-  m.load_params(w);
+  Model<float> m = initialised<float>(c, 5);
   const std::vector<int32_t> tokens{1, 2, 3, 4, 5, 6};
   m.forward(tokens.data(), nullptr, 1, 6);
   std::vector<float> probs(c.n_heads * 6 * 6, -1.0f);
