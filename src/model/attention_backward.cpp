@@ -48,6 +48,26 @@ GateGrad<T> gate_grad_of(const ModelConfig& c, std::vector<T>& dqkvg, std::vecto
           fused_gate ? qkv_width(c) : GateShape::of(c).gate_out, keeps_gate_pre(c) ? a.gate_pre.data() : nullptr};
 }
 
+// The names the backward's parts give a pass (n rows; gradients g; the gate's position gp,
+// shape gs and where its gradient goes, gg).
+template <typename T>
+struct BackwardNames {
+  const ModelConfig& c;
+  ModelState<T>& s;
+  LayerActivations<T>& a;
+  const LayerViews<T>& w;
+  const LayerViews<T>& g;
+  int64_t n, d, qd;
+  GatePosition gp;
+  GateShape gs;
+  GateGrad<T> gg;
+};
+template <typename T>
+BackwardNames<T> backward_names(const MixerPass<T>& p) {
+  return {p.c,          p.s, p.a, p.w, *p.g, p.s.n, p.c.d_model, p.c.q_dim(), p.c.gate.position, GateShape::of(p.c),
+          gate_grad_of(p.c, p.s.dqkvg, p.s.dgate, p.a)};
+}
+
 }  // namespace
 
 template <typename T>
@@ -62,15 +82,7 @@ void AttentionMixer<T>::backward(const MixerPass<T>& p, const T* d_branch) const
 // attention kernel's epilogue), in s.dq0 or s.dq1.
 template <typename T>
 const T* AttentionMixer<T>::outputs_backward(const MixerPass<T>& p, const T* d_branch) const {
-  const ModelConfig& c = p.c;
-  ModelState<T>& s = p.s;
-  LayerActivations<T>& a = p.a;
-  const LayerViews<T>& w = p.w;
-  const LayerViews<T>& g = *p.g;
-  const int64_t n = s.n, d = c.d_model, qd = c.q_dim();
-  const GatePosition gp = c.gate.position;
-  const GateShape gs = GateShape::of(c);
-  const GateGrad<T> gg = gate_grad_of(c, s.dqkvg, s.dgate, a);
+  const auto [c, s, a, w, g, n, d, qd, gp, gs, gg] = backward_names(p);
 
   const T* d_o = d_branch;
   if (gp == GatePosition::dense) {
@@ -144,15 +156,7 @@ void AttentionMixer<T>::sdpa_backward(const MixerPass<T>& p, const T* dy) const 
 // fused q|k|v(|gate) product and the switch heads: s.dh = d loss / d h.
 template <typename T>
 void AttentionMixer<T>::inputs_backward(const MixerPass<T>& p) const {
-  const ModelConfig& c = p.c;
-  ModelState<T>& s = p.s;
-  LayerActivations<T>& a = p.a;
-  const LayerViews<T>& w = p.w;
-  const LayerViews<T>& g = *p.g;
-  const int64_t n = s.n, d = c.d_model, qd = c.q_dim();
-  const GatePosition gp = c.gate.position;
-  const GateShape gs = GateShape::of(c);
-  const GateGrad<T> gg = gate_grad_of(c, s.dqkvg, s.dgate, a);
+  const auto [c, s, a, w, g, n, d, qd, gp, gs, gg] = backward_names(p);
 
   const T* q_in = gp == GatePosition::query ? a.gated.data() : a.q0.data();
   const T* k_in = gp == GatePosition::key ? a.gated.data() : a.k0.data();
