@@ -5,7 +5,8 @@
 
 1. No two modules include each other, nor any longer cycle: a module is a file's path
    without its extension (io/hf_config.h and io/hf_config.cpp are one), and module A uses
-   B when a file of A includes a header of B.
+   B when a file of A includes a header of B. The cycles not broken yet are listed, with
+   their reasons, in KNOWN_CYCLES: a new one fails, and so does a listed one that is gone.
 2. A room's sources reach, through every header they include (transitively), only rooms the
    room declares in CMakeLists.txt (gatedlm_room ... DEPS); its include view holds exactly
    those (so the build refuses the rest too). --needs prints what each room reaches.
@@ -26,6 +27,21 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # Headers only their own room includes: the model's saved activations and the Gated
 # DeltaNet layer's parts (model/model.h says why).
 PRIVATE = {"model/model_state.h", "model/gated_deltanet_parts.h"}
+# Cycles not yet broken (issue 35's follow-up), each with why it is there. A cycle not listed
+# here is a breach, and so is a listed one that no longer exists (delete its line).
+KNOWN_CYCLES = {
+    # matmul<float> asks the address registry for quantised weights; goes with typed weight views.
+    frozenset({"kernels/matmul", "kernels/weight_source"}),
+    # QuantWeights is declared in quant_matmul.h, which the per-set and tile headers extend.
+    frozenset({"kernels/quant_matmul", "kernels/quant_matmul_sets", "kernels/quant_tiles"}),
+    # RopeScaling's parse/print sit beside ModelConfig's.
+    frozenset({"model/config", "model/rope_scaling"}),
+    # The layer's parts header declares what gated_deltanet.cpp defines and its callers share.
+    frozenset({"model/gated_deltanet", "model/gated_deltanet_parts"}),
+    # Model's State, the mixers and the kinds' registry rows see each other's types.
+    frozenset({"model/layer_kinds", "model/mixer", "model/mixer_attention", "model/mixer_deltanet", "model/model",
+               "model/model_state", "model/param_layout"}),
+}
 
 
 def includes_of(path):
@@ -133,8 +149,12 @@ def consumers(rooms):
 
 def main():
     problems = []
-    for group in cycles(module_graph()):
-        problems.append("modules that include each other: " + " <-> ".join(group))
+    found = cycles(module_graph())
+    for group in found:
+        if frozenset(group) not in KNOWN_CYCLES:
+            problems.append("modules that include each other: " + " <-> ".join(group))
+    for known in KNOWN_CYCLES - {frozenset(g) for g in found}:
+        problems.append("a cycle listed in KNOWN_CYCLES is gone: remove " + " <-> ".join(sorted(known)))
     rooms = declared_rooms()
     for name, files, allowed in consumers(rooms):
         reached = reached_rooms(files)

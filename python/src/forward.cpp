@@ -11,7 +11,6 @@
 #include "analysis/analyze.h"
 #include "common.h"
 #include "eval/score.h"
-#include "kernels/attention.h"
 
 namespace gatedlm::python {
 
@@ -76,16 +75,13 @@ py::array_t<float> attention_capture(const model::Model<float>& m, const TokenBa
   py::array_t<float> out = new_array({b.batch, L, H, R, K}, b.two_dims);
   float* dst = out.mutable_data();
   py::gil_scoped_release release;
-  const kernels::AttentionShape shape{b.batch, S, H, c.n_kv_heads, c.head_dim, 1.0 / std::sqrt(double(c.head_dim))};
   std::vector<float> probs(static_cast<size_t>(H * S * S));
   for (int64_t r = 0; r < b.batch; ++r)
     for (int64_t l = 0; l < L; ++l) {
-      const model::BlockProbe<float> p = m.probe(l);
-      if (c.is_linear(l)) {  // no softmax: NaN
+      if (!m.attention_probs(probs.data(), l, r)) {  // a kind without softmax (Gated DeltaNet): NaN
         std::fill_n(dst + (r * L + l) * H * R * K, H * R * K, std::numeric_limits<float>::quiet_NaN());
         continue;
       }
-      kernels::attention_probs(probs.data(), p.q_roped, p.k_roped, shape, r);
       for (int64_t h = 0; h < H; ++h)
         for (int64_t t = 0; t < R; ++t)
           std::memcpy(dst + (((r * L + l) * H + h) * R + t) * K, probs.data() + (h * S + w.start + t) * S,

@@ -12,6 +12,7 @@
 #include "analysis/massive_activations.h"
 #include "core/error.h"
 #include "model/config.h"
+#include "model/layer_kinds.h"
 
 namespace gatedlm::analysis {
 
@@ -111,10 +112,10 @@ json analyze(model::Model<float>& m, const SequenceSet& seqs, const AnalyzeOptio
   sink_opt.eps = options.sink_eps;
   sink_opt.map_size = options.map_size;
   sink_opt.map_layers = options.map_layers;
-  if (sink_opt.map_layers.empty()) {  // the first and the last softmax layer
+  if (sink_opt.map_layers.empty()) {  // the first and the last layer with softmax probabilities
     std::vector<int64_t> softmax;
     for (int64_t l = 0; l < c.n_layers; ++l)
-      if (!c.is_linear(l)) softmax.push_back(l);
+      if (model::layer_spec(c, l).captures.attention_probs) softmax.push_back(l);
     if (!softmax.empty()) sink_opt.map_layers.push_back(softmax.front());
     if (softmax.size() > 1) sink_opt.map_layers.push_back(softmax.back());
   }

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "kernels/attention.h"
+#include "model/layer_kinds.h"
 
 namespace gatedlm::analysis {
 
@@ -13,8 +13,9 @@ AttentionSinkProbe::AttentionSinkProbe(const model::ModelConfig& config, Attenti
   const int64_t L = config_.n_layers, H = config_.n_heads;
   for (int64_t l : options_.map_layers) {
     if (l < 0 || l >= L) fail("attention map layer ", l, " is outside 0..", L - 1);
-    if (config_.is_linear(l))
-      fail("attention map layer ", l, " is a linear-attention (Gated DeltaNet) layer: it has no attention probabilities");
+    if (!has_probs(l))
+      fail("attention map layer ", l, " is a ", model::layer_spec(config_, l).name,
+           " layer: it has no attention probabilities");
   }
   if (options_.map_size < 1) fail("attention map size must be at least 1, got ", options_.map_size);
   sum_f_.assign(L * H, 0.0);
@@ -24,23 +25,27 @@ AttentionSinkProbe::AttentionSinkProbe(const model::ModelConfig& config, Attenti
   map_sum_.resize(options_.map_layers.size());
 }
 
+bool AttentionSinkProbe::has_probs(int64_t layer) const {
+  return model::layer_spec(config_, layer).captures.attention_probs;
+}
+
+int64_t AttentionSinkProbe::softmax_layers() const {
+  return model::count_layers(config_, &model::LayerCaptures::attention_probs);
+}
+
 void AttentionSinkProbe::observe(const model::Model<float>& m, int64_t b) {
   const model::ModelConfig& c = config_;
   const int64_t S = m.seq();
-  const kernels::AttentionShape shape{m.batch(), S, c.n_heads, c.n_kv_heads, c.head_dim,
-                                      1.0 / std::sqrt(static_cast<double>(c.head_dim))};
   const int64_t elements = c.n_heads * S * S;
   if (elements > (int64_t{1} << 30))
     fail("attention sink probe: ", c.n_heads, " heads x ", S, "^2 probabilities need ", elements * 4 / (1 << 20),
          " MiB per layer; use a shorter --seq-len");
   probs_.resize(static_cast<size_t>(elements));
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    if (c.is_linear(l)) {  // no softmax, no sink to measure: left out of every mean
+    if (!m.attention_probs(probs_.data(), l, b)) {  // no softmax, no sink to measure: left out of every mean
       seq_seen_[l] = 1;
       continue;
     }
-    const model::BlockProbe<float> p = m.probe(l);
-    kernels::attention_probs(probs_.data(), p.q_roped, p.k_roped, shape, b);
     observe_layer(l, probs_.data(), S);
   }
   end_sequence();
@@ -80,7 +85,7 @@ void AttentionSinkProbe::end_sequence() {
     if (!seq_seen_[l]) fail("attention sink probe: layer ", l, " was not observed for sequence ", sequences_);
   int64_t sinks = 0;
   for (double a : seq_alpha_) sinks += a > options_.eps;
-  sum_sink_share_ += static_cast<double>(sinks) / static_cast<double>((L - config_.linear_layers()) * H);
+  sum_sink_share_ += static_cast<double>(sinks) / static_cast<double>(softmax_layers() * H);
   std::fill(seq_seen_.begin(), seq_seen_.end(), 0);
   ++sequences_;
 }
@@ -97,9 +102,9 @@ AttentionSinkResult AttentionSinkProbe::result() const {
   r.f_attn_all_per_head.assign(L, std::vector<double>(H));
   r.f_attn_per_layer.assign(L, 0.0);
   r.f_attn_all_per_layer.assign(L, 0.0);
-  const double softmax_layers = static_cast<double>(L - config_.linear_layers());
+  const double softmax_layers = static_cast<double>(this->softmax_layers());
   for (int64_t l = 0; l < L; ++l) {
-    if (config_.is_linear(l)) {  // null in the JSON
+    if (!has_probs(l)) {  // null in the JSON
       r.f_attn_per_layer[l] = r.f_attn_all_per_layer[l] = NAN;
       std::fill(r.f_attn_per_head[l].begin(), r.f_attn_per_head[l].end(), NAN);
       std::fill(r.f_attn_all_per_head[l].begin(), r.f_attn_all_per_head[l].end(), NAN);

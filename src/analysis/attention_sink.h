@@ -35,7 +35,7 @@ struct AttentionSinkResult {
 class AttentionSinkProbe {
  public:
   AttentionSinkProbe(const model::ModelConfig& config, AttentionSinkOptions options);
-  // Reads batch row b of the model's last forward (roped q/k of every layer).
+  // Reads batch row b of the model's last forward (the probabilities of every layer that has them).
   void observe(const model::Model<float>& m, int64_t b = 0);
   // Lower level: the probabilities [n_heads, seq, seq] of one layer of the current
   // sequence; call for every layer, then end_sequence().
@@ -44,6 +44,10 @@ class AttentionSinkProbe {
   AttentionSinkResult result() const;
 
  private:
+  // Whether the layer's kind has softmax probabilities (model/layer_kinds.h's captures), and
+  // how many layers of the model do: the means run over those.
+  bool has_probs(int64_t layer) const;
+  int64_t softmax_layers() const;
   model::ModelConfig config_;
   AttentionSinkOptions options_;
   int64_t sequences_ = 0, map_n_ = 0;

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "model/gate.h"
+#include "model/layer_kinds.h"
 
 namespace gatedlm::analysis {
 
@@ -28,12 +29,16 @@ GateStatsProbe::GateStatsProbe(const model::ModelConfig& config) : config_(confi
   if (config_.has_gate()) target_ = model::GateShape::of(config_).target_size();
 }
 
+bool GateStatsProbe::has_sdpa(int64_t layer) const {
+  return model::layer_spec(config_, layer).captures.sdpa_output;
+}
+
 void GateStatsProbe::observe(const model::Model<float>& m, int64_t b) {
   if (control_pass_) fail("gate statistics: observe() after begin_control_pass()");
   const int64_t S = m.seq(), qd = config_.q_dim();
   if (b < 0 || b >= m.batch()) fail("gate statistics: no batch row ", b);
   for (int64_t l = 0; l < config_.n_layers; ++l) {
-    if (config_.is_linear(l)) continue;  // no SDPA, no gate: linear_attention_stats.h covers them
+    if (!has_sdpa(l)) continue;  // e.g. Gated DeltaNet: no SDPA, no gate (linear_attention_stats.h)
     const model::BlockProbe<float> p = m.probe(l);
     const int64_t off = b * S * target_;
     observe_layer(l, S, p.gate_y ? p.gate_y + off : nullptr, p.gate_y_out ? p.gate_y_out + off : nullptr,
@@ -76,7 +81,7 @@ void GateStatsProbe::begin_control_pass() {
   if (!gated()) return;
   control_mean_.resize(acc_.size());
   for (size_t l = 0; l < acc_.size(); ++l) {
-    if (config_.is_linear(l)) continue;
+    if (!has_sdpa(static_cast<int64_t>(l))) continue;
     if (acc_[l].count == 0) fail("gate statistics: no sequence observed before the control pass");
     control_mean_[l] = acc_[l].score_sum / static_cast<double>(acc_[l].count);
   }
@@ -87,7 +92,7 @@ void GateStatsProbe::observe_control(const model::Model<float>& m, int64_t b) {
   if (!gated()) return;
   const int64_t S = m.seq();
   for (int64_t l = 0; l < config_.n_layers; ++l)
-    if (!config_.is_linear(l)) observe_control_layer(l, S, m.probe(l).gate_y + b * S * target_);
+    if (has_sdpa(l)) observe_control_layer(l, S, m.probe(l).gate_y + b * S * target_);
 }
 
 void GateStatsProbe::observe_control_layer(int64_t layer, int64_t tokens, const float* y) {

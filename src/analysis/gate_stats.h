@@ -66,6 +66,8 @@ class GateStatsProbe {
   GateStatsResult result() const;
 
  private:
+  // Whether the layer's kind has an SDPA output and the gate (model/layer_kinds.h's captures).
+  bool has_sdpa(int64_t layer) const;
   struct Acc {
     double score_sum = 0, abs_y = 0, abs_y_gated = 0;
     int64_t count = 0, control_count = 0, below_range = 0, above_range = 0;

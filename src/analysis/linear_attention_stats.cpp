@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "model/layer_kinds.h"
 
 namespace gatedlm::analysis {
 
@@ -14,11 +15,15 @@ LinearAttentionProbe::LinearAttentionProbe(const model::ModelConfig& config) : c
   }
 }
 
+bool LinearAttentionProbe::has_state(int64_t layer) const {
+  return model::layer_spec(config_, layer).captures.recurrent_state;
+}
+
 void LinearAttentionProbe::observe(const model::Model<float>& m, int64_t b) {
   if (b < 0 || b >= m.batch()) fail("linear attention statistics: no batch row ", b);
   const int64_t S = m.seq(), nv = config_.linear_attention.n_v_heads, vd = config_.linear_attention.value_dim();
   for (int64_t l = 0; l < config_.n_layers; ++l) {
-    if (!config_.is_linear(l)) continue;
+    if (!has_state(l)) continue;
     const model::DeltaNetActivations<float>* lin = m.probe(l).linear;
     if (!lin) fail("linear attention statistics: layer ", l, " kept no tensors");
     Acc& a = acc_[l];
@@ -41,7 +46,7 @@ void LinearAttentionProbe::observe(const model::Model<float>& m, int64_t b) {
 std::vector<LinearAttentionLayer> LinearAttentionProbe::result() const {
   std::vector<LinearAttentionLayer> out;
   for (int64_t l = 0; l < config_.n_layers; ++l) {
-    if (!config_.is_linear(l)) continue;
+    if (!has_state(l)) continue;
     const Acc& a = acc_[l];
     const double n = a.z_count ? static_cast<double>(a.z_count) : NAN, t = a.tokens ? static_cast<double>(a.tokens) : NAN;
     LinearAttentionLayer r;

@@ -28,6 +28,8 @@ class LinearAttentionProbe {
   std::vector<LinearAttentionLayer> result() const;
 
  private:
+  // Whether the layer's kind keeps the Gated DeltaNet's tensors (model/layer_kinds.h's captures).
+  bool has_state(int64_t layer) const;
   struct Acc {
     double z_sum = 0, z_abs = 0;
     std::array<int64_t, 2> z_below{};

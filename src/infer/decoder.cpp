@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "kernels/attention.h"
 #include "kernels/attention_decode.h"
+#include "model/layer_kinds.h"
 #include "model/rope_scaling.h"
 
 namespace gatedlm::infer {
@@ -16,8 +17,8 @@ CacheGeometry geometry_of(const model::ModelConfig& c, const DecoderOptions& o) 
   if (o.slots < 1) fail("decoder: slots must be at least 1");
   if (o.window < 0 || o.sinks < 0) fail("decoder: window and sinks must not be negative");
   if (o.window == 0 && o.sinks > 0) fail("decoder: --sinks needs --window");
-  // Only the softmax layers keep keys and values; a hybrid's linear layers keep a RecurrentState.
-  CacheGeometry g{c.n_layers - c.linear_layers(), c.n_kv_heads, c.head_dim, o.slots, 0, o.window, o.sinks};
+  // n_layers: counted by Decoder::make_caches.
+  CacheGeometry g{0, c.n_kv_heads, c.head_dim, o.slots, 0, o.window, o.sinks};
   g.capacity = o.window > 0 ? o.sinks + o.window : (o.capacity > 0 ? o.capacity : c.max_seq_len);
   if (g.capacity < 1) fail("decoder: the cache needs a capacity (the model's max_seq_len is 0)");
   return g;
@@ -27,18 +28,40 @@ CacheGeometry geometry_of(const model::ModelConfig& c, const DecoderOptions& o) 
 
 Decoder::Decoder(model::Model<float>& model, const DecoderOptions& options)
     : model_(model),
-      cache_(geometry_of(model.config(), options)),
       recurrent_(model.config(), options.slots),
       use_packed_(options.packed_weights),
       packed_(model.params()) {
-  for (int64_t l = 0, index = 0; l < model.config().n_layers; ++l)
-    cache_layer_.push_back(model.config().is_linear(l) ? -1 : index++);
+  make_caches(options);
+  length_.assign(options.slots, 0);
+}
+
+// Asks each layer's kind what it keeps: KV rows (in the cache of its window) or not.
+void Decoder::make_caches(const DecoderOptions& options) {
+  const model::ModelConfig& c = model_.config();
+  std::vector<CacheGeometry> geometries{geometry_of(c, options)};
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    if (model::layer_spec(c, l).decode_state != model::DecodeStateKind::kv_cache) {
+      cache_layer_.push_back({-1, -1});
+      continue;
+    }
+    const int64_t window = model::kv_window(c, l);
+    size_t group = 0;
+    while (window > 0 && group < geometries.size() && (group == 0 || geometries[group].window != window)) ++group;
+    if (group == geometries.size())  // the first layer of this window: its cache keeps window rows
+      geometries.push_back(CacheGeometry{0, c.n_kv_heads, c.head_dim, options.slots, window, window, 0});
+    cache_layer_.push_back({static_cast<int64_t>(group), geometries[group].n_layers++});
+  }
+  for (const CacheGeometry& g : geometries) caches_.emplace_back(g);
 }
 
 int64_t Decoder::state_bytes_per_sequence(int64_t tokens) const {
-  const CacheGeometry& g = cache_.geometry();
-  const int64_t rows = g.streaming() ? std::min(tokens, g.capacity) : tokens;
-  return static_cast<int64_t>(sizeof(float)) * (2 * g.n_layers * rows * g.row_width() + recurrent_.floats_per_slot());
+  int64_t floats = recurrent_.floats_per_slot();
+  for (const KvCache& cache : caches_) {
+    const CacheGeometry& g = cache.geometry();
+    const int64_t rows = g.streaming() ? std::min(tokens, g.capacity) : tokens;
+    floats += 2 * g.n_layers * rows * g.row_width();
+  }
+  return static_cast<int64_t>(sizeof(float)) * floats;
 }
 
 const float* Decoder::step(std::span<const Chunk> chunks, bool all_rows) {
@@ -55,7 +78,7 @@ const float* Decoder::step(std::span<const Chunk> chunks, bool all_rows) {
     if (ch.slot < 0 || ch.slot >= slots()) fail("decoder: no slot ", ch.slot);
     if (seen[ch.slot]) fail("decoder: slot ", ch.slot, " twice in one step");
     seen[ch.slot] = true;
-    const int64_t len = static_cast<int64_t>(ch.tokens.size()), start = cache_.length(ch.slot);
+    const int64_t len = static_cast<int64_t>(ch.tokens.size()), start = length_[ch.slot];
     if (len < 1) fail("decoder: an empty chunk");
     if (start + len > capacity())
       fail("decoder: ", start + len, " tokens do not fit the cache's ", capacity(), " per sequence");
@@ -79,7 +102,7 @@ const float* Decoder::step(std::span<const Chunk> chunks, bool all_rows) {
       tokens.data(), row_pos_.data(), static_cast<int64_t>(tokens.size()),
       [this](const model::AttentionCall<float>& call) { attend(call); }, logit_rows,
       [this](int64_t layer, int64_t row) { return recurrent_.of(layer, row_slot_[row]); });
-  for (size_t c = 0; c < chunks.size(); ++c) cache_.set_length(chunk_slot_[c], cache_.length(chunk_slot_[c]) + chunk_len_[c]);
+  for (size_t c = 0; c < chunks.size(); ++c) length_[chunk_slot_[c]] += chunk_len_[c];
   return model_.logits();
 }
 
@@ -89,13 +112,15 @@ const float* Decoder::step(std::span<const Chunk> chunks, bool all_rows) {
 // streaming window a later row may overwrite a row an earlier one reads.
 void Decoder::attend(const model::AttentionCall<float>& call) {
   const model::ModelConfig& c = model_.config();
-  const CacheGeometry& g = cache_.geometry();
-  const int64_t l = cache_layer_[call.layer], kvd = g.row_width(), qd = c.q_dim(), D = c.head_dim;
+  const auto [cache_index, l] = cache_layer_[call.layer];
+  KvCache& cache = caches_[cache_index];
+  const CacheGeometry& g = cache.geometry();
+  const int64_t kvd = g.row_width(), qd = c.q_dim(), D = c.head_dim;
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   auto store = [&](int64_t row) {
-    const int64_t slot = row_slot_[row], dst = cache_.row_of(row_pos_[row]);
-    std::copy_n(call.k + row * kvd, kvd, cache_.keys(l, slot) + dst * kvd);
-    std::copy_n(call.v + row * kvd, kvd, cache_.values(l, slot) + dst * kvd);
+    const int64_t slot = row_slot_[row], dst = cache.row_of(row_pos_[row]);
+    std::copy_n(call.k + row * kvd, kvd, cache.keys(l, slot) + dst * kvd);
+    std::copy_n(call.v + row * kvd, kvd, cache.values(l, slot) + dst * kvd);
   };
   std::vector<size_t> waved;  // chunks that take the decode kernel
   int64_t waves = 0;
@@ -105,8 +130,8 @@ void Decoder::attend(const model::AttentionCall<float>& call) {
       for (int64_t r = first; r < first + len; ++r) store(r);
       const kernels::AttentionShape as{1, len, c.n_heads, c.n_kv_heads, D, scale};
       lse_.resize(static_cast<size_t>(len * c.n_heads));
-      kernels::attention_forward(call.out + first * qd, lse_.data(), call.q + first * qd, cache_.keys(l, slot),
-                                 cache_.values(l, slot), as, call.gate_score ? call.gate_score + first * qd : nullptr,
+      kernels::attention_forward(call.out + first * qd, lse_.data(), call.q + first * qd, cache.keys(l, slot),
+                                 cache.values(l, slot), as, call.gate_score ? call.gate_score + first * qd : nullptr,
                                  call.gated_out ? call.gated_out + first * qd : nullptr);
     } else {
       waved.push_back(ch);
@@ -124,9 +149,9 @@ void Decoder::attend(const model::AttentionCall<float>& call) {
       if (i >= chunk_len_[ch]) continue;
       const int64_t row = chunk_first_[ch] + i, slot = chunk_slot_[ch], t = row_pos_[row];
       store(row);
-      const KvCache::Visible vis = cache_.visible(t);
-      float* kc = cache_.keys(l, slot);
-      float* vc = cache_.values(l, slot);
+      const KvCache::Visible vis = cache.visible(t);
+      float* kc = cache.keys(l, slot);
+      float* vc = cache.values(l, slot);
       kernels::DecodeQuery<float> q{call.q + row * qd, call.out + row * qd,
                                     call.gate_score ? call.gate_score + row * qd : nullptr,
                                     call.gated_out ? call.gated_out + row * qd : nullptr, {}};

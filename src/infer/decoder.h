@@ -1,6 +1,9 @@
 #pragma once
 // Prefill and decode: runs the model's own blocks (model::Model::forward_tokens) over
 // new tokens of several sequences at once, with each block's attention over a KvCache.
+// Which layers keep what is the layer kinds' answer (model/layer_kinds.h): KV cache rows for
+// the kv_cache kinds (W rows for a kind with a kv_window W), a RecurrentState for the
+// recurrent ones, nothing for the others.
 //
 // A step takes chunks (slot, tokens): a chunk continues its slot's sequence. A chunk
 // that starts an empty slot with several tokens (a prompt) runs the fused attention
@@ -8,6 +11,7 @@
 // wraps) runs the decode attention over the cache.
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "infer/kv_cache.h"
@@ -39,16 +43,17 @@ class Decoder {
   Decoder(model::Model<float>& model, const DecoderOptions& options);
 
   const model::ModelConfig& config() const { return model_.config(); }
-  const KvCache& cache() const { return cache_; }
+  // The cache of the layers that see every earlier key (or the options' streaming window).
+  const KvCache& cache() const { return caches_.front(); }
   // Decode state per sequence: the KV cache rows of the softmax layers at `tokens` tokens
   // plus the linear layers' constant recurrent state, in bytes.
   int64_t state_bytes_per_sequence(int64_t tokens) const;
   const kernels::PackedWeights& packed_weights() const { return packed_; }
-  int64_t slots() const { return cache_.geometry().slots; }
+  int64_t slots() const { return cache().geometry().slots; }
   // Tokens each slot holds in a full cache (prompt and generated); unbounded when streaming.
-  int64_t capacity() const { return cache_.geometry().streaming() ? INT64_MAX : cache_.geometry().capacity; }
-  int64_t length(int64_t slot) const { return cache_.length(slot); }
-  void reset(int64_t slot) { cache_.set_length(slot, 0); }
+  int64_t capacity() const { return cache().geometry().streaming() ? INT64_MAX : cache().geometry().capacity; }
+  int64_t length(int64_t slot) const { return length_[slot]; }
+  void reset(int64_t slot) { length_[slot] = 0; }
 
   // Runs the chunks (distinct slots) and returns logits [rows, vocab]: the last token of
   // each chunk in order, or every token of every chunk with all_rows. Valid until the
@@ -59,9 +64,15 @@ class Decoder {
   void attend(const model::AttentionCall<float>& call);
 
   model::Model<float>& model_;
-  KvCache cache_;  // of the softmax layers only (cache_layer_ maps a model layer to its cache layer)
-  std::vector<int64_t> cache_layer_;
-  RecurrentState recurrent_;  // of the linear-attention layers of a hybrid model
+  void make_caches(const DecoderOptions& options);
+
+  // The KV caches of the layers whose kind keeps one: [0] for the kinds without a window
+  // (geometry from the options), then one per kind window W (W rows, a ring). cache_layer_
+  // maps a model layer to (cache, layer in it), cache -1 for layers without KV rows.
+  std::vector<KvCache> caches_;
+  std::vector<std::pair<int64_t, int64_t>> cache_layer_;
+  std::vector<int64_t> length_;  // [slots] tokens each slot has seen
+  RecurrentState recurrent_;  // of the layers whose kind keeps a recurrent state (Gated DeltaNet)
   bool use_packed_;
   kernels::PackedWeights packed_;  // of model_'s parameters, which stay fixed while decoding
   kernels::RopeTable sink_rope_;  // magnitude-1 table for re-rotating sink keys

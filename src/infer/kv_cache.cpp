@@ -6,7 +6,7 @@
 
 namespace gatedlm::infer {
 
-KvCache::KvCache(const CacheGeometry& g) : g_(g), length_(g.slots, 0) {
+KvCache::KvCache(const CacheGeometry& g) : g_(g) {
   if (g.slots < 1 || g.capacity < 1) fail("kv cache: needs at least one slot and one row");
   if (g.streaming() && g.capacity != g.sinks + g.window)
     fail("kv cache: a streaming cache holds sinks + window rows");

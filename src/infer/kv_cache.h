@@ -1,6 +1,6 @@
 #pragma once
 // The KV cache of the incremental path: per sequence slot and per layer, the keys (after
-// QK-norm and RoPE) and values of the tokens seen so far.
+// QK-norm and RoPE) and values of the tokens seen so far (how many: the decoder's count).
 //
 // Full cache: token t sits in row t (capacity rows in all), with RoPE at position t.
 // Streaming window (StreamingLLM): the first `sinks` tokens stay in rows [0, sinks)
@@ -29,9 +29,6 @@ class KvCache {
   explicit KvCache(const CacheGeometry& g);
   const CacheGeometry& geometry() const { return g_; }
 
-  // Tokens seen by slot (its next token's position in the text).
-  int64_t length(int64_t slot) const { return length_[slot]; }
-  void set_length(int64_t slot, int64_t n) { length_[slot] = n; }
   // The row where token t of a slot is stored.
   int64_t row_of(int64_t t) const;
   // Rows [first, first + count) of the window that token t's query sees, besides the sinks:
@@ -50,7 +47,6 @@ class KvCache {
   int64_t offset(int64_t layer, int64_t slot) const { return (layer * g_.slots + slot) * g_.capacity * g_.row_width(); }
   CacheGeometry g_;
   std::vector<float> k_, v_;  // [n_layers, slots, capacity, n_kv, head_dim]
-  std::vector<int64_t> length_;
 };
 
 }  // namespace gatedlm::infer

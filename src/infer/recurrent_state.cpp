@@ -1,6 +1,7 @@
 #include "infer/recurrent_state.h"
 
 #include "core/error.h"
+#include "model/layer_kinds.h"
 
 namespace gatedlm::infer {
 
@@ -10,7 +11,7 @@ RecurrentState::RecurrentState(const model::ModelConfig& c, int64_t slots)
       conv_size_(model::conv_state_size(c.linear_attention)),
       delta_size_(model::delta_state_size(c.linear_attention)) {
   for (int64_t l = 0; l < c.n_layers; ++l)
-    if (c.is_linear(l)) index_[l] = linear_layers_++;
+    if (model::layer_spec(c, l).decode_state == model::DecodeStateKind::recurrent) index_[l] = linear_layers_++;
   conv_.assign(static_cast<size_t>(linear_layers_ * slots_ * conv_size_), 0.0f);
   delta_.assign(static_cast<size_t>(linear_layers_ * slots_ * delta_size_), 0.0f);
 }

@@ -1,14 +1,9 @@
 // One block's backward, the forward's parts in reverse (block_forward.cpp). s.dres carries
 // d loss / d resid[l + 1] in and d loss / d resid[l] out; the parts hand each other
 // pointers into the State's scratch buffers, which every block reuses.
-#include <cmath>
-
-#include "kernels/activations.h"
-#include "kernels/attention.h"
-#include "kernels/bias.h"
 #include "kernels/matmul.h"
 #include "kernels/rmsnorm.h"
-#include "model/model_state.h"
+#include "model/mixer.h"
 
 namespace gatedlm::model {
 
@@ -27,64 +22,20 @@ void clip_backward(T* dbranch, const T* dout, const T* branch, int64_t size, dou
     dbranch[i] = (clip <= 0 || (branch[i] >= -c && branch[i] <= c)) ? dout[i] : T(0);
 }
 
-// Packed buffers side by side into dst [n, ld] (the reverse of the forward's split_columns).
-template <typename T>
-void gather_columns(T* dst, int64_t n, int64_t ld, std::initializer_list<ColumnBlock<const T>> blocks) {
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < n; ++r) {
-    int64_t col = 0;
-    for (const ColumnBlock<const T>& b : blocks) {
-      if (b.packed) std::copy_n(b.packed + r * b.width, b.width, dst + r * ld + col);
-      col += b.width;
-    }
-  }
-}
-
-// Where the gate's backward writes d loss / d pre [n, gate_out] (row stride ld): the gate's
-// columns of the fused gradient dqkvg, or dgate when its projection is separate; the
-// projection's backward comes last, with q, k and v's. pre is null when the layer keeps
-// no copy (backward then works from the score).
-template <typename T>
-struct GateGrad {
-  T* dpre;
-  int64_t ld;
-  const T* pre;
-};
-template <typename T>
-GateGrad<T> gate_grad_of(const ModelConfig& c, std::vector<T>& dqkvg, std::vector<T>& dgate,
-                         const LayerActivations<T>& a) {
-  const bool fused_gate = gate_in_qkv_product(c);
-  return {fused_gate ? dqkvg.data() + gate_product_column(c) : dgate.data(),
-          fused_gate ? qkv_width(c) : GateShape::of(c).gate_out, keeps_gate_pre(c) ? a.gate_pre.data() : nullptr};
-}
-
 }  // namespace
 
+// The forward's parts in reverse: the FFN, the branch's end, the layer's mixer (mixer.h),
+// which leaves d loss / d h in s.dh, and the input norm: s.dres += d loss / d resid[l].
 template <typename T>
 void Model<T>::block_backward(int64_t l) {
-  ffn_backward(l);
-  if (config_.is_linear(l)) {
-    linear_attention_backward(l);
-    return;
-  }
-  const T* dy = attention_outputs_backward(l);
-  sdpa_backward(l, dy);
-  attention_inputs_backward(l);
-}
-
-// A Gated DeltaNet layer's token mixer (model/gated_deltanet.h) and its input norm:
-// s.dres += d loss / d resid[l].
-template <typename T>
-void Model<T>::linear_attention_backward(int64_t l) {
   const ModelConfig& c = config_;
   State& s = *s_;
-  LayerActivations<T>& a = s.layers[l];
   const LayerViews<T>& w = w_.layers[l];
-  const LayerViews<T>& g = g_.layers[l];
-  const T* d_o = branch_output_backward(l, a.o0.data());
-  deltanet_backward(s.dh.data(), deltanet_grads(g), d_o, a.h.data(), s.batch, s.seq, deltanet_shape(c),
-                    deltanet_weights(w), a.lin, s.lin_scratch, &s.lin_times);
-  k::rmsnorm_backward(s.dres.data(), g.input_norm, s.dh.data(), s.resid[l].data(), w.input_norm,
+  const LayerActivations<T>& a = s.layers[l];
+  ffn_backward(l);
+  const T* d_branch = branch_output_backward(l, a.branch);
+  mixers_[l]->backward(mixer_pass(l, nullptr, /*for_backward=*/true), d_branch);
+  k::rmsnorm_backward(s.dres.data(), g_.layers[l].input_norm, s.dh.data(), s.resid[l].data(), w.input_norm,
                       a.rstd_attn.data(), s.n, c.d_model);
 }
 
@@ -144,151 +95,6 @@ void Model<T>::ffn_backward(int64_t l) {
     k::linear_backward(dh, g.w_gate, s.dfgu.data(), a.h2.data(), w.w_gate, n, d, 2 * f, /*accumulate_dx=*/false);
   }
   k::rmsnorm_backward(dres, g.ffn_norm, dh, a.mid.data(), w.ffn_norm, a.rstd_ffn.data(), n, d);
-}
-
-// Attention branch after SDPA: mid = x + clip(sandwich(gate_dense(o0))), o0 = y_final W_o^T,
-// y_final = gate_sdpa(transform(y0)). Returns d loss / d y0 (d loss / d Y' when the gate
-// runs in the attention kernel's epilogue), in s.dq0 or s.dq1.
-template <typename T>
-const T* Model<T>::attention_outputs_backward(int64_t l) {
-  const ModelConfig& c = config_;
-  State& s = *s_;
-  LayerActivations<T>& a = s.layers[l];
-  const LayerViews<T>& w = w_.layers[l];
-  const LayerViews<T>& g = g_.layers[l];
-  const int64_t n = s.n, d = c.d_model, qd = c.q_dim();
-  const GatePosition gp = c.gate.position;
-  const GateShape gs = GateShape::of(c);
-  const GateGrad<T> gg = gate_grad_of(c, s.dqkvg, s.dgate, a);
-
-  const T* o1 = gp == GatePosition::dense ? a.gated.data() : a.o0.data();
-  const T* d_o = branch_output_backward(l, o1);
-  if (gp == GatePosition::dense) {
-    std::fill_n(s.dc.data(), n * d, T(0));
-    gate_backward(s.dc.data(), gg.dpre, gg.ld, s.dscore.data(), d_o, a.o0.data(), gg.pre, gs.gate_out,
-                  a.gate_score.data(), n, gs);
-    d_o = s.dc.data();
-  }
-  const T* y1 = c.sdpa_transform != SdpaTransform::none ? a.y1.data() : a.y0.data();
-  const T* y2 = gp == GatePosition::sdpa ? a.gated.data() : y1;
-  T* dy = s.dq0.data();
-  zero(s.dq0);
-  if (g.bo) k::bias_backward(g.bo, d_o, n, d);
-  k::linear_backward(dy, g.wo, d_o, y2, w.wo, n, qd, d);
-  const bool epilogue_gate = gate_in_attention_epilogue(c);  // then dy stays d loss / d Y' for the kernel
-  if (gp == GatePosition::sdpa && !epilogue_gate) {
-    zero(s.dq1);
-    gate_backward(s.dq1.data(), gg.dpre, gg.ld, s.dscore.data(), dy, y1, gg.pre, gs.gate_out, a.gate_score.data(),
-                  n, gs);
-    dy = s.dq1.data();
-  }
-  if (c.sdpa_transform != SdpaTransform::none) {
-    T* dy0 = dy == s.dq0.data() ? s.dq1.data() : s.dq0.data();
-    std::fill_n(dy0, n * qd, T(0));
-    if (c.sdpa_transform == SdpaTransform::rmsnorm)
-      k::rmsnorm_backward(dy0, g.sdpa_norm, dy, a.y0.data(), w.sdpa_norm, a.rstd_y.data(), n * c.n_heads,
-                          c.head_dim);
-    else
-      k::activation_backward(dy0, dy, a.y0.data(), n * qd, k::Activation::silu);
-    dy = dy0;
-  }
-  return dy;
-}
-
-// SDPA: from dy, the gradients w.r.t. the roped q and k (s.dq2, s.dk0, RoPE undone) and
-// the (possibly gated) v (s.dv0); the epilogue gate's gradient goes to its pre-activations.
-template <typename T>
-void Model<T>::sdpa_backward(int64_t l, const T* dy) {
-  const ModelConfig& c = config_;
-  State& s = *s_;
-  LayerActivations<T>& a = s.layers[l];
-  const int64_t n = s.n;
-  const GatePosition gp = c.gate.position;
-  const GateShape gs = GateShape::of(c);
-  const GateGrad<T> gg = gate_grad_of(c, s.dqkvg, s.dgate, a);
-  const bool epilogue_gate = gate_in_attention_epilogue(c);
-
-  const T* v_in = gp == GatePosition::value ? a.gated.data() : a.v0.data();
-  zero(s.dq2);
-  zero(s.dk0);
-  zero(s.dv0);
-  const k::AttentionShape as{s.batch, s.seq, c.n_heads, c.n_kv_heads, c.head_dim,
-                             1.0 / std::sqrt(static_cast<double>(c.head_dim))};
-  // The elementwise sigmoid gate's whole backward runs in the kernel: it writes dpre into
-  // the gate's columns directly; other gates get dscore and finish below.
-  const bool dpre_in_kernel = epilogue_gate && c.gate.granularity == GateGranularity::elementwise &&
-                              !c.gate.head_shared && c.gate.activation == k::Activation::sigmoid;
-  T* dgate_out = !epilogue_gate ? nullptr : dpre_in_kernel ? gg.dpre : s.dscore.data();
-  k::attention_backward(s.dq2.data(), s.dk0.data(), s.dv0.data(), dy, a.qr.data(), a.kr.data(), v_in,
-                        a.y0.data(), a.lse.data(), as, epilogue_gate ? a.gate_score.data() : nullptr, dgate_out,
-                        dpre_in_kernel ? k::GateGradLayout{gg.ld, true} : k::GateGradLayout{});
-  if (epilogue_gate && !dpre_in_kernel)
-    gate_scores_backward(gg.dpre, gg.ld, s.dscore.data(), gg.pre, gs.gate_out, a.gate_score.data(), n, gs);
-  if (c.rope_dims > 0) {
-    k::rope_apply(s.dq2.data(), rope_, s.batch, s.seq, c.n_heads, c.head_dim, 0, true);
-    k::rope_apply(s.dk0.data(), rope_, s.batch, s.seq, c.n_kv_heads, c.head_dim, 0, true);
-  }
-}
-
-// From d loss / d (roped q, k, v_in) back through QK-norm and the gate on q, k or v to the
-// fused q|k|v(|gate) product, the switch heads and the input norm: s.dres += d loss / d resid[l].
-template <typename T>
-void Model<T>::attention_inputs_backward(int64_t l) {
-  const ModelConfig& c = config_;
-  State& s = *s_;
-  LayerActivations<T>& a = s.layers[l];
-  const LayerViews<T>& w = w_.layers[l];
-  const LayerViews<T>& g = g_.layers[l];
-  const int64_t n = s.n, d = c.d_model, qd = c.q_dim();
-  const GatePosition gp = c.gate.position;
-  const GateShape gs = GateShape::of(c);
-  const GateGrad<T> gg = gate_grad_of(c, s.dqkvg, s.dgate, a);
-
-  const T* q_in = gp == GatePosition::query ? a.gated.data() : a.q0.data();
-  const T* k_in = gp == GatePosition::key ? a.gated.data() : a.k0.data();
-  T* dq = s.dq2.data();
-  T* dk = s.dk0.data();
-  if (c.qk_norm) {
-    zero(s.dq1);
-    k::rmsnorm_backward(s.dq1.data(), g.q_norm, dq, q_in, w.q_norm, a.rstd_q.data(), n * c.n_heads,
-                        c.head_dim);
-    dq = s.dq1.data();
-    zero(s.dk1);
-    k::rmsnorm_backward(s.dk1.data(), g.k_norm, dk, k_in, w.k_norm, a.rstd_k.data(), n * c.n_kv_heads,
-                        c.head_dim);
-    dk = s.dk1.data();
-  }
-  T* dv = s.dv0.data();
-  if (gp == GatePosition::query) {
-    T* out = dq == s.dq1.data() ? s.dq0.data() : s.dq1.data();
-    std::fill_n(out, n * qd, T(0));
-    gate_backward(out, gg.dpre, gg.ld, s.dscore.data(), dq, a.q0.data(), gg.pre, gs.gate_out, a.gate_score.data(),
-                  n, gs);
-    dq = out;
-  } else if (gp == GatePosition::key) {
-    zero(s.dk2);
-    gate_backward(s.dk2.data(), gg.dpre, gg.ld, s.dscore.data(), dk, a.k0.data(), gg.pre, gs.gate_out,
-                  a.gate_score.data(), n, gs);
-    dk = s.dk2.data();
-  } else if (gp == GatePosition::value) {
-    zero(s.dv1);
-    gate_backward(s.dv1.data(), gg.dpre, gg.ld, s.dscore.data(), dv, a.v0.data(), gg.pre, gs.gate_out,
-                  a.gate_score.data(), n, gs);
-    dv = s.dv1.data();
-  }
-  // d loss / d h and the weight gradients of q|k|v(|gate), one product each (the gate's
-  // columns hold dpre already).
-  const int64_t qkv_w = qkv_width(c);
-  T* dh = s.dh.data();
-  gather_columns<T>(s.dqkvg.data(), n, qkv_w, {{dq, qd}, {dk, k_product_width(c)}, {dv, v_product_width(c)}});
-  if (g.bq) k::bias_backward(g.bq, s.dqkvg.data(), n, qkv_w);
-  k::linear_backward(dh, g.wq, s.dqkvg.data(), a.h.data(), w.wq, n, d, qkv_w, /*accumulate_dx=*/false);
-  if (c.has_gate() && !gate_in_qkv_product(c))
-    gate_project_backward(dh, g.gate, s.dgate.data(), a.h.data(), w.gate, n, gs);
-  if (c.switch_heads.on())
-    switch_heads_backward(dh, SwitchHeadsGrads<T>{g.switch_router, g.k_experts, g.v_experts}, s.sw_scratch, dk, dv,
-                          a.h.data(), a.sw, switch_weights(w), c);
-  k::rmsnorm_backward(s.dres.data(), g.input_norm, dh, s.resid[l].data(), w.input_norm, a.rstd_attn.data(), n, d);
 }
 
 template void Model<float>::block_backward(int64_t);

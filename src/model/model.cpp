@@ -7,7 +7,7 @@
 #include "kernels/cross_entropy.h"
 #include "kernels/matmul.h"
 #include "kernels/rmsnorm.h"
-#include "model/model_state.h"
+#include "model/mixer.h"
 
 namespace gatedlm::model {
 
@@ -28,24 +28,15 @@ Model<T>::Model(const ModelConfig& config)
     : config_(config), layout_(config), params_(layout_.total()), s_(std::make_unique<State>()) {
   config_.validate();
   w_ = make_views(layout_, config_, params_.data());
-  // The fused products rely on the layout's adjacency of their weights.
-  const int64_t d = config_.d_model, qd = config_.q_dim(), kvd = config_.kv_dim();
-  const int64_t kw = k_product_width(config_), vw = v_product_width(config_);
+  const int64_t d = config_.d_model;
   for (int64_t l = 0; l < config_.n_layers; ++l) {
+    mixers_.push_back(&layer_mixer<T>(config_, l));
+    // The fused products rely on the layout's adjacency of their weights: the mixer's, and
+    // gate_proj|up_proj of the dense FFN.
     const LayerViews<T>& w = w_.layers[l];
-    if (config_.is_linear(l)) {  // in_proj_qkv|z|b|a as one matrix
-      const ParamSpec& a = layout_.at(layer_param(l, "linear_attn.in_proj_a.weight"));
-      if (params_.data() + a.offset + a.numel != w.linear.in_proj + config_.linear_attention.in_width() * d)
-        fail("internal error: the parameter layout does not keep the linear layer's input projections adjacent");
-      continue;
-    }
-    const bool adjacent = (!kw || w.wk == w.wq + qd * d) && (!vw || w.wv == w.wq + (qd + kw) * d) &&
-                          (!gate_in_qkv_product(config_) || w.gate == w.wq + gate_product_column(config_) * d) &&
-                          (!w.w_gate || w.w_up == w.w_gate + config_.ffn_hidden * d) &&
-                          (!config_.attn_qkv_bias ||
-                           (w.bk == w.bq + qd && w.bv == w.bk + kvd &&
-                            (!config_.gate_has_bias() || w.bgate == w.bv + kvd)));
-    if (!adjacent) fail("internal error: the parameter layout does not keep the fused projections adjacent");
+    mixers_.back()->check_layout(l, config_, w, layout_, params_.data());
+    if (w.w_gate && w.w_up != w.w_gate + config_.ffn_hidden * d)
+      fail("internal error: the parameter layout does not keep the FFN's gate and up projections adjacent");
   }
   s_->moe.resize(config_.n_layers);
   for (int64_t l = 0; l < config_.n_layers; ++l)
@@ -129,26 +120,32 @@ int64_t Model<T>::seq() const {
   return s_->seq;
 }
 
+// What the layer's mixer shows of one pass (g: the gradients, in a backward).
+template <typename T>
+MixerPass<T> Model<T>::mixer_pass(int64_t l, const AttentionFn<T>* attend, bool for_backward) {
+  State& s = *s_;
+  return MixerPass<T>{l,       config_, s, s.layers[l], w_.layers[l], for_backward ? &g_.layers[l] : nullptr,
+                      rope_,   attend,  linear_state_};
+}
+
 template <typename T>
 BlockProbe<T> Model<T>::probe(int64_t layer) const {
   const ModelConfig& c = config_;
   if (layer < 0 || layer >= c.n_layers || s_->n == 0) fail("probe: no layer ", layer, " in the last forward");
   const LayerActivations<T>& a = s_->layers[layer];
-  const GatePosition gp = c.gate.position;
-  const T* sdpa = c.sdpa_transform != SdpaTransform::none ? a.y1.data() : a.y0.data();
-  const T* gate_y = nullptr;
-  switch (gp) {
-    case GatePosition::sdpa: gate_y = sdpa; break;
-    case GatePosition::query: gate_y = a.q0.data(); break;
-    case GatePosition::key: gate_y = a.k0.data(); break;
-    case GatePosition::value: gate_y = a.v0.data(); break;
-    case GatePosition::dense: gate_y = a.o0.data(); break;
-    case GatePosition::none: break;
-  }
-  const bool gated = c.has_gate() && !c.is_linear(layer);
-  return BlockProbe<T>{s_->resid[layer + 1].data(), a.qr.data(), a.kr.data(), sdpa, gate_y,
-                       gated ? a.gated.data() : nullptr, gated ? a.gate_score.data() : nullptr,
-                       c.switch_heads.on() ? &a.sw : nullptr, c.is_linear(layer) ? &a.lin : nullptr};
+  BlockProbe<T> p;
+  p.resid_out = s_->resid[layer + 1].data();
+  mixers_[layer]->probe(p, a, c);
+  return p;
+}
+
+template <typename T>
+bool Model<T>::attention_probs(T* probs, int64_t layer, int64_t b) const {
+  const State& s = *s_;
+  if (layer < 0 || layer >= config_.n_layers || s.n == 0) fail("attention_probs: no layer ", layer, " in the last forward");
+  if (!s.positions.empty()) fail("attention_probs: the last forward was incremental (forward_tokens)");
+  if (b < 0 || b >= s.batch) fail("attention_probs: no batch row ", b, " of ", s.batch);
+  return mixers_[layer]->attention_probs(probs, s.layers[layer], config_, s.batch, s.seq, b);
 }
 
 template <typename T>
@@ -165,10 +162,9 @@ void Model<T>::ensure_buffers(int64_t batch, int64_t seq, bool for_backward) {
   s.resid.assign(c.n_layers + 1, {});
   for (auto& r : s.resid) resize(r, n * d);
   s.layers.assign(c.n_layers, {});
-  int64_t layer = 0;
-  for (auto& a : s.layers) {
-    const bool linear = c.is_linear(layer);
-    const bool dense_ffn = !c.moe.is_moe_layer(layer++);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    LayerActivations<T>& a = s.layers[l];
+    const bool dense_ffn = !c.moe.is_moe_layer(l);
     resize(a.rstd_attn, n);
     resize(a.h, n * d);
     resize(a.o0, n * d);
@@ -182,24 +178,7 @@ void Model<T>::ensure_buffers(int64_t batch, int64_t seq, bool for_backward) {
     resize(a.f0, n * d);
     resize(a.f1, n * d, c.sandwich_norm);
     resize(a.rstd_f, n, c.sandwich_norm);
-    if (linear) {
-      a.lin.resize(n, c.linear_attention);
-      continue;
-    }
-    resize(a.q0, n * qd);
-    resize(a.k0, n * kvd);
-    resize(a.v0, n * kvd);
-    resize(a.gate_pre, n * gs.gate_out, keeps_gate_pre(c));
-    resize(a.gate_score, n * gs.target_size(), c.has_gate());
-    resize(a.gated, n * gs.target_size(), c.has_gate());
-    resize(a.qr, n * qd);
-    resize(a.kr, n * kvd);
-    resize(a.rstd_q, n * c.n_heads, c.qk_norm);
-    resize(a.rstd_k, n * c.n_kv_heads, c.qk_norm);
-    resize(a.y0, n * qd);
-    resize(a.lse, n * c.n_heads);
-    resize(a.y1, n * qd, c.sdpa_transform != SdpaTransform::none);
-    resize(a.rstd_y, n * c.n_heads, c.sdpa_transform == SdpaTransform::rmsnorm);
+    mixers_[l]->resize(a, n, c);  // the mixer's own tensors (mixer.h)
   }
   resize(s.rstd_final, n);
   resize(s.h_final, n * d);

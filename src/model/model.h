@@ -22,19 +22,26 @@ template <typename T>
 struct LayerActivations;  // model_state.h: the saved tensors of one block
 template <typename T>
 struct SwitchHeadsState;  // switch_heads.h: one block's routing
+template <typename T>
+struct ModelState;  // model_state.h: what a pass keeps
+template <typename T>
+struct MixerPass;  // mixer.h: one layer's pass as its mixer sees it
+template <typename T>
+class Mixer;  // mixer.h: the token mixer of a layer kind
 
 // Read-only views of one block's tensors from the last forward, for the probes of
 // analysis/ (n = batch*seq tokens; null where the config has no such tensor).
 template <typename T>
 struct BlockProbe {
-  const T* resid_out;       // [n, d_model] residual stream after the block (both adds)
-  const T* q_roped;         // [n, n_heads * head_dim] queries after QK-norm and RoPE
-  const T* k_roped;         // [n, n_kv_heads * head_dim] keys after QK-norm and RoPE
-  const T* sdpa_out;        // [n, n_heads * head_dim] SDPA output after sdpa_transform (Y of G1)
-  const T* gate_y;          // [n, gate target size] Y at the gate's position, before the gate
-  const T* gate_y_out;      // [n, gate target size] Y' after the gate
-  const T* gate_score;      // [n, gate target size] effective score applied to each element
-  const SwitchHeadsState<T>* switch_heads;  // routing of the switch heads, or null
+  const T* resid_out = nullptr;  // [n, d_model] residual stream after the block (both adds)
+  // The layer's mixer fills what its kind captures (layer_kinds.h's LayerCaptures):
+  const T* q_roped = nullptr;     // [n, n_heads * head_dim] queries after QK-norm and RoPE
+  const T* k_roped = nullptr;     // [n, n_kv_heads * head_dim] keys after QK-norm and RoPE
+  const T* sdpa_out = nullptr;    // [n, n_heads * head_dim] SDPA output after sdpa_transform (Y of G1)
+  const T* gate_y = nullptr;      // [n, gate target size] Y at the gate's position, before the gate
+  const T* gate_y_out = nullptr;  // [n, gate target size] Y' after the gate
+  const T* gate_score = nullptr;  // [n, gate target size] effective score applied to each element
+  const SwitchHeadsState<T>* switch_heads = nullptr;  // routing of the switch heads, or null
   // A linear-attention layer's tensors (beta, g, SiLU(z) ...; the attention fields above are
   // null there), or null for a softmax layer.
   const DeltaNetActivations<T>* linear = nullptr;
@@ -109,6 +116,10 @@ class Model {
   int64_t batch() const;
   int64_t seq() const;
   BlockProbe<T> probe(int64_t layer) const;
+  // Softmax probabilities of a layer for batch row b of the last forward, probs [n_heads, seq,
+  // seq] (zero above the diagonal); false, nothing written, for a layer whose kind has none
+  // (layer_kinds.h: captures.attention_probs).
+  bool attention_probs(T* probs, int64_t layer, int64_t b) const;
   const kernels::RopeTable& rope() const { return rope_; }
 
   // Mixture of experts (model/moe.h; all empty or zero without MoE).
@@ -139,23 +150,17 @@ class Model {
   void ensure_grads();
   void embed(const int32_t* tokens);
   void final_logits(std::span<const int64_t> rows);
-  // One block (block_forward.cpp, block_backward.cpp), each pass in the parts it chains.
+  // One block (block_forward.cpp, block_backward.cpp): the input norm, the layer's mixer
+  // (mixer.h), the branch's end, the FFN.
+  MixerPass<T> mixer_pass(int64_t l, const AttentionFn<T>* attend, bool for_backward);
   void block_forward(int64_t l, const AttentionFn<T>* attend);
-  void linear_attention_forward(int64_t l);
   void branch_output_forward(int64_t l, const T* branch);
   const T* branch_output_backward(int64_t l, const T* branch);
-  void linear_attention_backward(int64_t l);
-  std::vector<DeltaNetRun<T>> linear_runs(int64_t l) const;
   void redirect_zero_centered_norms();
   void refresh_zero_centered_norms();
-  void attention_inputs_forward(int64_t l);
-  void attention_outputs_forward(int64_t l, const AttentionFn<T>* attend);
   void ffn_forward(int64_t l);
   void block_backward(int64_t l);
   void ffn_backward(int64_t l);
-  const T* attention_outputs_backward(int64_t l);
-  void sdpa_backward(int64_t l, const T* dy);
-  void attention_inputs_backward(int64_t l);
 
   ModelConfig config_;
   ParamLayout layout_;
@@ -168,7 +173,8 @@ class Model {
   // the one with respect to 1 + w); refreshed at the start of every forward.
   std::vector<T> norm_scales_;
   std::vector<std::pair<int64_t, int64_t>> norm_offsets_;  // (offset in params_, in norm_scales_) per norm
-  struct State;
+  std::vector<const Mixer<T>*> mixers_;  // [n_layers]: each layer's token mixer (mixer.h)
+  using State = ModelState<T>;
   std::unique_ptr<State> s_;
   int64_t counted_ = 0;
   bool bf16_matmuls_ = false;

@@ -1,8 +1,8 @@
 #pragma once
-// Model<T>'s private state and the helpers that model.cpp, block_forward.cpp and
-// block_backward.cpp share: the saved activations of each block, the backward scratch,
-// and where the fused q|k|v(|gate) product keeps its column blocks. Only model/*.cpp
-// include this file.
+// Model<T>'s private state and the helpers that model.cpp, the block loop
+// (block_forward.cpp, block_backward.cpp) and the mixers (mixer*.h) share: the saved
+// activations of each block, the backward scratch, and where the fused q|k|v(|gate) product
+// keeps its column blocks. Only model/*.cpp (and tests of the mixers) include this file.
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
@@ -44,10 +44,14 @@ struct LayerActivations {
   // output), the sandwich norm, mid and the FFN's tensors above, and these instead of the
   // attention's.
   DeltaNetActivations<T> lin;
+  // The mixer's output [n, d] of the last forward (into one of the buffers above), the input
+  // of the branch's end; backward reads it again.
+  const T* branch = nullptr;
 };
 
+// Model<T>'s State: what a pass keeps, shared by the block loop and the mixers (model/mixer.h).
 template <typename T>
-struct Model<T>::State {
+struct ModelState {
   int64_t batch = 0, seq = 0, n = 0;
   bool for_backward = false;  // whether the buffers below include backward's
   std::vector<int32_t> tokens, targets;

@@ -1,6 +1,7 @@
 #include "model/param_layout.h"
 
 #include "core/error.h"
+#include "model/layer_kinds.h"
 #include "model/switch_heads.h"
 
 namespace gatedlm::model {
@@ -14,10 +15,8 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
   add("model.embed_tokens.weight", {c.vocab_size, d}, ParamKind::embedding);
   for (int64_t i = 0; i < c.n_layers; ++i) {
     add(layer_param(i, "input_layernorm.weight"), {d}, ParamKind::norm);
-    if (c.is_linear(i))
-      add_linear_attention(i, c);
-    else
-      add_attention(i, c);
+    LayerParams layer(*this, i);
+    layer_spec(c, i).add_params(layer, c);  // the token mixer's tensors (layer_kinds.h)
     add(layer_param(i, "post_attention_layernorm.weight"), {d}, ParamKind::norm);
     if (c.sandwich_norm) {
       add(layer_param(i, "post_attn_branch_norm.weight"), {d}, ParamKind::norm);
@@ -29,53 +28,8 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
   if (!c.tie_embeddings) add("lm_head.weight", {c.vocab_size, d}, ParamKind::lm_head);
 }
 
-void ParamLayout::add_attention(int64_t i, const ModelConfig& c) {
-  const int64_t d = c.d_model;
-  add(layer_param(i, "self_attn.q_proj.weight"), {c.q_dim(), d}, ParamKind::matrix);
-  // Switch heads replace v_proj (and k_proj) by experts, added after the gate below.
-  if (!c.switch_heads.switches_k()) add(layer_param(i, "self_attn.k_proj.weight"), {c.kv_dim(), d}, ParamKind::matrix);
-  if (!c.switch_heads.on()) add(layer_param(i, "self_attn.v_proj.weight"), {c.kv_dim(), d}, ParamKind::matrix);
-  // The gate's rows follow v_proj's so that q|k|v|gate is one [rows, d] matrix: the
-  // model multiplies them in one product (model.cpp). gate_proj|up_proj below likewise.
-  if (c.has_gate()) {
-    if (c.gate.input == GateInput::hidden)
-      add(layer_param(i, "self_attn.gate.weight"), {c.gate_out(), c.gate_in()}, ParamKind::gate);
-    else
-      add(layer_param(i, "self_attn.gate.weight"), {c.gate_out()}, ParamKind::gate);
-  }
-  // Biases of q|k|v|gate likewise adjacent, in the product's column order.
-  if (c.attn_qkv_bias) {
-    add(layer_param(i, "self_attn.q_proj.bias"), {c.q_dim()}, ParamKind::bias);
-    add(layer_param(i, "self_attn.k_proj.bias"), {c.kv_dim()}, ParamKind::bias);
-    add(layer_param(i, "self_attn.v_proj.bias"), {c.kv_dim()}, ParamKind::bias);
-    if (c.gate_has_bias()) add(layer_param(i, "self_attn.gate.bias"), {c.gate_out()}, ParamKind::bias);
-  }
-  for (const SwitchHeadsTensor& t : switch_heads_tensors(c))
-    add(layer_param(i, t.suffix), t.shape, t.router ? ParamKind::switch_router : ParamKind::matrix);
-  add(layer_param(i, "self_attn.o_proj.weight"), {d, c.q_dim()}, ParamKind::matrix);
-  if (c.attn_o_bias) add(layer_param(i, "self_attn.o_proj.bias"), {d}, ParamKind::bias);
-  if (c.qk_norm) {
-    add(layer_param(i, "self_attn.q_norm.weight"), {c.head_dim}, ParamKind::norm);
-    add(layer_param(i, "self_attn.k_norm.weight"), {c.head_dim}, ParamKind::norm);
-  }
-  if (c.sdpa_transform == SdpaTransform::rmsnorm)
-    add(layer_param(i, "self_attn.sdpa_norm.weight"), {c.head_dim}, ParamKind::norm);
-}
-
-// Qwen3.5's names and shapes (model/gated_deltanet.h). The four input projections are
-// adjacent, so that qkv|z|b|a is one [in_width, d] matrix and one product.
-void ParamLayout::add_linear_attention(int64_t i, const ModelConfig& c) {
-  const LinearAttentionConfig& la = c.linear_attention;
-  const int64_t d = c.d_model;
-  add(layer_param(i, "linear_attn.in_proj_qkv.weight"), {la.conv_dim(), d}, ParamKind::matrix);
-  add(layer_param(i, "linear_attn.in_proj_z.weight"), {la.value_dim(), d}, ParamKind::matrix);
-  add(layer_param(i, "linear_attn.in_proj_b.weight"), {la.n_v_heads, d}, ParamKind::matrix);
-  add(layer_param(i, "linear_attn.in_proj_a.weight"), {la.n_v_heads, d}, ParamKind::matrix);
-  add(layer_param(i, "linear_attn.conv1d.weight"), {la.conv_dim(), 1, la.conv_kernel}, ParamKind::conv);
-  add(layer_param(i, "linear_attn.dt_bias"), {la.n_v_heads}, ParamKind::decay);
-  add(layer_param(i, "linear_attn.A_log"), {la.n_v_heads}, ParamKind::decay);
-  add(layer_param(i, "linear_attn.norm.weight"), {la.v_head_dim}, ParamKind::linear_norm);
-  add(layer_param(i, "linear_attn.out_proj.weight"), {d, la.value_dim()}, ParamKind::matrix);
+void LayerParams::add(const std::string& suffix, std::vector<int64_t> shape, ParamKind kind) {
+  layout_.add(layer_param(layer_, suffix), std::move(shape), kind);
 }
 
 void ParamLayout::add_ffn(int64_t i, const ModelConfig& c) {

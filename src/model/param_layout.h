@@ -26,6 +26,21 @@ struct ParamSpec {
   bool decays() const { return shape.size() >= 2; }
 };
 
+class ParamLayout;
+
+// One layer's tensors as its kind's add_params (layer_kinds.h) adds them: each named
+// model.layers.{layer}.{suffix} and appended to the layout.
+class LayerParams {
+ public:
+  LayerParams(ParamLayout& layout, int64_t layer) : layout_(layout), layer_(layer) {}
+  void add(const std::string& suffix, std::vector<int64_t> shape, ParamKind kind);
+  int64_t layer() const { return layer_; }
+
+ private:
+  ParamLayout& layout_;
+  int64_t layer_;
+};
+
 class ParamLayout {
  public:
   explicit ParamLayout(const ModelConfig& config);
@@ -40,9 +55,8 @@ class ParamLayout {
   int64_t embedding_count() const { return count(ParamKind::embedding) + count(ParamKind::lm_head); }
 
  private:
+  friend class LayerParams;
   void add(std::string name, std::vector<int64_t> shape, ParamKind kind);
-  void add_attention(int64_t layer, const ModelConfig& c);
-  void add_linear_attention(int64_t layer, const ModelConfig& c);
   void add_ffn(int64_t layer, const ModelConfig& c);
   std::vector<ParamSpec> specs_;
   int64_t total_ = 0;

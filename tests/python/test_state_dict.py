@@ -98,3 +98,51 @@ def test_load_reads_a_hybrid_gguf_file(run_cli, tmp_path):
         np.testing.assert_allclose(b[name], a[name], rtol=0, atol=1e-6, err_msg=name)
     ids = loaded.tokenizer.encode("It was the best of times")
     np.testing.assert_allclose(loaded.forward(ids)["logits"], original.forward(ids)["logits"], rtol=1e-5, atol=1e-6)
+
+
+def test_load_reads_a_quantised_checkpoint_as_score_does(gated_checkpoint, run_cli, tmp_path):
+    """Model.load on a q4_0 checkpoint (refused before the one loader): the products run on its
+    blocks, so its logits are those `gatedlm score` computes from the same directory, not the
+    F32 model's."""
+    import json
+    q4 = tmp_path / "q4"
+    run_cli("quantize", gated_checkpoint, "--type", "q4_0", "--out", q4)
+    ids = [256, 72, 101, 108, 108, 111, 44, 32, 119]
+    (tmp_path / "ids.txt").write_text(" ".join(map(str, ids)) + "\n")
+    scored = json.loads(run_cli("score", "--checkpoint", q4, "--token-ids", tmp_path / "ids.txt", "--logprobs",
+                                "--json").stdout.strip().splitlines()[-1])
+    quantised = gatedlm.Model.load(q4)
+    result = quantised.score([ids])
+    assert result["mean_loss"] == pytest.approx(scored["mean_loss"], rel=1e-6)
+    f32 = gatedlm.Model.load(gated_checkpoint)
+    assert not np.array_equal(quantised.forward(ids)["logits"], f32.forward(ids)["logits"])
+
+
+def test_gguf_files_load_in_parallel_threads(run_cli, tmp_path):
+    """Two threads loading two GGUF files (each with a vocabulary) never meet: nothing goes
+    through a scratch file (it once had a predictable name, and 1-3 of 80 loads failed)."""
+    import json
+    import threading
+    cfg = {"vocab_size": 258, "d_model": 32, "n_layers": 2, "n_heads": 2, "n_kv_heads": 1, "head_dim": 16,
+           "ffn_hidden": 64, "max_seq_len": 64}
+    (tmp_path / "c.json").write_text(json.dumps(cfg))
+    files = []
+    for seed in (1, 2):
+        run_cli("init", "--config", tmp_path / "c.json", "--out", tmp_path / f"ck{seed}", "--seed", seed)
+        run_cli("export", tmp_path / f"ck{seed}", "--format", "gguf", "--out", tmp_path / f"g{seed}")
+        files.append(tmp_path / f"g{seed}" / "model.gguf")
+    errors = []
+
+    def loads(path):
+        for _ in range(10):
+            try:
+                assert gatedlm.Model.load(path).tokenizer is not None
+            except Exception as e:  # noqa: BLE001 - every failure is the finding
+                errors.append(repr(e))
+
+    threads = [threading.Thread(target=loads, args=(f,)) for f in files]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
