@@ -34,10 +34,6 @@ KNOWN_CYCLES = {
     frozenset({"kernels/matmul", "kernels/weight_source"}),
     # QuantWeights is declared in quant_matmul.h, which the per-set and tile headers extend.
     frozenset({"kernels/quant_matmul", "kernels/quant_matmul_sets", "kernels/quant_tiles"}),
-    # RopeScaling's parse/print sit beside ModelConfig's.
-    frozenset({"model/config", "model/rope_scaling"}),
-    # The layer's parts header declares what gated_deltanet.cpp defines and its callers share.
-    frozenset({"model/gated_deltanet", "model/gated_deltanet_parts"}),
     # Model's State, the mixers and the kinds' registry rows see each other's types.
     frozenset({"model/layer_kinds", "model/mixer", "model/mixer_attention", "model/mixer_deltanet", "model/model",
                "model/model_state", "model/param_layout"}),

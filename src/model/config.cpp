@@ -425,4 +425,11 @@ std::string describe_gate(const ModelConfig& c) {
   return s;
 }
 
+kernels::RopeTable model_rope_table(const ModelConfig& c, int64_t positions, bool unit_magnitude) {
+  const int64_t original = c.rope_scaling.original_max_seq_len > 0 ? c.rope_scaling.original_max_seq_len
+                                                                    : c.max_seq_len;
+  const ScaledRope r = scaled_rope(c.rope_dims, c.rope_base, c.rope_scaling, original);
+  return kernels::rope_table(r.inv_freq, positions, unit_magnitude ? 1.0 : r.magnitude);
+}
+
 }  // namespace gatedlm::model

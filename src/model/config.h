@@ -114,4 +114,10 @@ std::string to_string(SwitchTarget t);  // "v" or "kv"
 std::string describe_switch_heads(const ModelConfig& c);  // e.g. "switch v, 8top2" or "none"
 std::string describe_gate(const ModelConfig& c);  // e.g. "G1 sdpa elementwise sigmoid multiply"
 
+// The table the model uses: the config's rope_dims, rope_base and rope_scaling
+// (original_max_seq_len 0 resolved to max_seq_len), for `positions` positions.
+// unit_magnitude: the same rotations without YaRN's magnitude (to move an already
+// rotated key to another position: infer/'s streaming window).
+kernels::RopeTable model_rope_table(const ModelConfig& config, int64_t positions, bool unit_magnitude = false);
+
 }  // namespace gatedlm::model

@@ -8,6 +8,7 @@
 #include "kernels/matmul.h"
 #include "kernels/parallel_work.h"
 #include "kernels/rmsnorm.h"
+#include "model/gated_deltanet.h"
 #include "model/gated_deltanet_parts.h"
 
 namespace gatedlm::model {

@@ -23,6 +23,7 @@
 #include <span>
 #include <vector>
 
+#include "model/deltanet_times.h"
 #include "model/hybrid_config.h"
 
 namespace gatedlm::model {
@@ -88,14 +89,6 @@ struct DeltaNetRun {
   int64_t first, count;
   DeltaNetState<T> state;
   bool fresh;
-};
-
-// Seconds spent in a layer's parts (forward and backward) since the caller last reset them:
-// products = in_proj and out_proj; delta_rule = the chunked delta-rule kernels; elementwise =
-// the rest (convolution, SiLU, L2 norms, gates, the gated RMSNorm). Their sum is the token
-// mixer's time. `gatedlm bench train` reports them (Model::deltanet_times).
-struct DeltaNetTimes {
-  double products = 0, delta_rule = 0, elementwise = 0;
 };
 
 // Training-shaped forward: h [batch, seq, d] -> out [batch * seq, d]; each sequence from a

@@ -8,6 +8,7 @@
 #include "kernels/delta_rule.h"
 #include "kernels/matmul.h"
 #include "kernels/rmsnorm.h"
+#include "model/gated_deltanet.h"
 #include "model/gated_deltanet_parts.h"
 
 namespace gatedlm::model {

@@ -7,7 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/gated_deltanet.h"
+#include "model/deltanet_times.h"
+#include "model/hybrid_config.h"
 
 namespace gatedlm::model::deltanet {
 

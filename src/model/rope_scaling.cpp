@@ -5,7 +5,6 @@
 #include <numbers>
 
 #include "core/error.h"
-#include "model/config.h"
 
 namespace gatedlm::model {
 
@@ -72,13 +71,6 @@ ScaledRope scaled_rope(int64_t rot_dims, double base, const RopeScaling& scaling
     }
   }
   return out;
-}
-
-kernels::RopeTable model_rope_table(const ModelConfig& c, int64_t positions, bool unit_magnitude) {
-  const int64_t original = c.rope_scaling.original_max_seq_len > 0 ? c.rope_scaling.original_max_seq_len
-                                                                    : c.max_seq_len;
-  const ScaledRope r = scaled_rope(c.rope_dims, c.rope_base, c.rope_scaling, original);
-  return kernels::rope_table(r.inv_freq, positions, unit_magnitude ? 1.0 : r.magnitude);
 }
 
 }  // namespace gatedlm::model

@@ -18,7 +18,6 @@
 
 namespace gatedlm::model {
 
-struct ModelConfig;
 
 enum class RopeScalingType { none, linear, ntk, yarn };
 
@@ -46,11 +45,5 @@ struct ScaledRope {
 };
 // original_len must be resolved (> 0) for yarn.
 ScaledRope scaled_rope(int64_t rot_dims, double base, const RopeScaling& scaling, int64_t original_len);
-
-// The table the model uses: the config's rope_dims, rope_base and rope_scaling
-// (original_max_seq_len 0 resolved to max_seq_len), for `positions` positions.
-// unit_magnitude: the same rotations without YaRN's magnitude (to move an already
-// rotated key to another position: infer/'s streaming window).
-kernels::RopeTable model_rope_table(const ModelConfig& config, int64_t positions, bool unit_magnitude = false);
 
 }  // namespace gatedlm::model
