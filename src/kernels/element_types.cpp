@@ -1,6 +1,7 @@
 #include "kernels/element_types.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <iterator>
 
@@ -83,15 +84,24 @@ int64_t checked_blocks(const ElementTraits& t, int64_t k) {
   return k / t.block_values;
 }
 
+// The rows by ggml id (ids run 0-39): one load per look-up, which every quantised product
+// makes (quant_matmul's checks).
+constexpr uint32_t kIdLimit = 40;
+constexpr std::array<const ElementTraits*, kIdLimit> rows_by_id() {
+  std::array<const ElementTraits*, kIdLimit> by_id{};
+  for (const ElementTraits& t : kTypes) by_id[static_cast<uint32_t>(t.type)] = &t;
+  return by_id;
+}
+constexpr std::array<const ElementTraits*, kIdLimit> kById = rows_by_id();
+
+
 }  // namespace
 
 std::span<const ElementTraits> element_types() { return kTypes; }
 
-const ElementTraits* find_element_type(uint32_t ggml_id) {
-  for (const ElementTraits& t : kTypes)
-    if (static_cast<uint32_t>(t.type) == ggml_id) return &t;
-  return nullptr;
-}
+const ElementTraits* find_element_type(uint32_t ggml_id) { return ggml_id < kIdLimit ? kById[ggml_id] : nullptr; }
+
+
 
 const ElementTraits& element_traits(ElementType type) {
   if (const ElementTraits* t = find_element_type(static_cast<uint32_t>(type))) return *t;
