@@ -115,6 +115,11 @@ struct OneDnn {
     const int64_t elem = bf16 ? 2 : 4, tasks = batch.batch * t.tiles();
     const auto* a_bytes = static_cast<const std::byte*>(A);
     const auto* b_bytes = static_cast<const std::byte*>(B);
+    // One tile runs on this thread alone as well: outside an active parallel region some
+    // implementations (the jit sgemm of AVX2 machines) take their thread count when they
+    // run, not when they were created, and would split the K sum among them.
+    const int threads = omp_get_max_threads();
+    if (tasks == 1) omp_set_num_threads(1);
 #pragma omp parallel for schedule(dynamic, 1) if (tasks > 1)
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t item = task / t.tiles(), i = task % t.tiles() / t.col_tiles, j = task % t.col_tiles;
@@ -124,6 +129,7 @@ struct OneDnn {
       run(*kinds[i == t.row_tiles - 1][j == t.col_tiles - 1], a_bytes + a_at * elem, b_bytes + b_at * elem,
           C + item * batch.c + r0 * s.ldc + c0);
     }
+    if (tasks == 1) omp_set_num_threads(threads);
   }
 };
 
