@@ -147,15 +147,18 @@ void refuse_connection(socket_t sock) {
 }
 
 // Closes after the answer has gone: what the client still sends (a body that was refused
-// unread) is read and dropped for a moment first, since closing a socket with unread bytes
-// sends a reset that can destroy the answer before the client reads it.
+// unread) is read and dropped first, until the client closes its end or for at most a
+// second, since closing a socket with unread bytes, or before bytes still on their way
+// arrive, sends a reset that can destroy the answer before the client reads it. A client
+// that sends the rest of its body a moment after its head (a busy machine) must not lose
+// its 503: no shorter wait between reads than the whole second.
 void close_gently(socket_t sock, bool body_left_unread) {
   ::shutdown(sock, SHUT_WR);
   if (body_left_unread || wait_for(sock, POLLIN, 0)) {
     const Clock::time_point until = Clock::now() + std::chrono::seconds(1);
     char sink[16384];
     size_t dropped = 0;
-    while (dropped < (64u << 20) && wait_for(sock, POLLIN, std::min(ms_until(until), 200))) {
+    while (dropped < (64u << 20) && wait_for(sock, POLLIN, ms_until(until))) {
       const ssize_t n = ::recv(sock, sink, sizeof sink, 0);
       if (n <= 0) break;
       dropped += static_cast<size_t>(n);

@@ -297,7 +297,8 @@ def peak_rss_mib(pid):
 def raw_exchange(port, head, parts=(), source="127.0.0.1", timeout=20, sent=None):
     """Sends the request head, then each part (a send the server cut short is fine), calls
     sent() if given, and reads the answer until the server closes. Returns (status, JSON body
-    or None); status None when no answer came within the timeout."""
+    or None); status None when no answer came within the timeout, with what happened in
+    place of the body (the error, or the bytes that came)."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0))
     try:
         sock.sendall(head)
@@ -307,20 +308,20 @@ def raw_exchange(port, head, parts=(), source="127.0.0.1", timeout=20, sent=None
         pass
     if sent:
         sent()
-    data = b""
+    data, error = b"", None
     try:
         while True:
             chunk = sock.recv(65536)
             if not chunk:
                 break
             data += chunk
-    except OSError:
-        pass
+    except OSError as e:
+        error = e
     finally:
         sock.close()
     m = re.match(rb"HTTP/1\.1 (\d+)", data)
     if not m:
-        return None, None
+        return None, repr(error) if error else f"{len(data)} bytes: {data[:80]!r}"
     body = data.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in data else b""
     try:
         return int(m.group(1)), json.loads(body)
@@ -391,7 +392,7 @@ def run_slow_client_server(binary, ckpt, work):
     try:
         head = post_head("/v1/completions", {"Content-Length": 400})
         slow = [threading.Thread(target=lambda: results.append(
-            raw_exchange(s.port, head, [b'{"prompt": "'], timeout=60, sent=all_sent.release)[0])) for _ in range(40)]
+            raw_exchange(s.port, head, [b'{"prompt": "'], timeout=60, sent=all_sent.release))) for _ in range(40)]
         for t in slow:
             t.start()
         for _ in slow:
@@ -411,9 +412,12 @@ def run_slow_client_server(binary, ckpt, work):
         check(st == 200, f"another client (127.0.0.2) gets its completion meanwhile ({st})")
         for t in slow:
             t.join(timeout=60)
-        got = {code: results.count(code) for code in set(results)}
+        codes = [code for code, _ in results]
+        got = {code: codes.count(code) for code in set(codes)}
+        unanswered = [why for code, why in results if code is None]
         check(set(got) == {408, 503} and got[503] >= 40 - 32,
-              f"the 40 slow bodies: 503 past the per-client cap of 32, 408 at --request-timeout ({got})")
+              f"the 40 slow bodies: 503 past the per-client cap of 32, 408 at --request-timeout ({got}"
+              + (f"; no answer: {unanswered[:3]}" if unanswered else "") + ")")
     finally:
         s.stop(signal.SIGKILL)
 
