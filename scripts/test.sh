@@ -28,4 +28,7 @@ if [[ "${1:-}" == "--sanitize" ]]; then
 fi
 GATEDLM_WITH_TEST_DEPS=1 scripts/setup.sh
 cd "${GATEDLM_BUILD_DIR:-build}"
-OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)} ctest --output-on-failure "$@"
+# As many tests at a time as there are cores: most tests are short processes that wait on
+# their start-up more than they compute, and the few whose timing matters run alone
+# (RUN_SERIAL in tests/CMakeLists.txt). A -j in CTEST ARGS overrides this one.
+OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)} ctest --output-on-failure -j "$(nproc)" "$@"

@@ -23,6 +23,7 @@ Exit status 77 (ctest: skipped) with the reason when npm or the registry is unav
 Usage: /usr/bin/python3 tests/reference/test_gguf_llama.py --gatedlm build/gatedlm --probe build/tests/llama_probe
 """
 import argparse
+import fcntl
 import glob
 import json
 import os
@@ -56,13 +57,21 @@ SAME_WEIGHTS_TOL = {"bf16": 2e-2, "q8_0": 4e-2, "q4_0": 4e-2}
 
 
 def fetch_llama_libs():
-    """Directory of llama.cpp's shared libraries, or (None, reason)."""
+    """Directory of llama.cpp's shared libraries, or (None, reason). Four tests call this,
+    and ctest may run them at once: the first fetches and unpacks under an exclusive lock
+    on the cache while the others wait, then find the libraries there."""
     cache = os.path.join(os.environ.get("GATEDLM_CACHE", os.path.expanduser("~/.cache/gatedlm")), "llama")
+    os.makedirs(cache, exist_ok=True)
+    with open(os.path.join(cache, ".fetch.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return fetch_llama_libs_locked(cache)
+
+
+def fetch_llama_libs_locked(cache):
     libdir = os.path.join(cache, "package", "bins", "linux-x64")
     if not os.path.exists(os.path.join(libdir, "libllama.so")):
         if shutil.which("npm") is None:
             return None, "npm is not installed"
-        os.makedirs(cache, exist_ok=True)
         try:
             p = subprocess.run(["npm", "pack", PACKAGE], cwd=cache, capture_output=True, text=True, timeout=240)
         except subprocess.TimeoutExpired:
