@@ -8,8 +8,9 @@
    Writing the cases needs PyTorch (/usr/bin/python3 with python3-torch); without it,
    --skip-grads.
 2. Greedy `generate` (32 tokens, --json: ids and text) and `score --logprobs --json` on a
-   dense, an MoE, a hybrid (Gated DeltaNet + gated softmax) and a Q4_0 model (random
-   weights from `init`, byte tokenizer): the same ids, text and scores.
+   dense, an MoE, a hybrid (Gated DeltaNet + gated softmax) model and quantised copies of
+   them (dense Q4_0 and BF16, MoE Q8_0, hybrid Q4_0; random weights from `init`, byte
+   tokenizer): the same ids, text and scores.
 
 Prints one line per case and 'N passed, N failed' at the end; exits 1 on any difference.
 """
@@ -33,6 +34,8 @@ MODELS = {
                    rope_dims=8, linear_attention={"n_k_heads": 2, "n_v_heads": 4, "k_head_dim": 16,
                                                   "v_head_dim": 16, "conv_kernel": 4}),
 }
+# Quantised checkpoints of those (source model, type): every kind of block the products read.
+QUANTISED = [("dense", "q4_0"), ("moe", "q8_0"), ("hybrid", "q4_0"), ("dense", "bf16")]
 ADAMW = ["--adamw-steps", "3", "--lr", "0.001", "--beta1", "0.9", "--beta2", "0.95", "--eps", "1e-8",
          "--weight-decay", "0.1"]
 
@@ -78,10 +81,11 @@ def make_models(binary, work):
                 json.dump(config, f)
             run([binary, "init", "--config", cfg, "--seed", "7", "--out", d])
         dirs[name] = d
-    q4 = os.path.join(work, "models", "dense_q4_0")
-    if not os.path.isdir(q4):
-        run([binary, "quantize", dirs["dense"], "--type", "q4_0", "--out", q4])
-    dirs["q4_0"] = q4
+    for source, qtype in QUANTISED:
+        q = os.path.join(work, "models", f"{source}_{qtype}")
+        if not os.path.isdir(q):
+            run([binary, "quantize", dirs[source], "--type", qtype, "--out", q])
+        dirs[f"{source} {qtype}"] = q
     return dirs
 
 

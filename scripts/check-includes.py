@@ -27,17 +27,9 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # Headers only their own room includes: the model's saved activations and the Gated
 # DeltaNet layer's parts (model/model.h says why).
 PRIVATE = {"model/model_state.h", "model/gated_deltanet_parts.h"}
-# Cycles not yet broken (issue 35's follow-up), each with why it is there. A cycle not listed
-# here is a breach, and so is a listed one that no longer exists (delete its line).
-KNOWN_CYCLES = {
-    # matmul<float> asks the address registry for quantised weights; goes with typed weight views.
-    frozenset({"kernels/matmul", "kernels/weight_source"}),
-    # QuantWeights is declared in quant_matmul.h, which the per-set and tile headers extend.
-    frozenset({"kernels/quant_matmul", "kernels/quant_matmul_sets", "kernels/quant_tiles"}),
-    # Model's State, the mixers and the kinds' registry rows see each other's types.
-    frozenset({"model/layer_kinds", "model/mixer", "model/mixer_attention", "model/mixer_deltanet", "model/model",
-               "model/model_state", "model/param_layout"}),
-}
+# Cycles allowed, each with why it is there: none since issue 35. A cycle not listed here
+# is a breach, and so is a listed one that no longer exists (delete its line).
+KNOWN_CYCLES = set()
 
 
 def includes_of(path):

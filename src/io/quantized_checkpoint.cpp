@@ -167,7 +167,7 @@ CheckpointModel read_checkpoint_model(const std::string& checkpoint_dir, bool re
   check_recorded_formats(reader, layout, *format);
   out.quantized = std::make_unique<model::QuantizedWeights>(layout, *format);
   read_quantized_tensors(reader, layout, *out.quantized, out.model->params());
-  out.quantized->attach(out.model->params());
+  out.quantized->attach(*out.model);
   if (release_f32) out.quantized->release_f32();
   return out;
 }

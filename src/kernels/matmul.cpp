@@ -13,19 +13,12 @@
 #include "core/thread_governor.h"
 #include "kernels/bf16_support.h"
 #include "kernels/product_tiles.h"
-#include "kernels/weight_source.h"
 
 namespace gatedlm::kernels {
 namespace {
 
 thread_local bool t_bf16 = false;
 thread_local PackedWeights* t_packed = nullptr;
-
-void resolve_strides(MatmulShape& s) {
-  if (s.lda == 0) s.lda = s.trans_a ? s.M : s.K;
-  if (s.ldb == 0) s.ldb = s.trans_b ? s.K : s.N;
-  if (s.ldc == 0) s.ldc = s.N;
-}
 
 // oneDNN primitives cost far more to create than to run on our shapes, so each
 // distinct shape is created once and kept for the life of the process.
@@ -244,7 +237,6 @@ void matmul<float>(float* C, const float* A, const float* B, MatmulShape s) {
         for (int64_t j = 0; j < s.N; ++j) C[i * s.ldc + j] = 0.0f;
     return;
   }
-  if (weight_source_product(C, A, B, s)) return;  // quantised weights (kernels/weight_source.h)
   if (!t_bf16 && !s.trans_a && s.trans_b && s.M <= kSkinnyRows) {
     skinny_matmul_f32(C, s.ldc, A, s.lda, B, s.ldb, s.M, s.N, s.K, s.accumulate);
     return;
@@ -288,7 +280,7 @@ void batched_matmul<float>(float* C, const float* A, const float* B, MatmulShape
   resolve_strides(s);
   if (b.batch < 1 || s.M == 0 || s.N == 0) return;
   // One item, K == 0 and bf16 products (which convert their operands) go through matmul.
-  if (b.batch == 1 || s.K == 0 || t_bf16 || weight_source_holds(B)) {  // a source: item by item
+  if (b.batch == 1 || s.K == 0 || t_bf16) {
     for (int64_t i = 0; i < b.batch; ++i) matmul(C + i * b.c, A + i * b.a, B + i * b.b, s);
     return;
   }

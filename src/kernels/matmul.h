@@ -19,6 +19,13 @@ struct MatmulShape {
   bool accumulate = false;
 };
 
+// The strides a 0 stands for, filled in.
+inline void resolve_strides(MatmulShape& s) {
+  if (s.lda == 0) s.lda = s.trans_a ? s.M : s.K;
+  if (s.ldb == 0) s.ldb = s.trans_b ? s.K : s.N;
+  if (s.ldc == 0) s.ldc = s.N;
+}
+
 template <typename T>
 void matmul(T* C, const T* A, const T* B, MatmulShape shape);
 

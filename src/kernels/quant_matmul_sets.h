@@ -4,7 +4,7 @@
 // a path (automatic resolved by the set), whole rows expanded to fp32.
 #include <cstdint>
 
-#include "kernels/quant_matmul.h"
+#include "kernels/quant_weights.h"
 
 namespace gatedlm::kernels {
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/quant_blocks.h"
 
 namespace gatedlm::kernels {
 namespace {

@@ -17,7 +17,7 @@
 // GGUF keep rows of blocks.
 #include <cstdint>
 
-#include "kernels/quant_matmul.h"
+#include "kernels/quant_weights.h"
 
 namespace gatedlm::kernels {
 

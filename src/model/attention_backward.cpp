@@ -55,7 +55,7 @@ struct BackwardNames {
   const ModelConfig& c;
   ModelState<T>& s;
   LayerActivations<T>& a;
-  const LayerViews<T>& w;
+  const LayerWeights<T>& w;
   const LayerViews<T>& g;
   int64_t n, d, qd;
   GatePosition gp;
@@ -96,7 +96,7 @@ const T* AttentionMixer<T>::outputs_backward(const MixerPass<T>& p, const T* d_b
   T* dy = s.dq0.data();
   zero(s.dq0);
   if (g.bo) k::bias_backward(g.bo, d_o, n, d);
-  k::linear_backward(dy, g.wo, d_o, y2, w.wo, n, qd, d);
+  k::linear_backward(dy, g.wo, d_o, y2, w.wo.values, n, qd, d);
   const bool epilogue_gate = gate_in_attention_epilogue(c);  // then dy stays d loss / d Y' for the kernel
   if (gp == GatePosition::sdpa && !epilogue_gate) {
     zero(s.dq1);
@@ -196,9 +196,9 @@ void AttentionMixer<T>::inputs_backward(const MixerPass<T>& p) const {
   T* dh = s.dh.data();
   gather_columns<T>(s.dqkvg.data(), n, qkv_w, {{dq, qd}, {dk, k_product_width(c)}, {dv, v_product_width(c)}});
   if (g.bq) k::bias_backward(g.bq, s.dqkvg.data(), n, qkv_w);
-  k::linear_backward(dh, g.wq, s.dqkvg.data(), a.h.data(), w.wq, n, d, qkv_w, /*accumulate_dx=*/false);
+  k::linear_backward(dh, g.wq, s.dqkvg.data(), a.h.data(), w.wq.values, n, d, qkv_w, /*accumulate_dx=*/false);
   if (c.has_gate() && !gate_in_qkv_product(c))
-    gate_project_backward(dh, g.gate, s.dgate.data(), a.h.data(), w.gate, n, gs);
+    gate_project_backward(dh, g.gate, s.dgate.data(), a.h.data(), w.gate.values, n, gs);
   if (c.switch_heads.on())
     switch_heads_backward(dh, SwitchHeadsGrads<T>{g.switch_router, g.k_experts, g.v_experts}, s.sw_scratch, dk, dv,
                           a.h.data(), a.sw, switch_weights(w), c);

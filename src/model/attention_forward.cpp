@@ -68,7 +68,7 @@ void AttentionMixer<T>::inputs_forward(const MixerPass<T>& p) const {
   const ModelConfig& c = p.c;
   ModelState<T>& s = p.s;
   LayerActivations<T>& a = p.a;
-  const LayerViews<T>& w = p.w;
+  const LayerWeights<T>& w = p.w;
   const int64_t n = s.n, d = c.d_model, qd = c.q_dim(), kvd = c.kv_dim();
   const GatePosition gp = c.gate.position;
   const GateShape gs = GateShape::of(c);
@@ -111,7 +111,7 @@ const T* AttentionMixer<T>::outputs_forward(const MixerPass<T>& p) const {
   const ModelConfig& c = p.c;
   ModelState<T>& s = p.s;
   LayerActivations<T>& a = p.a;
-  const LayerViews<T>& w = p.w;
+  const LayerWeights<T>& w = p.w;
   const int64_t n = s.n, d = c.d_model, qd = c.q_dim();
   const GatePosition gp = c.gate.position;
   const GateShape gs = GateShape::of(c);

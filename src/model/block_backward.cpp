@@ -4,6 +4,7 @@
 #include "kernels/matmul.h"
 #include "kernels/rmsnorm.h"
 #include "model/mixer.h"
+#include "model/model.h"
 
 namespace gatedlm::model {
 
@@ -30,7 +31,7 @@ template <typename T>
 void Model<T>::block_backward(int64_t l) {
   const ModelConfig& c = config_;
   State& s = *s_;
-  const LayerViews<T>& w = w_.layers[l];
+  const LayerWeights<T>& w = w_.layers[l];
   const LayerActivations<T>& a = s.layers[l];
   ffn_backward(l);
   const T* d_branch = branch_output_backward(l, a.branch);
@@ -64,7 +65,7 @@ void Model<T>::ffn_backward(int64_t l) {
   const ModelConfig& c = config_;
   State& s = *s_;
   LayerActivations<T>& a = s.layers[l];
-  const LayerViews<T>& w = w_.layers[l];
+  const LayerWeights<T>& w = w_.layers[l];
   const LayerViews<T>& g = g_.layers[l];
   const int64_t n = s.n, d = c.d_model, f = c.ffn_hidden;
   T* dres = s.dres.data();
@@ -90,9 +91,9 @@ void Model<T>::ffn_backward(int64_t l) {
                   MoeWeights<T>{w.moe_router, w.moe_experts, w.moe_shared, w.moe_shared_down, w.moe_shared_gate},
                   lb_weight, c.moe.z_coef / layers);
   } else {
-    k::linear_backward(s.dfa.data(), g.w_down, df, a.fa.data(), w.w_down, n, f, d, /*accumulate_dx=*/false);
+    k::linear_backward(s.dfa.data(), g.w_down, df, a.fa.data(), w.w_down.values, n, f, d, /*accumulate_dx=*/false);
     k::swiglu_backward(s.dfgu.data(), s.dfa.data(), a.fgu.data(), n, f);
-    k::linear_backward(dh, g.w_gate, s.dfgu.data(), a.h2.data(), w.w_gate, n, d, 2 * f, /*accumulate_dx=*/false);
+    k::linear_backward(dh, g.w_gate, s.dfgu.data(), a.h2.data(), w.w_gate.values, n, d, 2 * f, /*accumulate_dx=*/false);
   }
   k::rmsnorm_backward(dres, g.ffn_norm, dh, a.mid.data(), w.ffn_norm, a.rstd_ffn.data(), n, d);
 }

@@ -9,6 +9,7 @@
 #include "kernels/parallel_work.h"
 #include "kernels/rmsnorm.h"
 #include "model/mixer.h"
+#include "model/model.h"
 
 namespace gatedlm::model {
 
@@ -64,7 +65,7 @@ void Model<T>::ffn_forward(int64_t l) {
   const ModelConfig& c = config_;
   State& s = *s_;
   LayerActivations<T>& a = s.layers[l];
-  const LayerViews<T>& w = w_.layers[l];
+  const LayerWeights<T>& w = w_.layers[l];
   const int64_t n = s.n, d = c.d_model, f = c.ffn_hidden;
 
   k::rmsnorm_forward(a.h2.data(), a.rstd_ffn.data(), a.mid.data(), w.ffn_norm, n, d, c.norm_eps);

@@ -14,7 +14,7 @@ GateShape GateShape::of(const ModelConfig& c) {
 }
 
 template <typename T>
-void gate_project(T* pre, const T* x, const T* w, int64_t n, const GateShape& g) {
+void gate_project(T* pre, const T* x, const kernels::Weight<T>& w, int64_t n, const GateShape& g) {
   if (g.gate->input == GateInput::hidden) {
     kernels::matmul(pre, x, w,
                     MatmulShape{.M = n, .N = g.gate_out, .K = g.gate_in, .trans_b = true, .lda = g.d_model});
@@ -22,7 +22,7 @@ void gate_project(T* pre, const T* x, const T* w, int64_t n, const GateShape& g)
   }
 #pragma omp parallel for schedule(static) if (kernels::elementwise_in_parallel(n * g.gate_out))
   for (int64_t r = 0; r < n; ++r)
-    for (int64_t o = 0; o < g.gate_out; ++o) pre[r * g.gate_out + o] = w[o];
+    for (int64_t o = 0; o < g.gate_out; ++o) pre[r * g.gate_out + o] = w.values[o];
 }
 
 template <typename T>
@@ -141,7 +141,7 @@ void gate_backward(T* dy_in, T* dpre, int64_t ld_dpre, T* scratch, const T* dy_o
 }
 
 #define GATEDLM_INSTANTIATE(T)                                                                             \
-  template void gate_project<T>(T*, const T*, const T*, int64_t, const GateShape&);                        \
+  template void gate_project<T>(T*, const T*, const kernels::Weight<T>&, int64_t, const GateShape&);         \
   template void gate_project_backward<T>(T*, T*, const T*, const T*, const T*, int64_t, const GateShape&); \
   template void gate_scores<T>(T*, const T*, int64_t, int64_t, const GateShape&);                          \
   template void gate_forward<T>(T*, T*, const T*, const T*, int64_t, int64_t, const GateShape&);           \

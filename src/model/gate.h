@@ -9,6 +9,7 @@
 //                head gets the same [head_width] score.
 #include <cstdint>
 
+#include "kernels/weight.h"
 #include "model/config.h"
 
 namespace gatedlm::model {
@@ -24,7 +25,7 @@ struct GateShape {
 // [n, d_model]) or w broadcast to every row (input constant). When gate_in == d_model the
 // model computes this inside its fused q|k|v|gate product instead (model.cpp).
 template <typename T>
-void gate_project(T* pre, const T* x, const T* w, int64_t n, const GateShape& g);
+void gate_project(T* pre, const T* x, const kernels::Weight<T>& w, int64_t n, const GateShape& g);
 // The projection's backward: dw += dpre^T x[:, :gate_in] (or the column sums, input
 // constant); dx[:, :gate_in] += dpre W (input hidden).
 template <typename T>

@@ -23,6 +23,7 @@
 #include <span>
 #include <vector>
 
+#include "kernels/weight.h"
 #include "model/deltanet_times.h"
 #include "model/hybrid_config.h"
 
@@ -31,7 +32,9 @@ namespace gatedlm::model {
 // One linear layer's weights (param_layout.h's LinearAttentionViews) and their gradients.
 template <typename T>
 struct DeltaNetWeights {
-  const T *in_proj, *conv, *dt_bias, *A_log, *norm, *out_proj;
+  kernels::Weight<T> in_proj;
+  const T *conv, *dt_bias, *A_log, *norm;
+  kernels::Weight<T> out_proj;
 };
 template <typename T>
 struct DeltaNetGrads {

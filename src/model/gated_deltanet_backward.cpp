@@ -27,7 +27,7 @@ void gated_norm_backward(DeltaNetScratch<T>& sc, const DeltaNetGrads<T>& g, cons
   const LinearAttentionConfig& la = s.la;
   const ProjColumns col(la);
   const int64_t vd = la.value_dim();
-  k::linear_backward(sc.dy.data(), g.out_proj, dout, a.y.data(), w.out_proj, n, vd, s.d_model,
+  k::linear_backward(sc.dy.data(), g.out_proj, dout, a.y.data(), w.out_proj.values, n, vd, s.d_model,
                      /*accumulate_dx=*/false);
   clock.charge(&DeltaNetTimes::products);
 #pragma omp parallel
@@ -186,7 +186,7 @@ void deltanet_backward(T* dh, const DeltaNetGrads<T>& g, const T* dout, const T*
   qkv_backward(sc, n, la, a);
   conv_backward(sc, g, batch, seq, la, w, a);
   clock.charge(&DeltaNetTimes::elementwise);
-  k::linear_backward(dh, g.in_proj, sc.dproj.data(), h, w.in_proj, n, s.d_model, la.in_width(),
+  k::linear_backward(dh, g.in_proj, sc.dproj.data(), h, w.in_proj.values, n, s.d_model, la.in_width(),
                      /*accumulate_dx=*/false);
   clock.charge(&DeltaNetTimes::products);
 }

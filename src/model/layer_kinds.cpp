@@ -4,8 +4,6 @@
 
 #include "core/error.h"
 #include "model/config.h"
-#include "model/mixer_attention.h"
-#include "model/mixer_deltanet.h"
 
 namespace gatedlm::model {
 
@@ -13,7 +11,7 @@ namespace {
 
 // The registered rows: the built-in kinds first, then any register_layer_kind added.
 std::vector<LayerKindSpec>& rows() {
-  static std::vector<LayerKindSpec> all{attention_layer_kind(), deltanet_layer_kind()};
+  static std::vector<LayerKindSpec> all = builtin_layer_kinds();
   return all;
 }
 

@@ -9,9 +9,10 @@
 //   - what its last forward can show the probes (analysis/ asks captures).
 //
 // A kind's row and its Mixer live in the kind's own files (mixer_attention.cpp,
-// mixer_deltanet.cpp); layer_kinds.cpp lists the built-in rows. docs/architecture.md
+// mixer_deltanet.cpp); builtin_layer_kinds.cpp lists the built-in rows. docs/architecture.md
 // ("Layer kinds") says which files a new kind touches.
 #include <cstdint>
+#include <vector>
 
 #include "model/hybrid_config.h"
 
@@ -29,7 +30,7 @@ enum class DecodeStateKind {
   recurrent,  // a fixed-size recurrent state (infer/recurrent_state.h); the mixer calls LinearStateFn
 };
 
-// What a layer's last forward offers the probes (model.h's BlockProbe and Model::attention_probs).
+// What a layer's last forward offers the probes (block_io.h's BlockProbe and Model::attention_probs).
 struct LayerCaptures {
   bool attention_probs = false;  // softmax probabilities (Model::attention_probs), q_roped, k_roped
   bool sdpa_output = false;      // sdpa_out and, when the config has a gate, the gate's tensors
@@ -61,6 +62,10 @@ int64_t kv_window(const ModelConfig& c, int64_t layer);
 // Layers of the model whose kind keeps this decode state / offers this capture.
 int64_t count_layers(const ModelConfig& c, DecodeStateKind state);
 int64_t count_layers(const ModelConfig& c, bool LayerCaptures::*capture);
+
+// The built-in kinds' rows, in order (builtin_layer_kinds.cpp: the one file that names
+// every kind's mixer, so that no kind's files and this registry include each other).
+std::vector<LayerKindSpec> builtin_layer_kinds();
 
 // Adds a row (or replaces the row of the same kind). The built-in kinds are registered from
 // the start; this is how a kind defined outside model/ (a test's) joins them.

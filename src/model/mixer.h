@@ -27,7 +27,7 @@ struct MixerPass {
   const ModelConfig& c;
   ModelState<T>& s;          // the shared scratch (backward's d* buffers, the fused product qkvg ...)
   LayerActivations<T>& a;    // s.layers[layer]; a.h [n, d] holds the normed input
-  const LayerViews<T>& w;    // the layer's weights
+  const LayerWeights<T>& w;  // the layer's weights
   const LayerViews<T>* g;    // its gradients (backward only; null in a forward)
   const kernels::RopeTable& rope;
   // forward_tokens only (null in a training-shaped pass): the decode hand-offs of model.h,
@@ -44,14 +44,14 @@ class Mixer {
   virtual void resize(LayerActivations<T>& a, int64_t n, const ModelConfig& c) const = 0;
   // Throws when the layout does not keep a fused product's weights adjacent (checked once, by
   // the Model's constructor). base: the start of the parameter buffer.
-  virtual void check_layout(int64_t layer, const ModelConfig& c, const LayerViews<T>& w, const ParamLayout& layout,
+  virtual void check_layout(int64_t layer, const ModelConfig& c, const LayerWeights<T>& w, const ParamLayout& layout,
                             const T* base) const = 0;
   // a.h [n, d] -> the branch output [n, d], a pointer into p.a valid until the next forward.
   virtual const T* forward(const MixerPass<T>& p) const = 0;
   // d loss / d branch [n, d] -> writes p.s.dh (d loss / d h, [n, d]) and accumulates the
   // gradients of the mixer's weights into *p.g. Follows the last forward of the same layer.
   virtual void backward(const MixerPass<T>& p, const T* d_branch) const = 0;
-  // The probe fields of this kind (model.h's BlockProbe; what captures promises).
+  // The probe fields of this kind (block_io.h's BlockProbe; what captures promises).
   virtual void probe(BlockProbe<T>& out, const LayerActivations<T>& a, const ModelConfig& c) const = 0;
   // Softmax probabilities of batch row b of the last training-shaped forward [n_heads, seq,
   // seq]; false (nothing written) for a kind without them.

@@ -94,12 +94,13 @@ void AttentionMixer<T>::resize(LayerActivations<T>& a, int64_t n, const ModelCon
 
 // The fused q|k|v(|gate) product and its biases rely on the layout's adjacency.
 template <typename T>
-void AttentionMixer<T>::check_layout(int64_t, const ModelConfig& c, const LayerViews<T>& w, const ParamLayout&,
+void AttentionMixer<T>::check_layout(int64_t, const ModelConfig& c, const LayerWeights<T>& w, const ParamLayout&,
                                      const T*) const {
   const int64_t d = c.d_model, qd = c.q_dim(), kvd = c.kv_dim();
   const int64_t kw = k_product_width(c), vw = v_product_width(c);
-  const bool adjacent = (!kw || w.wk == w.wq + qd * d) && (!vw || w.wv == w.wq + (qd + kw) * d) &&
-                        (!gate_in_qkv_product(c) || w.gate == w.wq + gate_product_column(c) * d) &&
+  const T* wq = w.wq.values;
+  const bool adjacent = (!kw || w.wk.values == wq + qd * d) && (!vw || w.wv.values == wq + (qd + kw) * d) &&
+                        (!gate_in_qkv_product(c) || w.gate.values == wq + gate_product_column(c) * d) &&
                         (!c.attn_qkv_bias ||
                          (w.bk == w.bq + qd && w.bv == w.bk + kvd && (!c.gate_has_bias() || w.bgate == w.bv + kvd)));
   if (!adjacent) fail("internal error: the parameter layout does not keep the fused projections adjacent");

@@ -18,7 +18,7 @@ template <typename T>
 class AttentionMixer : public Mixer<T> {
  public:
   void resize(LayerActivations<T>& a, int64_t n, const ModelConfig& c) const override;
-  void check_layout(int64_t layer, const ModelConfig& c, const LayerViews<T>& w, const ParamLayout& layout,
+  void check_layout(int64_t layer, const ModelConfig& c, const LayerWeights<T>& w, const ParamLayout& layout,
                     const T* base) const override;
   const T* forward(const MixerPass<T>& p) const override;
   void backward(const MixerPass<T>& p, const T* d_branch) const override;
@@ -40,7 +40,7 @@ class AttentionMixer : public Mixer<T> {
   void inputs_backward(const MixerPass<T>& p) const;
 };
 
-// The registry row of "full_attention" (layer_kinds.cpp lists it), and its parameters (Hugging
+// The registry row of "full_attention" (builtin_layer_kinds.cpp lists it), and its parameters (Hugging
 // Face Qwen3's self_attn.* names), for kinds that keep the same tensors.
 LayerKindSpec attention_layer_kind();
 void add_attention_params(LayerParams& p, const ModelConfig& c);

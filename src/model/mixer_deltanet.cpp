@@ -74,10 +74,10 @@ void DeltaNetMixer<T>::resize(LayerActivations<T>& a, int64_t n, const ModelConf
 
 // in_proj_qkv|z|b|a are one matrix of one product.
 template <typename T>
-void DeltaNetMixer<T>::check_layout(int64_t layer, const ModelConfig& c, const LayerViews<T>& w,
+void DeltaNetMixer<T>::check_layout(int64_t layer, const ModelConfig& c, const LayerWeights<T>& w,
                                     const ParamLayout& layout, const T* base) const {
   const ParamSpec& a = layout.at(layer_param(layer, "linear_attn.in_proj_a.weight"));
-  if (base + a.offset + a.numel != w.linear.in_proj + c.linear_attention.in_width() * c.d_model)
+  if (base + a.offset + a.numel != w.linear.in_proj.values + c.linear_attention.in_width() * c.d_model)
     fail("internal error: the parameter layout does not keep the linear layer's input projections adjacent");
 }
 

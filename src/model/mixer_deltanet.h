@@ -11,7 +11,7 @@ template <typename T>
 class DeltaNetMixer final : public Mixer<T> {
  public:
   void resize(LayerActivations<T>& a, int64_t n, const ModelConfig& c) const override;
-  void check_layout(int64_t layer, const ModelConfig& c, const LayerViews<T>& w, const ParamLayout& layout,
+  void check_layout(int64_t layer, const ModelConfig& c, const LayerWeights<T>& w, const ParamLayout& layout,
                     const T* base) const override;
   const T* forward(const MixerPass<T>& p) const override;
   void backward(const MixerPass<T>& p, const T* d_branch) const override;
@@ -22,7 +22,7 @@ class DeltaNetMixer final : public Mixer<T> {
   }
 };
 
-// The registry row of "linear_attention" (layer_kinds.cpp lists it).
+// The registry row of "linear_attention" (builtin_layer_kinds.cpp lists it).
 LayerKindSpec deltanet_layer_kind();
 
 }  // namespace gatedlm::model

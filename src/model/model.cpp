@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <type_traits>
 
 #include "core/error.h"
 #include "kernels/cross_entropy.h"
@@ -27,15 +28,15 @@ template <typename T>
 Model<T>::Model(const ModelConfig& config)
     : config_(config), layout_(config), params_(layout_.total()), s_(std::make_unique<State>()) {
   config_.validate();
-  w_ = make_views(layout_, config_, params_.data());
+  w_ = make_views<T, kernels::Weight<T>>(layout_, config_, params_.data());
   const int64_t d = config_.d_model;
   for (int64_t l = 0; l < config_.n_layers; ++l) {
     mixers_.push_back(&layer_mixer<T>(config_, l));
     // The fused products rely on the layout's adjacency of their weights: the mixer's, and
     // gate_proj|up_proj of the dense FFN.
-    const LayerViews<T>& w = w_.layers[l];
+    const LayerWeights<T>& w = w_.layers[l];
     mixers_.back()->check_layout(l, config_, w, layout_, params_.data());
-    if (w.w_gate && w.w_up != w.w_gate + config_.ffn_hidden * d)
+    if (w.w_gate && w.w_up.values != w.w_gate.values + config_.ffn_hidden * d)
       fail("internal error: the parameter layout does not keep the FFN's gate and up projections adjacent");
   }
   s_->moe.resize(config_.n_layers);
@@ -62,7 +63,7 @@ void Model<T>::redirect_zero_centered_norms() {
       if (view == from) view = to;
   };
   redirect(w_.final_norm);
-  for (LayerViews<T>& w : w_.layers)
+  for (LayerWeights<T>& w : w_.layers)
     for (T** view : {&w.input_norm, &w.q_norm, &w.k_norm, &w.sdpa_norm, &w.ffn_norm, &w.attn_branch_norm,
                      &w.ffn_branch_norm})
       redirect(*view);
@@ -74,6 +75,17 @@ void Model<T>::refresh_zero_centered_norms() {
     const auto [from, to] = norm_offsets_[i];
     const int64_t end = i + 1 < norm_offsets_.size() ? norm_offsets_[i + 1].second : static_cast<int64_t>(norm_scales_.size());
     for (int64_t j = 0; j < end - to; ++j) norm_scales_[to + j] = T(1) + params_[from + j];
+  }
+}
+
+template <typename T>
+void Model<T>::attach_weight_store(const kernels::WeightStore* store) {
+  if constexpr (std::is_same_v<T, float>) {
+    for_each_matrix(w_, [&](kernels::Weight<T>& w) {
+      if (w) w = store ? store->weight(w.values) : kernels::Weight<T>(w.values);
+    });
+  } else if (store) {
+    fail("attach_weight_store: stored weights are for float models");
   }
 }
 
@@ -410,7 +422,7 @@ void Model<T>::backward() {
   // Logits -> final norm -> residual stream.
   std::vector<T>& dh = s.dh;
   zero(dh);
-  k::linear_backward(dh.data(), g_.lm_head, s.dlogits.data(), s.h_final.data(), w_.lm_head, n, d,
+  k::linear_backward(dh.data(), g_.lm_head, s.dlogits.data(), s.h_final.data(), w_.lm_head.values, n, d,
                      c.vocab_size);
   zero(s.dres);
   k::rmsnorm_backward(s.dres.data(), g_.final_norm, dh.data(), s.resid[c.n_layers].data(), w_.final_norm,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/rope.h"
+#include "model/block_io.h"
 #include "model/config.h"
 #include "model/gated_deltanet.h"
 #include "model/moe.h"
@@ -21,54 +22,11 @@ namespace gatedlm::model {
 template <typename T>
 struct LayerActivations;  // model_state.h: the saved tensors of one block
 template <typename T>
-struct SwitchHeadsState;  // switch_heads.h: one block's routing
-template <typename T>
 struct ModelState;  // model_state.h: what a pass keeps
 template <typename T>
 struct MixerPass;  // mixer.h: one layer's pass as its mixer sees it
 template <typename T>
 class Mixer;  // mixer.h: the token mixer of a layer kind
-
-// Read-only views of one block's tensors from the last forward, for the probes of
-// analysis/ (n = batch*seq tokens; null where the config has no such tensor).
-template <typename T>
-struct BlockProbe {
-  const T* resid_out = nullptr;  // [n, d_model] residual stream after the block (both adds)
-  // The layer's mixer fills what its kind captures (layer_kinds.h's LayerCaptures):
-  const T* q_roped = nullptr;     // [n, n_heads * head_dim] queries after QK-norm and RoPE
-  const T* k_roped = nullptr;     // [n, n_kv_heads * head_dim] keys after QK-norm and RoPE
-  const T* sdpa_out = nullptr;    // [n, n_heads * head_dim] SDPA output after sdpa_transform (Y of G1)
-  const T* gate_y = nullptr;      // [n, gate target size] Y at the gate's position, before the gate
-  const T* gate_y_out = nullptr;  // [n, gate target size] Y' after the gate
-  const T* gate_score = nullptr;  // [n, gate target size] effective score applied to each element
-  const SwitchHeadsState<T>* switch_heads = nullptr;  // routing of the switch heads, or null
-  // A linear-attention layer's tensors (beta, g, SiLU(z) ...; the attention fields above are
-  // null there), or null for a softmax layer.
-  const DeltaNetActivations<T>* linear = nullptr;
-};
-
-// One block's attention in the incremental path (infer/): the block hands over the
-// inputs of its attention for n tokens of any sequences and the caller, who keeps the
-// KV cache, writes the output. Rows are tokens in the order given to forward_tokens.
-template <typename T>
-struct AttentionCall {
-  int64_t layer, n;
-  const T* q;           // [n, n_heads * head_dim] after QK-norm and RoPE (at each row's position)
-  const T* k;           // [n, n_kv_heads * head_dim] after QK-norm and RoPE
-  const T* v;           // [n, n_kv_heads * head_dim] after the value gate (if any)
-  const T* gate_score;  // [n, n_heads * head_dim] the G1 multiply gate's scores, or null
-  T* out;               // [n, n_heads * head_dim] to write: SDPA output Y
-  T* gated_out;         // [n, n_heads * head_dim] to write when gate_score is given: Y * gate_score
-};
-template <typename T>
-using AttentionFn = std::function<void(const AttentionCall<T>&)>;
-
-// The incremental path's recurrent state of a hybrid model's linear-attention layers: the
-// caller keeps one state per layer and sequence (infer/recurrent_state.h) and returns the
-// state of the sequence that a row belongs to. The model groups consecutive rows of one
-// sequence (same state, consecutive positions) into runs; a run at position 0 starts fresh.
-template <typename T>
-using LinearStateFn = std::function<DeltaNetState<T>(int64_t layer, int64_t row)>;
 
 template <typename T>
 class Model {
@@ -92,6 +50,11 @@ class Model {
   // Copies weights in (size checked against the layout).
   void load_params(std::span<const T> values);
   void zero_grads();
+  // The weights' stored forms (kernels/weight.h): every matrix view of the weights asks
+  // `store` once for its stored rows, and the forward products read those from then on;
+  // null goes back to the fp32 values. Float models only. The store must outlive the
+  // attachment (model/quantized_weights.h attaches and detaches itself).
+  void attach_weight_store(const kernels::WeightStore* store);
   // Mixed precision: bf16 matrix products (fp32 accumulation, weights and grads stay fp32).
   void set_bf16_matmuls(bool on) { bf16_matmuls_ = on; }
   bool bf16_matmuls() const { return bf16_matmuls_; }
@@ -165,7 +128,8 @@ class Model {
   ModelConfig config_;
   ParamLayout layout_;
   std::vector<T> params_, grads_;
-  ModelViews<T> w_, g_;
+  ModelWeights<T> w_;  // what the products read (kernels/weight.h)
+  ModelViews<T> g_;
   kernels::RopeTable rope_;
   const LinearStateFn<T>* linear_state_ = nullptr;  // during forward_tokens
   // Zero-centred norms (config norm_zero_centered): the forward and backward read 1 + w from

@@ -11,7 +11,8 @@
 
 #include "model/gate.h"
 #include "model/gated_deltanet.h"
-#include "model/model.h"
+#include "model/block_io.h"
+#include "model/param_layout.h"
 #include "model/moe.h"
 #include "model/switch_heads.h"
 
@@ -81,8 +82,8 @@ void zero(std::vector<T>& v) {
 // that layer's terms.
 inline DeltaNetShape deltanet_shape(const ModelConfig& c) { return {c.linear_attention, c.d_model, c.norm_eps}; }
 template <typename T>
-DeltaNetWeights<T> deltanet_weights(const LayerViews<T>& w) {
-  const LinearAttentionViews<T>& v = w.linear;
+DeltaNetWeights<T> deltanet_weights(const LayerWeights<T>& w) {
+  const LinearAttentionWeights<T>& v = w.linear;
   return {v.in_proj, v.conv, v.dt_bias, v.A_log, v.norm, v.out_proj};
 }
 template <typename T>
@@ -116,7 +117,7 @@ inline int64_t qkv_width(const ModelConfig& c) {
   return gate_product_column(c) + (gate_in_qkv_product(c) ? c.gate_out() : 0);
 }
 template <typename T>
-SwitchHeadsWeights<T> switch_weights(const LayerViews<T>& w) {
+SwitchHeadsWeights<T> switch_weights(const LayerWeights<T>& w) {
   return {w.switch_router, w.k_experts, w.v_experts};
 }
 

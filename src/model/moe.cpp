@@ -154,17 +154,17 @@ void MoeBlock<T>::forward(T* y, const T* h, int64_t n, const MoeWeights<T>& w, b
       k::batched_matmul(gu_.data(), x_.data(), w.experts, k::MatmulShape{.M = M, .N = 2 * f, .K = d, .trans_b = true},
                         k::BatchStrides{E, M * d, stride_w, M * 2 * f});
       k::swiglu_forward(act_.data(), gu_.data(), rows, f);
-      k::batched_matmul(out_.data(), act_.data(), w.experts + 2 * f * d,
+      k::batched_matmul(out_.data(), act_.data(), w.experts.at(2 * f * d),
                         k::MatmulShape{.M = M, .N = d, .K = f, .trans_b = true},
                         k::BatchStrides{E, M * f, stride_w, M * d});
     } else {
       for (int64_t e = 0; e < c_.n_experts; ++e) {
         const int64_t m = offsets_[e + 1] - offsets_[e], r0 = offsets_[e];
         if (m == 0) continue;
-        const T* we = w.experts + e * 3 * f * d;
+        const k::Weight<T> we = w.experts.at(e * 3 * f * d);
         k::linear_forward(gu_.data() + r0 * 2 * f, x_.data() + r0 * d, we, m, d, 2 * f);
         k::swiglu_forward(act_.data() + r0 * f, gu_.data() + r0 * 2 * f, m, f);
-        k::linear_forward(out_.data() + r0 * d, act_.data() + r0 * f, we + 2 * f * d, m, f, d);
+        k::linear_forward(out_.data() + r0 * d, act_.data() + r0 * f, we.at(2 * f * d), m, f, d);
       }
     }
   }
@@ -253,13 +253,13 @@ void MoeBlock<T>::experts_backward(const MoeGrads<T>& g, const MoeWeights<T>& w)
     T* dact = dact_.data();
     T* dgu = dgu_.data();
     // dact = dout W_down; dW_down += dout^T act; SwiGLU; dx = dgu W_gu; dW_gu += dgu^T x.
-    k::batched_matmul(dact, dout_.data(), w.experts + 2 * f * d, k::MatmulShape{.M = M, .N = f, .K = d},
+    k::batched_matmul(dact, dout_.data(), w.experts.values + 2 * f * d, k::MatmulShape{.M = M, .N = f, .K = d},
                       k::BatchStrides{E, M * d, stride_w, M * f});
     k::batched_matmul(g.experts + 2 * f * d, dout_.data(), act_.data(),
                       k::MatmulShape{.M = d, .N = f, .K = M, .trans_a = true, .accumulate = true},
                       k::BatchStrides{E, M * d, M * f, stride_w});
     k::swiglu_backward(dgu, dact, gu_.data(), rows, f);
-    k::batched_matmul(dx_.data(), dgu, w.experts, k::MatmulShape{.M = M, .N = d, .K = 2 * f},
+    k::batched_matmul(dx_.data(), dgu, w.experts.values, k::MatmulShape{.M = M, .N = d, .K = 2 * f},
                       k::BatchStrides{E, M * 2 * f, stride_w, M * d});
     k::batched_matmul(g.experts, dgu, x_.data(),
                       k::MatmulShape{.M = 2 * f, .N = d, .K = M, .trans_a = true, .accumulate = true},
@@ -269,7 +269,7 @@ void MoeBlock<T>::experts_backward(const MoeGrads<T>& g, const MoeWeights<T>& w)
   for (int64_t e = 0; e < E; ++e) {
     const int64_t m = offsets_[e + 1] - offsets_[e], r0 = offsets_[e];
     if (m == 0) continue;
-    const T* we = w.experts + e * 3 * f * d;
+    const T* we = w.experts.values + e * 3 * f * d;
     T* ge = g.experts + e * 3 * f * d;
     k::linear_backward(dact_.data() + r0 * f, ge + 2 * f * d, dout_.data() + r0 * d, act_.data() + r0 * f,
                        we + 2 * f * d, m, f, d, /*accumulate_dx=*/false);
@@ -314,10 +314,10 @@ void MoeBlock<T>::shared_backward(T* dh, const MoeGrads<T>& g, const T* dy, cons
     }
     dgate_pre[t] = static_cast<T>(dot) * s * (T(1) - s);
   }
-  k::linear_backward(dsact_.data(), g.shared_down, dsout_.data(), sact_.data(), w.shared_down, n, fs, d, false);
+  k::linear_backward(dsact_.data(), g.shared_down, dsout_.data(), sact_.data(), w.shared_down.values, n, fs, d, false);
   k::swiglu_backward(dsgu_.data(), dsact_.data(), sgu_.data(), n, fs);
-  k::linear_backward(dh, g.shared, dsgu_.data(), h, w.shared, n, d, 2 * fs, /*accumulate_dx=*/true);
-  k::linear_backward(dh, g.shared_gate, dgate_pre.data(), h, w.shared_gate, n, d, 1, /*accumulate_dx=*/true);
+  k::linear_backward(dh, g.shared, dsgu_.data(), h, w.shared.values, n, d, 2 * fs, /*accumulate_dx=*/true);
+  k::linear_backward(dh, g.shared_gate, dgate_pre.data(), h, w.shared_gate.values, n, d, 1, /*accumulate_dx=*/true);
 }
 
 // Router: d loss / d p from the chosen weights and the balance loss, then through the
@@ -352,7 +352,7 @@ void MoeBlock<T>::router_backward(T* dh, const MoeGrads<T>& g, const T* h, const
     for (int64_t e = 0; e < E; ++e) dz[e] = static_cast<T>(static_cast<double>(p[e]) * (dp[e] - pdp + zt));
   }
   }
-  k::linear_backward(dh, g.router, dz_.data(), h, w.router, n, d, E, /*accumulate_dx=*/true);
+  k::linear_backward(dh, g.router, dz_.data(), h, w.router.values, n, d, E, /*accumulate_dx=*/true);
 }
 
 template class MoeBlock<float>;

@@ -28,13 +28,14 @@
 #include <span>
 #include <vector>
 
+#include "kernels/weight.h"
 #include "model/config.h"
 
 namespace gatedlm::model {
 
 template <typename T>
 struct MoeWeights {
-  const T *router, *experts, *shared, *shared_down, *shared_gate;  // param_layout.h's LayerViews
+  kernels::Weight<T> router, experts, shared, shared_down, shared_gate;  // param_layout.h's LayerWeights
 };
 template <typename T>
 struct MoeGrads {

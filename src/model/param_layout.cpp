@@ -69,19 +69,19 @@ int64_t ParamLayout::count(ParamKind kind) const {
   return n;
 }
 
-template <typename T>
-ModelViews<T> make_views(const ParamLayout& layout, const ModelConfig& c, T* base) {
+template <typename T, typename Matrix>
+ModelViews<T, Matrix> make_views(const ParamLayout& layout, const ModelConfig& c, T* base) {
   auto ptr = [&](const std::string& name) -> T* {
     const ParamSpec* s = layout.find(name);
     return s ? base + s->offset : nullptr;
   };
-  ModelViews<T> v;
+  ModelViews<T, Matrix> v;
   v.embed = ptr("model.embed_tokens.weight");
   v.final_norm = ptr("model.norm.weight");
   v.lm_head = c.tie_embeddings ? v.embed : ptr("lm_head.weight");
   for (int64_t i = 0; i < c.n_layers; ++i) {
     auto p = [&](const char* suffix) { return ptr(layer_param(i, suffix)); };
-    v.layers.push_back(LayerViews<T>{
+    v.layers.push_back(LayerViews<T, Matrix>{
         p("input_layernorm.weight"), p("self_attn.q_proj.weight"), p("self_attn.k_proj.weight"),
         p("self_attn.v_proj.weight"), p("self_attn.o_proj.weight"), p("self_attn.q_norm.weight"),
         p("self_attn.k_norm.weight"), p("self_attn.gate.weight"), p("self_attn.sdpa_norm.weight"),
@@ -90,9 +90,8 @@ ModelViews<T> make_views(const ParamLayout& layout, const ModelConfig& c, T* bas
         p("mlp.down_proj.weight"), p("self_attn.q_proj.bias"), p("self_attn.k_proj.bias"),
         p("self_attn.v_proj.bias"), p("self_attn.gate.bias"), p("self_attn.o_proj.bias"),
         c.switch_heads.on() ? ptr(layer_param(i, switch_router_suffix(c))) : nullptr,
-        p("self_attn.k_experts.0.weight"), p("self_attn.v_experts.0.weight"), nullptr, nullptr, nullptr, nullptr,
-        nullptr, {}});
-    LayerViews<T>& l = v.layers.back();
+        p("self_attn.k_experts.0.weight"), p("self_attn.v_experts.0.weight")});
+    LayerViews<T, Matrix>& l = v.layers.back();
     l.moe_router = p("mlp.gate.weight");
     l.moe_experts = p("mlp.experts.0.gate_proj.weight");
     l.moe_shared = p("mlp.shared_expert.gate_proj.weight");
@@ -106,5 +105,9 @@ ModelViews<T> make_views(const ParamLayout& layout, const ModelConfig& c, T* bas
 
 template ModelViews<float> make_views<float>(const ParamLayout&, const ModelConfig&, float*);
 template ModelViews<double> make_views<double>(const ParamLayout&, const ModelConfig&, double*);
+template ModelViews<float, kernels::Weight<float>> make_views<float, kernels::Weight<float>>(const ParamLayout&,
+                                                                                          const ModelConfig&, float*);
+template ModelViews<double, kernels::Weight<double>> make_views<double, kernels::Weight<double>>(
+    const ParamLayout&, const ModelConfig&, double*);
 
 }  // namespace gatedlm::model

@@ -3,9 +3,11 @@
 // carved into named views in a fixed order. The names are the checkpoint names (Hugging
 // Face Qwen3 conventions), so this table is also the checkpoint's tensor map.
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
+#include "kernels/weight.h"
 #include "model/config.h"
 
 namespace gatedlm::model {
@@ -65,39 +67,69 @@ class ParamLayout {
 std::string layer_param(int64_t layer, const std::string& suffix);  // "model.layers.{i}.{suffix}"
 
 // Typed pointers into one flat buffer (weights or grads) laid out by ParamLayout.
-// Pointers of absent tensors are null.
+// Pointers of absent tensors are null. Matrix is the type of the matrices' views: T* for
+// gradients (and any plain buffer), kernels::Weight<T> for the weights the products read,
+// which carry their stored form when a store is attached (kernels/weight.h; LayerWeights
+// below).
 // A Gated DeltaNet layer's tensors (model/gated_deltanet.h); in_proj is in_proj_qkv, with
 // in_proj_z, in_proj_b and in_proj_a adjacent after it.
-template <typename T>
+template <typename T, typename Matrix = T*>
 struct LinearAttentionViews {
-  T *in_proj = nullptr, *conv = nullptr, *dt_bias = nullptr, *A_log = nullptr, *norm = nullptr, *out_proj = nullptr;
+  Matrix in_proj{};
+  T *conv = nullptr, *dt_bias = nullptr, *A_log = nullptr, *norm = nullptr;
+  Matrix out_proj{};
 };
 
-template <typename T>
+template <typename T, typename Matrix = T*>
 struct LayerViews {
-  T *input_norm, *wq, *wk, *wv, *wo, *q_norm, *k_norm, *gate, *sdpa_norm, *ffn_norm,
-      *attn_branch_norm, *ffn_branch_norm, *w_gate, *w_up, *w_down;
+  T* input_norm;
+  Matrix wq, wk, wv, wo;
+  T *q_norm, *k_norm;
+  Matrix gate;  // [gate_out, gate_in] for a gate that reads the hidden state, else a vector
+  T *sdpa_norm, *ffn_norm, *attn_branch_norm, *ffn_branch_norm;
+  Matrix w_gate, w_up, w_down;
   // Attention biases (null when the config has none); bq..bgate are adjacent, so bq
   // spans the whole fused q|k|v|gate product's bias.
   T *bq, *bk, *bv, *bgate, *bo;
   // Switch heads (null when off): the router and the first of the adjacent experts; with
   // switch heads on, wv (and wk with experts_on kv) is null.
-  T *switch_router, *k_experts, *v_experts;
+  Matrix switch_router, k_experts, v_experts;
   // MoE layers (null elsewhere; model/moe.h): the router [E, d]; expert 0's gate_proj,
   // with expert e's gate_proj|up_proj|down_proj at moe_experts + e * 3 * f * d; the shared
   // expert's gate_proj (up_proj follows), its down_proj and its sigmoid gate [1, d].
-  T *moe_router = nullptr, *moe_experts = nullptr, *moe_shared = nullptr, *moe_shared_down = nullptr,
-    *moe_shared_gate = nullptr;
-  LinearAttentionViews<T> linear;  // linear-attention layers (null elsewhere)
+  Matrix moe_router{}, moe_experts{}, moe_shared{}, moe_shared_down{}, moe_shared_gate{};
+  LinearAttentionViews<T, Matrix> linear{};  // linear-attention layers (null elsewhere)
 };
-template <typename T>
+template <typename T, typename Matrix = T*>
 struct ModelViews {
-  T* embed;
+  T* embed;  // the embedding lookup copies its rows
   T* final_norm;
-  T* lm_head;  // == embed when tied
-  std::vector<LayerViews<T>> layers;
+  Matrix lm_head;  // == embed when tied
+  std::vector<LayerViews<T, Matrix>> layers;
 };
+// The weights' views: what the forward products read (kernels/weight.h).
 template <typename T>
-ModelViews<T> make_views(const ParamLayout& layout, const ModelConfig& config, T* base);
+using LinearAttentionWeights = LinearAttentionViews<T, kernels::Weight<T>>;
+template <typename T>
+using LayerWeights = LayerViews<T, kernels::Weight<T>>;
+template <typename T>
+using ModelWeights = ModelViews<T, kernels::Weight<T>>;
+
+template <typename T, typename Matrix = T*>
+ModelViews<T, Matrix> make_views(const ParamLayout& layout, const ModelConfig& config, T* base);
+
+// Calls f on every matrix view of a layer, and of the model (lm_head), once each.
+template <typename T, typename Matrix, typename F>
+void for_each_matrix(LayerViews<T, Matrix>& l, F&& f) {
+  for (Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.w_gate, &l.w_up, &l.w_down, &l.switch_router,
+                    &l.k_experts, &l.v_experts, &l.moe_router, &l.moe_experts, &l.moe_shared, &l.moe_shared_down,
+                    &l.moe_shared_gate, &l.linear.in_proj, &l.linear.out_proj})
+    f(*m);
+}
+template <typename T, typename Matrix, typename F>
+void for_each_matrix(ModelViews<T, Matrix>& v, F&& f) {
+  f(v.lm_head);
+  for (LayerViews<T, Matrix>& l : v.layers) for_each_matrix(l, f);
+}
 
 }  // namespace gatedlm::model

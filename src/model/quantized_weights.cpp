@@ -47,7 +47,7 @@ QuantizedWeights::QuantizedWeights(const ParamLayout& layout, k::ElementType typ
     if (last && last->cols == cols && last->format == *format && last->begin + last->rows * last->cols == spec.offset)
       last->rows += rows;
     else
-      segments_.push_back(Segment{spec.offset, rows, cols, *format, false, {}});
+      segments_.push_back(Segment{spec.offset, rows, cols, *format, {}});
   }
   for (Segment& seg : segments_)
     seg.blocks.resize(static_cast<size_t>(seg.rows * k::element_row_bytes(seg.format, seg.cols)));
@@ -113,13 +113,14 @@ void QuantizedWeights::dequantize_into(std::span<float> params) const {
   }
 }
 
-void QuantizedWeights::attach(std::span<const float> params) {
-  if (static_cast<int64_t>(params.size()) != total_)
-    fail("quantised weights: attached to ", params.size(), " values, the layout has ", total_);
+void QuantizedWeights::attach(Model<float>& model) {
+  if (model.layout().total() != total_)
+    fail("quantised weights: attached to a model of ", model.layout().total(), " values, the layout has ", total_);
   detach();
-  base_ = params.data();
+  model_ = &model;
+  base_ = model.params().data();
   arrange_tiles();
-  k::register_weight_source(this);
+  model.attach_weight_store(this);
 }
 
 // The whole tiles of each Q8_0 / Q4_0 segment into the tiled layout, where the kernels
@@ -138,8 +139,9 @@ bool QuantizedWeights::tiled() const {
 }
 
 void QuantizedWeights::detach() {
-  if (!base_) return;
-  k::unregister_weight_source(this);
+  if (!model_) return;
+  model_->attach_weight_store(nullptr);
+  model_ = nullptr;
   base_ = nullptr;
 }
 
@@ -153,7 +155,6 @@ int64_t QuantizedWeights::release_f32() {
     const auto first = reinterpret_cast<uintptr_t>(base_ + seg.begin);
     const auto last = reinterpret_cast<uintptr_t>(base_ + seg.begin + seg.rows * seg.cols);
     const uintptr_t from = (first + page - 1) / page * page, to = last / page * page;
-    seg.released = true;  // from here on the blocks are the only copy products read
     if (to <= from) continue;
     if (madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED) != 0)
       fail("release_f32: madvise failed for ", to - from, " bytes");
@@ -162,89 +163,23 @@ int64_t QuantizedWeights::release_f32() {
   return released;
 }
 
-bool QuantizedWeights::holds(const float* B) const {
-  return base_ && B >= base_ && B < base_ + total_ && segment_at(B - base_) != nullptr;
-}
-
-bool QuantizedWeights::product(float* C, const float* A, const float* B, const k::MatmulShape& s) {
-  if (!base_ || B < base_ || B >= base_ + total_) return false;
-  const int64_t offset = B - base_;
-  const Segment* seg = segment_at(offset);
-  const bool whole_rows = seg && !s.trans_a && s.trans_b && s.K == seg->cols && s.ldb == seg->cols &&
-                          (offset - seg->begin) % seg->cols == 0 &&
-                          (offset - seg->begin) / seg->cols + s.N <= seg->rows;
-  if (whole_rows) {
-    multiply_rows(C, A, *seg, (offset - seg->begin) / seg->cols, s);
-    return true;
-  }
-  // Any other view of the weights (none of the model's products today): the fp32 values
-  // where they are still there, else a copy of B's extent expanded from the blocks.
-  const int64_t stored_rows = s.trans_b ? s.N : s.K, stored_cols = s.trans_b ? s.K : s.N;
-  const int64_t extent = (stored_rows - 1) * s.ldb + stored_cols;
-  bool touches_released = false;
-  for (const Segment& g : segments_)
-    touches_released |= g.released && g.begin < offset + extent && offset < g.begin + g.rows * g.cols;
-  if (!touches_released) return false;
-  std::vector<float> copy(static_cast<size_t>(extent));
-  read_values(copy.data(), offset, extent);
-  k::matmul(C, A, copy.data(), s);
-  return true;
-}
-
-// C = A W^T for rows [row0, row0 + s.N) of a segment (s.K == its width, A and C strided):
-// kernels::quant_matmul picks its path by the rows (blocks read directly for decode, int8
-// dot products or fp32 tiles for prefill, per kernel set).
-// A view of tiled rows must start at a tile and end at one or past the tiles; any other
-// (no product of the model's own) multiplies a row-major copy of its rows.
-void QuantizedWeights::multiply_rows(float* C, const float* A, const Segment& seg, int64_t row0,
-                                     const k::MatmulShape& s) const {
-  const int64_t row_bytes = k::element_row_bytes(seg.format, seg.cols), end = row0 + s.N;
-  k::QuantWeights W{seg.format, seg.blocks.data() + row0 * row_bytes, s.N, s.K};
-  if (row0 < seg.tiled_rows) {
-    const bool whole_tiles = row0 % k::kQuantTileRows == 0 && (end % k::kQuantTileRows == 0 || end >= seg.tiled_rows);
-    if (!whole_tiles) {
-      thread_local std::vector<uint8_t> rows;
-      rows.resize(static_cast<size_t>(s.N * row_bytes));
-      k::quant_copy_rows(rows.data(), seg.weights(), row0, s.N);
-      W.data = rows.data();
-      return k::quant_matmul(C, s.ldc, A, s.lda, s.M, W, s.accumulate);
-    }
-    W.tiled_rows = std::min(end, seg.tiled_rows) - row0;
-  }
-  k::quant_matmul(C, s.ldc, A, s.lda, s.M, W, s.accumulate);
-}
-
-// out[i] = the weight at element offset + i of the model's buffer, from the blocks where
-// the fp32 pages were released.
-void QuantizedWeights::read_values(float* out, int64_t offset, int64_t count) const {
-  std::vector<float> row;
-  std::vector<uint8_t> blocks;
-  for (int64_t pos = offset, end = offset + count; pos < end;) {
-    const Segment* seg = segment_at(pos);
-    if (!seg || !seg->released) {  // plain values up to the next released segment
-      int64_t stop = end;
-      for (const Segment& g : segments_)
-        if (g.released && g.begin > pos) stop = std::min(stop, g.begin);
-      std::copy(base_ + pos, base_ + stop, out + (pos - offset));
-      pos = stop;
-      continue;
-    }
-    const int64_t r = (pos - seg->begin) / seg->cols, row_start = seg->begin + r * seg->cols;
-    row.resize(static_cast<size_t>(seg->cols));
-    blocks.resize(static_cast<size_t>(k::element_row_bytes(seg->format, seg->cols)));
-    k::quant_copy_rows(blocks.data(), seg->weights(), r, 1);
-    k::element_to_f32(seg->format, row.data(), blocks.data(), seg->cols);
-    const int64_t take = std::min(end, row_start + seg->cols) - pos;
-    std::copy_n(row.data() + (pos - row_start), take, out + (pos - offset));
-    pos += take;
-  }
+k::Weight<float> QuantizedWeights::weight(const float* values) const {
+  k::Weight<float> w(values);
+  const Segment* seg = base_ && values >= base_ && values < base_ + total_ ? segment_at(values - base_) : nullptr;
+  if (!seg) return w;
+  const int64_t offset = values - base_ - seg->begin;
+  if (offset % seg->cols != 0)
+    fail("quantised weights: a weight view starts inside a row of ", seg->cols, " values (element ", offset, ")");
+  w.stored = {seg->weights(), offset / seg->cols};
+  w.store = this;
+  return w;
 }
 
 std::unique_ptr<QuantizedWeights> quantize_model(Model<float>& model, k::ElementType format, bool release_f32) {
   auto q = std::make_unique<QuantizedWeights>(model.layout(), format);
   q->quantize_from(model.params());
   q->dequantize_into(model.params());
-  q->attach(model.params());
+  q->attach(model);
   if (release_f32) q->release_f32();
   return q;
 }

@@ -14,9 +14,9 @@
 // width is not a whole number of 32-value blocks.
 //
 // How products find the blocks: the model keeps its flat fp32 buffer (ParamLayout); a
-// QuantizedWeights attached to it registers as a kernels::WeightSource, so every product
-// whose weight operand B points into a quantised tensor runs on the blocks instead
-// (kernels/weight_source.h). Consecutive quantised tensors of the same width form one
+// QuantizedWeights attached to a model is its kernels::WeightStore: each of the model's
+// weight views then carries its rows of blocks (kernels/weight.h), and the products
+// multiply those. Consecutive quantised tensors of the same width form one
 // segment of rows, so the model's fused products (q|k|v|gate, gate_proj|up_proj) read one
 // block matrix, through kernels::quant_matmul at any number of rows (it reads the blocks
 // directly for decode and picks int8 dot products or fp32 tiles for prefill, per kernel
@@ -35,7 +35,7 @@
 #include "kernels/element_types.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/quant_matmul.h"
-#include "kernels/weight_source.h"
+#include "kernels/weight.h"
 #include "model/model.h"
 #include "model/param_layout.h"
 
@@ -49,7 +49,7 @@ bool quantized_tensor(const ParamSpec& spec);
 std::optional<kernels::ElementType> tensor_format(const ParamLayout& layout, const ParamSpec& spec,
                                                   kernels::ElementType type);
 
-class QuantizedWeights final : public kernels::WeightSource {
+class QuantizedWeights final : public kernels::WeightStore {
  public:
   // Room for the blocks of every quantised tensor of `layout` for a checkpoint of `type`
   // (tensor_format; filled by quantize_from or through tensor_bytes).
@@ -69,12 +69,14 @@ class QuantizedWeights final : public kernels::WeightSource {
   // Writes the dequantised values of every quantised tensor into params.
   void dequantize_into(std::span<float> params) const;
 
-  // Registers with the products for the model buffer `params` (dequantised values already
-  // in it); detach() or destruction unregisters. One buffer at a time. Where the kernel
-  // set reads them (kernels::quant_tiles_pay), the Q8_0 / Q4_0 blocks are then arranged in
-  // tiles of 16 rows (kernels/quant_tiles.h) for good: tensor_bytes() and quantize_from()
-  // refuse from there on, dequantize_into() and the products read either layout.
-  void attach(std::span<const float> params);
+  // Becomes the weight store of `model` (its buffer holding the dequantised values already;
+  // same layout): the model's weight views carry their blocks from then on. detach() or
+  // destruction hands the model back its plain values; the model must outlive the
+  // attachment. One model at a time (any number of QuantizedWeights, one per model). Where
+  // the kernel set reads them (kernels::quant_tiles_pay), the Q8_0 / Q4_0 blocks are then
+  // arranged in tiles of 16 rows (kernels/quant_tiles.h) for good: tensor_bytes() and
+  // quantize_from() refuse from there on, dequantize_into() and the products read either layout.
+  void attach(Model<float>& model);
   void detach();
   // Returns the fp32 pages of the quantised tensors that only products read (all but the
   // token embedding, whose rows the embedding lookup copies) to the system: the buffer then
@@ -82,8 +84,9 @@ class QuantizedWeights final : public kernels::WeightSource {
   // bytes released. Needs attach() first.
   int64_t release_f32();
 
-  bool product(float* C, const float* A, const float* B, const kernels::MatmulShape& s) override;
-  bool holds(const float* B) const override;
+  // The weight at `values` in the attached model's buffer: its rows of blocks when a
+  // quantised tensor starts a row there, else plain values (kernels::WeightStore).
+  kernels::Weight<float> weight(const float* values) const override;
 
  private:
   // Consecutive quantised tensors of one width and format: rows [0, rows) of `cols` values
@@ -91,7 +94,6 @@ class QuantizedWeights final : public kernels::WeightSource {
   struct Segment {
     int64_t begin = 0, rows = 0, cols = 0;
     kernels::ElementType format;
-    bool released = false;
     CacheLineVector<uint8_t> blocks;  // 64-byte aligned: the BF16 kernels load whole lines
     int64_t tiled_rows = 0;           // rows [0, tiled_rows) in tiles (kernels/quant_tiles.h)
     kernels::QuantWeights weights() const { return {format, blocks.data(), rows, cols, tiled_rows}; }
@@ -99,13 +101,12 @@ class QuantizedWeights final : public kernels::WeightSource {
   const Segment* segment_at(int64_t offset) const;
   void arrange_tiles();
   bool tiled() const;
-  void multiply_rows(float* C, const float* A, const Segment& seg, int64_t row0, const kernels::MatmulShape& s) const;
-  void read_values(float* out, int64_t offset, int64_t count) const;
 
   ParamLayout layout_;
   kernels::ElementType type_;
   std::vector<Segment> segments_;  // in offset order
-  const float* base_ = nullptr;
+  Model<float>* model_ = nullptr;  // attached to
+  const float* base_ = nullptr;     // its buffer
   int64_t total_ = 0;
 };
 

@@ -145,9 +145,14 @@ void gather_rows(std::vector<T>& x_g, const T* x, const int32_t* tokens, int64_t
 }
 
 // Rows h*hd .. (h+1)*hd of expert e's [kv_dim, d] projection: a contiguous [hd, d] block.
+inline int64_t head_block_offset(int64_t e, int64_t h, const Dims& m) { return e * m.kvd * m.d + h * m.hd * m.d; }
 template <typename W>
 W* head_block(W* experts, int64_t e, int64_t h, const Dims& m) {
-  return experts + e * m.kvd * m.d + h * m.hd * m.d;
+  return experts + head_block_offset(e, h, m);
+}
+template <typename T>
+kernels::Weight<T> head_block(const kernels::Weight<T>& experts, int64_t e, int64_t h, const Dims& m) {
+  return experts.at(head_block_offset(e, h, m));
 }
 
 // out [n, kv_dim]: row t, head h = sum_j score * expert output, j ascending (best first).
@@ -241,7 +246,7 @@ void switch_heads_backward(T* dx, const SwitchHeadsGrads<T>& g, SwitchHeadsScrat
         dpre[h * m.E + st.expert[s]] = dscore * sc * (T(1) - sc);
       }
   }
-  kernels::linear_backward(dx, g.router, scratch.dpre.data(), x, w.router, n, m.d, m.H * m.E);
+  kernels::linear_backward(dx, g.router, scratch.dpre.data(), x, w.router.values, n, m.d, m.H * m.E);
   // Per (head, expert) group: dW_e[head rows] += dP^T x_g; dx_g = dP W_e[head rows],
   // scattered back to the group's tokens (distinct within a group: no two rows collide).
   for (int64_t h = 0; h < m.H; ++h)
@@ -259,8 +264,8 @@ void switch_heads_backward(T* dx, const SwitchHeadsGrads<T>& g, SwitchHeadsScrat
         kernels::matmul(scratch.dx.data(), dp, head_block(experts, e, h, m),
                         MatmulShape{.M = padded, .N = m.d, .K = m.hd, .accumulate = accumulate_dx});
       };
-      one_kind(g.v_experts, w.v_experts, scratch.dv.data(), false);
-      if (with_k) one_kind(g.k_experts, w.k_experts, scratch.dk.data(), true);
+      one_kind(g.v_experts, w.v_experts.values, scratch.dv.data(), false);
+      if (with_k) one_kind(g.k_experts, w.k_experts.values, scratch.dk.data(), true);
       const T* dxg = scratch.dx.data();
 #pragma omp parallel for schedule(static) if (rows * m.d > kParallelWork)
       for (int64_t i = 0; i < rows; ++i) {

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/weight.h"
 #include "model/config.h"
 
 namespace gatedlm::model {
@@ -52,9 +53,9 @@ SwitchHeadsCounts switch_heads_counts(const ModelConfig& c);
 
 template <typename T>
 struct SwitchHeadsWeights {
-  const T* router;     // [H*E, d]
-  const T* k_experts;  // [E, kv_dim, d]; null unless experts_on kv
-  const T* v_experts;  // [E, kv_dim, d]
+  kernels::Weight<T> router;     // [H*E, d]
+  kernels::Weight<T> k_experts;  // [E, kv_dim, d]; null unless experts_on kv
+  kernels::Weight<T> v_experts;  // [E, kv_dim, d]
 };
 template <typename T>
 struct SwitchHeadsGrads {

@@ -17,7 +17,7 @@ template <typename T>
 class SiluMixer final : public model::Mixer<T> {
  public:
   void resize(model::LayerActivations<T>&, int64_t, const model::ModelConfig&) const override {}
-  void check_layout(int64_t, const model::ModelConfig&, const model::LayerViews<T>&, const model::ParamLayout&,
+  void check_layout(int64_t, const model::ModelConfig&, const model::LayerWeights<T>&, const model::ParamLayout&,
                     const T*) const override {}
   // a.o0 [n, d] = h * sigmoid(h)
   const T* forward(const model::MixerPass<T>& p) const override {

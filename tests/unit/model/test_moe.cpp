@@ -230,8 +230,8 @@ TEST_P(MoeBlockTest, ForwardMatchesNaiveAndBackwardMatchesFiniteDifferences) {
 
   std::vector<double> G(W.size(), 0.0), dh(n * d);
   block.backward(dh.data(), MoeGrads<double>{G.data() + router, G.data() + experts, sh ? G.data() + shared : nullptr,
-                                             sh ? G.data() + (views(G).shared_down - G.data()) : nullptr,
-                                             sh ? G.data() + (views(G).shared_gate - G.data()) : nullptr},
+                                             sh ? G.data() + (views(G).shared_down.values - G.data()) : nullptr,
+                                             sh ? G.data() + (views(G).shared_gate.values - G.data()) : nullptr},
                  r.data(), h.data(), views(W), lb_w, z_w);
   // Finite differences over the MoE tensors only (they are contiguous in the layout).
   int64_t mlp_end = router;

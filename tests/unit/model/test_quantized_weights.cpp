@@ -14,6 +14,7 @@
 #include "kernels/matmul.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/quant_matmul.h"
+#include "kernels/weight.h"
 #include "model/config.h"
 #include "model/init.h"
 #include "model/model.h"
@@ -176,7 +177,7 @@ TEST(QuantizedWeights, TiledBlocksMultiplyAsRowsOfBlocks) {
     const int64_t row_bytes = k::element_row_bytes(format, 64);
     const std::vector<uint8_t> rows(first.begin(), first.begin() + 128 * row_bytes);
     const std::vector<float> values(model.params().begin(), model.params().end());
-    q.attach(model.params());
+    q.attach(model);
     if (!k::quant_tiles_pay(format)) continue;  // this kernel set reads rows of blocks: no tiles to test
     EXPECT_THROW(q.tensor_bytes(wq), Error);
     std::vector<float> read_back(values.size(), std::numeric_limits<float>::quiet_NaN());
@@ -194,10 +195,100 @@ TEST(QuantizedWeights, TiledBlocksMultiplyAsRowsOfBlocks) {
       std::vector<float> got(static_cast<size_t>(m * n)), want(got.size());
       k::MatmulShape shape{m, n, 64};
       shape.trans_b = true;
-      k::matmul<float>(got.data(), a.data(), model.params().data() + wq.offset + row0 * 64, shape);
+      const k::Weight<float> view = q.weight(model.params().data() + wq.offset + row0 * 64);
+      ASSERT_EQ(view.type(), format);
+      k::matmul(got.data(), a.data(), view, shape);
       k::quant_matmul(want.data(), a.data(), m, k::QuantWeights{format, rows.data() + row0 * row_bytes, n, 64});
       EXPECT_EQ(got, want);  // 8 rows against whole tiles: the same arithmetic in either layout
     }
+  }
+}
+
+// The weight views carry their type: a quantised matrix's view holds its rows of blocks
+// (any row of a tensor, the first row of the next tensor of the segment), a norm's and the
+// router's stay F32, and a view further on through at() finds the later tensor's rows.
+TEST(QuantizedWeights, ViewsCarryTheirTypeAndRows) {
+  const ModelConfig c = config_from_json(with(base_json(), {{"moe", {{"n_experts", 4}, {"top_k", 2},
+                                                                     {"expert_hidden", 32}}}}), "test");
+  Model<float> model(c);
+  QuantizedWeights q(model.layout(), k::ElementType::q8_0);
+  q.attach(model);
+  const float* base = model.params().data();
+  const ParamLayout& layout = model.layout();
+  const ParamSpec& wq = layout.at("model.layers.0.self_attn.q_proj.weight");
+  const ParamSpec& wk = layout.at("model.layers.0.self_attn.k_proj.weight");
+  EXPECT_EQ(q.weight(base + wq.offset).type(), k::ElementType::q8_0);
+  EXPECT_EQ(q.weight(base + wq.offset + 5 * 64).stored.row0 + 0, q.weight(base + wq.offset).stored.row0 + 5);
+  EXPECT_EQ(q.weight(base + wk.offset).stored.matrix.data, q.weight(base + wq.offset).stored.matrix.data)
+      << "q_proj and k_proj are one segment of rows (the fused product reads both)";
+  EXPECT_EQ(q.weight(base + wk.offset).stored.row0, wq.shape[0]);
+  EXPECT_EQ(q.weight(base + layout.at("model.layers.0.input_layernorm.weight").offset).type(), k::ElementType::f32);
+  EXPECT_EQ(q.weight(base + layout.at("model.layers.0.mlp.gate.weight").offset).type(), k::ElementType::f32);
+  EXPECT_THROW(q.weight(base + wq.offset + 3), Error) << "a view that starts inside a row";
+  // Expert 2's down_proj from expert 0's gate_proj, as the MoE block finds it.
+  const ParamSpec& e0 = layout.at("model.layers.0.mlp.experts.0.gate_proj.weight");
+  const ParamSpec& down2 = layout.at("model.layers.0.mlp.experts.2.down_proj.weight");
+  const k::Weight<float> found = q.weight(base + e0.offset).at(down2.offset - e0.offset);
+  const k::Weight<float> direct = q.weight(base + down2.offset);
+  EXPECT_EQ(found.values, direct.values);
+  EXPECT_EQ(found.stored.matrix.data, direct.stored.matrix.data);
+  EXPECT_EQ(found.stored.row0, direct.stored.row0);
+  EXPECT_EQ(found.stored.matrix.cols, 32);
+  q.detach();
+  EXPECT_EQ(q.weight(base + wq.offset).type(), k::ElementType::f32) << "detached: no store, plain values";
+}
+
+// A stored weight is multiplied as whole rows, transposed; any other view of it is
+// refused, naming what was asked, rather than read from fp32 pages that may be gone.
+TEST(QuantizedWeights, StoredWeightRefusesOtherShapes) {
+  const ModelConfig c = config_from_json(base_json(), "test");
+  Model<float> model(c);
+  QuantizedWeights q(model.layout(), k::ElementType::q8_0);
+  q.attach(model);
+  const k::Weight<float> w = q.weight(model.params().data() + model.layout().at("model.layers.0.mlp.down_proj.weight").offset);
+  ASSERT_TRUE(w.is_stored());
+  std::vector<float> a(4 * 96, 0.5f), out(4 * 96);
+  k::MatmulShape not_transposed{4, 96, 64};
+  try {
+    k::matmul(out.data(), a.data(), w, not_transposed);
+    FAIL() << "a product of a stored weight not transposed ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("B not transposed"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("q8_0"), std::string::npos) << e.what();
+  }
+  k::MatmulShape past_the_rows{4, 200, 96};
+  past_the_rows.trans_b = true;
+  EXPECT_THROW(k::matmul(out.data(), a.data(), w, past_the_rows), Error);
+}
+
+// Any number of models, in any mix of types, in one process: twelve models (more than the
+// eight the old address registry held) of F32, BF16, Q8_0 and Q4_0 weights, all alive and
+// attached at once, each give the logits it gives alone, bit for bit.
+TEST(QuantizedWeights, ModelsOfAnyTypesShareAProcess) {
+  const ModelConfig c = config_from_json(base_json(), "test");
+  const k::ElementType types[] = {k::ElementType::f32, k::ElementType::bf16, k::ElementType::q8_0,
+                                  k::ElementType::q4_0};
+  auto make = [&](int i, std::unique_ptr<QuantizedWeights>& q) {
+    auto m = std::make_unique<Model<float>>(c);
+    std::vector<float> params;
+    init_params(params, m->layout(), c, 10 + i);
+    m->load_params(params);
+    if (types[i % 4] != k::ElementType::f32) q = quantize_model(*m, types[i % 4], /*release_f32=*/true);
+    return m;
+  };
+  std::vector<std::vector<float>> alone;
+  for (int i = 0; i < 12; ++i) {
+    std::unique_ptr<QuantizedWeights> q;
+    std::unique_ptr<Model<float>> m = make(i, q);
+    alone.push_back(logits_of(*m, 1, 6));
+    q.reset();  // detached while the model lives
+  }
+  std::vector<std::unique_ptr<Model<float>>> models(12);
+  std::vector<std::unique_ptr<QuantizedWeights>> stores(12);
+  for (int i = 0; i < 12; ++i) models[i] = make(i, stores[i]);
+  for (int i = 11; i >= 0; --i) {  // in another order than they were made
+    SCOPED_TRACE(::testing::Message() << "model " << i << ", " << k::element_name(types[i % 4]));
+    EXPECT_EQ(logits_of(*models[i], 1, 6), alone[i]);
   }
 }
 
