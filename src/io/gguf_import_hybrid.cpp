@@ -23,6 +23,7 @@ int64_t required_int(const GgufReader& f, const std::string& key, int64_t lo) {
 std::vector<model::LayerKind> layer_kinds(const GgufReader& f, const std::string& prefix, int64_t n_layers,
                                           int64_t mtp) {
   using model::LayerKind;
+  model::check_layer_count(n_layers, cat(f.path(), ": key ", prefix, "block_count"));
   std::vector<LayerKind> kinds;
   const std::string listed = prefix + "attention.recurrent_layers";
   if (f.has(listed)) {

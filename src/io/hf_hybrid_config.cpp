@@ -106,8 +106,7 @@ void read_rope(HfReader& r, ModelConfig& c) {
 // (transformers' default).
 void read_layer_kinds(HfReader& r, ModelConfig& c) {
   // Bounded before a list of n_layers kinds is built (validate() checks the rest).
-  if (c.n_layers < 1 || c.n_layers > (int64_t{1} << 16))
-    fail(r.where("num_hidden_layers"), ": ", c.n_layers, " is not between 1 and 65536");
+  model::check_layer_count(c.n_layers, r.where("num_hidden_layers"));
   const int64_t interval = r.integer("full_attention_interval", int64_t{4});
   if (interval < 1) fail(r.where("full_attention_interval"), ": must be at least 1, got ", interval);
   std::vector<LayerKind> kinds;

@@ -153,7 +153,7 @@ void ModelConfig::validate() const {
   require(vocab_size >= 1 && vocab_size <= (int64_t{1} << 31) - 1, "vocab_size",
           cat("must be in 1..2^31-1, got ", vocab_size));
   require(d_model >= 1, "d_model", cat("must be positive, got ", d_model));
-  require(n_layers >= 1, "n_layers", cat("must be positive, got ", n_layers));
+  require(n_layers >= 1 && n_layers <= kMaxLayers, "n_layers", cat("must be in 1..", kMaxLayers, ", got ", n_layers));
   require(n_heads >= 1, "n_heads", cat("must be positive, got ", n_heads));
   require(n_kv_heads >= 1, "n_kv_heads", cat("must be positive, got ", n_kv_heads));
   require(n_heads % n_kv_heads == 0, "n_heads",

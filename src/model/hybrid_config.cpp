@@ -31,10 +31,15 @@ const char* to_string(LayerKind kind) {
   return kind == LayerKind::linear_attention ? "linear_attention" : "full_attention";
 }
 
+void check_layer_count(int64_t n_layers, const std::string& where) {
+  if (n_layers < 1 || n_layers > kMaxLayers) fail(where, ": n_layers must be in 1..", kMaxLayers, ", got ", n_layers);
+}
+
 std::vector<LayerKind> layer_kinds_from_json(const json& config, int64_t n_layers, const std::string& where) {
   const bool listed = config.contains("layer_types"), interval = config.contains("full_attention_interval");
   if (listed && interval)
     fail(where, ": give \"layer_types\" or \"full_attention_interval\", not both");
+  if (listed || interval) check_layer_count(n_layers, where);
   std::vector<LayerKind> kinds;
   if (listed) {
     const json& list = config.at("layer_types");

@@ -1,5 +1,6 @@
 // Model config parsing: defaults, round trip, and rejections that name the key.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <nlohmann/json.hpp>
 
@@ -87,6 +88,26 @@ TEST(ConfigTest, RejectsBadInputNamingTheKey) {
   expect_rejected({{"sdpa_transform", "layernorm"}}, "sdpa_transform");
   expect_rejected({{"residual_clip", -1.0}}, "\"residual_clip\"");
   expect_rejected({{"norm_eps", 0.0}}, "\"norm_eps\"");
+}
+// Hardening, third round, row 2: with full_attention_interval the list of layer kinds was
+// built before n_layers was checked, and 3e9 layers grew the process to 8 GB before it was
+// killed. The count is now refused before the list exists (bounded memory: the peak
+// resident size grows by less than 64 MiB), with the same message whichever key gives the
+// kinds, and validate() holds the same bound for configs made in code.
+TEST(ConfigTest, AHugeLayerCountIsRefusedBeforeItsLayerListIsBuilt) {
+  const nlohmann::json linear{{"n_k_heads", 2}, {"n_v_heads", 2}, {"k_head_dim", 8}, {"v_head_dim", 8}};
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  for (const nlohmann::json& kinds : {nlohmann::json{{"full_attention_interval", 4}},
+                                      nlohmann::json{{"full_attention_interval", 1}},
+                                      nlohmann::json{{"layer_types", nlohmann::json::array()}}}) {
+    nlohmann::json patch{{"n_layers", 3'000'000'000LL}, {"linear_attention", linear}};
+    patch.update(kinds);
+    expect_rejected(patch, "n_layers must be in 1..65536, got 3000000000");
+  }
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024) << "KiB of peak resident size";
 }
 
 }  // namespace
