@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "gil.h"
 #include "io/model_loader.h"
 #include "io/tokenizer.h"
 #include "model/model.h"

@@ -51,7 +51,7 @@ py::array_t<float> layer_rows(const model::Model<float>& m, const TokenBatch& b,
   const int64_t L = m.config().n_layers, B = b.batch, T = b.seq;
   py::array_t<float> out = new_array({B, L, T, width}, b.two_dims);
   float* dst = out.mutable_data();
-  py::gil_scoped_release release;
+  ReleaseGil release;
   for (int64_t l = 0; l < L; ++l) {
     const float* src = get(m.probe(l));
     for (int64_t r = 0; r < B; ++r) {
@@ -74,7 +74,7 @@ py::array_t<float> attention_capture(const model::Model<float>& m, const TokenBa
                               "attention_window=(start, stop)"));
   py::array_t<float> out = new_array({b.batch, L, H, R, K}, b.two_dims);
   float* dst = out.mutable_data();
-  py::gil_scoped_release release;
+  ReleaseGil release;
   std::vector<float> probs(static_cast<size_t>(H * S * S));
   for (int64_t r = 0; r < b.batch; ++r)
     for (int64_t l = 0; l < L; ++l) {
@@ -135,7 +135,7 @@ py::dict forward(const PyModel& self, const py::handle& ids, const std::vector<s
   py::array_t<float> logits = new_array({b.batch, b.seq, c.vocab_size}, b.two_dims);
   std::unique_lock lock(h->mutex, std::defer_lock);
   {
-    py::gil_scoped_release release;
+    ReleaseGil release;
     lock.lock();
     m.forward(b.ids.data(), nullptr, b.batch, b.seq);
     std::memcpy(logits.mutable_data(), m.logits(), sizeof(float) * b.batch * b.seq * c.vocab_size);
@@ -168,7 +168,7 @@ py::dict score(const PyModel& self, const py::handle& ids) {
                                 c.max_seq_len));
   eval::ScoreResult r;
   {
-    py::gil_scoped_release release;
+    ReleaseGil release;
     const std::lock_guard lock(h->mutex);
     r = eval::score_sequences(h->model, sequences, "the ids given", self.source().empty() ? "(in memory)" : self.source());
   }
@@ -212,7 +212,7 @@ py::object analyze(const PyModel& self, const py::handle& text_or_ids, const py:
   ao.seed = seed;
   nlohmann::json j;
   {
-    py::gil_scoped_release release;
+    ReleaseGil release;
     const std::lock_guard lock(h->mutex);
     const int64_t len = analysis::analysis_window_length(seq_len, c.max_seq_len);
     j = analysis::analyze_stream(h->model, stream, tok->bos_id(), sequences, len, ao);

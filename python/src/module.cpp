@@ -9,4 +9,5 @@ PYBIND11_MODULE(_gatedlm, m) {
   bind_tokenizer(m);
   bind_model(m);
   bind_train(m);
+  bind_gil_exit(m);
 }

@@ -16,7 +16,7 @@ void bind_tokenizer(py::module_& m) {
             std::vector<int32_t> ids;
             if (bos) ids.push_back(t.bos_id());
             {
-              py::gil_scoped_release release;
+              ReleaseGil release;
               for (int32_t id : t.encode(text)) ids.push_back(id);
             }
             if (eos) ids.push_back(t.eos_id());

@@ -7,7 +7,6 @@
 #include "common.h"
 #include "core/json_file.h"
 #include "io/token_dataset.h"
-#include "train/interrupt.h"
 #include "train/trainer.h"
 
 namespace gatedlm::python {
@@ -50,23 +49,21 @@ py::dict train_run(const py::object& config, const py::object& data, const py::o
   req.probe = analysis::make_training_probe();  // used when probe_every > 0
   CallbackState state;
   if (!callback.is_none())
-    req.on_record = [&](const nlohmann::json& rec) {
-      py::gil_scoped_acquire acquire;
-      if (state.error) return;
+    req.on_record = [&](const nlohmann::json& rec) {  // false: this run stops, checkpointed and resumable
+      AcquireGil acquire;
+      if (state.error) return false;
       try {
         const py::object answer = callback(to_python(rec));
-        if (answer.is(py::bool_(false))) {
-          state.stop_requested = true;
-          train::InterruptHandling::request();
-        }
+        if (answer.is(py::bool_(false))) state.stop_requested = true;
+        return !state.stop_requested;
       } catch (py::error_already_set& e) {
         state.error.emplace(std::move(e));
-        train::InterruptHandling::request();  // stop as on Ctrl-C: checkpointed, resumable
+        return false;
       }
     };
   train::TrainOutcome outcome;
   {
-    py::gil_scoped_release release;
+    ReleaseGil release;
     try {
       outcome = train::run_training(req);
     } catch (const Error& e) {
@@ -94,7 +91,7 @@ void prepare_data(const std::vector<py::object>& inputs, const py::object& out, 
   o.tokenizer = path_string(tokenizer);
   o.val_fraction = val_fraction;
   o.force = force;
-  py::gil_scoped_release release;
+  ReleaseGil release;
   try {
     io::prepare_dataset(o);
   } catch (const Error& e) {

@@ -1,30 +1,55 @@
 #include "train/interrupt.h"
 
-#include <atomic>
+#include <mutex>
 
 namespace gatedlm::train {
 
 namespace {
 
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_interrupt(int) { g_interrupted = true; }
+// Signals received so far: a lock-free atomic, which a handler may touch.
+std::atomic<uint64_t> g_signals{0};
+std::atomic<bool> g_stop_every_run{false};
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+extern "C" void on_interrupt(int) { g_signals.fetch_add(1, std::memory_order_relaxed); }
+
+// The runs alive and the handlers that were there before the first of them.
+struct Installed {
+  std::mutex mutex;
+  int runs = 0;
+  void (*previous_int)(int) = SIG_DFL;
+  void (*previous_term)(int) = SIG_DFL;
+};
+Installed& installed() {
+  static Installed i;
+  return i;
+}
 
 }  // namespace
 
 InterruptHandling::InterruptHandling() {
-  g_interrupted = false;
-  previous_int_ = std::signal(SIGINT, on_interrupt);
-  previous_term_ = std::signal(SIGTERM, on_interrupt);
+  Installed& i = installed();
+  const std::lock_guard<std::mutex> lock(i.mutex);
+  if (i.runs++ == 0) {
+    i.previous_int = std::signal(SIGINT, on_interrupt);
+    i.previous_term = std::signal(SIGTERM, on_interrupt);
+  }
+  signals_at_start_ = g_signals.load();
 }
 
 InterruptHandling::~InterruptHandling() {
-  std::signal(SIGINT, previous_int_);
-  std::signal(SIGTERM, previous_term_);
+  Installed& i = installed();
+  const std::lock_guard<std::mutex> lock(i.mutex);
+  if (--i.runs == 0) {
+    std::signal(SIGINT, i.previous_int);
+    std::signal(SIGTERM, i.previous_term);
+  }
 }
 
-bool InterruptHandling::requested() { return g_interrupted.load(); }
+bool InterruptHandling::requested() const {
+  return requested_.load() || g_signals.load() != signals_at_start_ || g_stop_every_run.load();
+}
 
-void InterruptHandling::request() { g_interrupted = true; }
+void InterruptHandling::stop_every_run() { g_stop_every_run = true; }
 
 void InterruptHandling::allow_immediate_stop() { std::signal(SIGINT, SIG_DFL); }
 

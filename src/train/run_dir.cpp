@@ -165,8 +165,12 @@ RunLock::RunLock(const std::string& run_dir) {
     ::close(fd_);
     fd_ = -1;
     const std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("?");
+    const std::string holder_pid = holder.substr(0, holder.find_first_of("\n"));
+    if (err == EWOULDBLOCK && holder_pid == std::to_string(::getpid()))  // a train inside another's callback
+      fail(run_dir, ": this process is already writing this run directory (a training in progress here: another "
+           "thread's, or the one whose callback this call runs in); give this one another directory");
     if (err == EWOULDBLOCK)
-      fail(run_dir, ": another gatedlm process (pid ", holder.substr(0, holder.find_first_of("\n")),
+      fail(run_dir, ": another gatedlm process (pid ", holder_pid,
            ") is writing this run directory; wait for it or stop it (lock file ", path, ")");
     fail(path, ": cannot lock (", std::strerror(err), ")");
   }

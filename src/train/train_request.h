@@ -55,10 +55,9 @@ struct TrainRequest {
   // Called every config.probe_every steps and at the final step (required when probe_every > 0).
   ProbeFn probe;
   // Called on rank 0 with every record written to metrics.jsonl (steps, evaluations,
-  // probes), after it is written: the Python package's live view of a run. A callback that
-  // wants the run to stop calls InterruptHandling::request() (train/interrupt.h): the run
-  // then stops as on Ctrl-C, checkpointed and resumable.
-  std::function<void(const nlohmann::json& record)> on_record;
+  // probes), after it is written: the Python package's live view of a run. False asks this
+  // run (and no other) to stop as on Ctrl-C, checkpointed and resumable.
+  std::function<bool(const nlohmann::json& record)> on_record;
 };
 
 enum class TrainOutcome { completed, interrupted, paused };

@@ -71,8 +71,18 @@ TrainingSession::TrainingSession(const TrainRequest& req, RunSetup& setup, const
   clock_ = RunClock(state_.elapsed_s);  // this segment's time starts with the model ready
 }
 
+// The signal handler is installed for the steps only (a Ctrl-C while the data loads still
+// ends the process at once) and given back when they end, however they end.
 TrainOutcome TrainingSession::run() {
-  const InterruptHandling interrupts;
+  interrupts_.emplace();
+  struct Uninstall {
+    std::optional<InterruptHandling>& interrupts;
+    ~Uninstall() { interrupts.reset(); }
+  } uninstall{interrupts_};
+  return run_steps();
+}
+
+TrainOutcome TrainingSession::run_steps() {
   announce();
   progress_.emplace("train", std::max<int64_t>(state_.planned_steps, 1));
   // A resumed run's current step is already its latest checkpoint (never rewritten in place).
@@ -88,12 +98,12 @@ TrainOutcome TrainingSession::run() {
     record_step(*step);
     fix_minutes_budget();
     bookkeeping_after_step(*step);
-    if (dist::any_rank(comm_, InterruptHandling::requested())) {  // all ranks stop at the same step
-      InterruptHandling::request();
+    if (dist::any_rank(comm_, interrupts_->requested())) {  // all ranks stop at the same step
+      interrupts_->request();
       break;
     }
   }
-  if (InterruptHandling::requested()) return stop_interrupted();
+  if (interrupts_->requested()) return stop_interrupted();
   return finish();
 }
 
@@ -152,7 +162,7 @@ std::optional<TrainingSession::Step> TrainingSession::train_step() {
 // over the ranks and leaves the step's mean gradient in model_.grads(). False when a
 // signal stopped a single process before the last one.
 bool TrainingSession::accumulate_gradients() {
-  const auto stop_mid_step = [&] { return comm_.size() == 1 && InterruptHandling::requested(); };
+  const auto stop_mid_step = [&] { return comm_.size() == 1 && interrupts_->requested(); };
   const auto micro_batch = [&](int64_t i) {
     return io::training_batch(data_.train, tc_.batch_size, tc_.seq_len, data_.manifest.bos_id, tc_.seed, state_.step,
                               share_.first + i);
@@ -280,9 +290,9 @@ void TrainingSession::save() {
 bool TrainingSession::evaluate() {
   const std::optional<eval::EvalResult> r =
       evaluate_shared(comm_, model_, data_.val, data_.manifest.bos_id, tc_.seq_len, tc_.eval_tokens, tc_.batch_size,
-                      val_bytes_per_token_, [] { return InterruptHandling::requested(); });
+                      val_bytes_per_token_, [this] { return interrupts_->requested(); });
   if (!r) {
-    InterruptHandling::request();
+    interrupts_->request();
     return false;
   }
   last_eval_ = {{"step", state_.step}, {"val_loss", r->loss}, {"val_ppl", r->ppl}, {"val_bpb", r->bpb},
@@ -330,7 +340,7 @@ TrainOutcome TrainingSession::stop_interrupted() {
 void TrainingSession::record(const json& rec) {
   if (!rank0_) return;
   metrics_->append(rec);
-  if (req_.on_record) req_.on_record(rec);
+  if (req_.on_record && !req_.on_record(rec) && interrupts_) interrupts_->request();
 }
 
 }  // namespace gatedlm::train

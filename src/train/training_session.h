@@ -19,6 +19,7 @@
 #include "io/token_dataset.h"
 #include "model/model.h"
 #include "train/data_parallel.h"
+#include "train/interrupt.h"
 #include "train/metrics_log.h"
 #include "train/moe_balance.h"
 #include "train/optimizer.h"
@@ -61,6 +62,7 @@ class TrainingSession {
     double loss = 0, grad_norm = 0, lr = 0, seconds = 0;
   };
 
+  TrainOutcome run_steps();
   void announce() const;
   bool resume_evaluation_missing();
   bool at_stop_step() const;
@@ -101,6 +103,7 @@ class TrainingSession {
   StepBalance balance_;  // MoE: the step's expert loads (train/moe_balance.h)
   RunClock clock_;
   std::optional<Progress> progress_;
+  std::optional<InterruptHandling> interrupts_;  // this run's stop requests, while run() runs
 
   // This rank's micro-batch losses and MoE auxiliary losses of the current step.
   std::vector<double> micro_losses_, micro_lb_, micro_z_;

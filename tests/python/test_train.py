@@ -82,6 +82,55 @@ def test_callback_exception_stops_and_is_raised(work, dataset):
     assert json.load(open(out / "summary.json"))["outcome"] == "interrupted"
 
 
+def test_a_callbacks_stop_is_its_own_runs(work, dataset):
+    """Hardening, third round, row 5: the stop a callback asks for was process-wide, and a
+    training in another thread stopped with it (KeyboardInterrupt). Run A's callback returns
+    False at step 1 once run B has reached its step 1; B must complete. Three times."""
+    import threading
+
+    for attempt in range(3):
+        b_started, results = threading.Event(), {}
+
+        def stop_a(rec):
+            if rec.get("step") == 1 and "loss" in rec:
+                b_started.wait(timeout=60)
+                return False
+            return None
+
+        def note_b(rec):
+            if rec.get("step") == 1 and "loss" in rec:
+                b_started.set()
+
+        def run(name, callback):
+            try:
+                results[name] = gatedlm.train(GATED, dataset, work / f"pair_{attempt}_{name}", callback=callback,
+                                               **dict(FLAGS, probe_every=0))
+            except BaseException as e:  # noqa: B036 -- KeyboardInterrupt is what the bug raised
+                results[name] = e
+
+        threads = [threading.Thread(target=run, args=("a", stop_a)), threading.Thread(target=run, args=("b", note_b))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+        assert isinstance(results["a"], dict) and results["a"]["outcome"] == "interrupted", results["a"]
+        assert isinstance(results["b"], dict), f"attempt {attempt}: run B raised {results['b']!r}"
+        assert results["b"]["outcome"] == "completed" and results["b"]["steps"] == 4, results["b"]
+
+
+def test_a_nested_train_on_the_same_run_says_it_is_this_process(work, dataset):
+    """Hardening, third round, row 9: a train started from another's callback on the same run
+    directory named its own process as "another gatedlm process"."""
+    out = work / "nested_run"
+
+    def nested(rec):
+        if rec.get("step") == 1 and "loss" in rec:
+            gatedlm.train(None, None, out, resume=True)  # resuming takes the run's lock first
+
+    with pytest.raises(gatedlm.Error, match="this process is already writing this run directory"):
+        gatedlm.train(GATED, dataset, out, callback=nested, **dict(FLAGS, probe_every=0))
+
+
 def test_train_steps_iterator(work, dataset):
     items = list(gatedlm.train_steps(GATED, dataset, work / "iter_run", **dict(FLAGS, probe_every=0)))
     assert items[-1]["summary"] and items[-1]["outcome"] == "completed"
