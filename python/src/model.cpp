@@ -66,6 +66,7 @@ std::shared_ptr<ModelHandle> from_state_dict(const model::ModelConfig& c, const 
                                 std::string(py::str(py::cast(shape))), ", the config needs ",
                                 std::string(py::str(py::cast(s.shape)))));
     const auto c_array = py::array_t<float, py::array::c_style>::ensure(a);
+    io::require_finite(c_array.data(), s.numel, cat("from_state_dict: tensor ", s.name));
     std::copy(c_array.data(), c_array.data() + s.numel, base + s.offset);
   }
   return h;
@@ -98,7 +99,7 @@ void bind_model_constructors(py::class_<PyModel>& cls) {
            std::shared_ptr<ModelHandle> h;
            io::LoadedModel loaded;  // its model and blocks move into h; the rest stays
            {
-             py::gil_scoped_release release;
+             ReleaseGil release;
              h = naming_missing_path(path, [&] { return load_handle(path, format, loaded); });
            }
            auto out = std::make_unique<PyModel>(h, loaded.checkpoint_dir);
@@ -121,7 +122,7 @@ dataset, or a tokenizer.model beside it), if any.)")
             const model::ModelConfig c = config_from(config);
             auto h = std::make_shared<ModelHandle>(c);
             {
-              py::gil_scoped_release release;
+              ReleaseGil release;
               std::vector<float> params;
               model::init_params(params, h->model.layout(), c, seed);
               h->model.load_params(params);
@@ -169,7 +170,7 @@ void bind_model_accessors(py::class_<PyModel>& cls) {
           [](const PyModel& self, const py::object& dir_arg) {
             const std::string dir = path_string(dir_arg);
             const std::shared_ptr<ModelHandle> h = self.handle();
-            py::gil_scoped_release release;
+            ReleaseGil release;
             const std::lock_guard lock(h->mutex);
             const std::span<const float> p = std::as_const(h->model).params();
             io::save_checkpoint(dir, h->model.config(), std::vector<float>(p.begin(), p.end()));

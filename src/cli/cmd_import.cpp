@@ -21,6 +21,7 @@ namespace {
 // checkpoint and its tokenizer.json are written.
 void import_gguf_file(const std::string& src, const std::string& out) {
   const io::ImportedGguf m = io::import_gguf(src);
+  io::require_usable_weights(m.checkpoint.config, m.checkpoint.params, src);
   io::save_checkpoint(out, m.checkpoint.config, m.checkpoint.params);
   if (!m.tokenizer_json.empty()) write_file_atomic((fs::path(out) / io::kHfTokenizerFile).string(), m.tokenizer_json);
   std::fprintf(stderr, "imported %s (GGUF %s, %lld parameters) into %s; vocabulary: %s\n", src.c_str(),
@@ -71,6 +72,7 @@ void register_import(CLI::App& app) {
         fail(tokenizer.string(), ": the tokenizer has ", t->vocab_size(), " ids, more than the model's vocab_size ",
              m.checkpoint.config.vocab_size, " (nothing written)");
     }
+    io::require_usable_weights(m.checkpoint.config, m.checkpoint.params, m.weights_source);
     io::save_checkpoint(opt->out, m.checkpoint.config, m.checkpoint.params);
     for (const std::string& note : m.notes) std::fprintf(stderr, "%s\n", note.c_str());
     if (fs::exists(tokenizer)) fs::copy_file(tokenizer, fs::path(opt->out) / io::kHfTokenizerFile);

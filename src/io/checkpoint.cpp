@@ -18,6 +18,7 @@ void save_checkpoint(const std::string& dir, const model::ModelConfig& config, c
   const model::ParamLayout layout(config);
   if (static_cast<int64_t>(params.size()) != layout.total())
     fail("save_checkpoint: ", params.size(), " parameters given, the config needs ", layout.total());
+  require_usable_weights(config, params, cat("save_checkpoint ", dir));  // nothing every loader would refuse
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) fail(dir, ": cannot create the checkpoint directory (", ec.message(), ")");
@@ -31,6 +32,19 @@ void require_finite(const float* values, int64_t n, const std::string& where) {
   for (int64_t i = 0; i < n; ++i)
     if (!std::isfinite(values[i]))
       fail(where, ": element ", i, " is ", values[i], " (NaN or Inf weights give meaningless results)");
+}
+
+void require_usable_weights(const model::ModelConfig& config, std::span<const float> params, const std::string& where) {
+  const model::ParamLayout layout(config);
+  for (const model::ParamSpec& s : layout.specs()) {
+    const float* v = params.data() + s.offset;
+    require_finite(v, s.numel, cat(where, ": tensor ", s.name));
+    if (!s.name.ends_with(".linear_attn.A_log")) continue;
+    for (int64_t i = 0; i < s.numel; ++i)  // the decay rate is -exp(A_log): above log(FLT_MAX) it is -Inf
+      if (v[i] > kMaxExpArgument)
+        fail(where, ": tensor ", s.name, ": element ", i, " is ", v[i], ", whose exp overflows float32 (the "
+             "Gated DeltaNet's decay rate -exp(A_log) would be -Inf and its output NaN)");
+  }
 }
 
 std::string resolve_checkpoint_dir(const std::string& path) {

@@ -33,6 +33,12 @@ void load_checkpoint_weights(const std::string& dir, const model::ModelConfig& c
 
 // Throws naming `where` and the element's index when a value is NaN or infinite.
 void require_finite(const float* values, int64_t n, const std::string& where);
+// Every tensor finite, and none that the model exponentiates (a Gated DeltaNet's A_log)
+// beyond kMaxExpArgument, whose exp overflows float32. Throws naming `where`, the tensor
+// and the element. save_checkpoint checks it before anything is written, and the imports
+// with the source's name.
+inline constexpr float kMaxExpArgument = 88.7f;  // log(FLT_MAX) = 88.72
+void require_usable_weights(const model::ModelConfig& config, std::span<const float> params, const std::string& where);
 
 // A checkpoint directory as given, or a run directory's latest checkpoint
 // (RUN/latest names it, under RUN/checkpoints/). Throws when it is neither.

@@ -1,5 +1,6 @@
 #include "io/model_loader.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
@@ -149,6 +150,26 @@ ModelFileKind detect_model_file(const std::string& path, const std::string& form
        "\", not \"GGUF\"); a checkpoint, run or Hugging Face model is a directory");
 }
 
+namespace {
+
+// Weights that are finite as stored can still overflow once used (a Gated DeltaNet's A_log
+// above 88 makes exp(A_log) infinite in float32): one token through the model, and its
+// logits must be finite, or no command runs it.
+void require_finite_first_step(const LoadedModel& loaded) {
+  model::Model<float>& m = *loaded.model;
+  const int32_t token = 0;
+  m.forward(&token, nullptr, 1, 1);
+  const float* logits = m.logits();
+  int64_t bad = 0;
+  for (int64_t i = 0; i < m.config().vocab_size; ++i) bad += !std::isfinite(logits[i]);
+  if (bad > 0)
+    fail(loaded.path, ": the model's first step gives ", bad, " non-finite logits (NaN or Inf) of ",
+         m.config().vocab_size, ": its weights overflow float32 when used (a linear-attention A_log above 88 "
+         "does), so no output of it means anything");
+}
+
+}  // namespace
+
 LoadedModel load_model(const std::string& path, const ModelLoadOptions& options) {
   LoadedModel out;
   out.path = path;
@@ -158,6 +179,7 @@ LoadedModel load_model(const std::string& path, const ModelLoadOptions& options)
     case ModelFileKind::hf_directory: load_hf_model(out, options.format); break;
     default: load_checkpoint_model(out, options.release_f32); break;
   }
+  require_finite_first_step(out);
   attach_tokenizer(out, options);
   return out;
 }

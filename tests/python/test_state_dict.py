@@ -22,6 +22,21 @@ def test_state_dict_round_trips_bit_for_bit(gated_checkpoint, tmp_path):
     np.testing.assert_array_equal(loaded.forward(ids)["logits"], model.forward(ids)["logits"])
 
 
+def test_non_finite_weights_are_refused_and_never_saved(gated_checkpoint, tmp_path):
+    """Hardening, third round, row 6: from_state_dict took NaN arrays and save() then wrote
+    a checkpoint that every loader refuses. The tensor is named; a model whose weights were
+    set to NaN through its views afterwards cannot be saved either, and nothing is written."""
+    model = gatedlm.Model.load(gated_checkpoint)
+    state = {k: v.copy() for k, v in model.state_dict().items()}
+    state["model.layers.1.mlp.down_proj.weight"][3, 5] = np.nan
+    with pytest.raises(gatedlm.Error, match="model.layers.1.mlp.down_proj.weight"):
+        gatedlm.Model.from_state_dict(model.config, state)
+    model.params()["model.norm.weight"][0] = np.inf
+    with pytest.raises(gatedlm.Error, match="model.norm.weight"):
+        model.save(tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
+
+
 def test_params_are_views_that_outlive_close(gated_checkpoint):
     model = gatedlm.Model.load(gated_checkpoint)
     params = model.params()

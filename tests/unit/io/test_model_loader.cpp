@@ -20,6 +20,7 @@
 #include "io/hf_convert.h"
 #include "io/model_loader.h"
 #include "io/quantized_checkpoint.h"
+#include "io/safetensors.h"
 #include "model/param_layout.h"
 #include "cli_runner.h"
 #include "small_tokenizer_json.h"
@@ -101,6 +102,39 @@ TEST(ModelLoader, QuantizedCheckpointKeepsItsBlocks) {
     worst = std::max(worst, std::fabs(static_cast<double>(q.model->params()[i]) - ck.params[i]));
   EXPECT_GT(worst, 0.0);
   EXPECT_LT(worst, 0.01);
+}
+
+// Hardening, third round, row 6: a hybrid whose A_log overflows float32 once exponentiated
+// (100: finite as stored) imported without complaint, and generate then sampled from NaN.
+// save_checkpoint refuses it before writing anything, and a checkpoint written by another
+// tool is refused by the loader every command uses, naming the path.
+TEST(ModelLoader, RefusesAModelWhoseFirstStepIsNotFinite) {
+  TempDir dir("loader_overflow");
+  const json config{{"vocab_size", 260}, {"d_model", 64}, {"n_layers", 2}, {"n_heads", 4}, {"n_kv_heads", 2},
+                    {"head_dim", 16}, {"ffn_hidden", 96}, {"max_seq_len", 64}, {"full_attention_interval", 2},
+                    {"linear_attention", {{"n_k_heads", 2}, {"n_v_heads", 4}, {"k_head_dim", 16},
+                                          {"v_head_dim", 16}, {"conv_kernel", 4}}}};
+  Checkpoint ck{model::config_from_json(config, "test"), {}};
+  const model::ParamLayout layout(ck.config);
+  ck.params = testing::random_vector<float>(layout.total(), 5, 0.2);
+  const fs::path good = dir / "good";
+  save_checkpoint(good.string(), ck.config, ck.params);
+  EXPECT_NO_THROW(load_model(good.string())) << "the same model with a usable A_log loads";
+
+  ck.params[layout.at("model.layers.0.linear_attn.A_log").offset + 1] = 100.0f;
+  const fs::path refused = dir / "refused";
+  const std::string saved = error_of([&] { save_checkpoint(refused.string(), ck.config, ck.params); });
+  EXPECT_TRUE(contains(saved, "model.layers.0.linear_attn.A_log") && contains(saved, "overflows")) << saved;
+  EXPECT_FALSE(fs::exists(refused)) << "nothing written";
+
+  const fs::path other = dir / "written_elsewhere";  // as another tool could write it
+  fs::create_directories(other);
+  testing::write_file(other / "config.json", model::config_to_json(ck.config).dump());
+  std::vector<TensorRef> refs;
+  for (const model::ParamSpec& s : layout.specs()) refs.push_back({s.name, s.shape, ck.params.data() + s.offset});
+  write_safetensors((other / "model.safetensors").string(), refs);
+  const std::string loaded = error_of([&] { load_model(other.string()); });
+  EXPECT_TRUE(contains(loaded, other.string()) && contains(loaded, "non-finite logits")) << loaded;
 }
 
 TEST(ModelLoader, HuggingFaceDirectoryWithItsTokenizer) {
