@@ -1,5 +1,7 @@
 // Model.generate: an iterator of text pieces over infer::step_generation, the step
 // `gatedlm generate` runs (prefill, then decode over the KV cache).
+#include <type_traits>
+
 #include "common.h"
 #include "infer/decoder.h"
 #include "infer/generation.h"
@@ -26,7 +28,7 @@ class PyGeneration {
   py::str next() {
     std::string text;
     {
-      py::gil_scoped_release release;
+      ReleaseGil release;
       const std::lock_guard lock(h_->mutex);
       while (text.empty() && !gen_.finished()) text = infer::step_generation(*dec_, 0, gen_, timing_);
     }
@@ -34,21 +36,35 @@ class PyGeneration {
     return utf8_text(text);
   }
 
+  // The fields, copied under the model's lock: next() may be updating them in another thread.
   // "" while running; then length, stop, eos, or context (the model's max_seq_len is full).
   std::string finish_reason() const {
-    const bool hit_context = context_bound_ && gen_.finish_reason() == infer::FinishReason::length;
-    return hit_context ? "context" : infer::to_string(gen_.finish_reason());
+    return locked([this] {
+      const bool hit_context = context_bound_ && gen_.finish_reason() == infer::FinishReason::length;
+      return hit_context ? std::string("context") : infer::to_string(gen_.finish_reason());
+    });
   }
-  const infer::Generation& generation() const { return gen_; }
+  std::vector<int32_t> ids() const { return locked([this] { return gen_.generated(); }); }
+  std::vector<int32_t> prompt_ids() const { return locked([this] { return gen_.prompt(); }); }
+  std::string text() const { return locked([this] { return gen_.text(); }); }
   py::dict timing() const {
+    const infer::GenerationTiming t = locked([this] { return timing_; });
     py::dict d;
-    d["prompt_tokens"] = timing_.prompt_tokens;
-    d["prefill_tokens_per_s"] = timing_.prefill_tokens_per_s();
-    d["decode_tokens_per_s"] = timing_.decode_tokens_per_s();
+    d["prompt_tokens"] = t.prompt_tokens;
+    d["prefill_tokens_per_s"] = t.prefill_tokens_per_s();
+    d["decode_tokens_per_s"] = t.decode_tokens_per_s();
     return d;
   }
 
  private:
+  // f() under the model's lock, waited for without the GIL (next() holds the lock for a step).
+  template <typename F>
+  std::invoke_result_t<F> locked(F f) const {
+    ReleaseGil release;
+    const std::lock_guard lock(h_->mutex);
+    return f();
+  }
+
   std::shared_ptr<ModelHandle> h_;
   std::shared_ptr<io::Tokenizer> tok_;
   bool context_bound_;
@@ -86,12 +102,10 @@ void bind_generate(py::module_& m, py::class_<PyModel>& cls) {
       .def("__next__", &PyGeneration::next)
       .def_property_readonly("finish_reason", &PyGeneration::finish_reason,
                              "'' while running, then 'length', 'stop', 'eos' or 'context' (max_seq_len reached).")
+      .def_property_readonly("ids", &PyGeneration::ids, "Generated ids (EOS excluded).")
+      .def_property_readonly("prompt_ids", &PyGeneration::prompt_ids, "BOS + the prompt's ids.")
       .def_property_readonly(
-          "ids", [](const PyGeneration& g) { return g.generation().generated(); }, "Generated ids (EOS excluded).")
-      .def_property_readonly(
-          "prompt_ids", [](const PyGeneration& g) { return g.generation().prompt(); }, "BOS + the prompt's ids.")
-      .def_property_readonly(
-          "text", [](const PyGeneration& g) { return utf8_text(g.generation().text()); }, "The final text so far.")
+          "text", [](const PyGeneration& g) { return utf8_text(g.text()); }, "The final text so far.")
       .def_property_readonly("timing", &PyGeneration::timing, "prompt_tokens, prefill and decode tokens/s.");
   cls.def("generate", &generate, py::arg("prompt"), py::arg("max_tokens") = 128, py::arg("temperature") = 1.0,
           py::arg("top_k") = 0, py::arg("top_p") = 1.0, py::arg("min_p") = 0.0, py::arg("repetition_penalty") = 1.0,

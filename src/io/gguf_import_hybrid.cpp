@@ -23,7 +23,7 @@ int64_t required_int(const GgufReader& f, const std::string& key, int64_t lo) {
 std::vector<model::LayerKind> layer_kinds(const GgufReader& f, const std::string& prefix, int64_t n_layers,
                                           int64_t mtp) {
   using model::LayerKind;
-  model::check_layer_count(n_layers, cat(f.path(), ": key ", prefix, "block_count"));
+  model::check_layer_count(n_layers, cat(f.path(), ": key ", prefix, "block_count asks for ", n_layers, " layers"));
   std::vector<LayerKind> kinds;
   const std::string listed = prefix + "attention.recurrent_layers";
   if (f.has(listed)) {
@@ -72,7 +72,7 @@ int64_t rope_dims(const GgufReader& f, const std::string& prefix, const std::str
   const std::vector<int64_t>& sections = f.get_ints(sections_key);
   if (sections.size() < 3) fail(f.path(), ": key ", sections_key, " has ", sections.size(), " values, not 4");
   for (int64_t pair = 0; pair < dims / 2; ++pair)
-    if (pair >= 3 * sections[pair % 3])
+    if (pair / 3 >= sections[pair % 3])  // pair >= 3 * sections[pair % 3], which may overflow int64
       fail(f.path(), ": key ", sections_key, " leaves rotated pair ", pair, " without a section (llama.cpp would give "
            "it position 0): gatedlm imports text RoPE, where every pair turns with the token's position");
   return dims;

@@ -41,8 +41,12 @@ const json& text_part(const json& hf, const HybridFamily& t, const std::string& 
 
 void read_model_type(HfReader& r, const HybridFamily& t, bool nested) {
   const std::string type = r.string("model_type", nested ? t.text_type : "");
-  if (type != t.text_type && !(nested && t.wrapper_type && type == t.wrapper_type))
-    fail(r.where("model_type"), ": \"", type, "\" is not format ", t.format, "'s \"", t.text_type, "\"");
+  if (type == t.text_type || (nested && t.wrapper_type && type == t.wrapper_type)) return;
+  if (t.wrapper_type && type == t.wrapper_type)  // the wrapper's type on a flat config
+    fail(r.where("model_type"), ": \"", type, "\" is the multimodal wrapper of format ", t.format,
+         ", whose config keeps the text model under \"text_config\"; this config has no \"text_config\" (a "
+         "flat text config says \"", t.text_type, "\")");
+  fail(r.where("model_type"), ": \"", type, "\" is not format ", t.format, "'s \"", t.text_type, "\"");
 }
 
 // Sizes, norms, attention biases: the keys Qwen3-Next and Qwen3.5 share with Qwen3

@@ -40,8 +40,8 @@ struct LinearAttentionConfig {
 // GGUF's) checks n_layers against it before it builds a list of the layers' kinds, so a
 // huge count is refused before anything of that size is allocated; validate() checks it
 // again for configs made in code.
-inline constexpr int64_t kMaxLayers = int64_t{1} << 16;
-// Throws "<where>: n_layers must be in 1..65536, got N" unless 1 <= n_layers <= kMaxLayers.
+inline constexpr int64_t kMaxLayers = int64_t{1} << 20;
+// Throws "<where>: n_layers must be in 1..1048576, got N" unless 1 <= n_layers <= kMaxLayers.
 void check_layer_count(int64_t n_layers, const std::string& where);
 
 // The layer kinds from the config object (layer_types or full_attention_interval, checked

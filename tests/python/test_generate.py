@@ -25,3 +25,30 @@ def test_generate_stops_at_context_and_stop_string(gated_checkpoint):
     gen = model.generate("x" * 60, max_tokens=50, temperature=0, tokenizer=gatedlm.Tokenizer("byte"))
     list(gen)
     assert gen.finish_reason == "context" and len(gen.ids) == 64 - 61
+
+
+def test_fields_read_while_another_thread_generates(gated_checkpoint):
+    """Hardening, third round, row 9: text and ids were read without the model's lock while
+    __next__ updated them in another thread. Read them all the while; every snapshot is a
+    prefix of the final result (ids and text only grow), and the reader never crashes. (The
+    race itself shows under ThreadSanitizer: docs/robustness.md.)"""
+    import threading
+
+    model = gatedlm.Model.load(gated_checkpoint, tokenizer="byte")
+    for attempt in range(3):
+        gen = model.generate("it was the", max_tokens=40, temperature=0.8, seed=attempt)
+        seen, done = [], threading.Event()
+
+        def read():
+            while not done.is_set():
+                seen.append((list(gen.ids), gen.text, gen.finish_reason))
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        list(gen)
+        done.set()
+        reader.join()
+        assert seen, "the reader ran"
+        for ids, text, reason in seen:
+            assert gen.ids[:len(ids)] == ids
+            assert reason in ("", gen.finish_reason)

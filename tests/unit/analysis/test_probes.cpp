@@ -17,6 +17,7 @@
 #include "model/init.h"
 #include "model/model.h"
 #include "model/param_layout.h"
+#include "test_files.h"
 
 namespace gatedlm::analysis {
 namespace {
@@ -378,6 +379,26 @@ TEST(AnalysisAnalyzeTest, JsonForGatedAndBaselineModels) {
                     j["sdpa_output"]["per_layer"][l]["mean_abs"].get<double>(), 1e-12);
     }
   }
+}
+
+// Hardening, third round, row 7: an all-linear hybrid (full_attention_interval larger than
+// n_layers) was analysed into "sink rate -nan%" and a JSON that report then choked on. It is
+// refused, saying why, before any statistic is computed.
+TEST(AnalysisAnalyzeTest, AModelWithoutSoftmaxAttentionIsRefused) {
+  const std::vector<int32_t> stream = tokens_with_bos(200, 3, 9, 15);
+  const SequenceSet seqs = sample_windows(stream, 15, 2, 10, 42);
+  const ModelConfig c = make_config({{"full_attention_interval", 4},
+                                     {"linear_attention", {{"n_k_heads", 1}, {"n_v_heads", 2}, {"k_head_dim", 4},
+                                                           {"v_head_dim", 4}, {"conv_kernel", 2}}}});
+  ASSERT_EQ(c.linear_layers(), 2);
+  Built b(c, 3);
+  model::Model<float> m = b.model();
+  int64_t calls = 0;
+  const std::string message = gatedlm::testing::error_of(
+      [&] { analyze(m, seqs, AnalyzeOptions{}, [&](const char*, int64_t, int64_t) { ++calls; }); });
+  EXPECT_NE(message.find("no softmax attention layer"), std::string::npos) << message;
+  EXPECT_NE(message.find("linear_attention"), std::string::npos) << message;
+  EXPECT_EQ(calls, 0) << "refused before any pass";
 }
 
 }  // namespace

@@ -396,6 +396,19 @@ TEST_F(GgufMalformedHybrid, SsmTensorsMissingMisshapenOrOutOfDomain) {
   expect_refused(g, {"blk.2.ssm_a", "negative"});
 }
 
+// Hardening, third round, row 9: rope.dimension_sections as 64-bit values near INT64_MAX made
+// the coverage check compute 3 * sections[i], a signed overflow (undefined behaviour, which
+// the sanitizer build stops on). Such sections cover every pair: the file imports.
+TEST_F(GgufMalformedHybrid, HugeRopeSectionsAreComparedWithoutOverflow) {
+  RawGguf g = hybrid_;
+  GgufValue* sections = g.find("qwen35moe.rope.dimension_sections");
+  sections->elem_type = 11;  // int64
+  sections->ints = {INT64_MAX, INT64_MAX - 1, INT64_MAX / 2, 0};
+  const std::string path = (dir_ / "huge_sections.gguf").string();
+  testing::write_file(path, serialize(g));
+  EXPECT_EQ(import_gguf(path).checkpoint.params, import_gguf((dir_ / "hybrid.gguf").string()).checkpoint.params);
+}
+
 // Multi-token-prediction blocks (the last nextn_predict_layers of block_count) are left out,
 // with a line saying so; the model's own blocks import as they are.
 TEST_F(GgufMalformedHybrid, MtpBlocksAreLeftOut) {

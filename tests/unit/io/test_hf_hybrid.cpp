@@ -160,6 +160,10 @@ TEST(HybridConfigTest, RefusesByKey) {
   expect_refusal(with("decoder_sparse_step", 2, HfFormat::qwen3_5_moe), "\"decoder_sparse_step\"");
   expect_refusal(with("norm_topk_prob", false, HfFormat::qwen3_5_moe), "\"norm_topk_prob\"");
   expect_refusal(with("model_type", "qwen3_next"), "\"model_type\"");
+  // Hardening, third round, row 8: the wrapper's type on a flat config was refused as
+  // '"qwen3_5_moe" is not format qwen3_5_moe's "qwen3_5_moe_text"'; now it says what is missing.
+  expect_refusal(with("model_type", "qwen3_5_moe", HfFormat::qwen3_5_moe), "has no \"text_config\"");
+  expect_refusal(with("model_type", "qwen3_5"), "multimodal wrapper of format qwen3_5");
   json wrapped = {{"model_type", "qwen3_5"}, {"text_config", qwen35_text()}, {"quantization_config", json::object()}};
   expect_refusal([&] { config_from_hf(wrapped, HfFormat::qwen3_5, "cfg.json"); }, "\"quantization_config\"");
 }

@@ -103,7 +103,7 @@ TEST(ConfigTest, AHugeLayerCountIsRefusedBeforeItsLayerListIsBuilt) {
                                       nlohmann::json{{"layer_types", nlohmann::json::array()}}}) {
     nlohmann::json patch{{"n_layers", 3'000'000'000LL}, {"linear_attention", linear}};
     patch.update(kinds);
-    expect_rejected(patch, "n_layers must be in 1..65536, got 3000000000");
+    expect_rejected(patch, "n_layers must be in 1..1048576, got 3000000000");
   }
   rusage after{};
   getrusage(RUSAGE_SELF, &after);
