@@ -11,6 +11,8 @@ namespace gatedlm::python {
 namespace {
 
 std::atomic<bool> g_exiting{false};  // atexit has run: nobody asks for the GIL any more
+std::atomic<std::thread::id> g_exit_thread{};  // but the thread that ran it (atexit
+                                               // handlers after ours may still call in)
 std::atomic<int> g_asking{0};        // threads between ask_for_gil() and holding the GIL
 std::atomic<int> g_in_engine{0};     // ReleaseGil sections open, over all threads, parked ones not counted
 thread_local int t_depth = 0;        // ReleaseGil sections open on this thread
@@ -24,7 +26,7 @@ thread_local int t_depth = 0;        // ReleaseGil sections open on this thread
 // asking (and waits for it) or this thread sees the flag (and parks): never neither.
 void ask_for_gil() {
   g_asking.fetch_add(1);
-  if (g_exiting.load()) {
+  if (g_exiting.load() && g_exit_thread.load() != std::this_thread::get_id()) {
     g_asking.fetch_sub(1);
     park();
   }
@@ -36,6 +38,7 @@ void ask_for_gil() {
 // for). Only then do the process's static objects go, which a thread still computing in
 // the engine would otherwise use after their destruction.
 void on_interpreter_exit() {
+  g_exit_thread.store(std::this_thread::get_id());
   g_exiting.store(true);
   train::InterruptHandling::stop_every_run();
   PyThreadState* main = PyEval_SaveThread();

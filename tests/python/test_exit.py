@@ -2,7 +2,9 @@
 an active exception", SIGABRT) when a daemon thread was inside generate(), inside
 train(callback=...), or held a suspended train_steps iterator. Each case runs in a child
 interpreter that exits while the thread is busy in the engine; it must exit 0, quietly.
-Three times each: the abort depended on where the thread was when the exit came."""
+Three times each: the abort depended on where the thread was when the exit came. And an
+atexit handler that runs after the module's own (registered before gatedlm was imported)
+may still use the engine on the main thread."""
 import subprocess
 import sys
 import textwrap
@@ -12,8 +14,15 @@ import pytest
 import gatedlm
 
 CHILD = textwrap.dedent("""
-    import os, sys, threading, time
+    import atexit, os, sys, threading, time
     sys.path[:0] = [{path!r}]
+    late = {{}}  # registered before gatedlm's own hook, so it runs after it
+
+    def late_use():
+        if "model" in late:
+            print("late", len("".join(late["model"].generate("it", max_tokens=4, temperature=0))) >= 0, flush=True)
+
+    atexit.register(late_use)
     import gatedlm
     case, checkpoint, dataset, work = sys.argv[1:5]
     CONFIG = {config!r}
@@ -33,7 +42,11 @@ CHILD = textwrap.dedent("""
             gatedlm.train(CONFIG, dataset, os.path.join(work, f"train_{{runs}}"),
                           callback=lambda rec: started.set() or time.sleep(0.001), **FLAGS)
 
-    if case == "iterator":
+    if case == "late_atexit":
+        late["model"] = gatedlm.Model.load(checkpoint, tokenizer="byte")
+        threading.Thread(target=generating, daemon=True).start()
+        started.wait(60)
+    elif case == "iterator":
         steps = gatedlm.train_steps(CONFIG, dataset, os.path.join(work, "iter"), **FLAGS)
         next(steps)  # suspended, never closed
     else:
@@ -44,7 +57,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("case", ["generate", "train", "iterator"])
+@pytest.mark.parametrize("case", ["generate", "train", "iterator", "late_atexit"])
 def test_exit_while_a_daemon_thread_is_in_the_engine(case, gated_checkpoint, dataset, tmp_path):
     from conftest import GATED
 
@@ -58,3 +71,5 @@ def test_exit_while_a_daemon_thread_is_in_the_engine(case, gated_checkpoint, dat
         assert "exiting" in p.stdout, p.stderr[-2000:]
         assert p.returncode == 0, f"attempt {attempt}: exit {p.returncode}\n{p.stderr[-2000:]}"
         assert "terminate called" not in p.stderr, p.stderr[-2000:]
+        if case == "late_atexit":  # the main thread still runs the engine after the hook
+            assert "late True" in p.stdout, p.stdout
