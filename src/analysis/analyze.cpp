@@ -101,18 +101,27 @@ json analyze_stream(model::Model<float>& m, std::span<const int32_t> stream, int
   return analyze(m, seqs, options, progress);
 }
 
-json analyze(model::Model<float>& m, const SequenceSet& seqs, const AnalyzeOptions& options,
-             const Progress& progress) {
-  const model::ModelConfig& c = m.config();
+namespace {
+
+// What analyze() needs before any pass. The sink rate, the gate scores and the maps are
+// statistics of softmax attention: a model without it (a hybrid whose full_attention_interval
+// exceeds n_layers) has none to report.
+void check_analysable(const model::ModelConfig& c, const SequenceSet& seqs) {
   if (seqs.count < 1 || seqs.length < 2) fail("analysis needs at least one sequence of at least 2 tokens");
   if (seqs.length > c.max_seq_len)
     fail("sequence length ", seqs.length, " exceeds the model's max_seq_len ", c.max_seq_len);
-  // The sink rate, the gate scores and the maps are statistics of softmax attention: a model
-  // without it (a hybrid whose full_attention_interval exceeds n_layers) has none to report.
   if (model::count_layers(c, &model::LayerCaptures::attention_probs) == 0)
     fail("analysis: the model has no softmax attention layer (all ", c.n_layers, " layers are ",
          model::to_string(c.layer_types.empty() ? model::LayerKind::full_attention : c.layer_types.front()),
          "): the sink, gate and activation statistics need at least one");
+}
+
+}  // namespace
+
+json analyze(model::Model<float>& m, const SequenceSet& seqs, const AnalyzeOptions& options,
+             const Progress& progress) {
+  const model::ModelConfig& c = m.config();
+  check_analysable(c, seqs);
   const auto start = std::chrono::steady_clock::now();
   AttentionSinkOptions sink_opt;
   sink_opt.eps = options.sink_eps;
