@@ -185,7 +185,7 @@ int64_t check_tensors(const GgufReader& f, const std::vector<GgufTensor>& wanted
     if (!info) fail(f.path(), ": missing tensor ", t.name, " (the metadata asks for it)");
     if (!readable_as_f32(info->type))
       fail(f.path(), ": tensor ", t.name, " has type ", describe_ggml_type(info->type),
-           "; gatedlm imports F32, F16 and BF16 (and dequantises Q8_0 and Q4_0)");
+           "; gatedlm reads ", kernels::element_names_readable());
     if (info->shape != t.shape)
       fail(f.path(), ": tensor ", t.name, " has shape ", show(info->shape), ", the metadata needs ", show(t.shape));
   }

@@ -7,8 +7,10 @@
 // products all read this table. A new weight type (the K-quants) is its row's conversions
 // and kernels.
 //
-// Block layouts (kernels/quant_blocks.h): F32 4 bytes a value; F16 IEEE binary16 and BF16
-// the top half of an fp32 (half_float.h), 2 bytes a value; Q8_0 / Q4_0 blocks of 32 values.
+// Block layouts: F32 4 bytes a value; F16 IEEE binary16 and BF16 the top half of an fp32
+// (half_float.h), 2 bytes a value; Q8_0 / Q4_0 blocks of 32 values (quant_blocks.h); Q4_1,
+// Q5_0, Q5_1, IQ4_NL blocks of 32 and the K-quants and IQ4_XS super-blocks of 256
+// (kquant_blocks.h).
 #include <cstdint>
 #include <span>
 #include <string>
@@ -18,7 +20,10 @@ namespace gatedlm::kernels {
 // ggml's type ids (ggml.h's enum ggml_type: the GGUF file format's numbers). Named: the
 // types gatedlm converts; every other id of ggml has a row too (its name and geometry, no
 // conversions), so that a file holding it is refused by name.
-enum class ElementType : uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q8_0 = 8, bf16 = 30 };
+enum class ElementType : uint32_t {
+  f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7, q8_0 = 8,
+  q2_k = 10, q3_k = 11, q4_k = 12, q5_k = 13, q6_k = 14, iq4_nl = 20, iq4_xs = 23, bf16 = 30
+};
 
 struct ElementTraits {
   ElementType type;
@@ -44,6 +49,10 @@ const ElementTraits* find_element_type(uint32_t ggml_id);
 // The row of a type gatedlm names (throws for an id without a row).
 const ElementTraits& element_traits(ElementType type);
 inline const char* element_name(ElementType type) { return element_traits(type).name; }
+
+// The ggml names of the types with conversions to fp32 ("F32, F16, Q4_0, ..."), for the
+// messages that refuse the others.
+std::string element_names_readable();
 
 // Bytes of a row of k values; throws naming the type and k when k is negative or not a
 // whole number of blocks.

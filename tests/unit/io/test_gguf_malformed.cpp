@@ -315,9 +315,9 @@ TEST_F(GgufMalformed, TensorsMissingUnexpectedMisshapenOrOfAnUnreadableType) {
   expect_refused(g, {"blk.0.ffn_up.weight", "has shape [32, 64]", "[64, 32]"});
   g = valid_;
   RawGguf::Tensor& q = *g.tensor("blk.0.attn_q.weight");
-  q.type = 12;  // Q4_K: [32 x 32] is 4 blocks of 256 values, 576 bytes, inside the F32 data
+  q.type = 16;  // IQ2_XXS: [32 x 32] is 4 blocks of 256 values, 264 bytes, inside the F32 data
   q.dims = {256, 4};
-  expect_refused(g, {"blk.0.attn_q.weight", "Q4_K"});
+  expect_refused(g, {"blk.0.attn_q.weight", "IQ2_XXS", "gatedlm reads", "Q4_K"});
   g = valid_;
   *g.find("qwen3.block_count") = u32(3);
   expect_refused(g, {"missing tensor blk.2.attn_norm.weight", "3 layers"});

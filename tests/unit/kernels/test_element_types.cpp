@@ -15,8 +15,11 @@ namespace {
 TEST(ElementTypes, EveryRowIsFoundByItsIdAndRemovedIdsAreUnknown) {
   for (const ElementTraits& t : element_types()) EXPECT_EQ(find_element_type(static_cast<uint32_t>(t.type)), &t) << t.name;
   for (uint32_t removed : {4u, 5u, 31u, 36u, 40u, 1000u}) EXPECT_EQ(find_element_type(removed), nullptr) << removed;
-  EXPECT_STREQ(find_element_type(12)->ggml_name, "Q4_K");  // a K-quant: named, not converted yet
-  EXPECT_EQ(find_element_type(12)->to_f32, nullptr);
+  EXPECT_STREQ(find_element_type(16)->ggml_name, "IQ2_XXS");  // a grid type: named, not converted
+  EXPECT_EQ(find_element_type(16)->to_f32, nullptr);
+  EXPECT_NE(find_element_type(12)->to_f32, nullptr);  // Q4_K
+  EXPECT_TRUE(testing::contains(element_names_readable(), "Q4_K, Q5_K, Q6_K")) << element_names_readable();
+  EXPECT_FALSE(testing::contains(element_names_readable(), "IQ2_XXS")) << element_names_readable();
 }
 
 TEST(ElementTypes, RowBytesFollowTheBlocks) {
@@ -25,6 +28,9 @@ TEST(ElementTypes, RowBytesFollowTheBlocks) {
   EXPECT_EQ(element_row_bytes(ElementType::q8_0, 64), 68);
   EXPECT_EQ(element_row_bytes(ElementType::q4_0, 64), 36);
   EXPECT_TRUE(testing::contains(testing::error_of([] { element_row_bytes(ElementType::q4_0, 48); }), "multiple of 32"));
+  EXPECT_EQ(element_row_bytes(ElementType::q4_k, 512), 288);
+  EXPECT_EQ(element_row_bytes(ElementType::iq4_xs, 256), 136);
+  EXPECT_TRUE(testing::contains(testing::error_of([] { element_row_bytes(ElementType::q6_k, 384); }), "multiple of 256"));
 }
 
 TEST(ElementTypes, PlainTypesRoundTripAndParsingNamesTheValues) {
