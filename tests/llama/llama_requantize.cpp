@@ -6,7 +6,7 @@
 //
 //   llama_requantize LIBDIR IN.gguf OUT.gguf FTYPE
 //
-// FTYPE is llama.cpp's LLAMA_FTYPE number: 0 ALL_F32, 1 MOSTLY_F16, 7 MOSTLY_Q8_0,
+// FTYPE is llama.cpp's LLAMA_FTYPE number: 0 ALL_F32, 1 MOSTLY_F16, 7 MOSTLY_Q8_0, 15 MOSTLY_Q4_K_M, ...,
 // 32 MOSTLY_BF16. No llama.h is compiled in: llama_model_quantize_default_params returns its
 // struct in memory (larger than 16 bytes), read into an opaque buffer; of its fields only
 // `nthread` (int32 at offset 0) and `ftype` (int32 at offset 4) are set, the first two

@@ -22,14 +22,27 @@ products reading the blocks directly):
     (asserted: the error must stay below gatedlm F32 against the Q4_0 file);
   - the greedy 32-token continuation of Q8_0 is the one gatedlm predicts (argmax of its
     logits at each position, teacher-forced on llama.cpp's tokens).
+Then the files people download (issue 36): llama.cpp's own quantiser (llama_model_quantize,
+through tests/llama/llama_requantize) rewrites gatedlm's F32 export as Q4_K_M, Q5_K_M, Q6_K,
+Q3_K_M, IQ4_XS and Q2_K, for a model whose rows are whole 256-value super-blocks (WIDE) and
+for DENSE (64-wide rows: llama.cpp falls back to Q5_0, Q5_1, Q4_1, IQ4_NL and Q8_0 there).
+gatedlm runs each file directly (`--checkpoint FILE.gguf`), and
+  - its logits at every prompt position match llama.cpp's on the same file within the same
+    tolerance (llama.cpp rounds the activations of K-quant products to Q8_K blocks: 256
+    values, an fp32 scale, no coarser than Q8_0's: ACT_FACTOR times what gatedlm's own Q8_0
+    weights move each model's logits), and, for the types of 4 bits or fewer,
+    lie closer to llama.cpp's than gatedlm's F32 model does (the weights told apart);
+  - on Q4_K_M its greedy 32-token continuation is llama.cpp's (teacher-forced argmax).
 Exit status 77 (ctest: skipped) with the reason when npm or the registry is unavailable.
 
-Usage: /usr/bin/python3 tests/reference/test_quant_llama.py --gatedlm build/gatedlm --probe build/tests/llama_probe
+Usage: /usr/bin/python3 tests/reference/test_quant_llama.py --gatedlm build/gatedlm --probe build/tests/llama_probe \\
+           --requantize build/tests/llama_requantize
 """
 import argparse
 import json
 import os
 import shutil
+import struct
 import sys
 
 sys.dont_write_bytecode = True
@@ -65,6 +78,88 @@ def gatedlm_decode_logits(binary, ck, tokens, work, tag):
     return hf.read_safetensors(dump)["incremental_logits"][1].reshape(len(tokens), -1)
 
 
+# llama.cpp's LLAMA_FTYPE_MOSTLY_* numbers, and how many bits its weights keep at most.
+LLAMA_FTYPES = {"q4_k_m": (15, 5), "q5_k_m": (17, 6), "q6_k": (18, 6), "q3_k_m": (12, 5), "iq4_xs": (30, 4),
+                "q2_k": (10, 4)}
+WIDE = {**gguf.DENSE, "hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "head_dim": 64}
+
+
+def gguf_tensor_types(path):
+    """The ggml type ids of a GGUF file's tensors (a set), read from its header."""
+    with open(path, "rb") as f:
+        data = f.read()
+    at = 8
+    n_tensors, n_kv = struct.unpack_from("<QQ", data, at)
+    at += 16
+
+    def string(at):
+        (n,) = struct.unpack_from("<Q", data, at)
+        return at + 8 + n
+
+    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+    def value(at, t):
+        if t == 8:
+            return string(at)
+        if t == 9:
+            et, n = struct.unpack_from("<IQ", data, at)
+            at += 12
+            for _ in range(n):
+                at = value(at, et)
+            return at
+        return at + sizes[t]
+
+    for _ in range(n_kv):
+        at = string(at)
+        (t,) = struct.unpack_from("<I", data, at)
+        at = value(at + 4, t)
+    types = set()
+    for _ in range(n_tensors):
+        at = string(at)
+        (nd,) = struct.unpack_from("<I", data, at)
+        at += 4 + 8 * nd
+        (t,) = struct.unpack_from("<I", data, at)
+        types.add(t)
+        at += 12
+    return types
+
+
+def check_llama_quantized(args, libdir, work, name, cfg, ftypes, failures):
+    """llama.cpp quantises gatedlm's F32 export of `cfg`; both run each file. The tolerance
+    is this model's own: ACT_FACTOR times what gatedlm's Q8_0 weights move its logits."""
+    src = os.path.join(work, f"{name}_hf")
+    hf.write_hf_dir(src, cfg, hf.random_tensors(cfg, seed=11, std=0.15))
+    with open(os.path.join(src, "tokenizer.json"), "w") as f:
+        json.dump(gguf.byte_level_tokenizer(cfg["vocab_size"]), f)
+    ck, f32 = os.path.join(work, f"{name}_f32"), os.path.join(work, f"{name}_gguf_f32")
+    gguf.run([args.gatedlm, "import", src, "--out", ck])
+    gguf.run([args.gatedlm, "export", ck, "--format", "gguf", "--dtype", "f32", "--out", f32])
+    prompt = [int(t) for t in np.random.default_rng(3).integers(0, 256, size=12)]
+    ours_f32 = gatedlm_decode_logits(args.gatedlm, ck, prompt, work, f"{name}_f32")
+    q8 = os.path.join(work, f"{name}_q8_0")
+    gguf.run([args.gatedlm, "quantize", ck, "--type", "q8_0", "--out", q8])
+    tol = ACT_FACTOR * rel_l2(gatedlm_decode_logits(args.gatedlm, q8, prompt, work, f"{name}_q8_0"), ours_f32)
+    for ftype in ftypes:
+        number, bits = LLAMA_FTYPES[ftype]
+        path = os.path.join(work, f"{name}_{ftype}.gguf")
+        gguf.run([args.requantize, libdir, os.path.join(f32, "model.gguf"), path, str(number)])
+        llama_logits, greedy = llama_run(args.probe, libdir, path, prompt)
+        full = prompt + greedy
+        ours = gatedlm_decode_logits(args.gatedlm, path, full, work, f"{name}_{ftype}")
+        err, scale = rel_l2(llama_logits, ours[:len(prompt)]), rel_l2(llama_logits, ours_f32)
+        ours_greedy = [int(np.argmax(ours[t])) for t in range(len(prompt) - 1, len(full) - 1)]
+        same = ours_greedy == greedy and len(greedy) == GENERATE
+        types = sorted(gguf_tensor_types(path))
+        ok = err <= tol and (err < scale or bits > 5) and (same or ftype != "q4_k_m")
+        print(f"{name} {ftype} (llama.cpp's file; ggml types {types}): prompt logits rel L2 {err:.2e} "
+              f"(tol {tol:.2e}; gatedlm F32 vs this file {scale:.2e}); greedy {GENERATE} tokens "
+              f"{'identical' if same else 'differ'}  {'PASS' if ok else 'FAIL'}")
+        if not ok:
+            print(f"  llama.cpp {greedy}\n  gatedlm   {ours_greedy}")
+            failures.append(f"{name} {ftype}")
+
+
 def rel_l2(a, b):
     return float(np.linalg.norm(a - b) / np.linalg.norm(b))
 
@@ -73,6 +168,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gatedlm", required=True)
     ap.add_argument("--probe", required=True)
+    ap.add_argument("--requantize", required=True)
     ap.add_argument("--workdir")
     args = ap.parse_args(argv)
     libdir, why = gguf.fetch_llama_libs()
@@ -115,6 +211,9 @@ def main(argv=None):
                 ok = False
             if not ok:
                 failures.append(dtype)
+        binaries = argparse.Namespace(gatedlm=binary, probe=probe, requantize=os.path.abspath(args.requantize))
+        check_llama_quantized(binaries, libdir, work, "wide", WIDE, list(LLAMA_FTYPES), failures)
+        check_llama_quantized(binaries, libdir, work, "narrow", gguf.DENSE, ["q4_k_m", "q5_k_m", "iq4_xs"], failures)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
