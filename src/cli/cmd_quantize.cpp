@@ -1,6 +1,6 @@
 // gatedlm quantize: an F32 checkpoint to an inference checkpoint whose weight matrices are
-// BF16, Q8_0 or Q4_0 (io/quantized_checkpoint.h; model/quantized_weights.h says which
-// tensors stay F32).
+// BF16 or one of GGUF's block types (io/quantized_checkpoint.h; model/quantized_weights.h
+// says which tensors stay F32 and which take another type).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -37,13 +37,18 @@ void register_quantize(CLI::App& app) {
   auto opt = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
       "quantize",
-      "Write an inference checkpoint whose weight matrices are bf16, or GGUF's q8_0 / q4_0 blocks (32 values and "
-      "an fp16 scale). Quantised: every 2-D weight matrix whose input width is a multiple of 32 (attention, gate "
-      "and FFN projections, experts, the token embedding and LM head); F32: norms, biases and other 1-D tensors, "
-      "the MoE router and shared-expert gate, switch-head routers, and matrices of other widths. generate, serve, "
-      "score, eval, analyze, stream-eval and bench generate accept the result; training refuses it.");
+      "Write an inference checkpoint whose weight matrices are bf16, or GGUF's blocks: q8_0 / q4_0 / q4_1 / q5_0 / "
+      "q5_1 / iq4_nl (32 values and fp16 scales), the K-quants q2_k ... q6_k and iq4_xs (super-blocks of 256), "
+      "byte for byte what llama.cpp's quantiser writes for the same values. Quantised: every 2-D weight matrix whose "
+      "input width is a multiple of 32 (attention, gate and FFN projections, experts, the token embedding and LM "
+      "head); where a K-quant's row is not a multiple of 256, llama.cpp's fallback type (iq4_nl for q2_k, q3_k and "
+      "iq4_xs; q5_0 for q4_k, q5_1 for q5_k, q8_0 for q6_k); F32: norms, biases and other 1-D tensors, the MoE "
+      "router and shared-expert gate, switch-head routers, and matrices of other widths. generate, serve, score, "
+      "eval, analyze, stream-eval and bench generate accept the result; training refuses it.");
   sub->add_option("CKPT", opt->checkpoint, "F32 checkpoint or run directory")->required();
-  sub->add_option("--type", opt->type, "bf16 | q8_0 | q4_0")->required();
+  sub->add_option("--type", opt->type,
+                  "bf16 | q8_0 | q6_k | q5_k | q5_1 | q5_0 | q4_k | iq4_xs | iq4_nl | q4_1 | q4_0 | q3_k | q2_k")
+      ->required();
   sub->add_option("--out", opt->out, "output directory (must not exist or be empty)")->required();
   sub->callback([opt] {
     const kernels::ElementType format = io::parse_quant_format(opt->type, "--type");

@@ -55,25 +55,25 @@ constexpr ElementTraits kTypes[] = {
     {ElementType::f32, "F32", "f32", 1, 4, "F32", f32_to_f32, f32_from_f32, false},
     {ElementType::f16, "F16", "f16", 1, 2, "F16", f16_to_f32_row, f16_from_f32_row, false},
     {ElementType::q4_0, "Q4_0", "q4_0", 32, 18, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockQ4_0, q4_0), true},
-    {ElementType::q4_1, "Q4_1", "q4_1", 32, 20, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockQ4_1, q4_1), false},
-    {ElementType::q5_0, "Q5_0", "q5_0", 32, 22, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockQ5_0, q5_0), false},
-    {ElementType::q5_1, "Q5_1", "q5_1", 32, 24, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockQ5_1, q5_1), false},
+    {ElementType::q4_1, "Q4_1", "q4_1", 32, 20, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockQ4_1, q4_1), true},
+    {ElementType::q5_0, "Q5_0", "q5_0", 32, 22, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockQ5_0, q5_0), true},
+    {ElementType::q5_1, "Q5_1", "q5_1", 32, 24, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockQ5_1, q5_1), true},
     {ElementType::q8_0, "Q8_0", "q8_0", 32, 34, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockQ8_0, q8_0), true},
     {id(9), "Q8_1", "q8_1", 32, 36, nullptr, nullptr, nullptr, false},
-    {ElementType::q2_k, "Q2_K", "q2_k", 256, 84, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockQ2_K, q2_k), false},
-    {ElementType::q3_k, "Q3_K", "q3_k", 256, 110, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockQ3_K, q3_k), false},
-    {ElementType::q4_k, "Q4_K", "q4_k", 256, 144, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockQ4_K, q4_k), false},
-    {ElementType::q5_k, "Q5_K", "q5_k", 256, 176, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockQ5_K, q5_k), false},
-    {ElementType::q6_k, "Q6_K", "q6_k", 256, 210, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockQ6_K, q6_k), false},
+    {ElementType::q2_k, "Q2_K", "q2_k", 256, 84, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockQ2_K, q2_k), true},
+    {ElementType::q3_k, "Q3_K", "q3_k", 256, 110, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockQ3_K, q3_k), true},
+    {ElementType::q4_k, "Q4_K", "q4_k", 256, 144, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockQ4_K, q4_k), true},
+    {ElementType::q5_k, "Q5_K", "q5_k", 256, 176, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockQ5_K, q5_k), true},
+    {ElementType::q6_k, "Q6_K", "q6_k", 256, 210, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockQ6_K, q6_k), true},
     {id(15), "Q8_K", "q8_k", 256, 292, nullptr, nullptr, nullptr, false},
     {id(16), "IQ2_XXS", "iq2_xxs", 256, 66, nullptr, nullptr, nullptr, false},
     {id(17), "IQ2_XS", "iq2_xs", 256, 74, nullptr, nullptr, nullptr, false},
     {id(18), "IQ3_XXS", "iq3_xxs", 256, 98, nullptr, nullptr, nullptr, false},
     {id(19), "IQ1_S", "iq1_s", 256, 50, nullptr, nullptr, nullptr, false},
-    {ElementType::iq4_nl, "IQ4_NL", "iq4_nl", 32, 18, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockIq4Nl, iq4_nl), false},
+    {ElementType::iq4_nl, "IQ4_NL", "iq4_nl", 32, 18, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockIq4Nl, iq4_nl), true},
     {id(21), "IQ3_S", "iq3_s", 256, 110, nullptr, nullptr, nullptr, false},
     {id(22), "IQ2_S", "iq2_s", 256, 82, nullptr, nullptr, nullptr, false},
-    {ElementType::iq4_xs, "IQ4_XS", "iq4_xs", 256, 136, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockIq4Xs, iq4_xs), false},
+    {ElementType::iq4_xs, "IQ4_XS", "iq4_xs", 256, 136, nullptr, GATEDLM_BLOCK_CONVERSIONS(BlockIq4Xs, iq4_xs), true},
     {id(24), "I8", "i8", 1, 1, nullptr, nullptr, nullptr, false},
     {id(25), "I16", "i16", 1, 2, nullptr, nullptr, nullptr, false},
     {id(26), "I32", "i32", 1, 4, nullptr, nullptr, nullptr, false},
@@ -117,6 +117,18 @@ const ElementTraits* find_element_type(uint32_t ggml_id) { return ggml_id < kIdL
 const ElementTraits& element_traits(ElementType type) {
   if (const ElementTraits* t = find_element_type(static_cast<uint32_t>(type))) return *t;
   fail("unknown element type id ", static_cast<uint32_t>(type));
+}
+
+ElementType narrow_row_type(ElementType type) {
+  switch (type) {
+    case ElementType::q2_k:
+    case ElementType::q3_k:
+    case ElementType::iq4_xs: return ElementType::iq4_nl;
+    case ElementType::q4_k: return ElementType::q5_0;
+    case ElementType::q5_k: return ElementType::q5_1;
+    case ElementType::q6_k: return ElementType::q8_0;
+    default: return type;
+  }
 }
 
 std::string element_names_readable() {

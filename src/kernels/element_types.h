@@ -50,6 +50,11 @@ const ElementTraits* find_element_type(uint32_t ggml_id);
 const ElementTraits& element_traits(ElementType type);
 inline const char* element_name(ElementType type) { return element_traits(type).name; }
 
+// The type llama.cpp's quantiser writes instead of `type` for a row that is not a whole
+// number of its 256-value super-blocks (llama_tensor_get_type's fallback): Q2_K, Q3_K and
+// IQ4_XS IQ4_NL, Q4_K Q5_0, Q5_K Q5_1, Q6_K Q8_0; `type` itself for the others.
+ElementType narrow_row_type(ElementType type);
+
 // The ggml names of the types with conversions to fp32 ("F32, F16, Q4_0, ..."), for the
 // messages that refuse the others.
 std::string element_names_readable();

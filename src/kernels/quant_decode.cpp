@@ -11,6 +11,7 @@
 #include "core/aligned_allocator.h"
 #include "core/error.h"
 #include "kernels/half_float.h"
+#include "kernels/kquant_blocks.h"
 #include "kernels/matmul.h"
 #include "kernels/quant_tiles.h"
 
@@ -24,10 +25,11 @@ namespace {
 constexpr int kBlock = static_cast<int>(kQuantBlockValues);
 constexpr int kLanes = 8;  // partial sums per row of A: one AVX2 register, two SSE ones
 
-// Each format seen as blocks of 32 weights: expand() writes a block's values as fp32,
+// Each format seen as blocks of kValues weights: expand() writes a block's values as fp32,
 // exactly the values dequantize_row gives (q * d rounded once in fp32).
 struct Q8Format {
   using Block = BlockQ8_0;
+  static constexpr int kValues = kBlock;
   static void expand(const Block& block, float* w) {
     const float d = f16_to_f32(block.d);
     for (int j = 0; j < kBlock; ++j) w[j] = static_cast<float>(block.qs[j]) * d;
@@ -35,6 +37,7 @@ struct Q8Format {
 };
 struct Q4Format {
   using Block = BlockQ4_0;
+  static constexpr int kValues = kBlock;
   static void expand(const Block& block, float* w) {
     const float d = f16_to_f32(block.d);
     // Nibbles to int8 first (byte operations), then the Q8_0 conversion: written as one
@@ -52,24 +55,67 @@ struct Bf16Format {
   struct Block {
     uint16_t values[kBlock];
   };
+  static constexpr int kValues = kBlock;
   static void expand(const Block& block, float* w) {
     for (int j = 0; j < kBlock; ++j) w[j] = bf16_to_f32(block.values[j]);
   }
 };
 
+// The other block formats (kquant_blocks.h: Q4_1 ... IQ4_XS) through their scalar
+// dequantisers, a block at a time: no int8 kernels for them yet (issue 36).
+template <class B, int V, void (*Dequantize)(float*, const B*, int64_t)>
+struct DequantizerFormat {
+  using Block = B;
+  static constexpr int kValues = V;
+  static void expand(const Block& block, float* w) { Dequantize(w, &block, V); }
+};
+using Q4_1Format = DequantizerFormat<BlockQ4_1, kBlock, dequantize_row_q4_1>;
+using Q5_0Format = DequantizerFormat<BlockQ5_0, kBlock, dequantize_row_q5_0>;
+using Q5_1Format = DequantizerFormat<BlockQ5_1, kBlock, dequantize_row_q5_1>;
+using Iq4NlFormat = DequantizerFormat<BlockIq4Nl, kBlock, dequantize_row_iq4_nl>;
+constexpr int kSuper = static_cast<int>(kSuperBlockValues);
+using Q2_KFormat = DequantizerFormat<BlockQ2_K, kSuper, dequantize_row_q2_k>;
+using Q3_KFormat = DequantizerFormat<BlockQ3_K, kSuper, dequantize_row_q3_k>;
+using Q4_KFormat = DequantizerFormat<BlockQ4_K, kSuper, dequantize_row_q4_k>;
+using Q5_KFormat = DequantizerFormat<BlockQ5_K, kSuper, dequantize_row_q5_k>;
+using Q6_KFormat = DequantizerFormat<BlockQ6_K, kSuper, dequantize_row_q6_k>;
+using Iq4XsFormat = DequantizerFormat<BlockIq4Xs, kSuper, dequantize_row_iq4_xs>;
+
+// f.template operator()<Format>() for the format of `type`; refuses a type without one.
+template <class F>
+void with_format(ElementType type, F&& f) {
+  switch (type) {
+    case ElementType::bf16: return f.template operator()<Bf16Format>();
+    case ElementType::q8_0: return f.template operator()<Q8Format>();
+    case ElementType::q4_0: return f.template operator()<Q4Format>();
+    case ElementType::q4_1: return f.template operator()<Q4_1Format>();
+    case ElementType::q5_0: return f.template operator()<Q5_0Format>();
+    case ElementType::q5_1: return f.template operator()<Q5_1Format>();
+    case ElementType::iq4_nl: return f.template operator()<Iq4NlFormat>();
+    case ElementType::q2_k: return f.template operator()<Q2_KFormat>();
+    case ElementType::q3_k: return f.template operator()<Q3_KFormat>();
+    case ElementType::q4_k: return f.template operator()<Q4_KFormat>();
+    case ElementType::q5_k: return f.template operator()<Q5_KFormat>();
+    case ElementType::q6_k: return f.template operator()<Q6_KFormat>();
+    case ElementType::iq4_xs: return f.template operator()<Iq4XsFormat>();
+    default: fail("the products have no fp32 expansion of ", element_name(type), " weights");
+  }
+}
+
 // out[r0 + r, o] = A[r0 + r, :] . w for R rows of A (row stride lda) against one weight
-// row (k / 32 blocks): each block expanded once, then used by every row.
+// row (k / kValues blocks): each block expanded once, then used by every row.
 template <typename Format, int R>
 void expanded_rows(const QuantOutput& out, const float* A, int64_t lda, int64_t r0, int64_t o, int64_t k,
                    const typename Format::Block* blocks) {
+  constexpr int V = Format::kValues;
   float acc[R][kLanes] = {};
-  const int64_t count = k / kBlock;
+  const int64_t count = k / V;
   for (int64_t b = 0; b < count; ++b) {
-    alignas(64) float w[kBlock];
+    alignas(64) float w[V];
     Format::expand(blocks[b], w);
     for (int r = 0; r < R; ++r) {
-      const float* a = A + (r0 + r) * lda + b * kBlock;
-      for (int g = 0; g < kBlock; g += kLanes)
+      const float* a = A + (r0 + r) * lda + b * V;
+      for (int g = 0; g < V; g += kLanes)
         for (int l = 0; l < kLanes; ++l) acc[r][l] += w[g + l] * a[g + l];
     }
   }
@@ -123,12 +169,7 @@ void expand_product(const QuantOutput& out, const float* A, int64_t lda, int64_t
 }
 
 void fp32_expand_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
-  switch (W.format) {
-    case ElementType::bf16: return expand_product<Bf16Format>(out, A, lda, m, W);
-    case ElementType::q8_0: return expand_product<Q8Format>(out, A, lda, m, W);
-    case ElementType::q4_0: return expand_product<Q4Format>(out, A, lda, m, W);
-    default: fail("the products have no fp32 expansion of ", element_name(W.format), " weights");
-  }
+  with_format(W.format, [&]<class Format>() { expand_product<Format>(out, A, lda, m, W); });
 }
 
 #if GATEDLM_KSET_AVX512 && !defined(__clang__)
@@ -283,22 +324,15 @@ void quant_matmul_path(QuantPath path, float* C, int64_t ldc, const float* A, in
 }
 
 void quant_dequantize_rows(float* out, const QuantWeights& W, int64_t row0, int64_t rows) {
-  const auto* data = static_cast<const unsigned char*>(W.data);
-  const int64_t row_bytes = element_row_bytes(W.format, W.cols), count = W.cols / kBlock;
+  with_format(W.format, [&]<class Format>() {
+    const auto* data = static_cast<const unsigned char*>(W.data);
+    const int64_t row_bytes = element_row_bytes(W.format, W.cols), count = W.cols / Format::kValues;
 #pragma omp parallel for schedule(static) if (rows * W.cols >= (int64_t{1} << 16))
-  for (int64_t i = 0; i < rows; ++i) {
-    const unsigned char* row = data + (row0 + i) * row_bytes;
-    float* values = out + i * W.cols;
-    for (int64_t b = 0; b < count; ++b) {
-      float* w = values + b * kBlock;
-      switch (W.format) {
-        case ElementType::bf16: Bf16Format::expand(reinterpret_cast<const Bf16Format::Block*>(row)[b], w); break;
-        case ElementType::q8_0: Q8Format::expand(reinterpret_cast<const BlockQ8_0*>(row)[b], w); break;
-        case ElementType::q4_0: Q4Format::expand(reinterpret_cast<const BlockQ4_0*>(row)[b], w); break;
-        default: break;  // quant_dequantize_rows refused the type before the loop
-      }
+    for (int64_t i = 0; i < rows; ++i) {
+      const auto* blocks = reinterpret_cast<const typename Format::Block*>(data + (row0 + i) * row_bytes);
+      for (int64_t b = 0; b < count; ++b) Format::expand(blocks[b], out + i * W.cols + b * Format::kValues);
     }
-  }
+  });
 }
 
 }  // namespace gatedlm::kernels::GATEDLM_KSET

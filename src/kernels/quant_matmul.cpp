@@ -18,9 +18,11 @@ namespace {
 void check_product(int64_t m, const QuantWeights& W) {
   if (m < 0 || W.rows < 0 || W.cols < 0)
     fail("quantised product: negative size (m ", m, ", n ", W.rows, ", k ", W.cols, ")");
-  if (W.cols % kQuantBlockValues != 0)
-    fail("quantised product: the ", element_name(W.format), " weights have ", W.cols,
-         " columns, not a multiple of ", kQuantBlockValues);
+  // Whole blocks of the format, and of 32 values for every format (the BF16 kernels step by 32).
+  const int64_t block = std::max(kQuantBlockValues, element_traits(W.format).block_values);
+  if (W.cols % block != 0)
+    fail("quantised product: the ", element_name(W.format), " weights have ", W.cols, " columns, not a multiple of ",
+         block);
   if (!element_traits(W.format).products)
     fail("quantised product: the products do not multiply by ", element_name(W.format), " weights");
   if (W.data == nullptr && W.rows * W.cols > 0) fail("quantised product: the weights have no data");

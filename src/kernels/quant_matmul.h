@@ -2,7 +2,8 @@
 // Products of fp32 activations with quantised weights (quant_blocks.h):
 //   C[m, n] = A[m, k] W^T, W stored [n, k]: n rows of k weights in one format, each
 //   element_row_bytes(format, k) bytes, back to back (a GGUF tensor of shape ne0 = k, ne1 = n).
-// k must be a multiple of 32 (checked, for every format). A and C are row-major.
+// k must be a whole number of the format's blocks (32 values; 256 for the K-quants and
+// IQ4_XS: checked). A and C are row-major.
 #include <cstdint>
 
 #include "kernels/element_types.h"

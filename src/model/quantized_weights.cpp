@@ -34,7 +34,8 @@ std::optional<k::ElementType> tensor_format(const ParamLayout& layout, const Par
   if (!quantized_tensor(spec)) return std::nullopt;
   const bool output = spec.kind == ParamKind::lm_head ||
                       (spec.kind == ParamKind::embedding && !layout.find("lm_head.weight"));
-  return output && type == k::ElementType::q4_0 ? k::ElementType::q8_0 : type;
+  if (output && type == k::ElementType::q4_0) return k::ElementType::q8_0;
+  return spec.shape.back() % k::element_traits(type).block_values == 0 ? type : k::narrow_row_type(type);
 }
 
 QuantizedWeights::QuantizedWeights(const ParamLayout& layout, k::ElementType type)

@@ -45,7 +45,9 @@ namespace gatedlm::model {
 bool quantized_tensor(const ParamSpec& spec);
 // The format a tensor is stored in for a checkpoint of `type`, nullopt for F32: `type`,
 // except that a Q4_0 checkpoint keeps its output matrix (lm_head, or the token embedding
-// when tied) in Q8_0, as gatedlm's GGUF export does (llama-quantize writes Q6_K there).
+// when tied) in Q8_0, as gatedlm's GGUF export does (llama-quantize writes Q6_K there), and
+// that a row narrower than a whole number of `type`'s blocks (a K-quant's 256 values) takes
+// the 32-value type llama.cpp's quantiser falls back to (kernels::narrow_row_type).
 std::optional<kernels::ElementType> tensor_format(const ParamLayout& layout, const ParamSpec& spec,
                                                   kernels::ElementType type);
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/signal_handlers.h"
 #include "infer/scheduler.h"
 #include "serve/completion_request.h"
 #include "serve/request_body.h"
@@ -212,8 +213,8 @@ void listen_until_stopped(GuardedServer& svr, const ServeOptions& o, infer::Sche
                           const std::atomic<int64_t>& open_responses, std::atomic<bool>& draining) {
   // SIGTERM/SIGINT: stop listening; listen() returns once the requests in flight are done.
   g_stop = false;
-  std::signal(SIGTERM, on_stop_signal);
-  std::signal(SIGINT, on_stop_signal);
+  core::install_signal_handler(SIGTERM, on_stop_signal);
+  core::install_signal_handler(SIGINT, on_stop_signal);
   std::signal(SIGPIPE, SIG_IGN);
   const int port = o.port == 0 ? svr.bind_to_any_port(o.host) : (svr.bind_to_port(o.host, o.port) ? o.port : -1);
   if (port < 0) fail("serve: cannot listen on ", o.host, ":", o.port, " (in use, or not a local address)");

@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include "core/signal_handlers.h"
+
 namespace gatedlm::train {
 
 namespace {
@@ -16,8 +18,7 @@ extern "C" void on_interrupt(int) { g_signals.fetch_add(1, std::memory_order_rel
 struct Installed {
   std::mutex mutex;
   int runs = 0;
-  void (*previous_int)(int) = SIG_DFL;
-  void (*previous_term)(int) = SIG_DFL;
+  struct sigaction previous_int {}, previous_term {};
 };
 Installed& installed() {
   static Installed i;
@@ -30,8 +31,8 @@ InterruptHandling::InterruptHandling() {
   Installed& i = installed();
   const std::lock_guard<std::mutex> lock(i.mutex);
   if (i.runs++ == 0) {
-    i.previous_int = std::signal(SIGINT, on_interrupt);
-    i.previous_term = std::signal(SIGTERM, on_interrupt);
+    i.previous_int = core::install_signal_handler(SIGINT, on_interrupt);
+    i.previous_term = core::install_signal_handler(SIGTERM, on_interrupt);
   }
   signals_at_start_ = g_signals.load();
 }
@@ -40,8 +41,8 @@ InterruptHandling::~InterruptHandling() {
   Installed& i = installed();
   const std::lock_guard<std::mutex> lock(i.mutex);
   if (--i.runs == 0) {
-    std::signal(SIGINT, i.previous_int);
-    std::signal(SIGTERM, i.previous_term);
+    core::restore_signal_handler(SIGINT, i.previous_int);
+    core::restore_signal_handler(SIGTERM, i.previous_term);
   }
 }
 

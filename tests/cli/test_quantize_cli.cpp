@@ -124,10 +124,42 @@ TEST_F(QuantizeCliTest, ScoreCloseToF32AndOrderedByPrecision) {
   EXPECT_NE(q4, f);  // the weights did change
 }
 
+// The K-quants and IQ4_XS on a model whose rows are 256 wide except the FFN's down
+// projection (320): that one takes llama.cpp's fallback type; every command runs the result,
+// close to the F32 model and no closer than its precision allows.
+TEST_F(QuantizeCliTest, KQuantsTakeLlamaCppsFallbackOnNarrowRows) {
+  write_file(path("wide.json"),
+             R"({"vocab_size": 258, "d_model": 256, "n_layers": 1, "n_heads": 4, "n_kv_heads": 2, "head_dim": 64,
+                 "ffn_hidden": 320, "max_seq_len": 64, "init_std": 0.05, "tie_embeddings": true})");
+  CliResult r = run_gatedlm({"init", "--config", path("wide.json").string(), "--out", path("wide").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const double f = mean_loss(path("wide"));
+  struct Want {
+    const char* type;
+    const char* narrow;
+    double within;
+  };
+  for (const Want& w : {Want{"q6_k", "q8_0", 0.01}, Want{"q4_k", "q5_0", 0.05}, Want{"iq4_xs", "iq4_nl", 0.05},
+                        Want{"q2_k", "iq4_nl", 0.3}}) {
+    SCOPED_TRACE(w.type);
+    const fs::path out = path(std::string("wide_") + w.type);
+    r = run_gatedlm({"quantize", path("wide").string(), "--type", w.type, "--out", out.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const json h = safetensors_header(out / "model.safetensors");
+    const json formats = json::parse(h["__metadata__"]["gatedlm.tensor_formats"].get<std::string>());
+    EXPECT_EQ(formats["model.layers.0.self_attn.q_proj.weight"], w.type);
+    EXPECT_EQ(formats["model.embed_tokens.weight"], w.type);
+    EXPECT_EQ(formats["model.layers.0.mlp.down_proj.weight"], w.narrow);
+    const double q = mean_loss(out);
+    EXPECT_NEAR(q, f, w.within * f);
+    EXPECT_NE(q, f);
+  }
+}
+
 TEST_F(QuantizeCliTest, RefusesBadInputAndWritesNothing) {
-  CliResult r = run_gatedlm({"quantize", f32().string(), "--type", "q5_1", "--out", path("bad_type").string()});
+  CliResult r = run_gatedlm({"quantize", f32().string(), "--type", "iq2_xxs", "--out", path("bad_type").string()});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_TRUE(contains(r.output, "--type q5_1")) << r.output;
+  EXPECT_TRUE(contains(r.output, "--type iq2_xxs")) << r.output;
   EXPECT_FALSE(fs::exists(path("bad_type")));
   r = run_gatedlm({"quantize", quantised("q8_0").string(), "--type", "q4_0", "--out", path("twice").string()});
   EXPECT_NE(r.exit_code, 0);

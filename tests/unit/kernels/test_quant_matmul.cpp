@@ -23,6 +23,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "core/error.h"
@@ -30,6 +31,7 @@
 #include "kernels/kernel_set.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/quant_matmul.h"
+#include "test_files.h"
 #include "test_util.h"
 
 namespace gatedlm::kernels {
@@ -227,6 +229,50 @@ TEST(QuantMatmul, ExpandedRowsAreDequantizeRow) {
     for (int64_t i = 0; i < 4 * p.k; ++i) ASSERT_EQ(rows[i], p.w[2 * p.k + i]) << element_name(format) << " " << i;
     EXPECT_THROW(quant_dequantize_rows(rows.data(), p.weights(), 5, 4), Error);
   }
+}
+
+// The other GGUF block formats (kquant_blocks.h), which the products expand block by block:
+// every runnable path (fp32_expand, fp32_tiles, the automatic choice) against the oracle,
+// with strides and accumulation, the same bits at 1 and 3 threads, and quant_dequantize_rows
+// equal to dequantize_row. k: 1, 3 and 5 super-blocks.
+constexpr ElementType kExpandedFormats[] = {ElementType::q4_1, ElementType::q5_0, ElementType::q5_1,
+                                            ElementType::iq4_nl, ElementType::q2_k, ElementType::q3_k,
+                                            ElementType::q4_k, ElementType::q5_k, ElementType::q6_k,
+                                            ElementType::iq4_xs};
+
+TEST(QuantMatmul, ExpandedFormatsMatchTheReference) {
+  const int threads = omp_get_max_threads();
+  for (ElementType format : kExpandedFormats) {
+    EXPECT_FALSE(quant_path_runnable(QuantPath::int8_madd, format)) << element_name(format);
+    for (QuantPath path : {QuantPath::fp32_expand, QuantPath::fp32_tiles, QuantPath::automatic})
+      for (int64_t m : {1, 3, 8, 13, 40})
+        for (auto [n, k] : {std::pair<int64_t, int64_t>{7, 256}, {33, 768}, {5, 1280}}) {
+          const Problem p = make_problem(format, m, n, k, 7 * m + n);
+          expect_near_reference(p, path, product(p, path), p.n);
+          const int64_t lda = k + 32, ldc = n + 2;
+          std::vector<float> a(static_cast<size_t>(m * lda), NAN), C(static_cast<size_t>(m * ldc), 0.25f);
+          for (int64_t r = 0; r < m; ++r) std::copy_n(p.a.data() + r * k, k, a.data() + r * lda);
+          omp_set_num_threads(3);
+          quant_matmul_path(path, C.data(), ldc, a.data(), lda, m, p.weights(), true);
+          omp_set_num_threads(1);
+          std::vector<float> one(C.size(), 0.25f);
+          quant_matmul_path(path, one.data(), ldc, a.data(), lda, m, p.weights(), true);
+          omp_set_num_threads(threads);
+          ASSERT_EQ(std::memcmp(C.data(), one.data(), C.size() * 4), 0) << element_name(format) << " m=" << m;
+          for (int64_t r = 0; r < m; ++r)
+            for (int64_t o = 0; o < ldc; ++o) C[r * ldc + o] = o < n ? C[r * ldc + o] - 0.25f : C[r * ldc + o];
+          expect_near_reference(p, path, C, ldc);
+        }
+    const Problem p = make_problem(format, 1, 6, 512, 29);
+    std::vector<float> rows(static_cast<size_t>(3 * p.k), NAN);
+    quant_dequantize_rows(rows.data(), p.weights(), 2, 3);
+    for (int64_t i = 0; i < 3 * p.k; ++i) ASSERT_EQ(rows[i], p.w[2 * p.k + i]) << element_name(format) << " " << i;
+  }
+  std::vector<uint8_t> blocks(2 * 144);
+  std::vector<float> a(128), c(2);
+  const std::string msg = testing::error_of(
+      [&] { quant_matmul(c.data(), a.data(), 1, QuantWeights{ElementType::q4_k, blocks.data(), 2, 128}); });
+  EXPECT_TRUE(testing::contains(msg, "not a multiple of 256")) << msg;
 }
 
 TEST(QuantMatmul, RefusesBadShapesAndPaths) {
