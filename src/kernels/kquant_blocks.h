@@ -93,6 +93,28 @@ static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(Bloc
 // The 16 values an IQ4_NL / IQ4_XS index stands for (ggml's kvalues_iq4nl), times the scale.
 inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
+// The 6-bit scale and minimum of sub-block j (of 8) in a Q4_K / Q5_K super-block's 12
+// bytes: sub-blocks 0-3 keep theirs in the low 6 bits of bytes j and j + 4; sub-blocks 4-7
+// in the nibbles of byte j + 4, with their top 2 bits in the spare top bits of bytes j - 4
+// and j.
+inline void k4_scale_and_min(const uint8_t* scales, int j, int& scale, int& min) {
+  if (j < 4) {
+    scale = scales[j] & 63;
+    min = scales[j + 4] & 63;
+  } else {
+    scale = (scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4);
+    min = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
+  }
+}
+
+// Scale j (of 16) of a Q3_K super-block, in [-32, 31]: 6 bits stored plus 32, the low
+// nibble in byte j (j < 8) or the high nibble of byte j - 8, the top 2 bits in byte
+// 8 + j % 4 at bit 2 * (j / 4).
+inline int q3_k_scale(const uint8_t* scales, int j) {
+  const int low = j < 8 ? scales[j] & 0xF : scales[j - 8] >> 4;
+  return (low | (((scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
+}
+
 // One row of k values (a whole number of blocks: element_types.h checks before calling)
 // to fp32, value for value ggml's dequantize_row_* (kquant_dequantize.cpp).
 void dequantize_row_q4_1(float* out, const BlockQ4_1* in, int64_t k);

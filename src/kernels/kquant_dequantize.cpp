@@ -13,30 +13,6 @@ namespace {
 
 constexpr int64_t kBlock = 32;
 
-// The 6-bit scale and minimum of sub-block j (of 8) in a Q4_K / Q5_K super-block's 12 bytes:
-// sub-blocks 0-3 keep theirs in the low 6 bits of bytes j and j + 4; sub-blocks 4-7 in the
-// nibbles of byte j + 4, with their top 2 bits in the spare top bits of bytes j - 4 and j.
-void scale_and_min(const uint8_t* scales, int j, int& scale, int& min) {
-  if (j < 4) {
-    scale = scales[j] & 63;
-    min = scales[j + 4] & 63;
-  } else {
-    scale = (scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4);
-    min = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
-  }
-}
-
-// The 16 six-bit scales of a Q3_K super-block, each minus 32: low nibbles in bytes 0-7
-// (scales 0-7 low, 8-15 high nibble), the top 2 bits of scale j in byte 8 + j % 4 at bit
-// 2 * (j / 4).
-void q3_k_scales(const uint8_t* packed, int* scales) {
-  for (int j = 0; j < 16; ++j) {
-    const int low = j < 8 ? packed[j] & 0xF : packed[j - 8] >> 4;
-    const int high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
-    scales[j] = (low | (high << 4)) - 32;
-  }
-}
-
 }  // namespace
 
 void dequantize_row_q4_1(float* out, const BlockQ4_1* in, int64_t k) {
@@ -110,11 +86,9 @@ void dequantize_row_q2_k(float* out, const BlockQ2_K* in, int64_t k) {
 void dequantize_row_q3_k(float* out, const BlockQ3_K* in, int64_t k) {
   for (int64_t b = 0; b < k / kSuperBlockValues; ++b) {
     const float d = f16_to_f32(in[b].d);
-    int scales[16];
-    q3_k_scales(in[b].scales, scales);
     for (int i = 0; i < 16; ++i, out += 16) {
       const int half = i / 8, shift = 2 * ((i % 8) / 2), first = 16 * (i % 2);
-      const float scale = d * static_cast<float>(scales[i]);
+      const float scale = d * static_cast<float>(q3_k_scale(in[b].scales, i));
       for (int l = 0; l < 16; ++l) {
         const int e = 16 * i + l;
         const int low = (in[b].qs[32 * half + first + l] >> shift) & 3;
@@ -127,35 +101,33 @@ void dequantize_row_q3_k(float* out, const BlockQ3_K* in, int64_t k) {
 
 // Q4_K / Q5_K: 4 groups of 64 values; group g's 32 bytes hold sub-block 2g in their low
 // nibbles and 2g + 1 in their high ones. Q5_K's fifth bit of element 32s + l is bit s of
-// qh[l].
-void dequantize_row_q4_k(float* out, const BlockQ4_K* in, int64_t k) {
-  for (int64_t b = 0; b < k / kSuperBlockValues; ++b) {
-    const float d = f16_to_f32(in[b].d), dmin = f16_to_f32(in[b].dmin);
-    for (int s = 0; s < 8; ++s, out += kBlock) {
-      int scale = 0, min = 0;
-      scale_and_min(in[b].scales, s, scale, min);
-      const float ds = d * static_cast<float>(scale), ms = dmin * static_cast<float>(min);
-      const uint8_t* q = in[b].qs + 32 * (s / 2);
-      for (int l = 0; l < kBlock; ++l) out[l] = ds * static_cast<float>(s % 2 ? q[l] >> 4 : q[l] & 0xF) - ms;
+// qh[l] (qh null for Q4_K).
+namespace {
+void dequantize_k4_super_block(float* out, uint16_t d16, uint16_t dmin16, const uint8_t* scales, const uint8_t* qs,
+                               const uint8_t* qh) {
+  const float d = f16_to_f32(d16), dmin = f16_to_f32(dmin16);
+  for (int s = 0; s < 8; ++s, out += kBlock) {
+    int scale = 0, min = 0;
+    k4_scale_and_min(scales, s, scale, min);
+    const float ds = d * static_cast<float>(scale), ms = dmin * static_cast<float>(min);
+    const uint8_t* q = qs + 32 * (s / 2);
+    for (int l = 0; l < kBlock; ++l) {
+      const int low = s % 2 ? q[l] >> 4 : q[l] & 0xF;
+      const int high = qh ? (qh[l] >> s) & 1 : 0;
+      out[l] = ds * static_cast<float>(low + 16 * high) - ms;
     }
   }
 }
+}  // namespace
+
+void dequantize_row_q4_k(float* out, const BlockQ4_K* in, int64_t k) {
+  for (int64_t b = 0; b < k / kSuperBlockValues; ++b, out += kSuperBlockValues)
+    dequantize_k4_super_block(out, in[b].d, in[b].dmin, in[b].scales, in[b].qs, nullptr);
+}
 
 void dequantize_row_q5_k(float* out, const BlockQ5_K* in, int64_t k) {
-  for (int64_t b = 0; b < k / kSuperBlockValues; ++b) {
-    const float d = f16_to_f32(in[b].d), dmin = f16_to_f32(in[b].dmin);
-    for (int s = 0; s < 8; ++s, out += kBlock) {
-      int scale = 0, min = 0;
-      scale_and_min(in[b].scales, s, scale, min);
-      const float ds = d * static_cast<float>(scale), ms = dmin * static_cast<float>(min);
-      const uint8_t* q = in[b].qs + 32 * (s / 2);
-      for (int l = 0; l < kBlock; ++l) {
-        const int low = s % 2 ? q[l] >> 4 : q[l] & 0xF;
-        const int high = (in[b].qh[l] >> s) & 1;
-        out[l] = ds * static_cast<float>(low + 16 * high) - ms;
-      }
-    }
-  }
+  for (int64_t b = 0; b < k / kSuperBlockValues; ++b, out += kSuperBlockValues)
+    dequantize_k4_super_block(out, in[b].d, in[b].dmin, in[b].scales, in[b].qs, in[b].qh);
 }
 
 // Q6_K: two halves of 128 values; in half h, element 32t + l (t < 4) has its low nibble in

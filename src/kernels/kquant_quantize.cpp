@@ -37,6 +37,16 @@ void signed_max(const float* x, int n, float& max, float& magnitude) {
     }
 }
 
+// The signed maximum of a group (signed_max), or 0 with the levels cleared when the group
+// is all zero (below kAllZero).
+float signed_max_or_clear(const float* x, int n, int8_t* L) {
+  float max = 0, magnitude = 0;
+  signed_max(x, n, max, magnitude);
+  if (magnitude >= kAllZero) return max;
+  std::fill(L, L + n, 0);
+  return 0.0f;
+}
+
 // Unsigned levels L[i] in [0, nmax] with x ~ scale * L - min, min >= 0 returned in
 // `min_out`, for weights w: the scale over (max - min) / nmax, then nstep + 1 trials of
 // scales (nmax + rmin + rdelta * is) / (max - min), each fitting scale and min by weighted
@@ -104,12 +114,8 @@ float scale_min_search(int n, int nmax, const float* x, const float* w, uint8_t*
 // x^2: the scale -nmax / max, then 18 trials (nmax + 0.1 is) around it, each fitted by
 // least squares and kept when it explains more of x.
 float symmetric_scale_search(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0, magnitude = 0;
-  signed_max(x, n, max, magnitude);
-  if (magnitude < kAllZero) {
-    std::fill(L, L + n, 0);
-    return 0.0f;
-  }
+  const float max = signed_max_or_clear(x, n, L);
+  if (max == 0) return 0.0f;
   const auto level = [&](float iscale, int i) { return std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1); };
   const auto fit = [&](float iscale, float& sumlx, float& suml2) {
     sumlx = suml2 = 0;
@@ -139,12 +145,8 @@ float symmetric_scale_search(int n, int nmax, const float* x, int8_t* L) {
 // Q3_K's levels in [-nmax, nmax - 1] (stored plus nmax): from the scale -nmax / max, up to
 // 5 passes that move single levels when that explains more of x (weights x^2).
 float q3_search(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0, magnitude = 0;
-  signed_max(x, n, max, magnitude);
-  if (magnitude < kAllZero) {
-    std::fill(L, L + n, 0);
-    return 0.0f;
-  }
+  const float max = signed_max_or_clear(x, n, L);
+  if (max == 0) return 0.0f;
   const float iscale = static_cast<float>(-nmax) / max;
   float sumlx = 0, suml2 = 0;
   for (int i = 0; i < n; ++i) {
@@ -198,16 +200,6 @@ void pack_scales_and_mins(const uint8_t* ls, const uint8_t* lm, uint8_t* scales)
       scales[j - 4] |= static_cast<uint8_t>((ls[j] >> 4) << 6);
       scales[j] |= static_cast<uint8_t>((lm[j] >> 4) << 6);
     }
-  }
-}
-
-void unpack_scale_and_min(const uint8_t* scales, int j, int& scale, int& min) {
-  if (j < 4) {
-    scale = scales[j] & 63;
-    min = scales[j + 4] & 63;
-  } else {
-    scale = (scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4);
-    min = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
   }
 }
 
@@ -313,10 +305,6 @@ void pack_q3_scale(uint8_t* scales, int j, int stored) {
   else scales[j - 8] |= static_cast<uint8_t>((stored & 0xF) << 4);
   scales[j % 4 + 8] |= static_cast<uint8_t>((stored >> 4) << (2 * (j / 4)));
 }
-int unpack_q3_scale(const uint8_t* scales, int j) {
-  const int low = j < 8 ? scales[j] & 0xF : scales[j - 8] >> 4;
-  return static_cast<int8_t>(low | (((scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
-}
 }  // namespace
 
 void quantize_row_q3_k(BlockQ3_K* out, const float* in, int64_t k) {
@@ -342,7 +330,7 @@ void quantize_row_q3_k(BlockQ3_K* out, const float* in, int64_t k) {
       y.d = f32_to_f16(1 / iscale);
     }
     for (int j = 0; j < 16; ++j) {
-      const float d = f16_to_f32(y.d) * static_cast<float>(unpack_q3_scale(y.scales, j));
+      const float d = f16_to_f32(y.d) * static_cast<float>(q3_k_scale(y.scales, j));
       if (d == 0) continue;
       for (int i = 0; i < 16; ++i) L[16 * j + i] = static_cast<int8_t>(std::clamp(nearest_int(in[16 * j + i] / d), -4, 3) + 4);
     }
@@ -388,7 +376,7 @@ void scales_mins_and_levels(const float* x, int nmax, float rmin, int nstep, uin
   dmin_out = f32_to_f16(max_min / 63.0f);
   for (int j = 0; j < 8; ++j) {
     int scale = 0, min = 0;
-    unpack_scale_and_min(packed_scales, j, scale, min);
+    k4_scale_and_min(packed_scales, j, scale, min);
     const float d = f16_to_f32(d_out) * static_cast<float>(scale);
     if (d == 0) continue;
     const float dm = f16_to_f32(dmin_out) * static_cast<float>(min);

@@ -79,6 +79,13 @@ class SignalsDuringEvaluation : public ::testing::Test {
     return {code, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
   }
 
+  // Two steps with a long evaluation (~150k held-out tokens) after each, into `run`.
+  static std::vector<std::string> evaluating_train(const fs::path& run) {
+    return {"train",        "--config",      (root_ / "model.json").string(), "--data", (root_ / "data").string(),
+            "--out",        run.string(),    "--steps", "2",     "--batch-size", "2",     "--seq-len", "64",
+            "--eval-every", "1",             "--eval-tokens", "150000", "--save-every", "100", "--warmup", "1"};
+  }
+
   static fs::path root_;
 };
 fs::path SignalsDuringEvaluation::root_;
@@ -91,12 +98,7 @@ fs::path SignalsDuringEvaluation::root_;
 TEST_F(SignalsDuringEvaluation, TrainStopsInsideAnEvaluationPass) {
   for (int signal : {SIGINT, SIGTERM}) {
     const fs::path run = root_ / ("run_" + std::to_string(signal));
-    const std::vector<std::string> args{"train",   "--config",     (root_ / "model.json").string(),
-                                        "--data",  (root_ / "data").string(), "--out", run.string(),
-                                        "--steps", "2",            "--batch-size", "2",
-                                        "--seq-len", "64",         "--eval-every", "1",
-                                        "--eval-tokens", "150000", "--save-every", "100",
-                                        "--warmup", "1"};
+    const std::vector<std::string> args = evaluating_train(run);
     // Step 1's record is written (and flushed) just before its evaluation starts.
     const auto [code, took] = signal_midway(args, "train_" + std::to_string(signal), signal, run / "metrics.jsonl",
                                             "\"step\":1", /*busy_cpu_s=*/0);
@@ -132,12 +134,7 @@ TEST_F(SignalsDuringEvaluation, TrainStopsInsideAnEvaluationPass) {
 TEST_F(SignalsDuringEvaluation, RepeatedInterruptsNeverCorruptTheProcess) {
   for (int attempt = 0; attempt < 10; ++attempt) {
     const fs::path run = root_ / ("repeat_" + std::to_string(attempt));
-    const std::vector<std::string> args{"train",   "--config",     (root_ / "model.json").string(),
-                                        "--data",  (root_ / "data").string(), "--out", run.string(),
-                                        "--steps", "2",            "--batch-size", "2",
-                                        "--seq-len", "64",         "--eval-every", "1",
-                                        "--eval-tokens", "150000", "--save-every", "100",
-                                        "--warmup", "1"};
+    const std::vector<std::string> args = evaluating_train(run);
     const auto [code, took] =
         signal_midway(args, "repeat_" + std::to_string(attempt), SIGINT, run / "metrics.jsonl", "\"step\":1", 0);
     ASSERT_EQ(code, 130) << "attempt " << attempt << ":\n" << read_file(root_ / ("repeat_" + std::to_string(attempt) + ".log"));
