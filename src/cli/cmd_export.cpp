@@ -33,7 +33,9 @@ void register_export(CLI::App& app) {
   sub->add_option("CKPT", opt->checkpoint, "checkpoint or run directory")->required();
   sub->add_option("--format", opt->format, io::hf_format_names(" | ") + " | gguf")->required();
   sub->add_option("--out", opt->out, "output directory (must not exist or be empty)")->required();
-  sub->add_option("--dtype", opt->dtype, "f32 | bf16 | f16 (round to nearest even); gguf also q8_0 | q4_0 (GGUF's blocks of 32; "
+  sub->add_option("--dtype", opt->dtype, "f32 | bf16 | f16 (round to nearest even); gguf also GGUF's blocks, byte for byte llama.cpp's "
+                  "quantiser: q8_0 | q6_k | q5_k | q5_1 | q5_0 | q4_k | iq4_xs | iq4_nl | q4_1 | q4_0 | q3_k | q2_k "
+                  "(one type for every matrix; a K-quant's rows not a multiple of 256 take llama.cpp's fallback type; "
                   "norms, routers and 1-D tensors stay f32, as llama.cpp keeps them)")->capture_default_str();
   sub->add_option("--gguf-arch", opt->gguf_arch, "gguf only: " + io::gguf_architecture_help())
       ->capture_default_str();

@@ -1,6 +1,7 @@
 #include "io/gguf_encode.h"
 
 #include "core/error.h"
+#include "kernels/element_types.h"
 #include "kernels/quant_blocks.h"
 
 namespace gatedlm::io {
@@ -26,12 +27,23 @@ kernels::ElementType parse_gguf_dtype(const std::string& name) {
 }
 
 uint32_t gguf_file_type(kernels::ElementType dtype) {
+  using T = kernels::ElementType;
   switch (dtype) {
-    case kernels::ElementType::f32: return 0;
-    case kernels::ElementType::f16: return 1;
-    case kernels::ElementType::q4_0: return 2;
-    case kernels::ElementType::q8_0: return 7;
-    case kernels::ElementType::bf16: return 32;
+    case T::f32: return 0;
+    case T::f16: return 1;
+    case T::q4_0: return 2;
+    case T::q4_1: return 3;
+    case T::q8_0: return 7;
+    case T::q5_0: return 8;
+    case T::q5_1: return 9;
+    case T::q2_k: return 10;
+    case T::q3_k: return 11;
+    case T::q4_k: return 14;
+    case T::q5_k: return 16;
+    case T::q6_k: return 18;
+    case T::iq4_nl: return 25;
+    case T::iq4_xs: return 30;
+    case T::bf16: return 32;
     default: fail("gguf: no llama.cpp file type for ", kernels::element_name(dtype));
   }
 }
@@ -42,8 +54,8 @@ kernels::ElementType gguf_stored_type(const std::string& name, const std::vector
   if (dtype == kernels::ElementType::f16) return kernels::ElementType::f16;
   if (dtype == kernels::ElementType::bf16) return kernels::ElementType::bf16;
   if (shape.back() % kernels::kQuantBlockValues != 0) return kernels::ElementType::f16;
-  if (dtype == kernels::ElementType::q8_0 || output) return kernels::ElementType::q8_0;
-  return kernels::ElementType::q4_0;
+  if (output && dtype == kernels::ElementType::q4_0) return kernels::ElementType::q8_0;
+  return shape.back() % kernels::element_traits(dtype).block_values == 0 ? dtype : kernels::narrow_row_type(dtype);
 }
 
 void encode_ggml_rows(std::string& out, const float* values, int64_t rows, int64_t k, kernels::ElementType type) {

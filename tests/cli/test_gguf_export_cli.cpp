@@ -42,8 +42,8 @@ TEST(GgufExportCli, DtypeTakesGgufTypesAndTheFileSaysWhich) {
   EXPECT_EQ(f.tensors.at("blk.0.ffn_up.weight").type, 8u);                // GGML_TYPE_Q8_0
   EXPECT_EQ(f.tensors.at("blk.0.attn_norm.weight").type, 0u);
 
-  expect_refused({"export", ck.string(), "--format", "gguf", "--dtype", "q5_0", "--out", (dir / "a").string()},
-                 {"--dtype", "q5_0", "q4_0"});
+  expect_refused({"export", ck.string(), "--format", "gguf", "--dtype", "iq2_xxs", "--out", (dir / "a").string()},
+                 {"--dtype", "iq2_xxs", "q4_0", "q6_k"});
   EXPECT_FALSE(fs::exists(dir / "a"));
   expect_refused({"export", ck.string(), "--format", "qwen3", "--dtype", "q8_0", "--out", (dir / "b").string()},
                  {"--dtype", "q8_0"});

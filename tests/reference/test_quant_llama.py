@@ -32,7 +32,10 @@ gatedlm runs each file directly (`--checkpoint FILE.gguf`), and
     values, an fp32 scale, no coarser than Q8_0's: ACT_FACTOR times what gatedlm's own Q8_0
     weights move each model's logits), and, for the types of 4 bits or fewer,
     lie closer to llama.cpp's than gatedlm's F32 model does (the weights told apart);
-  - on Q4_K_M its greedy 32-token continuation is llama.cpp's (teacher-forced argmax).
+  - on Q4_K_M its greedy 32-token continuation is llama.cpp's (teacher-forced argmax);
+  - gatedlm's own export in the recipe's main type (`--dtype q4_k` for Q4_K_M, ...) holds
+    byte for byte llama.cpp's blocks in every tensor both files store in the same type (all
+    of them for Q6_K).
 Exit status 77 (ctest: skipped) with the reason when npm or the registry is unavailable.
 
 Usage: /usr/bin/python3 tests/reference/test_quant_llama.py --gatedlm build/gatedlm --probe build/tests/llama_probe \\
@@ -85,8 +88,14 @@ WIDE = {**gguf.DENSE, "hidden_size": 256, "intermediate_size": 512, "num_attenti
         "num_key_value_heads": 2, "head_dim": 64}
 
 
-def gguf_tensor_types(path):
-    """The ggml type ids of a GGUF file's tensors (a set), read from its header."""
+# ggml type id -> (values per block, bytes per block), for the types these files hold.
+GGML_BLOCKS = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34), 10: (256, 84),
+               11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210), 20: (32, 18), 23: (256, 136),
+               30: (1, 2)}
+
+
+def gguf_tensors(path):
+    """{name: (ggml type, the tensor's bytes)} of a GGUF file, from its header and data."""
     with open(path, "rb") as f:
         data = f.read()
     at = 8
@@ -95,34 +104,54 @@ def gguf_tensor_types(path):
 
     def string(at):
         (n,) = struct.unpack_from("<Q", data, at)
-        return at + 8 + n
+        return at + 8 + n, data[at + 8:at + 8 + n].decode()
 
     sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
 
-    def value(at, t):
+    def skip(at, t):
         if t == 8:
-            return string(at)
+            return string(at)[0]
         if t == 9:
             et, n = struct.unpack_from("<IQ", data, at)
             at += 12
             for _ in range(n):
-                at = value(at, et)
+                at = skip(at, et)
             return at
         return at + sizes[t]
 
+    alignment = 32
     for _ in range(n_kv):
-        at = string(at)
+        at, key = string(at)
         (t,) = struct.unpack_from("<I", data, at)
-        at = value(at + 4, t)
-    types = set()
+        if key == "general.alignment":
+            (alignment,) = struct.unpack_from("<I", data, at + 4)
+        at = skip(at + 4, t)
+    table = []
     for _ in range(n_tensors):
-        at = string(at)
+        at, name = string(at)
         (nd,) = struct.unpack_from("<I", data, at)
+        dims = struct.unpack_from(f"<{nd}Q", data, at + 4)
         at += 4 + 8 * nd
-        (t,) = struct.unpack_from("<I", data, at)
-        types.add(t)
+        t, offset = struct.unpack_from("<IQ", data, at)
         at += 12
-    return types
+        table.append((name, t, offset, dims))
+    start = (at + alignment - 1) // alignment * alignment
+    out = {}
+    for name, t, offset, dims in table:
+        values, block = GGML_BLOCKS[t]
+        count = int(np.prod(dims))
+        out[name] = (t, data[start + offset:start + offset + count // values * block])
+    return out
+
+
+# The one type gatedlm's export writes for each recipe (its main type).
+RECIPE_TYPE = {"q4_k_m": "q4_k", "q5_k_m": "q5_k", "q6_k": "q6_k", "q3_k_m": "q3_k", "iq4_xs": "iq4_xs", "q2_k": "q2_k"}
+
+
+def compare_blocks(ours, theirs):
+    """Tensors of the same type in both files, and those whose bytes differ."""
+    same_type = [n for n in theirs if n in ours and ours[n][0] == theirs[n][0] and theirs[n][0] != 0]
+    return same_type, [n for n in same_type if ours[n][1] != theirs[n][1]]
 
 
 def check_llama_quantized(args, libdir, work, name, cfg, ftypes, failures):
@@ -150,8 +179,14 @@ def check_llama_quantized(args, libdir, work, name, cfg, ftypes, failures):
         err, scale = rel_l2(llama_logits, ours[:len(prompt)]), rel_l2(llama_logits, ours_f32)
         ours_greedy = [int(np.argmax(ours[t])) for t in range(len(prompt) - 1, len(full) - 1)]
         same = ours_greedy == greedy and len(greedy) == GENERATE
-        types = sorted(gguf_tensor_types(path))
-        ok = err <= tol and (err < scale or bits > 5) and (same or ftype != "q4_k_m")
+        theirs = gguf_tensors(path)
+        types = sorted({t for t, _ in theirs.values()})
+        mine = os.path.join(work, f"{name}_gatedlm_{ftype}")
+        gguf.run([args.gatedlm, "export", ck, "--format", "gguf", "--dtype", RECIPE_TYPE[ftype], "--out", mine])
+        compared, differ = compare_blocks(gguf_tensors(os.path.join(mine, "model.gguf")), theirs)
+        print(f"{name} {ftype}: gatedlm's --dtype {RECIPE_TYPE[ftype]} export and llama.cpp's file share the type of "
+              f"{len(compared)} tensors; bytes differ in {len(differ)} {differ[:3]}")
+        ok = err <= tol and (err < scale or bits > 5) and (same or ftype != "q4_k_m") and compared and not differ
         print(f"{name} {ftype} (llama.cpp's file; ggml types {types}): prompt logits rel L2 {err:.2e} "
               f"(tol {tol:.2e}; gatedlm F32 vs this file {scale:.2e}); greedy {GENERATE} tokens "
               f"{'identical' if same else 'differ'}  {'PASS' if ok else 'FAIL'}")

@@ -142,7 +142,7 @@ TEST(GgufDtypes, QuantisedTensorsHoldQuantizeRowsBlocks) {
 }
 
 TEST(GgufDtypes, UnknownDtypeIsRefusedNamingTheFlag) {
-  for (const char* bad : {"q5_0", "int8", ""}) {
+  for (const char* bad : {"iq2_xxs", "q4_k_m", "int8", ""}) {
     try {
       parse_gguf_dtype(bad);
       ADD_FAILURE() << bad << " accepted";
@@ -152,6 +152,7 @@ TEST(GgufDtypes, UnknownDtypeIsRefusedNamingTheFlag) {
     }
   }
   EXPECT_EQ(parse_gguf_dtype("q8_0"), kernels::ElementType::q8_0);
+  EXPECT_EQ(parse_gguf_dtype("q6_k"), kernels::ElementType::q6_k);
 }
 
 }  // namespace
