@@ -41,8 +41,8 @@ void register_quantize(CLI::App& app) {
       "q5_1 / iq4_nl (32 values and fp16 scales), the K-quants q2_k ... q6_k and iq4_xs (super-blocks of 256), "
       "byte for byte what llama.cpp's quantiser writes for the same values. Quantised: every 2-D weight matrix whose "
       "input width is a multiple of 32 (attention, gate and FFN projections, experts, the token embedding and LM "
-      "head); where a K-quant's row is not a multiple of 256, llama.cpp's fallback type (iq4_nl for q2_k, q3_k and "
-      "iq4_xs; q5_0 for q4_k, q5_1 for q5_k, q8_0 for q6_k); F32: norms, biases and other 1-D tensors, the MoE "
+      "head); where a K-quant's row is not a multiple of 256, llama.cpp's fallback type (q4_0 for q2_k and q3_k, "
+      "iq4_nl for iq4_xs; q5_0 for q4_k, q5_1 for q5_k, q8_0 for q6_k); F32: norms, biases and other 1-D tensors, the MoE "
       "router and shared-expert gate, switch-head routers, and matrices of other widths. generate, serve, score, "
       "eval, analyze, stream-eval and bench generate accept the result; training refuses it.");
   sub->add_option("CKPT", opt->checkpoint, "F32 checkpoint or run directory")->required();

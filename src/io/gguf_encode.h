@@ -9,7 +9,7 @@
 //   - a row that is not a whole number of 32-value blocks falls back to F16, as llama.cpp's
 //     converter and quantiser do; a row that is a whole number of 32-value blocks but not of
 //     a K-quant's 256-value super-blocks takes llama.cpp's fallback type
-//     (kernels::narrow_row_type: IQ4_NL, Q5_0, Q5_1 or Q8_0);
+//     (kernels::narrow_row_type: Q4_0, IQ4_NL, Q5_0, Q5_1 or Q8_0);
 //   - in a Q4_0 file the output matrix (output.weight, or token_embd.weight when the
 //     embeddings are tied) is Q8_0: llama-quantize writes Q6_K there (Q8_0 when its rows
 //     are not a multiple of 256), a type gatedlm does not write.

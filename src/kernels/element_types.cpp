@@ -122,7 +122,7 @@ const ElementTraits& element_traits(ElementType type) {
 ElementType narrow_row_type(ElementType type) {
   switch (type) {
     case ElementType::q2_k:
-    case ElementType::q3_k:
+    case ElementType::q3_k: return ElementType::q4_0;
     case ElementType::iq4_xs: return ElementType::iq4_nl;
     case ElementType::q4_k: return ElementType::q5_0;
     case ElementType::q5_k: return ElementType::q5_1;

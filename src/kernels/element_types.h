@@ -51,8 +51,9 @@ const ElementTraits& element_traits(ElementType type);
 inline const char* element_name(ElementType type) { return element_traits(type).name; }
 
 // The type llama.cpp's quantiser writes instead of `type` for a row that is not a whole
-// number of its 256-value super-blocks (llama_tensor_get_type's fallback): Q2_K, Q3_K and
-// IQ4_XS IQ4_NL, Q4_K Q5_0, Q5_K Q5_1, Q6_K Q8_0; `type` itself for the others.
+// number of its 256-value super-blocks (llama.cpp's tensor_type_fallback): Q4_0 for Q2_K
+// and Q3_K, IQ4_NL for IQ4_XS, Q5_0 for Q4_K, Q5_1 for Q5_K, Q8_0 for Q6_K; `type` itself
+// for the others.
 ElementType narrow_row_type(ElementType type);
 
 // The ggml names of the types with conversions to fp32 ("F32, F16, Q4_0, ..."), for the

@@ -25,7 +25,7 @@ products reading the blocks directly):
 Then the files people download (issue 36): llama.cpp's own quantiser (llama_model_quantize,
 through tests/llama/llama_requantize) rewrites gatedlm's F32 export as Q4_K_M, Q5_K_M, Q6_K,
 Q3_K_M, IQ4_XS and Q2_K, for a model whose rows are whole 256-value super-blocks (WIDE) and
-for DENSE (64-wide rows: llama.cpp falls back to Q5_0, Q5_1, Q4_1, IQ4_NL and Q8_0 there).
+for DENSE (64-wide rows: llama.cpp falls back to Q5_0, Q5_1, Q4_0, IQ4_NL and Q8_0 there).
 gatedlm runs each file directly (`--checkpoint FILE.gguf`), and
   - its logits at every prompt position match llama.cpp's on the same file within the same
     tolerance (llama.cpp rounds the activations of K-quant products to Q8_K blocks: 256
@@ -248,7 +248,8 @@ def main(argv=None):
                 failures.append(dtype)
         binaries = argparse.Namespace(gatedlm=binary, probe=probe, requantize=os.path.abspath(args.requantize))
         check_llama_quantized(binaries, libdir, work, "wide", WIDE, list(LLAMA_FTYPES), failures)
-        check_llama_quantized(binaries, libdir, work, "narrow", gguf.DENSE, ["q4_k_m", "q5_k_m", "iq4_xs"], failures)
+        check_llama_quantized(binaries, libdir, work, "narrow", gguf.DENSE, ["q4_k_m", "q5_k_m", "iq4_xs", "q2_k"],
+                              failures)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
