@@ -32,4 +32,4 @@ cd "${GATEDLM_BUILD_DIR:-build}"
 # says why): most tests are short processes that wait on
 # their start-up more than they compute, and the few whose timing matters run alone
 # (RUN_SERIAL in tests/CMakeLists.txt). A -j in CTEST ARGS overrides this one.
-OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} ctest --output-on-failure -j "$(nproc)" "$@"
+OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} ctest --output-on-failure -j "$(OMP_NUM_THREADS= nproc)" "$@"

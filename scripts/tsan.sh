@@ -16,13 +16,17 @@ export GATEDLM_CMAKE_ARGS="-DGATEDLM_TSAN=ON ${GATEDLM_CMAKE_ARGS:-}"
 export GATEDLM_BUILD_TARGETS="gatedlm gatedlm_tests gatedlm_python"
 GATEDLM_WITH_TEST_DEPS=1 scripts/setup.sh
 cd build-tsan
+jobs=$(OMP_NUM_THREADS= nproc)  # GNU nproc honours OMP_NUM_THREADS: count the cores first
 export OMP_NUM_THREADS=1
 report=$PWD/tsan-report.txt
 rm -f "$report".*
 # Reports are collected, not fatal: every one is listed at the end.
 export TSAN_OPTIONS="halt_on_error=0:exitcode=0:log_path=$report:second_deadlock_stack=1"
-(($#)) || set -- -L fast
-ctest -j "$(nproc)" "$@" || status=$?
+# Left out by default: the tests that set several OpenMP threads themselves (the thread-count
+# determinism tests, the fused attention's), where every report is libgomp's invisible
+# barriers and each test takes many minutes under the sanitizer.
+(($#)) || set -- -L fast -E 'AttentionFast|ThreadCountDeterminism|SameBitsWhatever|KeyBlockSplit' --timeout 300
+ctest -j "$jobs" "$@" || status=$?
 # The Python interpreter is not instrumented: the runtime is preloaded so that the module's
 # threads are seen from their creation.
 LD_PRELOAD="$(g++ -print-file-name=libtsan.so)" PYTHONPATH=python \
