@@ -25,7 +25,7 @@ void register_export(CLI::App& app) {
       "with the authors' modeling_qwen3.py); qwen3: transformers' Qwen3 (ungated models); qwen3_next, qwen3_5, "
       "qwen3_5_moe: transformers' text-only Qwen3-Next / Qwen3.5 / Qwen3.5-MoE (hybrids or all-softmax models with "
       "the G1 elementwise sigmoid gate and zero-centred norms); gguf: DIR/model.gguf "
-      "for llama.cpp (F32, F16, BF16, Q8_0 or Q4_0; architecture qwen3 / qwen3moe for ungated models, qwen35 / "
+      "for llama.cpp (F32, F16, BF16, Q8_0, Q4_0, the K-quants and their _M mixes, ...: --dtype; architecture qwen3 / qwen3moe for ungated models, qwen35 / "
       "qwen35moe for hybrids of Gated DeltaNet and G1-gated softmax layers, or qwen3next for MoE ones with --gguf-arch; no attention biases; a G1-gated model "
       "whose layers are all softmax is refused: llama.cpp aborts on it; with the checkpoint's tokenizer.json "
       "vocabulary when it has one, else the byte tokenizer's for a byte model). A config the format cannot express "
@@ -36,7 +36,9 @@ void register_export(CLI::App& app) {
   sub->add_option("--dtype", opt->dtype, "f32 | bf16 | f16 (round to nearest even); gguf also GGUF's blocks, byte for byte llama.cpp's "
                   "quantiser: q8_0 | q6_k | q5_k | q5_1 | q5_0 | q4_k | iq4_xs | iq4_nl | q4_1 | q4_0 | q3_k | q2_k "
                   "(one type for every matrix; a K-quant's rows not a multiple of 256 take llama.cpp's fallback type; "
-                  "norms, routers and 1-D tensors stay f32, as llama.cpp keeps them)")->capture_default_str();
+                  "norms, routers and 1-D tensors stay f32, as llama.cpp keeps them), or llama.cpp's mixes q5_k_m | "
+                  "q4_k_m | q3_k_m (a type per tensor, as llama-quantize chooses them: docs/quantization.md)")
+      ->capture_default_str();
   sub->add_option("--gguf-arch", opt->gguf_arch, "gguf only: " + io::gguf_architecture_help())
       ->capture_default_str();
   sub->callback([opt] {
@@ -44,7 +46,7 @@ void register_export(CLI::App& app) {
     if (!gguf && opt->gguf_arch != "auto") fail("--gguf-arch ", opt->gguf_arch, ": only for --format gguf");
     const io::HfFormat format = gguf ? io::HfFormat::qwen3 : io::parse_hf_format(opt->format);
     // Checked before anything is read: gguf's types, or the Hugging Face formats' own.
-    const kernels::ElementType gguf_dtype = gguf ? io::parse_gguf_dtype(opt->dtype) : kernels::ElementType::f32;
+    const model::WeightRecipe& gguf_dtype = io::parse_gguf_dtype(gguf ? opt->dtype : "f32");
     const kernels::ElementType dtype = gguf ? kernels::ElementType::f32 : io::parse_store_dtype(opt->dtype);
     if (fs::exists(opt->out) && !(fs::is_directory(opt->out) && fs::is_empty(opt->out)))
       fail("--out ", opt->out, ": exists and is not an empty directory (nothing written)");

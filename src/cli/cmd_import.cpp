@@ -9,6 +9,7 @@
 #include "core/atomic_file.h"
 #include "io/gguf_import.h"
 #include "io/hf_convert.h"
+#include "io/quantized_checkpoint.h"
 #include "io/tokenizer_json.h"
 
 namespace gatedlm::cli {
@@ -18,23 +19,38 @@ namespace fs = std::filesystem;
 namespace {
 
 // A GGUF file: everything (config, tensors, vocabulary) is read and checked before the
-// checkpoint and its tokenizer.json are written.
-void import_gguf_file(const std::string& src, const std::string& out) {
-  const io::ImportedGguf m = io::import_gguf(src);
-  io::require_usable_weights(m.checkpoint.config, m.checkpoint.params, src);
-  io::save_checkpoint(out, m.checkpoint.config, m.checkpoint.params);
-  if (!m.tokenizer_json.empty()) write_file_atomic((fs::path(out) / io::kHfTokenizerFile).string(), m.tokenizer_json);
-  std::fprintf(stderr, "imported %s (GGUF %s, %lld parameters) into %s; vocabulary: %s\n", src.c_str(),
-               m.architecture.c_str(), static_cast<long long>(m.checkpoint.params.size()), out.c_str(),
-               m.vocabulary.c_str());
-  if (!m.skipped.empty()) std::fprintf(stderr, "%s\n", m.skipped.c_str());
+// checkpoint and its tokenizer.json are written. Its quantised tensors keep their types
+// (a quantised checkpoint, io/gguf_blocks.h says which stay in blocks) unless `expand`.
+void import_gguf_file(const std::string& src, const std::string& out, bool expand) {
+  io::GgufImport g(src);
+  const model::ModelConfig& config = g.config();
+  std::vector<float> params(static_cast<size_t>(model::ParamLayout(config).total()), 0.0f);
+  model::WeightFormats formats = expand ? model::WeightFormats{} : g.block_formats();
+  std::unique_ptr<model::QuantizedWeights> blocks;
+  if (!formats.tensors.empty())
+    blocks = std::make_unique<model::QuantizedWeights>(model::ParamLayout(config), std::move(formats));
+  g.read_weights(params, blocks.get());
+  io::require_usable_weights(config, params, src);
+  std::string weights = "F32";
+  if (blocks) {
+    const io::QuantizeSummary s = io::save_quantized_checkpoint(out, config, params, *blocks);
+    weights = cat(blocks->formats().name, ": ", s.quantized_tensors, " tensors in their blocks, ", s.f32_tensors, " F32");
+  } else {
+    io::save_checkpoint(out, config, params);
+  }
+  const std::string& tokenizer_json = g.vocabulary().tokenizer_json;
+  if (!tokenizer_json.empty()) write_file_atomic((fs::path(out) / io::kHfTokenizerFile).string(), tokenizer_json);
+  std::fprintf(stderr, "imported %s (GGUF %s, %lld parameters; weights %s) into %s; vocabulary: %s\n", src.c_str(),
+               g.architecture().c_str(), static_cast<long long>(params.size()), weights.c_str(), out.c_str(),
+               g.vocabulary().description.c_str());
+  if (!g.skipped().empty()) std::fprintf(stderr, "%s\n", g.skipped().c_str());
 }
 
 }  // namespace
 
 void register_import(CLI::App& app) {
   struct Options {
-    std::string src, out, format = "auto";
+    std::string src, out, format = "auto", dtype = "keep";
   };
   auto opt = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
@@ -44,23 +60,30 @@ void register_import(CLI::App& app) {
       "gated-attention paper's checkpoints, gate rows inside q_proj), qwen3 (transformers' Qwen3), and the hybrids "
       "qwen3_next (Qwen3-Next), qwen3_5 and qwen3_5_moe (Qwen3.5 / Qwen3.6 text models; a multimodal checkpoint's "
       "vision tower and MTP layers are skipped, with a line saying so). "
-      "A GGUF file (llama.cpp's qwen3, qwen3moe and the hybrids qwen35, qwen35moe, qwen3next; F32, F16, BF16, and Q8_0 / Q4_0 dequantised to F32) is "
-      "imported with its vocabulary written as tokenizer.json; other architectures and tensor types are refused by name. "
+      "A GGUF file (llama.cpp's qwen3, qwen3moe and the hybrids qwen35, qwen35moe, qwen3next) is imported with its "
+      "vocabulary written as tokenizer.json; its quantised tensors (Q8_0, Q4_0, the K-quants, IQ4_XS, ... BF16) keep "
+      "their types in a quantised checkpoint, as `quantize` writes one (--dtype f32 expands them for training); other "
+      "architectures and tensor types are refused by name. "
       "Anything gatedlm cannot represent is refused by name and nothing is written: unknown or duplicate config "
       "keys, missing tensors (found from the safetensors headers), NaN or Inf weights (naming tensor and element). "
-      "A tokenizer.json beside the weights is loaded and checked, then copied into the checkpoint. Weights are "
-      "stored as F32.");
+      "A tokenizer.json beside the weights is loaded and checked, then copied into the checkpoint. A Hugging "
+      "Face model's weights are stored as F32.");
   sub->add_option("SRC", opt->src, "the Hugging Face model directory, or a .gguf file")->required();
   sub->add_option("--out", opt->out, "checkpoint directory to create (must not exist or be empty)")->required();
   sub->add_option("--format", opt->format,
                   "auto | " + io::hf_format_names(" | ") + " | gguf (auto: gguf for a file that starts "
                   "with GGUF's magic, else by config.json's model_type, else paper when the config has the paper's keys)")
       ->capture_default_str();
+  sub->add_option("--dtype", opt->dtype,
+                  "GGUF files: keep (quantised tensors stay in their blocks and types: a checkpoint the inference "
+                  "commands run) | f32 (every tensor expanded: a checkpoint training can start from)")
+      ->check(CLI::IsMember({"keep", "f32"}))
+      ->capture_default_str();
   sub->callback([opt] {
     if (fs::exists(opt->out) && !(fs::is_directory(opt->out) && fs::is_empty(opt->out)))
       fail("--out ", opt->out, ": exists and is not an empty directory (nothing written)");
     if (opt->format == "gguf" || (opt->format == "auto" && io::is_gguf_file(opt->src)))
-      return import_gguf_file(opt->src, opt->out);
+      return import_gguf_file(opt->src, opt->out, opt->dtype == "f32");
     std::optional<io::HfFormat> format;
     if (opt->format != "auto") format = io::parse_hf_format(opt->format);
     io::ImportedModel m = io::import_hf(opt->src, format);

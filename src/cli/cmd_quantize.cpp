@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "io/checkpoint.h"
+#include "io/gguf_encode.h"
 #include "io/quantized_checkpoint.h"
 
 namespace gatedlm::cli {
@@ -43,23 +44,28 @@ void register_quantize(CLI::App& app) {
       "input width is a multiple of 32 (attention, gate and FFN projections, experts, the token embedding and LM "
       "head); where a K-quant's row is not a multiple of 256, llama.cpp's fallback type (q4_0 for q2_k and q3_k, "
       "iq4_nl for iq4_xs; q5_0 for q4_k, q5_1 for q5_k, q8_0 for q6_k); F32: norms, biases and other 1-D tensors, the MoE "
-      "router and shared-expert gate, switch-head routers, and matrices of other widths. generate, serve, score, "
+      "router and shared-expert gate, switch-head routers, and matrices of other widths. The mixes q5_k_m, q4_k_m "
+      "and q3_k_m choose a type per tensor as llama-quantize does for the same model (q6_k for the output matrix and "
+      "some attn_v / ffn_down layers, ...: docs/quantization.md). generate, serve, score, "
       "eval, analyze, stream-eval and bench generate accept the result; training refuses it.");
   sub->add_option("CKPT", opt->checkpoint, "F32 checkpoint or run directory")->required();
   sub->add_option("--type", opt->type,
-                  "bf16 | q8_0 | q6_k | q5_k | q5_1 | q5_0 | q4_k | iq4_xs | iq4_nl | q4_1 | q4_0 | q3_k | q2_k")
+                  "bf16 | q8_0 | q6_k | q5_k | q5_1 | q5_0 | q4_k | iq4_xs | iq4_nl | q4_1 | q4_0 | q3_k | q2_k | "
+                  "q5_k_m | q4_k_m | q3_k_m")
       ->required();
   sub->add_option("--out", opt->out, "output directory (must not exist or be empty)")->required();
   sub->callback([opt] {
-    const kernels::ElementType format = io::parse_quant_format(opt->type, "--type");
+    const model::WeightRecipe& recipe = model::parse_recipe(
+        opt->type, "--type", [](kernels::ElementType t) { return kernels::element_traits(t).products; });
     if (fs::exists(opt->out) && !(fs::is_directory(opt->out) && fs::is_empty(opt->out)))
       fail("--out ", opt->out, ": exists and is not an empty directory (nothing written)");
     const std::string dir = io::resolve_checkpoint_dir(opt->checkpoint);
     if (const auto already = io::checkpoint_quant_format(dir))
-      fail(dir, ": already quantised (", kernels::element_name(*already),
+      fail(dir, ": already quantised (", *already,
            "); quantize reads an F32 checkpoint");
     const io::Checkpoint ck = io::load_checkpoint(dir);
-    const io::QuantizeSummary s = io::save_quantized_checkpoint(opt->out, ck.config, ck.params, format);
+    const io::QuantizeSummary s =
+        io::save_quantized_checkpoint(opt->out, ck.config, ck.params, io::recipe_formats(ck.config, recipe));
     copy_tokenizer_files(dir, opt->out);
     for (const std::string& name : s.narrow_matrices)
       std::fprintf(stderr, "note: %s stays F32 (its input width is not a multiple of 32)\n", name.c_str());

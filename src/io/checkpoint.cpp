@@ -34,6 +34,21 @@ void require_finite(const float* values, int64_t n, const std::string& where) {
       fail(where, ": element ", i, " is ", values[i], " (NaN or Inf weights give meaningless results)");
 }
 
+void require_finite_rows(kernels::ElementType type, const uint8_t* data, int64_t rows, int64_t cols,
+                         const std::string& where, int64_t first_row) {
+  constexpr int64_t kChunkRows = 64;
+  const int64_t row_bytes = kernels::element_row_bytes(type, cols);
+  std::vector<float> values(static_cast<size_t>(std::min(rows, kChunkRows) * cols));
+  for (int64_t r = 0; r < rows; r += kChunkRows) {
+    const int64_t n = std::min(kChunkRows, rows - r);
+    for (int64_t i = 0; i < n; ++i) kernels::element_to_f32(type, values.data() + i * cols, data + (r + i) * row_bytes, cols);
+    for (int64_t i = 0; i < n * cols; ++i)
+      if (!std::isfinite(values[i]))
+        fail(where, ": row ", first_row + r + i / cols, ", column ", i % cols, " is ", values[i],
+             " (NaN or Inf weights give meaningless results)");
+  }
+}
+
 void require_usable_weights(const model::ModelConfig& config, std::span<const float> params, const std::string& where) {
   const model::ParamLayout layout(config);
   for (const model::ParamSpec& s : layout.specs()) {

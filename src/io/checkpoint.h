@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/element_types.h"
 #include "model/config.h"
 #include "model/param_layout.h"
 
@@ -33,6 +34,10 @@ void load_checkpoint_weights(const std::string& dir, const model::ModelConfig& c
 
 // Throws naming `where` and the element's index when a value is NaN or infinite.
 void require_finite(const float* values, int64_t n, const std::string& where);
+// The same for `rows` rows of `cols` values stored as `type` (kernels/element_types.h),
+// expanded a few rows at a time; names the row. `first_row`: the first row's number.
+void require_finite_rows(kernels::ElementType type, const uint8_t* data, int64_t rows, int64_t cols,
+                         const std::string& where, int64_t first_row = 0);
 // Every tensor finite, and none that the model exponentiates (a Gated DeltaNet's A_log)
 // beyond kMaxExpArgument, whose exp overflows float32. Throws naming `where`, the tensor
 // and the element. save_checkpoint checks it before anything is written, and the imports

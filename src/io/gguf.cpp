@@ -202,13 +202,14 @@ void check_exportable(const model::ModelConfig& c, const std::string& arch) {
 
 // The key/value metadata: the config's numbers under the architecture's prefix
 // (io/gguf_tables.h), and the vocabulary.
-Bytes gguf_metadata(const model::ModelConfig& c, const std::string& arch, kernels::ElementType dtype, const std::string& tokenizer) {
+Bytes gguf_metadata(const model::ModelConfig& c, const std::string& arch, const model::WeightRecipe& recipe,
+                    const std::string& tokenizer) {
   const auto key = [&](const char* k) { return arch + "." + k; };
   Bytes kv;
   kv.kv_str("general.architecture", arch);
   kv.kv_str("general.name", "gatedlm export");
   kv.kv_u32("general.alignment", kAlignment);
-  kv.kv_u32("general.file_type", gguf_file_type(dtype));  // llama.cpp's LLAMA_FTYPE
+  kv.kv_u32("general.file_type", recipe.llama_ftype);  // llama.cpp's LLAMA_FTYPE
   kv.kv_bool(kGgufNormZeroCenteredKey, c.norm_zero_centered);  // llama.cpp's norms are plain either way
   for (const GgufIntKey& k : gguf_int_keys())  // the config's numbers (io/gguf_tables.h)
     if (k.field || c.moe.enabled()) kv.kv_u32(key(k.key), static_cast<uint32_t>(gguf_field(c, k)));
@@ -235,15 +236,15 @@ struct PlacedTensor {
   uint64_t offset;
 };
 
-// The tensor infos, each tensor in its stored type (io/gguf_encode.h), appending each
-// tensor's place to `placed`. `tied`: token_embd is also the output matrix.
-Bytes gguf_tensor_infos(const std::vector<GgufTensor>& tensors, kernels::ElementType dtype, bool tied,
+// The tensor infos, each tensor in its type (`types`, io/gguf_encode.h), appending each
+// tensor's place to `placed`.
+Bytes gguf_tensor_infos(const std::vector<GgufTensor>& tensors, const std::vector<kernels::ElementType>& types,
                         std::vector<PlacedTensor>& placed) {
   Bytes infos;
   uint64_t offset = 0;
-  for (const GgufTensor& t : tensors) {
-    const bool output = t.name == "output.weight" || (tied && t.name == "token_embd.weight");
-    const kernels::ElementType type = gguf_stored_type(t.name, t.shape, dtype, output);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const GgufTensor& t = tensors[i];
+    const kernels::ElementType type = types[i];
     const int64_t numel = t.numel();
     infos.str(t.name);
     infos.put<uint32_t>(static_cast<uint32_t>(t.shape.size()));
@@ -333,15 +334,20 @@ std::string gguf_architecture_help() {
 
 void export_gguf(const Checkpoint& ck, kernels::ElementType dtype, const std::string& tokenizer, const std::string& path,
                  const std::string& architecture) {
+  export_gguf(ck, model::uniform_recipe(dtype), tokenizer, path, architecture);
+}
+
+void export_gguf(const Checkpoint& ck, const model::WeightRecipe& recipe, const std::string& tokenizer,
+                 const std::string& path, const std::string& architecture) {
   const model::ModelConfig& c = ck.config;
   const std::string arch = resolve_gguf_architecture(c, architecture);
   check_exportable(c, arch);
-  Bytes kv = gguf_metadata(c, arch, dtype, tokenizer);
+  Bytes kv = gguf_metadata(c, arch, recipe, tokenizer);
   const model::ParamLayout layout(c);
   const bool ssm_in = gguf_traits(arch).grouped_linear_inputs && std::getenv(kQwen3NextSsmIn);
   const std::vector<GgufTensor> tensors = gguf_tensors(layout, c, arch, ssm_in);
   std::vector<PlacedTensor> placed;
-  Bytes infos = gguf_tensor_infos(tensors, dtype, c.tie_embeddings, placed);
+  Bytes infos = gguf_tensor_infos(tensors, gguf_tensor_types(tensors, c, recipe), placed);
 
   Bytes head;
   head.put<uint32_t>(0x46554747);  // "GGUF" read as a little-endian uint32

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "io/checkpoint.h"
+#include "model/weight_recipes.h"
 #include "io/gguf_encode.h"
 
 namespace gatedlm::io {
@@ -34,8 +35,12 @@ std::string resolve_gguf_architecture(const model::ModelConfig& c, const std::st
 // --gguf-arch's values for its help text: "auto (...) | qwen3 | qwen3moe | ...", every
 // registered family's architecture (io/model_family.h).
 std::string gguf_architecture_help();
-// Writes `path` (atomically) in the architecture resolve_gguf_architecture gives;
-// everything is checked before the file is created.
+// Writes `path` (atomically) in the architecture resolve_gguf_architecture gives, each
+// tensor in the type `recipe` gives it (io/gguf_encode.h: one type, or a llama.cpp mix such
+// as q4_k_m); everything is checked before the file is created.
+void export_gguf(const Checkpoint& ck, const model::WeightRecipe& recipe, const std::string& tokenizer,
+                 const std::string& path, const std::string& architecture = "auto");
+// The same for the uniform recipe of `dtype`.
 void export_gguf(const Checkpoint& ck, kernels::ElementType dtype, const std::string& tokenizer, const std::string& path,
                  const std::string& architecture = "auto");
 // A key of gatedlm's own (llama.cpp ignores it): whether the model's norms were

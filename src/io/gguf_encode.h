@@ -14,32 +14,44 @@
 //     embeddings are tied) is Q8_0: llama-quantize writes Q6_K there (Q8_0 when its rows
 //     are not a multiple of 256), a type gatedlm does not write.
 // The token embedding is stored in the file's type, as llama.cpp does. The K-quant file
-// types are one type for every matrix (llama.cpp's _S/_M recipes, a type per tensor, are
-// not written yet): a q6_k file is llama.cpp's MOSTLY_Q6_K, tensor for tensor and byte for
-// byte (tests/reference/test_quant_llama.py).
+// types are one type for every matrix: a q6_k file is llama.cpp's MOSTLY_Q6_K, tensor for
+// tensor and byte for byte (tests/reference/test_quant_llama.py). The mixes q3_k_m, q4_k_m
+// and q5_k_m choose a type per tensor as llama-quantize does (gguf_tensor_types).
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "io/gguf_tensor.h"
 #include "kernels/element_types.h"
+#include "model/config.h"
+#include "model/quantized_weights.h"
+#include "model/weight_recipes.h"
 
 namespace gatedlm::io {
 
-// The types --dtype takes for a GGUF file (kernels/element_types.h names them).
-inline constexpr kernels::ElementType kGgufFileTypes[] = {
-    kernels::ElementType::f32,  kernels::ElementType::f16,  kernels::ElementType::bf16,   kernels::ElementType::q8_0,
-    kernels::ElementType::q6_k, kernels::ElementType::q5_k, kernels::ElementType::q5_1,   kernels::ElementType::q5_0,
-    kernels::ElementType::q4_k, kernels::ElementType::iq4_xs, kernels::ElementType::iq4_nl, kernels::ElementType::q4_1,
-    kernels::ElementType::q4_0, kernels::ElementType::q3_k, kernels::ElementType::q2_k};
-// One of kGgufFileTypes by name; throws naming --dtype and the accepted values.
-kernels::ElementType parse_gguf_dtype(const std::string& name);
-// llama.cpp's LLAMA_FTYPE for the file: ALL_F32 0, MOSTLY_F16 1, MOSTLY_Q4_0 2, MOSTLY_Q4_1 3,
-// MOSTLY_Q8_0 7, MOSTLY_Q5_0 8, MOSTLY_Q5_1 9, MOSTLY_Q2_K 10, MOSTLY_Q3_K_S 11,
-// MOSTLY_Q4_K_S 14, MOSTLY_Q5_K_S 16, MOSTLY_Q6_K 18, MOSTLY_IQ4_NL 25, MOSTLY_IQ4_XS 30,
-// MOSTLY_BF16 32 (one type throughout is nearest to the _S recipes).
+// What --dtype takes for a GGUF file: every uniform recipe and the mixes gatedlm writes
+// (model/weight_recipes.h); throws naming --dtype and the accepted values.
+const model::WeightRecipe& parse_gguf_dtype(const std::string& name);
+// llama.cpp's LLAMA_FTYPE for the file (model/weight_recipes.h: MOSTLY_Q4_0 2, MOSTLY_Q8_0 7,
+// MOSTLY_Q4_K_S 14 for one type throughout, ...).
 uint32_t gguf_file_type(kernels::ElementType dtype);
 
-// The type a tensor is stored in (rules above); `output` marks the output matrix.
+// The type of each of `tensors` (in file order) in a file of `recipe`: gguf_stored_type for
+// a uniform one; for a mix, llama.cpp's choice (model::mix_tensor_type, counting the
+// tensors in llama-quantize's order: by layer, then name), then its fallback for rows that
+// are not whole blocks of that type, F32 where llama.cpp keeps F32.
+std::vector<kernels::ElementType> gguf_tensor_types(const std::vector<GgufTensor>& tensors, const model::ModelConfig& c,
+                                                    const model::WeightRecipe& recipe);
+
+// The formats of a checkpoint of `recipe` (what `quantize --type` writes): a uniform one's
+// model::uniform_formats; a mix's types, chosen as for the model's GGUF file
+// (gguf_tensor_types over its tensors in the architecture export picks), each parameter in
+// the type of the tensor that holds it where the products read that type (else F32).
+// Throws naming the mix when the model has no GGUF form.
+model::WeightFormats recipe_formats(const model::ModelConfig& c, const model::WeightRecipe& recipe);
+
+// The type a tensor is stored in by a uniform recipe of `dtype` (rules above); `output`
+// marks the output matrix.
 kernels::ElementType gguf_stored_type(const std::string& name, const std::vector<int64_t>& shape,
                                       kernels::ElementType dtype, bool output);
 

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/progress.h"
+#include "io/gguf_blocks.h"
 #include "io/gguf_import_hybrid.h"
 #include "io/gguf_reader.h"
 #include "io/gguf_tables.h"
@@ -30,7 +31,7 @@ constexpr ExtraKey kExtraKeys[] = {{"rope.dimension_count", "attention.key_lengt
 // The architectures gatedlm imports: those of the model families (io/model_family.h), which
 // GGUF export writes (io/gguf_tables.h); the hybrid ones' own keys are read by
 // io/gguf_import_hybrid.h.
-const GgufArchitecture& architecture(const GgufReader& f) {
+const GgufArchitecture& file_architecture(const GgufReader& f) {
   const std::string name = f.get_string("general.architecture");
   if (const ModelFamily* family = find_gguf_family(name)) return *family->gguf;
   std::vector<std::string> known;
@@ -201,18 +202,23 @@ int64_t check_tensors(const GgufReader& f, const std::vector<GgufTensor>& wanted
   return skipped;
 }
 
-// The values, each tensor into its parameters: a tensor that is one whole parameter
-// directly, any other (stacked experts, qwen35's attn_q) through a scratch buffer, run by run
-// (io/gguf_tables.h; a run of zeros has no parameter and is skipped).
-void read_weights(GgufReader& f, const std::vector<GgufTensor>& wanted, std::vector<float>& params) {
+// The values, each tensor into its parameters: those `blocks` holds as their blocks
+// (io/gguf_blocks.h); a tensor that is one whole parameter directly; any other (stacked
+// experts, qwen35's attn_q) through a scratch buffer, run by run (io/gguf_tables.h; a run
+// of zeros has no parameter and is skipped).
+void read_tensors(GgufReader& f, const std::vector<GgufTensor>& wanted, std::span<float> params,
+                  model::QuantizedWeights* blocks) {
   Progress progress("import", static_cast<int64_t>(wanted.size()));
   std::vector<float> scratch;
   for (size_t i = 0; i < wanted.size(); ++i) {
     const GgufTensor& t = wanted[i];
     const GgufTensorInfo& info = *f.find_tensor(t.name);
     const std::string where = cat(f.path(), ": tensor ", t.name);
-    if (t.runs.size() == 1 && t.runs[0].spec) {
-      float* dst = params.data() + t.runs[0].spec->offset + t.runs[0].begin;
+    const GgufRun& first = t.runs.front();
+    if (blocks && first.spec && blocks->formats().of(*first.spec)) {
+      read_gguf_blocks(f, t, *blocks);
+    } else if (t.runs.size() == 1 && first.spec) {
+      float* dst = params.data() + first.spec->offset + first.begin;
       f.read_f32(info, dst, info.numel);
       require_finite(dst, info.numel, where);
     } else {
@@ -233,28 +239,43 @@ void read_weights(GgufReader& f, const std::vector<GgufTensor>& wanted, std::vec
 
 }  // namespace
 
-ImportedGguf import_gguf(const std::string& path) {
-  GgufReader f(path);
-  const GgufArchitecture& arch = architecture(f);
-  ImportedGguf out;
-  out.architecture = arch.name;
-  model::ModelConfig& c = out.checkpoint.config;
-  c = config_from_gguf(f, arch);
-  check_counts(f, c, arch.name);
-  const model::ParamLayout layout(c);
-  const std::vector<GgufTensor> wanted = gguf_tensors(layout, c, arch.name, gguf_has_fused_qkvz(f, arch.name));
+GgufImport::GgufImport(const std::string& path) : file_(std::make_unique<GgufReader>(path)) {
+  GgufReader& f = *file_;
+  const GgufArchitecture& arch = file_architecture(f);
+  architecture_ = arch.name;
+  config_ = config_from_gguf(f, arch);
+  check_counts(f, config_, arch.name);
+  layout_ = std::make_unique<model::ParamLayout>(config_);
+  wanted_ = gguf_tensors(*layout_, config_, arch.name, gguf_has_fused_qkvz(f, arch.name));
   const int64_t mtp = gguf_mtp_layers(f, arch.name);
-  const int64_t skipped = check_tensors(f, wanted, arch.name, mtp > 0 ? c.n_layers : -1);
+  const int64_t skipped = check_tensors(f, wanted_, arch.name, mtp > 0 ? config_.n_layers : -1);
   if (mtp > 0)
-    out.skipped = cat("left out the ", mtp, " multi-token-prediction block(s) (", skipped,
-                      " tensors): gatedlm has no MTP head");
-  GgufVocabulary vocabulary = gguf_vocabulary(f, c.vocab_size);
-  out.tokenizer_json = std::move(vocabulary.tokenizer_json);
-  out.vocabulary = std::move(vocabulary.description);
-  out.byte_tokenizer = vocabulary.byte_tokenizer;
-  out.checkpoint.params.assign(static_cast<size_t>(layout.total()), 0.0f);
-  read_weights(f, wanted, out.checkpoint.params);
-  invert_stored_values(wanted, out.checkpoint.params, f.path());
+    skipped_ = cat("left out the ", mtp, " multi-token-prediction block(s) (", skipped, " tensors): gatedlm has no MTP head");
+  vocabulary_ = gguf_vocabulary(f, config_.vocab_size);
+}
+
+GgufImport::~GgufImport() = default;
+
+model::WeightFormats GgufImport::block_formats() const { return gguf_block_formats(*file_, wanted_); }
+
+void GgufImport::read_weights(std::span<float> params, model::QuantizedWeights* blocks) {
+  if (static_cast<int64_t>(params.size()) != layout_->total())
+    fail(file_->path(), ": ", params.size(), " values to read into, the model has ", layout_->total());
+  read_tensors(*file_, wanted_, params, blocks);
+  invert_stored_values(wanted_, params, file_->path());
+}
+
+ImportedGguf import_gguf(const std::string& path) {
+  GgufImport g(path);
+  ImportedGguf out;
+  out.architecture = g.architecture();
+  out.checkpoint.config = g.config();
+  out.tokenizer_json = g.vocabulary().tokenizer_json;
+  out.vocabulary = g.vocabulary().description;
+  out.byte_tokenizer = g.vocabulary().byte_tokenizer;
+  out.skipped = g.skipped();
+  out.checkpoint.params.assign(static_cast<size_t>(model::ParamLayout(g.config()).total()), 0.0f);
+  g.read_weights(out.checkpoint.params, nullptr);
   return out;
 }
 

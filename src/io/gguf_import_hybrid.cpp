@@ -156,7 +156,7 @@ bool gguf_norm_zero_centered(const GgufReader& f, const std::string& arch) {
   return f.has(kGgufNormZeroCenteredKey) ? f.get_bool(kGgufNormZeroCenteredKey) : gguf_is_hybrid(arch);
 }
 
-void invert_stored_values(const std::vector<GgufTensor>& tensors, std::vector<float>& params, const std::string& path) {
+void invert_stored_values(const std::vector<GgufTensor>& tensors, std::span<float> params, const std::string& path) {
   for (const GgufTensor& t : tensors) {
     if (t.values == GgufValues::as_is) continue;
     for (const GgufRun& run : t.runs) {

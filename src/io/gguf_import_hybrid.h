@@ -19,6 +19,7 @@
 //     -> A_log).
 //   - multi-token-prediction blocks (nextn_predict_layers, counted in block_count after the
 //     model's own) are left out: gatedlm has no MTP head (import says so).
+#include <span>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,6 @@ bool gguf_has_fused_qkvz(const GgufReader& f, const std::string& arch);
 bool gguf_norm_zero_centered(const GgufReader& f, const std::string& arch);
 // Undoes each tensor's value map (GgufValues) on the parameters it was read into; refuses,
 // naming the tensor, a stored ssm_a that is not negative.
-void invert_stored_values(const std::vector<GgufTensor>& tensors, std::vector<float>& params, const std::string& path);
+void invert_stored_values(const std::vector<GgufTensor>& tensors, std::span<float> params, const std::string& path);
 
 }  // namespace gatedlm::io

@@ -279,8 +279,8 @@ const GgufTensorInfo* GgufReader::find_tensor(const std::string& name) const {
 void GgufReader::read_f32(const GgufTensorInfo& t, float* out, int64_t n) {
   if (n != t.numel) fail(path_, ": tensor ", t.name, " holds ", t.numel, " values, ", n, " asked for");
   if (!readable_as_f32(t.type))
-    fail(path_, ": tensor ", t.name, " has type ", describe_ggml_type(t.type),
-         "; gatedlm reads F32, F16, BF16, Q8_0 and Q4_0 (the last two dequantised to F32)");
+    fail(path_, ": tensor ", t.name, " has type ", describe_ggml_type(t.type), "; gatedlm reads ",
+         kernels::element_names_readable());
   in_.clear();
   in_.seekg(static_cast<std::streamoff>(t.offset));
   const kernels::ElementTraits& traits = *kernels::find_element_type(t.type);
@@ -296,6 +296,15 @@ void GgufReader::read_f32(const GgufTensorInfo& t, float* out, int64_t n) {
     if (!in_) fail(path_, ": read error in tensor ", t.name);
     traits.to_f32(out + b * traits.block_values, buf.data(), nb * traits.block_values);
   }
+}
+
+void GgufReader::read_bytes(const GgufTensorInfo& t, uint64_t from, void* out, uint64_t n) {
+  if (from > t.bytes || n > t.bytes - from)
+    fail(path_, ": tensor ", t.name, ": bytes [", from, ", ", from + n, ") asked for, it holds ", t.bytes);
+  in_.clear();
+  in_.seekg(static_cast<std::streamoff>(t.offset + from));
+  in_.read(static_cast<char*>(out), static_cast<std::streamsize>(n));
+  if (!in_) fail(path_, ": read error in tensor ", t.name);
 }
 
 }  // namespace gatedlm::io

@@ -24,7 +24,7 @@ namespace gatedlm::io {
 // not define (kernels/element_types.h holds ggml's types).
 std::string describe_ggml_type(uint32_t type);
 // Whether GgufReader::read_f32 converts this type (its row of kernels/element_types.h has
-// a conversion to fp32: F32, F16, BF16, Q8_0, Q4_0).
+// a conversion to fp32: kernels::element_names_readable()).
 bool readable_as_f32(uint32_t type);
 
 // One metadata value: a scalar or an array of scalars (GGUF value type ids: 0 u8, 1 i8, 2
@@ -70,9 +70,12 @@ class GgufReader {
   const std::vector<int64_t>& get_bools(const std::string& key) const;        // array of bools, as 0 / 1
 
   const GgufTensorInfo* find_tensor(const std::string& name) const;  // nullptr when absent
-  // The tensor's values as F32 (F16, BF16, Q8_0, Q4_0 converted); n must be its numel.
+  // The tensor's values as F32 (the other readable types converted); n must be its numel.
   // Throws naming the tensor and its type for any other type.
   void read_f32(const GgufTensorInfo& t, float* out, int64_t n);
+  // Bytes [from, from + n) of the tensor's data as stored (its blocks); throws naming the
+  // tensor when the range is not inside it.
+  void read_bytes(const GgufTensorInfo& t, uint64_t from, void* out, uint64_t n);
 
  private:
   std::string path_;

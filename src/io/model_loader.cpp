@@ -31,7 +31,7 @@ const char* to_string(ModelFileKind kind) {
 }
 
 std::string LoadedModel::weight_format() const {
-  return quantized ? kernels::element_name(quantized->type()) : "f32";
+  return quantized ? quantized->formats().name : "f32";
 }
 
 namespace {
@@ -98,18 +98,28 @@ void load_hf_model(LoadedModel& out, const std::string& format) {
   out.model->load_params(imported.checkpoint.params);
 }
 
-// A GGUF file, imported in memory, with the tokenizer its vocabulary makes (if any).
-void load_gguf_model(LoadedModel& out) {
+// A GGUF file, imported in memory, its quantised tensors kept as their blocks where they can
+// be (io/gguf_blocks.h), with the tokenizer its vocabulary makes (if any).
+void load_gguf_model(LoadedModel& out, bool release_f32) {
   out.checkpoint_dir = out.path;
-  ImportedGguf imported = import_gguf(out.path);
-  out.model = std::make_unique<model::Model<float>>(imported.checkpoint.config);
-  out.model->load_params(imported.checkpoint.params);
-  if (imported.byte_tokenizer) {
+  GgufImport imported(out.path);
+  out.model = std::make_unique<model::Model<float>>(imported.config());
+  model::WeightFormats formats = imported.block_formats();
+  if (!formats.tensors.empty())
+    out.quantized = std::make_unique<model::QuantizedWeights>(out.model->layout(), std::move(formats));
+  imported.read_weights(out.model->params(), out.quantized.get());
+  if (out.quantized) {
+    if (!release_f32) out.quantized->dequantize_into(out.model->params());
+    out.quantized->attach(*out.model);
+    if (release_f32) out.quantized->release_f32();
+  }
+  const GgufVocabulary& vocabulary = imported.vocabulary();
+  if (vocabulary.byte_tokenizer) {
     out.tokenizer = Tokenizer::load("byte");
     out.tokenizer_source = out.path + " (its vocabulary: gatedlm's byte tokenizer)";
-  } else if (!imported.tokenizer_json.empty()) {
+  } else if (!vocabulary.tokenizer_json.empty()) {
     out.tokenizer_source = out.path + " (its vocabulary)";
-    out.tokenizer = tokenizer_json_from_text(imported.tokenizer_json, out.tokenizer_source);
+    out.tokenizer = tokenizer_json_from_text(vocabulary.tokenizer_json, out.tokenizer_source);
   }
 }
 
@@ -175,7 +185,7 @@ LoadedModel load_model(const std::string& path, const ModelLoadOptions& options)
   out.path = path;
   out.kind = detect_model_file(path, options.format);
   switch (out.kind) {
-    case ModelFileKind::gguf_file: load_gguf_model(out); break;
+    case ModelFileKind::gguf_file: load_gguf_model(out, options.release_f32); break;
     case ModelFileKind::hf_directory: load_hf_model(out, options.format); break;
     default: load_checkpoint_model(out, options.release_f32); break;
   }

@@ -3,13 +3,16 @@
 // command that runs one (generate, serve, score, eval, analyze, stream-eval, longctx, bench,
 // debug) and for the Python module. What a path is (detect_model_file):
 //   gguf_file             a file starting with GGUF's magic: llama.cpp's format, imported in
-//                         memory (io/gguf_import.h), its vocabulary as the tokenizer;
+//                         memory (io/gguf_import.h), its vocabulary as the tokenizer; its
+//                         quantised tensors keep their blocks, which the products run on
+//                         (io/gguf_blocks.h; `quantized` is set);
 //   hf_directory          a directory with a config.json that has a "model_type" key and no
 //                         `latest`: a Hugging Face model of any family (io/hf_convert.h),
 //                         its tokenizer.json (or tokenizer.model) beside it;
 //   run_directory         a training run (RUN/latest names its newest checkpoint);
 //   checkpoint            a checkpoint directory (config.json + model.safetensors, F32);
-//   quantized_checkpoint  the same written by `gatedlm quantize` (io/quantized_checkpoint.h):
+//   quantized_checkpoint  the same written by `gatedlm quantize` or by `import` of a quantised
+//                         GGUF file (io/quantized_checkpoint.h):
 //                         the weight blocks are kept and the products run on them.
 // A run directory's latest checkpoint may itself be quantised (then `quantized` is set).
 // Nothing is written anywhere: no temporary files, so any number of loads may run at once.
@@ -56,12 +59,13 @@ struct LoadedModel {
   std::string checkpoint_dir;  // the resolved checkpoint, the Hugging Face directory or the GGUF file
   ModelFileKind kind = ModelFileKind::checkpoint;
   std::unique_ptr<model::Model<float>> model;
-  // The blocks of a quantised checkpoint, attached to model's buffer (null otherwise).
+  // The blocks of a quantised checkpoint or GGUF file, attached to model's buffer (null
+  // otherwise).
   // Declared after model: destroyed (and detached) first.
   std::unique_ptr<model::QuantizedWeights> quantized;
   std::shared_ptr<Tokenizer> tokenizer;  // null when none was found and none was required
   std::string tokenizer_source;          // where it came from (for messages and JSON)
-  std::string weight_format() const;     // "f32", "bf16", "q8_0" or "q4_0"
+  std::string weight_format() const;     // "f32", or the blocks' name: "q8_0", "q4_k_m", ...
 };
 
 // What `path` is for `format` (see ModelLoadOptions::format). Throws naming the path when

@@ -21,13 +21,16 @@ kernels::ElementType parse_quant_format(const std::string& text, const std::stri
   return k::parse_element_type(text, flag, multiplied);
 }
 
-std::optional<kernels::ElementType> checkpoint_quant_format(const std::string& path) {
+std::optional<std::string> checkpoint_quant_format(const std::string& path) {
   const fs::path weights = fs::path(resolve_checkpoint_dir(path)) / "model.safetensors";
   if (!fs::exists(weights)) return std::nullopt;
   const SafetensorsReader reader(weights.string());
   const auto it = reader.metadata().find(kQuantizedKey);
   if (it == reader.metadata().end()) return std::nullopt;
-  return parse_quant_format(it->second, cat(weights.string(), ": metadata ", kQuantizedKey));
+  const bool plain = !it->second.empty() && it->second.size() <= 32 &&
+                     it->second.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
+  if (!plain) fail(weights.string(), ": metadata ", kQuantizedKey, " is not a weight format's name (a-z, 0-9, _)");
+  return it->second;
 }
 
 namespace {
@@ -50,21 +53,29 @@ bool is_weight_matrix(const model::ParamSpec& spec) {
 }  // namespace
 
 QuantizeSummary save_quantized_checkpoint(const std::string& out_dir, const model::ModelConfig& config,
-                                          std::span<const float> params, kernels::ElementType format) {
+                                          std::span<const float> params, const model::WeightFormats& formats) {
   const model::ParamLayout layout(config);
   if (static_cast<int64_t>(params.size()) != layout.total())
     fail("save_quantized_checkpoint: ", params.size(), " parameters given, the config needs ", layout.total());
-  model::QuantizedWeights blocks(layout, format);
+  model::QuantizedWeights blocks(layout, formats);
   blocks.quantize_from(params);
+  return save_quantized_checkpoint(out_dir, config, params, blocks);
+}
+
+QuantizeSummary save_quantized_checkpoint(const std::string& out_dir, const model::ModelConfig& config,
+                                          std::span<const float> params, const model::QuantizedWeights& blocks) {
+  const model::ParamLayout layout(config);
+  if (static_cast<int64_t>(params.size()) != layout.total())
+    fail("save_quantized_checkpoint: ", params.size(), " parameters given, the config needs ", layout.total());
   QuantizeSummary summary;
   std::vector<HeaderEntry> entries;
-  nlohmann::ordered_json formats = nlohmann::ordered_json::object();
+  nlohmann::ordered_json recorded = nlohmann::ordered_json::object();
   for (const model::ParamSpec& spec : layout.specs()) {
-    const std::optional<k::ElementType> f = model::tensor_format(layout, spec, format);
+    const std::optional<k::ElementType> f = blocks.formats().of(spec);
     entries.push_back(stored_entry(spec, f));
     summary.f32_bytes += spec.numel * 4;
     summary.written_bytes += static_cast<int64_t>(entries.back().bytes);
-    if (f) formats[spec.name] = k::element_name(*f);
+    if (f) recorded[spec.name] = k::element_name(*f);
     (f ? summary.quantized_tensors : summary.f32_tensors) += 1;
     if (!f && is_weight_matrix(spec) && spec.shape.back() % k::kQuantBlockValues != 0)
       summary.narrow_matrices.push_back(spec.name);
@@ -77,11 +88,11 @@ QuantizeSummary save_quantized_checkpoint(const std::string& out_dir, const mode
     const std::string weights_path = (fs::path(out_dir) / "model.safetensors").string();
     AtomicFile weights(weights_path);
     write_safetensors_header(weights, weights_path, entries,
-                             {{"format", "pt"}, {kQuantizedKey, k::element_name(format)},
-                              {kTensorFormatsKey, formats.dump()}});
+                             {{"format", "pt"}, {kQuantizedKey, blocks.formats().name},
+                              {kTensorFormatsKey, recorded.dump()}});
     for (const model::ParamSpec& spec : layout.specs()) {
-      if (model::tensor_format(layout, spec, format)) {
-        const std::span<const uint8_t> b = std::as_const(blocks).tensor_bytes(spec);
+      if (blocks.formats().of(spec)) {
+        const std::span<const uint8_t> b = blocks.tensor_bytes(spec);
         weights.write(b.data(), b.size());
       } else {
         weights.write(params.data() + spec.offset, static_cast<size_t>(spec.numel) * 4);
@@ -100,9 +111,9 @@ QuantizeSummary save_quantized_checkpoint(const std::string& out_dir, const mode
 
 namespace {
 
-// The recorded formats {tensor: format} of a quantised checkpoint, checked against the
-// layout: every tensor the checkpoint's format quantises, and no other.
-void check_recorded_formats(const SafetensorsReader& reader, const model::ParamLayout& layout, k::ElementType format) {
+// The recorded formats {tensor: format} of a quantised checkpoint, named `name`; each a type
+// the products read (QuantizedWeights checks them against the layout).
+model::WeightFormats recorded_formats(const SafetensorsReader& reader, const std::string& name) {
   const auto it = reader.metadata().find(kTensorFormatsKey);
   if (it == reader.metadata().end()) fail(reader.path(), ": no ", kTensorFormatsKey, " in the header's metadata");
   nlohmann::json recorded;
@@ -112,43 +123,39 @@ void check_recorded_formats(const SafetensorsReader& reader, const model::ParamL
     fail(reader.path(), ": metadata ", kTensorFormatsKey, " is not valid JSON (", e.what(), ")");
   }
   if (!recorded.is_object()) fail(reader.path(), ": metadata ", kTensorFormatsKey, " is not a JSON object");
-  int64_t expected = 0;
-  for (const model::ParamSpec& spec : layout.specs()) {
-    const std::optional<k::ElementType> want = model::tensor_format(layout, spec, format);
-    if (!want) continue;
-    ++expected;
-    const auto f = recorded.find(spec.name);
-    if (f == recorded.end() || !f->is_string() || f->get<std::string>() != k::element_name(*want))
-      fail(reader.path(), ": tensor ", spec.name, " is not recorded as ", k::element_name(*want), " in ",
-           kTensorFormatsKey);
+  model::WeightFormats formats{name, {}};
+  for (const auto& [tensor, type] : recorded.items()) {
+    const std::string where = cat(reader.path(), ": ", kTensorFormatsKey, " of tensor ", tensor);
+    if (!type.is_string()) fail(where, " is not a string");
+    formats.tensors.emplace(tensor, parse_quant_format(type.get<std::string>(), where));
   }
-  if (static_cast<int64_t>(recorded.size()) != expected)
-    fail(reader.path(), ": ", kTensorFormatsKey, " lists ", recorded.size(), " tensors, the config quantises ", expected);
+  if (formats.tensors.empty()) fail(reader.path(), ": ", kTensorFormatsKey, " lists no tensor");
+  return formats;
 }
 
-// Reads every tensor of a quantised checkpoint: F32 ones into params, the others into
-// the blocks (then expanded into params and checked finite).
+// Reads every tensor of a quantised checkpoint: F32 ones into params, the others into the
+// blocks (checked finite, a few rows at a time; params is not written there).
 void read_quantized_tensors(const SafetensorsReader& reader, const model::ParamLayout& layout,
                             model::QuantizedWeights& blocks, std::span<float> params) {
   for (const auto& [name, entry] : reader.tensors())
     if (!layout.find(name)) fail(reader.path(), ": unexpected tensor ", name, " (the config has no such parameter)");
   for (const model::ParamSpec& spec : layout.specs()) {
     if (!reader.has(spec.name)) fail(reader.path(), ": missing tensor ", spec.name);
-    const std::optional<k::ElementType> f = model::tensor_format(layout, spec, blocks.type());
+    const std::optional<k::ElementType> f = blocks.formats().of(spec);
     const HeaderEntry want = stored_entry(spec, f);
     if (reader.entry(spec.name).shape != want.shape)
       fail(reader.path(), ": tensor ", spec.name, " has the wrong shape for ", f ? k::element_name(*f) : "F32",
            " (", want.bytes, " bytes expected)");
+    const std::string where = cat(reader.path(), ": tensor ", spec.name);
     if (f) {
       const std::span<uint8_t> b = blocks.tensor_bytes(spec);
       reader.read_bytes(spec.name, want.dtype, b.data(), b.size());
+      require_finite_rows(*f, b.data(), spec.numel / spec.shape.back(), spec.shape.back(), where);
     } else {
       reader.read_f32(spec.name, params.data() + spec.offset, spec.numel);
+      require_finite(params.data() + spec.offset, spec.numel, where);
     }
   }
-  blocks.dequantize_into(params);
-  for (const model::ParamSpec& spec : layout.specs())
-    require_finite(params.data() + spec.offset, spec.numel, cat(reader.path(), ": tensor ", spec.name));
 }
 
 }  // namespace
@@ -157,16 +164,20 @@ CheckpointModel read_checkpoint_model(const std::string& checkpoint_dir, bool re
   CheckpointModel out;
   const model::ModelConfig config = load_checkpoint_config(checkpoint_dir);
   out.model = std::make_unique<model::Model<float>>(config);
-  const std::optional<k::ElementType> format = checkpoint_quant_format(checkpoint_dir);
-  if (!format) {
+  const std::optional<std::string> name = checkpoint_quant_format(checkpoint_dir);
+  if (!name) {
     load_checkpoint_weights(checkpoint_dir, config, out.model->params());
     return out;
   }
   const SafetensorsReader reader((fs::path(checkpoint_dir) / "model.safetensors").string());
   const model::ParamLayout& layout = out.model->layout();
-  check_recorded_formats(reader, layout, *format);
-  out.quantized = std::make_unique<model::QuantizedWeights>(layout, *format);
+  try {
+    out.quantized = std::make_unique<model::QuantizedWeights>(layout, recorded_formats(reader, *name));
+  } catch (const Error& e) {
+    fail(reader.path(), ": ", e.what());
+  }
   read_quantized_tensors(reader, layout, *out.quantized, out.model->params());
+  if (!release_f32) out.quantized->dequantize_into(out.model->params());
   out.quantized->attach(*out.model);
   if (release_f32) out.quantized->release_f32();
   return out;

@@ -42,21 +42,57 @@ void matmul<double>(double* C, const double* A, const Weight<double>& B, MatmulS
   matmul(C, A, B.values, s);
 }
 
+namespace {
+
+// How many of the `remaining` rows of a product from `part` on lie in one run of rows of one
+// type: the rest of a stored matrix (read as whole rows, transposed: see weight.h), or the
+// plain values before the store's next stored tensor. Throws naming the shape for any other
+// view, and for rows past the model's weights.
+int64_t rows_in_run(const Weight<float>& part, const MatmulShape& s, int64_t remaining) {
+  if (!part.is_stored()) {
+    const int64_t rows = part.store ? part.store->plain_values(part.values) / s.ldb : 0;
+    if (rows <= 0) fail("matmul: ", s.N, " rows of ", s.K, " values run past the weights they start in");
+    return std::min(remaining, rows);
+  }
+  const QuantWeights& m = part.stored.matrix;
+  const int64_t row0 = part.stored.row0;
+  const bool whole_rows = !s.trans_a && s.trans_b && s.K == m.cols && s.ldb == m.cols && row0 >= 0 && row0 < m.rows &&
+                          (row0 + remaining <= m.rows || part.store);
+  if (!whole_rows)
+    fail("matmul: ", element_name(m.format), " weights are multiplied as whole rows, transposed: K must be their width ",
+         m.cols, " and the rows [", row0, ", ", row0 + remaining, ") lie within their ", m.rows, "; got M=", s.M,
+         " N=", s.N, " K=", s.K, s.trans_a ? ", A transposed" : "", s.trans_b ? "" : ", B not transposed",
+         ", ldb=", s.ldb);
+  return std::min(remaining, m.rows - row0);
+}
+
+}  // namespace
+
 template <>
 void matmul<float>(float* C, const float* A, const Weight<float>& B, MatmulShape s) {
-  if (!B.is_stored()) return matmul(C, A, B.values, s);
+  const bool rows_transposed = !s.trans_a && s.trans_b;  // the products whose rows may span tensors of other types
+  if (!B.is_stored() && !(B.store && rows_transposed)) return matmul(C, A, B.values, s);
   adapt_openmp_threads();  // as matmul<float> does: products are where a step's threads are spent
   resolve_strides(s);
   if (s.M == 0 || s.N == 0) return;
-  const QuantWeights& m = B.stored.matrix;
-  const bool whole_rows = !s.trans_a && s.trans_b && s.K == m.cols && s.ldb == m.cols && B.stored.row0 >= 0 &&
-                          B.stored.row0 + s.N <= m.rows;
-  if (!whole_rows)
-    fail("matmul: ", element_name(m.format), " weights are multiplied as whole rows, transposed: K must be their width ",
-         m.cols, " and the rows [", B.stored.row0, ", ", B.stored.row0 + s.N, ") lie within their ", m.rows,
-         "; got M=", s.M, " N=", s.N, " K=", s.K, s.trans_a ? ", A transposed" : "",
-         s.trans_b ? "" : ", B not transposed", ", ldb=", s.ldb);
-  multiply_stored_rows(C, A, B.stored, s);
+  // The runs of rows of one type, all checked before anything is written: C's columns
+  // [done, done + n) come from the run that starts at `part`.
+  struct Run {
+    Weight<float> part;
+    int64_t done, n;
+  };
+  thread_local std::vector<Run> runs;
+  runs.clear();
+  for (int64_t done = 0; done < s.N; done += runs.back().n) {
+    const Weight<float> part = done == 0 ? B : B.at(done * s.ldb);
+    runs.push_back({part, done, rows_in_run(part, s, s.N - done)});
+  }
+  for (const Run& r : runs) {
+    MatmulShape run = s;
+    run.N = r.n;
+    if (r.part.is_stored()) multiply_stored_rows(C + r.done, A, r.part.stored, run);
+    else matmul(C + r.done, A, r.part.values, run);
+  }
 }
 
 template <typename T>

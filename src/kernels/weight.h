@@ -47,11 +47,15 @@ struct Weight {
 
 // Who holds a model's weights in another element type. weight() answers for the fp32
 // element `values` of the model's buffer: a weight with stored rows when the tensor there
-// is stored (values must start one of its rows), else plain values.
+// is stored (values must start one of its rows), else plain values (both remember the
+// store). plain_values() says how many plain values follow `values` before the next stored
+// tensor (a product over consecutive tensors of other types, e.g. a fused q|k|v whose v is
+// Q6_K and q|k Q4_K in a Q4_K_M model, multiplies each run of one type by itself).
 class WeightStore {
  public:
   virtual ~WeightStore() = default;
   virtual Weight<float> weight(const float* values) const = 0;
+  virtual int64_t plain_values(const float* values) const = 0;
 };
 
 template <typename T>
@@ -63,7 +67,8 @@ Weight<T> Weight<T>::at(int64_t elements) const {
 
 // The products of matmul.h with a weight as B. A stored B must be read as whole rows of
 // its matrix, transposed (C = A B^T with K = its width, as every forward product of the
-// model does); any other view of it is refused, naming the shape.
+// model does); any other view of it is refused, naming the shape. Rows past the end of its
+// matrix continue in the store's next tensors, each run of rows multiplied in its own type.
 template <typename T>
 void matmul(T* C, const T* A, const Weight<T>& B, MatmulShape shape);
 // Item i multiplies B.at(i * strides.b) (a stored B: item by item).

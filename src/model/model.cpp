@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/matmul.h"
+#include "kernels/quant_matmul.h"
 #include "kernels/rmsnorm.h"
 #include "model/mixer.h"
 
@@ -84,6 +85,7 @@ void Model<T>::attach_weight_store(const kernels::WeightStore* store) {
     for_each_matrix(w_, [&](kernels::Weight<T>& w) {
       if (w) w = store ? store->weight(w.values) : kernels::Weight<T>(w.values);
     });
+    embed_rows_ = store ? store->weight(w_.embed) : kernels::Weight<T>(w_.embed);
   } else if (store) {
     fail("attach_weight_store: stored weights are for float models");
   }
@@ -369,7 +371,8 @@ void Model<T>::forward_tokens(const int32_t* tokens, const int32_t* positions, i
   final_logits(logit_rows);
 }
 
-// resid[0] = the embedding rows of tokens [n] (checked against the vocabulary).
+// resid[0] = the embedding rows of tokens [n] (checked against the vocabulary): copied, or
+// expanded from the blocks when the embedding is stored (a quantised model).
 template <typename T>
 void Model<T>::embed(const int32_t* tokens) {
   const ModelConfig& c = config_;
@@ -379,7 +382,14 @@ void Model<T>::embed(const int32_t* tokens) {
   for (int64_t r = 0; r < n; ++r) {
     if (tokens[r] < 0 || tokens[r] >= c.vocab_size)
       fail("token id ", tokens[r], " is outside the vocabulary (0..", c.vocab_size - 1, ")");
-    std::copy_n(w_.embed + static_cast<int64_t>(tokens[r]) * d, d, s.resid[0].data() + r * d);
+    T* out = s.resid[0].data() + r * d;
+    if constexpr (std::is_same_v<T, float>) {
+      if (embed_rows_.is_stored()) {
+        kernels::quant_dequantize_rows(out, embed_rows_.stored.matrix, embed_rows_.stored.row0 + tokens[r], 1);
+        continue;
+      }
+    }
+    std::copy_n(w_.embed + static_cast<int64_t>(tokens[r]) * d, d, out);
   }
 }
 

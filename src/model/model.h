@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "core/zeroed_allocator.h"
 #include "kernels/rope.h"
 #include "model/block_io.h"
 #include "model/config.h"
@@ -51,8 +52,8 @@ class Model {
   void load_params(std::span<const T> values);
   void zero_grads();
   // The weights' stored forms (kernels/weight.h): every matrix view of the weights asks
-  // `store` once for its stored rows, and the forward products read those from then on;
-  // null goes back to the fp32 values. Float models only. The store must outlive the
+  // `store` once for its stored rows, and the forward products read those from then on (the
+  // embedding lookup expands its rows from them); null goes back to the fp32 values. Float models only. The store must outlive the
   // attachment (model/quantized_weights.h attaches and detaches itself).
   void attach_weight_store(const kernels::WeightStore* store);
   // Mixed precision: bf16 matrix products (fp32 accumulation, weights and grads stay fp32).
@@ -127,8 +128,10 @@ class Model {
 
   ModelConfig config_;
   ParamLayout layout_;
-  std::vector<T> params_, grads_;
+  ZeroedVector<T> params_;  // pages only where written (core/zeroed_allocator.h)
+  std::vector<T> grads_;
   ModelWeights<T> w_;  // what the products read (kernels/weight.h)
+  kernels::Weight<T> embed_rows_;  // the embedding as its store holds it (attach_weight_store)
   ModelViews<T> g_;
   kernels::RopeTable rope_;
   const LinearStateFn<T>* linear_state_ = nullptr;  // during forward_tokens

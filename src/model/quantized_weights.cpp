@@ -38,10 +38,47 @@ std::optional<k::ElementType> tensor_format(const ParamLayout& layout, const Par
   return spec.shape.back() % k::element_traits(type).block_values == 0 ? type : k::narrow_row_type(type);
 }
 
+std::optional<k::ElementType> WeightFormats::of(const ParamSpec& spec) const {
+  const auto it = tensors.find(spec.name);
+  return it == tensors.end() ? std::nullopt : std::optional(it->second);
+}
+
+WeightFormats uniform_formats(const ParamLayout& layout, k::ElementType type) {
+  WeightFormats formats{k::element_name(type), {}};
+  for (const ParamSpec& spec : layout.specs())
+    if (const std::optional<k::ElementType> f = tensor_format(layout, spec, type)) formats.tensors.emplace(spec.name, *f);
+  return formats;
+}
+
+namespace {
+
+// Each tensor `formats` names is one the products may read as blocks of its type.
+void check_formats(const ParamLayout& layout, const WeightFormats& formats) {
+  for (const auto& [name, type] : formats.tensors) {
+    const ParamSpec* spec = layout.find(name);
+    if (!spec) fail("quantised weights (", formats.name, "): the model has no tensor ", name);
+    if (!quantized_tensor(*spec))
+      fail("quantised weights (", formats.name, "): tensor ", name, " stays F32 (not a weight matrix whose rows are "
+           "whole 32-value blocks, or a router)");
+    const k::ElementTraits& t = k::element_traits(type);
+    if (!t.products)
+      fail("quantised weights (", formats.name, "): tensor ", name, " is ", t.name, ", a type the products do not read");
+    if (spec->shape.back() % t.block_values != 0)
+      fail("quantised weights (", formats.name, "): tensor ", name, "'s rows of ", spec->shape.back(),
+           " values are not whole ", t.name, " blocks of ", t.block_values);
+  }
+}
+
+}  // namespace
+
 QuantizedWeights::QuantizedWeights(const ParamLayout& layout, k::ElementType type)
-    : layout_(layout), type_(type), total_(layout.total()) {
+    : QuantizedWeights(layout, uniform_formats(layout, type)) {}
+
+QuantizedWeights::QuantizedWeights(const ParamLayout& layout, WeightFormats formats)
+    : layout_(layout), formats_(std::move(formats)), total_(layout.total()) {
+  check_formats(layout_, formats_);
   for (const ParamSpec& spec : layout.specs()) {
-    const std::optional<k::ElementType> format = tensor_format(layout, spec, type);
+    const std::optional<k::ElementType> format = formats_.of(spec);
     if (!format) continue;
     const int64_t cols = spec.shape.back(), rows = spec.numel / cols;
     Segment* last = segments_.empty() ? nullptr : &segments_.back();
@@ -148,11 +185,9 @@ void QuantizedWeights::detach() {
 
 int64_t QuantizedWeights::release_f32() {
   if (!base_) fail("release_f32: the quantised weights are not attached to a model");
-  const ParamSpec& embed = layout_.specs().front();  // the embedding lookup copies its rows
   const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   int64_t released = 0;
   for (Segment& seg : segments_) {
-    if (seg.begin <= embed.offset && embed.offset < seg.begin + seg.rows * seg.cols) continue;
     const auto first = reinterpret_cast<uintptr_t>(base_ + seg.begin);
     const auto last = reinterpret_cast<uintptr_t>(base_ + seg.begin + seg.rows * seg.cols);
     const uintptr_t from = (first + page - 1) / page * page, to = last / page * page;
@@ -166,7 +201,9 @@ int64_t QuantizedWeights::release_f32() {
 
 k::Weight<float> QuantizedWeights::weight(const float* values) const {
   k::Weight<float> w(values);
-  const Segment* seg = base_ && values >= base_ && values < base_ + total_ ? segment_at(values - base_) : nullptr;
+  const bool inside = base_ && values >= base_ && values < base_ + total_;
+  if (inside) w.store = this;
+  const Segment* seg = inside ? segment_at(values - base_) : nullptr;
   if (!seg) return w;
   const int64_t offset = values - base_ - seg->begin;
   if (offset % seg->cols != 0)
@@ -176,8 +213,19 @@ k::Weight<float> QuantizedWeights::weight(const float* values) const {
   return w;
 }
 
+int64_t QuantizedWeights::plain_values(const float* values) const {
+  const int64_t offset = values - base_;
+  auto next = std::upper_bound(segments_.begin(), segments_.end(), offset,
+                               [](int64_t o, const Segment& s) { return o < s.begin; });
+  return (next == segments_.end() ? total_ : next->begin) - offset;
+}
+
 std::unique_ptr<QuantizedWeights> quantize_model(Model<float>& model, k::ElementType format, bool release_f32) {
-  auto q = std::make_unique<QuantizedWeights>(model.layout(), format);
+  return quantize_model(model, uniform_formats(model.layout(), format), release_f32);
+}
+
+std::unique_ptr<QuantizedWeights> quantize_model(Model<float>& model, WeightFormats formats, bool release_f32) {
+  auto q = std::make_unique<QuantizedWeights>(model.layout(), std::move(formats));
   q->quantize_from(model.params());
   q->dequantize_into(model.params());
   q->attach(model);

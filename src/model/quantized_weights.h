@@ -20,11 +20,12 @@
 // segment of rows, so the model's fused products (q|k|v|gate, gate_proj|up_proj) read one
 // block matrix, through kernels::quant_matmul at any number of rows (it reads the blocks
 // directly for decode and picks int8 dot products or fp32 tiles for prefill, per kernel
-// set: kernels/quant_matmul.h). The fp32 values of the quantised tensors in the model's buffer are
-// the dequantised blocks (so anything that reads them, e.g. the embedding lookup, sees
-// the same weights), and release_f32() hands the pages of those the products alone read
-// back to the system.
+// set: kernels/quant_matmul.h); the embedding lookup expands its rows from the blocks too.
+// The fp32 values of the quantised tensors in the model's buffer are the dequantised blocks
+// (so anything that reads them, e.g. analysis, sees the same weights), or zeros once
+// release_f32() has handed their pages back to the system.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -51,16 +52,31 @@ bool quantized_tensor(const ParamSpec& spec);
 std::optional<kernels::ElementType> tensor_format(const ParamLayout& layout, const ParamSpec& spec,
                                                   kernels::ElementType type);
 
+// The element type of every stored tensor of a model, by parameter name (the tensors not
+// named stay F32), and what the mix is called: a type ("q8_0"), a recipe ("q4_k_m"), or a
+// GGUF file's own mix of types (io/gguf_import.h).
+struct WeightFormats {
+  std::string name;
+  std::map<std::string, kernels::ElementType> tensors;
+  std::optional<kernels::ElementType> of(const ParamSpec& spec) const;
+};
+// Every tensor of a checkpoint of `type`, each in its tensor_format; named after `type`.
+WeightFormats uniform_formats(const ParamLayout& layout, kernels::ElementType type);
+
 class QuantizedWeights final : public kernels::WeightStore {
  public:
-  // Room for the blocks of every quantised tensor of `layout` for a checkpoint of `type`
-  // (tensor_format; filled by quantize_from or through tensor_bytes).
+  // Room for the blocks of the tensors `formats` names, each in its type (filled by
+  // quantize_from or through tensor_bytes). Each must be a tensor of `layout` that
+  // quantized_tensor() admits, in a type the products read (its row's `products`), its rows
+  // a whole number of that type's blocks; else throws naming the tensor.
+  QuantizedWeights(const ParamLayout& layout, WeightFormats formats);
+  // Every tensor in its tensor_format for a checkpoint of `type` (uniform_formats).
   QuantizedWeights(const ParamLayout& layout, kernels::ElementType type);
   ~QuantizedWeights() override;
   QuantizedWeights(const QuantizedWeights&) = delete;
   QuantizedWeights& operator=(const QuantizedWeights&) = delete;
 
-  kernels::ElementType type() const { return type_; }
+  const WeightFormats& formats() const { return formats_; }
   // The blocks of one quantised tensor: rows * element_row_bytes(its format, cols) bytes.
   std::span<uint8_t> tensor_bytes(const ParamSpec& spec);
   std::span<const uint8_t> tensor_bytes(const ParamSpec& spec) const;
@@ -80,15 +96,15 @@ class QuantizedWeights final : public kernels::WeightStore {
   // quantize_from() refuse from there on, dequantize_into() and the products read either layout.
   void attach(Model<float>& model);
   void detach();
-  // Returns the fp32 pages of the quantised tensors that only products read (all but the
-  // token embedding, whose rows the embedding lookup copies) to the system: the buffer then
-  // reads zeros there, and products fall back to the blocks for every shape. Returns the
-  // bytes released. Needs attach() first.
+  // Returns the fp32 pages of the quantised tensors to the system (the products and the
+  // embedding lookup read the blocks): the buffer then reads zeros there. Returns the bytes
+  // released. Needs attach() first.
   int64_t release_f32();
 
   // The weight at `values` in the attached model's buffer: its rows of blocks when a
   // quantised tensor starts a row there, else plain values (kernels::WeightStore).
   kernels::Weight<float> weight(const float* values) const override;
+  int64_t plain_values(const float* values) const override;
 
  private:
   // Consecutive quantised tensors of one width and format: rows [0, rows) of `cols` values
@@ -105,7 +121,7 @@ class QuantizedWeights final : public kernels::WeightStore {
   bool tiled() const;
 
   ParamLayout layout_;
-  kernels::ElementType type_;
+  WeightFormats formats_;
   std::vector<Segment> segments_;  // in offset order
   Model<float>* model_ = nullptr;  // attached to
   const float* base_ = nullptr;     // its buffer
@@ -115,6 +131,7 @@ class QuantizedWeights final : public kernels::WeightStore {
 // Quantises a model's weights in place for inference: the blocks of its quantised tensors,
 // its buffer then holding their dequantised values, attached to it (and the fp32 pages
 // released when asked, see release_f32). The model must outlive the result.
+std::unique_ptr<QuantizedWeights> quantize_model(Model<float>& model, WeightFormats formats, bool release_f32);
 std::unique_ptr<QuantizedWeights> quantize_model(Model<float>& model, kernels::ElementType format, bool release_f32);
 
 }  // namespace gatedlm::model

@@ -1,7 +1,9 @@
 // gatedlm import FILE.gguf through the binary: --format auto knows a GGUF file by its magic,
 // export --format gguf then import gives back the checkpoint byte for byte (weights and
 // config) with its tokenizer.json, and every refusal (not GGUF, a truncated file, a
-// vocabulary the loader cannot take, an output that exists) writes nothing.
+// vocabulary the loader cannot take, an output that exists) writes nothing. A quantised file
+// is imported with its types (a quantised checkpoint that scores as the file does), or
+// expanded to F32 with --dtype f32.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -71,6 +73,45 @@ TEST_F(GgufImportCli, RefusalsWriteNothing) {
   write_file(out / "keep.txt", "x");
   expect_refused({"import", gguf_.string(), "--out", out.string()}, {"not an empty directory"});
   EXPECT_EQ(read_file(out / "keep.txt"), "x");
+}
+
+// A Q8_0 file's matrices stay Q8_0 in the checkpoint import writes; the checkpoint then
+// scores exactly what the file does; --dtype f32 writes an F32 checkpoint instead.
+TEST_F(GgufImportCli, QuantisedTensorsKeepTheirTypes) {
+  const json config{{"vocab_size", 32}, {"d_model", 64}, {"n_layers", 2},    {"n_heads", 4},
+                    {"n_kv_heads", 2},  {"head_dim", 16}, {"ffn_hidden", 64}, {"max_seq_len", 32}};
+  write_file(dir_ / "wide.json", config.dump());
+  ASSERT_EQ(run_gatedlm({"init", "--config", (dir_ / "wide.json").string(), "--out", (dir_ / "wide").string()}).exit_code, 0);
+  write_file(dir_ / "wide" / "tokenizer.json", small_tokenizer().dump());
+  CliResult r = run_gatedlm({"export", (dir_ / "wide").string(), "--format", "gguf", "--dtype", "q8_0", "--out",
+                             (dir_ / "q8").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const fs::path file = dir_ / "q8" / "model.gguf", kept = dir_ / "kept", expanded = dir_ / "expanded";
+  r = run_gatedlm({"import", file.string(), "--out", kept.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "weights q8_0: ") && contains(r.output, "in their blocks")) << r.output;
+  const json meta = json::parse(safetensors_header_text(kept / "model.safetensors"))["__metadata__"];
+  EXPECT_EQ(meta["gatedlm.quantized"], "q8_0");
+  const json formats = json::parse(meta["gatedlm.tensor_formats"].get<std::string>());
+  for (const char* name : {"model.embed_tokens.weight", "model.layers.1.self_attn.q_proj.weight", "model.layers.0.mlp.down_proj.weight"})
+    EXPECT_EQ(formats[name], "q8_0") << name;
+  EXPECT_FALSE(formats.contains("model.layers.0.input_layernorm.weight"));
+
+  write_file(dir_ / "ids.txt", "1 5 9 3 7 2 30 11 4 4 8 21 17\n");
+  auto score = [&](const fs::path& model) {
+    const CliResult g = run_gatedlm({"score", "--checkpoint", model.string(), "--token-ids", (dir_ / "ids.txt").string(),
+                                     "--logprobs", "--json"});
+    EXPECT_EQ(g.exit_code, 0) << g.output;
+    return json::parse(g.output.substr(g.output.find('{')))["logprobs"][0];
+  };
+  const json from_file = score(file);
+  ASSERT_TRUE(from_file.is_array() && from_file.size() >= 12) << from_file.dump();
+  EXPECT_EQ(score(kept), from_file) << "the same blocks, the same products";
+
+  r = run_gatedlm({"import", file.string(), "--out", expanded.string(), "--dtype", "f32"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(json::parse(safetensors_header_text(expanded / "model.safetensors"))["__metadata__"].contains("gatedlm.quantized"));
+  EXPECT_TRUE(contains(r.output, "weights F32")) << r.output;
 }
 
 }  // namespace

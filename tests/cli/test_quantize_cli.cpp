@@ -39,14 +39,7 @@ json last_json_line(const std::string& output) {
 }
 
 // The JSON header of a safetensors file.
-json safetensors_header(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  uint64_t len = 0;
-  in.read(reinterpret_cast<char*>(&len), 8);
-  std::string text(len, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(len));
-  return json::parse(text);
-}
+json safetensors_header(const fs::path& file) { return json::parse(safetensors_header_text(file)); }
 
 class QuantizeCliTest : public ::testing::Test {
  protected:
@@ -154,6 +147,35 @@ TEST_F(QuantizeCliTest, KQuantsTakeLlamaCppsFallbackOnNarrowRows) {
     EXPECT_NEAR(q, f, w.within * f);
     EXPECT_NE(q, f);
   }
+}
+
+// quantize --type q4_k_m writes llama.cpp's mix: the output matrix and the attn_v / ffn_down
+// of the layers use_more_bits picks in Q6_K, the rest Q4_K; the checkpoint holds exactly the
+// blocks of the GGUF file export writes for the same mix (they score the same, bit for bit).
+TEST_F(QuantizeCliTest, MixesChooseLlamaCppsTypePerTensor) {
+  write_file(path("mix.json"),
+             R"({"vocab_size": 258, "d_model": 256, "n_layers": 8, "n_heads": 4, "n_kv_heads": 2, "head_dim": 64,
+                 "ffn_hidden": 512, "max_seq_len": 64, "init_std": 0.05, "tie_embeddings": true})");
+  CliResult r = run_gatedlm({"init", "--config", path("mix.json").string(), "--out", path("mix").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const fs::path out = path("mix_q4_k_m"), file = path("mix_gguf");
+  r = run_gatedlm({"quantize", path("mix").string(), "--type", "q4_k_m", "--out", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json meta = safetensors_header(out / "model.safetensors")["__metadata__"];
+  EXPECT_EQ(meta["gatedlm.quantized"], "q4_k_m");
+  const json formats = json::parse(meta["gatedlm.tensor_formats"].get<std::string>());
+  EXPECT_EQ(formats["model.embed_tokens.weight"], "q6_k") << "tied: the output matrix's rule";
+  for (int l = 0; l < 8; ++l) {
+    const bool more = l == 0 || l == 3 || l == 6 || l == 7;  // use_more_bits(l, 8)
+    const std::string layer = "model.layers." + std::to_string(l);
+    EXPECT_EQ(formats[layer + ".self_attn.v_proj.weight"], more ? "q6_k" : "q4_k") << l;
+    EXPECT_EQ(formats[layer + ".mlp.down_proj.weight"], more ? "q6_k" : "q4_k") << l;
+    EXPECT_EQ(formats[layer + ".self_attn.q_proj.weight"], "q4_k") << l;
+  }
+  r = run_gatedlm({"export", path("mix").string(), "--format", "gguf", "--dtype", "q4_k_m", "--out", file.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(mean_loss(out), mean_loss(file / "model.gguf"));
+  EXPECT_NE(mean_loss(out), mean_loss(path("mix")));
 }
 
 TEST_F(QuantizeCliTest, RefusesBadInputAndWritesNothing) {

@@ -125,7 +125,7 @@ def check_case(name, cfg, tokenizer_json, args, libdir, work, text_file, failure
             path = os.path.join(work, name, f"llama_{dtype}.gguf")
             run([args.requantize, libdir, gguf, path, str(FTYPES[dtype])])
         back = os.path.join(work, name, f"back_{dtype}")
-        run([args.gatedlm, "import", path, "--out", back])
+        run([args.gatedlm, "import", path, "--out", back, "--dtype", "f32"])
         label = f"{name} {dtype}" + (" (written by llama.cpp)" if dtype != "f32" else " (gatedlm's export)")
         with open(os.path.join(back, "config.json")) as f:
             if json.load(f) != config:
@@ -158,7 +158,7 @@ def check_hybrid(name, arch, cfg, args, libdir, work, failures):
         path = os.path.join(base, f"llama_{dtype}.gguf")
         run([args.requantize, libdir, gguf, path, str(FTYPES[dtype])])
         back = os.path.join(base, f"back_{dtype}")
-        run([args.gatedlm, "import", path, "--out", back])
+        run([args.gatedlm, "import", path, "--out", back, "--dtype", "f32"])
         label = f"{name} {dtype} (written by llama.cpp)"
         before = len(failures)
         with open(os.path.join(back, "config.json")) as f:

@@ -206,7 +206,7 @@ def check_model(binary, probe, libdir, work, name, cfg, failures):
         if dtype in QUANTISED:  # the same weights: the file imported back (dequantised) into gatedlm
             same = os.path.join(work, name, f"ckpt_{dtype}")
             shutil.rmtree(same, ignore_errors=True)
-            run([binary, "import", os.path.join(out, "model.gguf"), "--out", same])
+            run([binary, "import", os.path.join(out, "model.gguf"), "--out", same, "--dtype", "f32"])
             err, greedy, ours = compare(binary, same, lines, prompt, os.path.join(work, name))
             agree = sum(a == b for a, b in zip(greedy, ours))
             ok = err <= SAME_WEIGHTS_TOL[dtype]

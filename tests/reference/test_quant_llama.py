@@ -33,9 +33,13 @@ gatedlm runs each file directly (`--checkpoint FILE.gguf`), and
     weights move each model's logits), and, for the types of 4 bits or fewer,
     lie closer to llama.cpp's than gatedlm's F32 model does (the weights told apart);
   - on Q4_K_M its greedy 32-token continuation is llama.cpp's (teacher-forced argmax);
-  - gatedlm's own export in the recipe's main type (`--dtype q4_k` for Q4_K_M, ...) holds
-    byte for byte llama.cpp's blocks in every tensor both files store in the same type (all
-    of them for Q6_K).
+  - gatedlm's own export of the same file type (`--dtype q4_k_m`, the mixes choosing a type
+    per tensor as llama-quantize does; `--dtype q6_k`, ...) holds byte for byte llama.cpp's
+    blocks in every tensor both files store in the same type, and for the mixes (Q4_K_M, Q5_K_M,
+    Q3_K_M) every tensor has llama.cpp's type, here and for three more shapes whose mixes have
+    rules of their own (MIX_SHAPES: a qwen35 hybrid, eight experts, 17 untied layers);
+  - `gatedlm import` of the Q4_K_M file keeps its types (Q4_K and Q6_K blocks in a quantised
+    checkpoint) and decodes exactly the logits of the file run directly.
 Exit status 77 (ctest: skipped) with the reason when npm or the registry is unavailable.
 
 Usage: /usr/bin/python3 tests/reference/test_quant_llama.py --gatedlm build/gatedlm --probe build/tests/llama_probe \\
@@ -94,6 +98,11 @@ GGML_BLOCKS = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (
                30: (1, 2)}
 
 
+# ggml type id -> gatedlm's name, for the block types.
+GGML_NAMES = {2: "q4_0", 3: "q4_1", 6: "q5_0", 7: "q5_1", 8: "q8_0", 10: "q2_k", 11: "q3_k", 12: "q4_k", 13: "q5_k",
+              14: "q6_k", 20: "iq4_nl", 23: "iq4_xs", 30: "bf16"}
+
+
 def gguf_tensors(path):
     """{name: (ggml type, the tensor's bytes)} of a GGUF file, from its header and data."""
     with open(path, "rb") as f:
@@ -145,13 +154,58 @@ def gguf_tensors(path):
 
 
 # The one type gatedlm's export writes for each recipe (its main type).
-RECIPE_TYPE = {"q4_k_m": "q4_k", "q5_k_m": "q5_k", "q6_k": "q6_k", "q3_k_m": "q3_k", "iq4_xs": "iq4_xs", "q2_k": "q2_k"}
+# What gatedlm's export writes for each of llama.cpp's file types: the mixes themselves, else the
+# one type the file type is named after.
+RECIPE_TYPE = {"q4_k_m": "q4_k_m", "q5_k_m": "q5_k_m", "q6_k": "q6_k", "q3_k_m": "q3_k_m", "iq4_xs": "iq4_xs", "q2_k": "q2_k"}
+MIXES = ("q4_k_m", "q5_k_m", "q3_k_m")
+
+# gatedlm configs of the shapes whose mixes have rules of their own: a hybrid (attn_qkv
+# counted among the attn_v tensors), eight experts (attn_k / attn_v Q8_0, attn_output Q5_K) and
+# 17 untied layers (use_more_bits' every third layer, token_embd apart from output).
+MIX_SHAPES = {
+    "hybrid": ({"vocab_size": 258, "d_model": 256, "n_layers": 8, "n_heads": 4, "n_kv_heads": 1, "head_dim": 64,
+                "ffn_hidden": 512, "max_seq_len": 64, "full_attention_interval": 4, "norm_zero_centered": True,
+                "gate": {"position": "sdpa", "granularity": "elementwise", "activation": "sigmoid"},
+                "linear_attention": {"n_k_heads": 2, "n_v_heads": 4, "k_head_dim": 64, "v_head_dim": 64}}, "qwen35"),
+    "experts8": ({"vocab_size": 258, "d_model": 256, "n_layers": 4, "n_heads": 4, "n_kv_heads": 2, "head_dim": 64,
+                  "ffn_hidden": 0, "max_seq_len": 64, "moe": {"n_experts": 8, "top_k": 2, "expert_hidden": 256}}, "auto"),
+    "untied17": ({"vocab_size": 258, "d_model": 256, "n_layers": 17, "n_heads": 8, "n_kv_heads": 2, "head_dim": 32,
+                  "ffn_hidden": 512, "max_seq_len": 64, "tie_embeddings": False}, "auto"),
+}
 
 
 def compare_blocks(ours, theirs):
     """Tensors of the same type in both files, and those whose bytes differ."""
     same_type = [n for n in theirs if n in ours and ours[n][0] == theirs[n][0] and theirs[n][0] != 0]
     return same_type, [n for n in same_type if ours[n][1] != theirs[n][1]]
+
+
+def type_differences(ours, theirs):
+    """Tensors whose ggml type differs between the files (or that one file lacks)."""
+    return [n for n in set(ours) | set(theirs) if ours.get(n, (None,))[0] != theirs.get(n, (None,))[0]]
+
+
+def check_mix_shapes(args, libdir, work, failures):
+    """For each of MIX_SHAPES and each mix: llama.cpp's quantiser rewrites gatedlm's F32 export,
+    gatedlm exports the mix itself; every tensor must have the same type and bytes."""
+    for name, (config, arch) in MIX_SHAPES.items():
+        cfg, ck, f32 = (os.path.join(work, f"mix_{name}{tail}") for tail in (".json", "_ck", "_f32"))
+        with open(cfg, "w") as f:
+            json.dump(config, f)
+        gguf.run([args.gatedlm, "init", "--config", cfg, "--out", ck])
+        gguf.run([args.gatedlm, "export", ck, "--format", "gguf", "--dtype", "f32", "--gguf-arch", arch, "--out", f32])
+        for mix in MIXES:
+            theirs_path, mine = os.path.join(work, f"mix_{name}_{mix}.gguf"), os.path.join(work, f"mix_{name}_{mix}")
+            gguf.run([args.requantize, libdir, os.path.join(f32, "model.gguf"), theirs_path, str(LLAMA_FTYPES[mix][0])])
+            gguf.run([args.gatedlm, "export", ck, "--format", "gguf", "--dtype", mix, "--gguf-arch", arch, "--out", mine])
+            ours, theirs = gguf_tensors(os.path.join(mine, "model.gguf")), gguf_tensors(theirs_path)
+            differ = type_differences(ours, theirs)
+            compared, bytes_differ = compare_blocks(ours, theirs)
+            ok = not differ and not bytes_differ
+            print(f"{name} {mix}: {len(theirs)} tensors, types differ in {len(differ)} {sorted(differ)[:4]}, "
+                  f"bytes in {len(bytes_differ)} of {len(compared)}  {'PASS' if ok else 'FAIL'}")
+            if not ok:
+                failures.append(f"{name} {mix} types")
 
 
 def check_llama_quantized(args, libdir, work, name, cfg, ftypes, failures):
@@ -183,16 +237,38 @@ def check_llama_quantized(args, libdir, work, name, cfg, ftypes, failures):
         types = sorted({t for t, _ in theirs.values()})
         mine = os.path.join(work, f"{name}_gatedlm_{ftype}")
         gguf.run([args.gatedlm, "export", ck, "--format", "gguf", "--dtype", RECIPE_TYPE[ftype], "--out", mine])
-        compared, differ = compare_blocks(gguf_tensors(os.path.join(mine, "model.gguf")), theirs)
+        ours_file = gguf_tensors(os.path.join(mine, "model.gguf"))
+        compared, differ = compare_blocks(ours_file, theirs)
+        types_differ = type_differences(ours_file, theirs) if ftype in MIXES else []
         print(f"{name} {ftype}: gatedlm's --dtype {RECIPE_TYPE[ftype]} export and llama.cpp's file share the type of "
-              f"{len(compared)} tensors; bytes differ in {len(differ)} {differ[:3]}")
-        ok = err <= tol and (err < scale or bits > 5) and (same or ftype != "q4_k_m") and compared and not differ
+              f"{len(compared)} tensors (differ in {len(types_differ)} {types_differ[:3]}); bytes differ in "
+              f"{len(differ)} {differ[:3]}")
+        kept = ftype != "q4_k_m" or imported_keeps_blocks(args.gatedlm, path, full, ours, work, name)
+        ok = (err <= tol and (err < scale or bits > 5) and (same or ftype != "q4_k_m") and compared and not differ
+              and not types_differ and kept)
         print(f"{name} {ftype} (llama.cpp's file; ggml types {types}): prompt logits rel L2 {err:.2e} "
               f"(tol {tol:.2e}; gatedlm F32 vs this file {scale:.2e}); greedy {GENERATE} tokens "
               f"{'identical' if same else 'differ'}  {'PASS' if ok else 'FAIL'}")
         if not ok:
             print(f"  llama.cpp {greedy}\n  gatedlm   {ours_greedy}")
             failures.append(f"{name} {ftype}")
+
+
+def imported_keeps_blocks(binary, path, tokens, logits, work, name):
+    """`gatedlm import FILE.gguf` keeps the file's types: the checkpoint records them, and it
+    decodes exactly the logits of the file run directly."""
+    ck = os.path.join(work, f"{name}_imported")
+    gguf.run([binary, "import", path, "--out", ck])
+    with open(os.path.join(ck, "model.safetensors"), "rb") as f:
+        (length,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(length))["__metadata__"]
+    formats = json.loads(header["gatedlm.tensor_formats"])
+    kinds = sorted(set(formats.values()))
+    in_file = sorted({GGML_NAMES[t] for t, _ in gguf_tensors(path).values() if t in GGML_NAMES})
+    same = np.array_equal(gatedlm_decode_logits(binary, ck, tokens, work, f"{name}_imported"), logits)
+    print(f"{name}: import kept {len(formats)} tensors in their blocks ({header['gatedlm.quantized']}: {kinds}; the "
+          f"file's block types {in_file}); logits {'identical to' if same else 'DIFFER from'} the file's")
+    return same and kinds == in_file
 
 
 def rel_l2(a, b):
@@ -250,6 +326,7 @@ def main(argv=None):
         check_llama_quantized(binaries, libdir, work, "wide", WIDE, list(LLAMA_FTYPES), failures)
         check_llama_quantized(binaries, libdir, work, "narrow", gguf.DENSE, ["q4_k_m", "q5_k_m", "iq4_xs", "q2_k"],
                               failures)
+        check_mix_shapes(binaries, libdir, work, failures)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -40,6 +40,16 @@ class TempDir {
 inline void write_file(const fs::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
+// The JSON header of a safetensors file, as text (parse it with nlohmann::json).
+inline std::string safetensors_header_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  uint64_t len = 0;
+  in.read(reinterpret_cast<char*>(&len), 8);
+  std::string text(len, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(len));
+  return text;
+}
+
 inline std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

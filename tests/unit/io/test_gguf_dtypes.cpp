@@ -142,7 +142,7 @@ TEST(GgufDtypes, QuantisedTensorsHoldQuantizeRowsBlocks) {
 }
 
 TEST(GgufDtypes, UnknownDtypeIsRefusedNamingTheFlag) {
-  for (const char* bad : {"iq2_xxs", "q4_k_m", "int8", ""}) {
+  for (const char* bad : {"iq2_xxs", "q4_k_s", "int8", ""}) {
     try {
       parse_gguf_dtype(bad);
       ADD_FAILURE() << bad << " accepted";
@@ -151,8 +151,9 @@ TEST(GgufDtypes, UnknownDtypeIsRefusedNamingTheFlag) {
       EXPECT_NE(std::string(e.what()).find("q4_0"), std::string::npos) << e.what();
     }
   }
-  EXPECT_EQ(parse_gguf_dtype("q8_0"), kernels::ElementType::q8_0);
-  EXPECT_EQ(parse_gguf_dtype("q6_k"), kernels::ElementType::q6_k);
+  EXPECT_EQ(parse_gguf_dtype("q8_0").base, kernels::ElementType::q8_0);
+  EXPECT_EQ(parse_gguf_dtype("q6_k").base, kernels::ElementType::q6_k);
+  EXPECT_STREQ(parse_gguf_dtype("q4_k_m").name, "q4_k_m");
 }
 
 }  // namespace

@@ -87,7 +87,8 @@ TEST(ModelLoader, CheckpointAndRunDirectoryGiveTheSameBits) {
 TEST(ModelLoader, QuantizedCheckpointKeepsItsBlocks) {
   TempDir dir("loader_q8");
   const Checkpoint ck = small_checkpoint(2);
-  save_quantized_checkpoint((dir / "q8").string(), ck.config, ck.params, kernels::ElementType::q8_0);
+  save_quantized_checkpoint((dir / "q8").string(), ck.config, ck.params,
+                            model::uniform_formats(model::ParamLayout(ck.config), kernels::ElementType::q8_0));
   const LoadedModel q = load_model((dir / "q8").string(), [] {
     ModelLoadOptions o;
     o.release_f32 = false;  // the values stay readable

@@ -19,6 +19,8 @@
 #include "model/init.h"
 #include "model/model.h"
 #include "model/quantized_weights.h"
+#include "test_files.h"
+#include "kernel_set_guard.h"
 #include "test_util.h"
 
 namespace gatedlm::model {
@@ -26,6 +28,7 @@ namespace {
 
 using nlohmann::json;
 namespace k = kernels;
+using gatedlm::testing::KernelSetGuard;
 
 json base_json() {
   return json{{"vocab_size", 300}, {"d_model", 64},  {"n_layers", 2},      {"n_heads", 4},
@@ -63,16 +66,6 @@ void poison_f32_copies(Model<float>& m) {
 // heads) such rounding can flip a token's expert, so those models are checked in the
 // generic set only.
 constexpr double kExact = 1e-4, kRounded = 2e-2;
-
-// Runs the products in one kernel set for the guard's life (the active one after).
-class KernelSetGuard {
- public:
-  explicit KernelSetGuard(k::KernelSet set) : previous_(k::active_kernel_set()) { k::use_kernel_set(set); }
-  ~KernelSetGuard() { k::use_kernel_set(previous_); }
-
- private:
-  k::KernelSet previous_;
-};
 
 void expect_quantised_forward_matches(const json& config_json, k::ElementType format, double tolerance) {
   SCOPED_TRACE(config_json.dump() + " " + k::element_name(format));
@@ -125,6 +118,35 @@ TEST(QuantizedWeights, WhichTensorsAreQuantised) {
   const ParamSpec& wq = layout.at("model.layers.1.self_attn.q_proj.weight");
   EXPECT_EQ(static_cast<int64_t>(q.tensor_bytes(wq).size()), 64 * 34 / 32 * 64);
   EXPECT_THROW(q.tensor_bytes(layout.at("model.norm.weight")), Error);
+}
+
+// A type per tensor, as llama.cpp's mixes and GGUF files have them: the fused products
+// (q|k|v|gate, gate|up) then span rows of several types, and of plain F32 values (v_proj kept
+// F32 here), each run multiplied in its own type; the embedding is looked up from its blocks.
+TEST(QuantizedWeights, FusedProductsSpanTensorsOfSeveralTypes) {
+  const KernelSetGuard generic(k::KernelSet::generic);
+  const ModelConfig c = config_from_json(with(base_json(), {{"tie_embeddings", false}}), "test");
+  Model<float> quantised(c), dequantised(c);
+  std::vector<float> params;
+  init_params(params, quantised.layout(), c, 4);
+  quantised.load_params(params);
+  WeightFormats formats{"mixed", {}};
+  for (const ParamSpec& s : quantised.layout().specs()) {
+    if (!quantized_tensor(s) || s.name.find("v_proj") != std::string::npos) continue;
+    const bool odd = s.name.find("k_proj") != std::string::npos || s.name.find("up_proj") != std::string::npos;
+    formats.tensors.emplace(s.name, odd ? k::ElementType::q4_0 : s.kind == ParamKind::embedding ? k::ElementType::bf16
+                                                                                                  : k::ElementType::q8_0);
+  }
+  const std::unique_ptr<QuantizedWeights> q = quantize_model(quantised, formats, /*release_f32=*/false);
+  dequantised.load_params(quantised.params());
+  q->release_f32();
+  for (const auto& [batch, seq] : {std::pair<int64_t, int64_t>{1, 1}, {2, 7}}) {
+    const std::vector<float> got = logits_of(quantised, batch, seq), want = logits_of(dequantised, batch, seq);
+    EXPECT_LT(gatedlm::testing::rel_error(got, want), kExact) << batch << "x" << seq;
+  }
+  formats.tensors.emplace("model.layers.0.input_layernorm.weight", k::ElementType::q8_0);
+  const std::string msg = gatedlm::testing::error_of([&] { QuantizedWeights bad(quantised.layout(), formats); });
+  EXPECT_TRUE(gatedlm::testing::contains(msg, "input_layernorm") && gatedlm::testing::contains(msg, "stays F32")) << msg;
 }
 
 TEST(QuantizedWeights, DenseForwardMatchesDequantisedWeights) {
