@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/atomic_file.h"
+#include "core/zeroed_allocator.h"
 #include "io/gguf_import.h"
 #include "io/hf_convert.h"
 #include "io/quantized_checkpoint.h"
@@ -24,7 +25,8 @@ namespace {
 void import_gguf_file(const std::string& src, const std::string& out, bool expand) {
   io::GgufImport g(src);
   const model::ModelConfig& config = g.config();
-  std::vector<float> params(static_cast<size_t>(model::ParamLayout(config).total()), 0.0f);
+  // Zeros that take no memory until written: the tensors kept in blocks never are.
+  ZeroedVector<float> params(static_cast<size_t>(model::ParamLayout(config).total()));
   model::WeightFormats formats = expand ? model::WeightFormats{} : g.block_formats();
   std::unique_ptr<model::QuantizedWeights> blocks;
   if (!formats.tensors.empty())

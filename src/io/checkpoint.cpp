@@ -14,7 +14,7 @@ namespace gatedlm::io {
 
 namespace fs = std::filesystem;
 
-void save_checkpoint(const std::string& dir, const model::ModelConfig& config, const std::vector<float>& params) {
+void save_checkpoint(const std::string& dir, const model::ModelConfig& config, std::span<const float> params) {
   const model::ParamLayout layout(config);
   if (static_cast<int64_t>(params.size()) != layout.total())
     fail("save_checkpoint: ", params.size(), " parameters given, the config needs ", layout.total());

@@ -22,7 +22,7 @@ struct Checkpoint {
 };
 
 // Creates dir if needed; each file is written atomically.
-void save_checkpoint(const std::string& dir, const model::ModelConfig& config, const std::vector<float>& params);
+void save_checkpoint(const std::string& dir, const model::ModelConfig& config, std::span<const float> params);
 // Checks names, shapes, dtype and file size; refuses missing, extra or truncated tensors.
 // `dir` may also be a training run directory: its latest checkpoint is loaded.
 Checkpoint load_checkpoint(const std::string& dir);

@@ -11,6 +11,23 @@ namespace gatedlm::io {
 
 namespace k = kernels;
 
+namespace {
+
+// The tensor's runs with each run that continues the one before (same parameter, the next
+// values) joined to it: the tables list a hybrid's value heads one by one, in order when
+// there are as many value heads as key heads.
+std::vector<GgufRun> joined_runs(const GgufTensor& t) {
+  std::vector<GgufRun> runs;
+  for (const GgufRun& r : t.runs) {
+    GgufRun* last = runs.empty() ? nullptr : &runs.back();
+    if (last && last->spec == r.spec && last->begin + last->count == r.begin) last->count += r.count;
+    else runs.push_back(r);
+  }
+  return runs;
+}
+
+}  // namespace
+
 bool gguf_keeps_blocks(const GgufReader& f, const GgufTensor& t) {
   const GgufTensorInfo* info = f.find_tensor(t.name);
   if (!info || info->shape.empty() || t.values != GgufValues::as_is) return false;
@@ -18,7 +35,7 @@ bool gguf_keeps_blocks(const GgufReader& f, const GgufTensor& t) {
   if (!traits || !traits->products) return false;
   const int64_t cols = info->shape.back();
   std::map<const model::ParamSpec*, int64_t> covered;  // values of each parameter the runs hold
-  for (const GgufRun& run : t.runs) {
+  for (const GgufRun& run : joined_runs(t)) {
     if (!run.spec) {
       if (run.count % cols != 0) return false;
       continue;
@@ -52,7 +69,7 @@ void read_gguf_blocks(GgufReader& f, const GgufTensor& t, model::QuantizedWeight
   const auto type = static_cast<k::ElementType>(info.type);
   const int64_t cols = info.shape.back(), row_bytes = k::element_row_bytes(type, cols);
   int64_t row = 0;  // rows of the tensor read so far
-  for (const GgufRun& run : t.runs) {
+  for (const GgufRun& run : joined_runs(t)) {
     const int64_t rows = run.count / cols;
     if (run.spec) {
       uint8_t* dst = blocks.tensor_bytes(*run.spec).data() + run.begin / cols * row_bytes;

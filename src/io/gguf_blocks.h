@@ -4,11 +4,12 @@
 //
 // A tensor stays in its blocks when its type is one the products read (its row of
 // kernels/element_types.h has `products`: BF16 and every block type), it holds its
-// parameters' values as they are (no value map, io/gguf_tensor.h), each of its runs is
-// whole rows of a parameter of the same width (the tables reorder heads as whole rows;
+// parameters' values as they are (no value map, io/gguf_tensor.h), each of its runs (runs
+// that continue each other joined) is whole rows of a parameter of the same width (the tables reorder heads as whole rows;
 // stacked experts are one parameter each), every parameter it touches lies wholly in it, and
 // each is a tensor model::quantized_tensor admits. Every other tensor (F32 and F16 ones,
-// norms, routers, ssm_out of a hybrid whose value heads are reordered within rows) is read as
+// norms, routers, ssm_out of a hybrid with more value heads than key heads, whose heads
+// are reordered within its rows) is read as
 // F32, as before.
 #include <span>
 #include <string>

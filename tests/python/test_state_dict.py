@@ -161,3 +161,27 @@ def test_gguf_files_load_in_parallel_threads(run_cli, tmp_path):
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_load_runs_a_q4_k_m_gguf_on_its_blocks(run_cli, tmp_path):
+    """Model.load on a Q4_K_M GGUF file (a type per tensor, as llama-quantize picks them) runs
+    its blocks: the mean loss `gatedlm score` gives for the file, and the logits of the
+    checkpoint `gatedlm import` writes from it, which keeps the types."""
+    import json
+    cfg = {"vocab_size": 258, "d_model": 256, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "head_dim": 64,
+           "ffn_hidden": 512, "max_seq_len": 64}
+    config = tmp_path / "wide.json"
+    config.write_text(json.dumps(cfg))
+    run_cli("init", "--config", config, "--out", tmp_path / "ck", "--seed", 5)
+    run_cli("export", tmp_path / "ck", "--format", "gguf", "--dtype", "q4_k_m", "--out", tmp_path / "gguf")
+    gguf = tmp_path / "gguf" / "model.gguf"
+    run_cli("import", gguf, "--out", tmp_path / "imported")
+    ids = [256, 72, 101, 108, 108, 111, 44, 32, 119]
+    (tmp_path / "ids.txt").write_text(" ".join(map(str, ids)) + "\n")
+    scored = json.loads(run_cli("score", "--checkpoint", gguf, "--token-ids", tmp_path / "ids.txt",
+                                "--json").stdout.strip().splitlines()[-1])
+    from_file, imported = gatedlm.Model.load(gguf), gatedlm.Model.load(tmp_path / "imported")
+    assert from_file.score([ids])["mean_loss"] == pytest.approx(scored["mean_loss"], rel=1e-6)
+    np.testing.assert_array_equal(from_file.forward(ids)["logits"], imported.forward(ids)["logits"])
+    f32 = gatedlm.Model.load(tmp_path / "ck", tokenizer="byte")
+    assert not np.array_equal(from_file.forward(ids)["logits"], f32.forward(ids)["logits"])

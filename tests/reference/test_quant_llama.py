@@ -38,6 +38,9 @@ gatedlm runs each file directly (`--checkpoint FILE.gguf`), and
     blocks in every tensor both files store in the same type, and for the mixes (Q4_K_M, Q5_K_M,
     Q3_K_M) every tensor has llama.cpp's type, here and for three more shapes whose mixes have
     rules of their own (MIX_SHAPES: a qwen35 hybrid, eight experts, 17 untied layers);
+  - the hybrid's Q4_K_M file (llama.cpp's) runs in both: gatedlm four times closer to
+    llama.cpp than its F32 model, 24 of 32 greedy tokens the same (check_hybrid_run says why
+    no tighter on a random hybrid);
   - `gatedlm import` of the Q4_K_M file keeps its types (Q4_K and Q6_K blocks in a quantised
     checkpoint) and decodes exactly the logits of the file run directly.
 Exit status 77 (ctest: skipped) with the reason when npm or the registry is unavailable.
@@ -206,6 +209,32 @@ def check_mix_shapes(args, libdir, work, failures):
                   f"bytes in {len(bytes_differ)} of {len(compared)}  {'PASS' if ok else 'FAIL'}")
             if not ok:
                 failures.append(f"{name} {mix} types")
+            if name == "hybrid" and mix == "q4_k_m":
+                check_hybrid_run(args, libdir, work, ck, theirs_path, failures)
+
+
+def check_hybrid_run(args, libdir, work, ck, path, failures):
+    """llama.cpp's Q4_K_M file of the random hybrid, run by both. Its F32 file agrees to 1e-4
+    (test_gguf_llama.py), but this random model magnifies every rounding (its Q4_K_M weights
+    move its logits by ~70 %), and llama.cpp rounds the activations of every K-quant product
+    to Q8_K (256 values to one scale): measured 0.13 rel L2 against gatedlm's fp32
+    activations on the same blocks, 27 of 32 greedy tokens the same. Asserted: gatedlm lies
+    four times closer to llama.cpp than the F32 model does, and agrees on 24 of the 32
+    greedy tokens (teacher-forced). The exact continuation needs a trained hybrid (issue 36)."""
+    prompt = [int(t) for t in np.random.default_rng(5).integers(0, 256, size=12)]
+    ours_f32 = gatedlm_decode_logits(args.gatedlm, ck, prompt, work, "hybrid_f32")
+    llama_logits, greedy = llama_run(args.probe, libdir, path, prompt)
+    full = prompt + greedy
+    ours = gatedlm_decode_logits(args.gatedlm, path, full, work, "hybrid_q4_k_m")
+    err, scale = rel_l2(llama_logits, ours[:len(prompt)]), rel_l2(llama_logits, ours_f32)
+    ours_greedy = [int(np.argmax(ours[t])) for t in range(len(prompt) - 1, len(full) - 1)]
+    agree = sum(a == b for a, b in zip(ours_greedy, greedy))
+    ok = err < scale / 4 and agree >= 24 and len(greedy) == GENERATE
+    print(f"hybrid q4_k_m (llama.cpp's file): prompt logits rel L2 {err:.2e} (gatedlm F32 vs this file {scale:.2e}); "
+          f"greedy {agree}/{len(greedy)} tokens the same  {'PASS' if ok else 'FAIL'}")
+    if not ok:
+        print(f"  llama.cpp {greedy}\n  gatedlm   {ours_greedy}")
+        failures.append("hybrid q4_k_m run")
 
 
 def check_llama_quantized(args, libdir, work, name, cfg, ftypes, failures):

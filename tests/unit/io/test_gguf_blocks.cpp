@@ -148,6 +148,15 @@ TEST(GgufBlocks, AHybridKeepsWholeRowsAndExpandsTheReorderedOnes) {
   EXPECT_EQ(f.tensors.count("model.layers.0.linear_attn.out_proj.weight"), 0u)
       << "ssm_out's value heads are reordered within its rows: expanded to F32";
 
+  // As many value heads as key heads: ssm_out's heads are in order, its rows whole.
+  json same_heads = hybrid_config();
+  same_heads["linear_attention"]["n_v_heads"] = 2;
+  const std::string in_order = (dir / "hybrid_in_order.gguf").string();
+  export_gguf(random_checkpoint(same_heads, 6), k::ElementType::q8_0, kByteVocabulary, in_order, "qwen35");
+  const LoadedModel ordered = expect_runs_on_blocks(in_order);
+  ASSERT_NE(ordered.quantized, nullptr);
+  EXPECT_EQ(ordered.quantized->formats().tensors.count("model.layers.0.linear_attn.out_proj.weight"), 1u);
+
   const std::string f32_path = (dir / "hybrid_f32.gguf").string();
   export_gguf(ck, k::ElementType::f32, kByteVocabulary, f32_path, "qwen35");
   EXPECT_EQ(load_model(f32_path).quantized, nullptr) << "F32 weights have no blocks to keep";
