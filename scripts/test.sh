@@ -26,7 +26,11 @@ if [[ "${1:-}" == "--sanitize" ]]; then
   export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/sanitize/lsan.supp:print_suppressions=0:fast_unwind_on_malloc=0}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:abort_on_error=1}
 fi
+started=$SECONDS
 GATEDLM_WITH_TEST_DEPS=1 scripts/setup.sh
+# How long the install and build took, beside ctest's own total: CI's time budget is spent
+# in these two (bench/RESULTS.md, "CI time").
+echo "test.sh: install and build of ${GATEDLM_BUILD_DIR:-build} took $((SECONDS - started)) s" >&2
 cd "${GATEDLM_BUILD_DIR:-build}"
 # As many tests at a time as there are cores, each on one OpenMP thread (tests/CMakeLists.txt
 # says why): most tests are short processes that wait on

@@ -76,9 +76,96 @@ using Iq4NlFormat = DequantizerFormat<BlockIq4Nl, kBlock, dequantize_row_iq4_nl>
 constexpr int kSuper = static_cast<int>(kSuperBlockValues);
 using Q2_KFormat = DequantizerFormat<BlockQ2_K, kSuper, dequantize_row_q2_k>;
 using Q3_KFormat = DequantizerFormat<BlockQ3_K, kSuper, dequantize_row_q3_k>;
-using Q4_KFormat = DequantizerFormat<BlockQ4_K, kSuper, dequantize_row_q4_k>;
-using Q5_KFormat = DequantizerFormat<BlockQ5_K, kSuper, dequantize_row_q5_k>;
-using Q6_KFormat = DequantizerFormat<BlockQ6_K, kSuper, dequantize_row_q6_k>;
+
+// The K-quants of the usual mixes (Q4_K_M: Q4_K and Q6_K) expanded 8 values a step with
+// AVX2 (the scalar dequantisers bound decode at a fraction of the memory bandwidth; GCC does
+// not vectorise these loops by itself), plain loops in the generic set. The same formulas as
+// kquant_dequantize.cpp: Q4_K / Q5_K d * sc * q - dmin * m per sub-block of 32, Q6_K
+// (d * sc) * (q - 32) per sub-block of 16; a kernel set may fuse Q4_K's multiply and
+// subtract (one rounding less than dequantize_row, which products do not notice).
+#if GATEDLM_KSET_AVX2
+// 8 unsigned bytes (the low 8 of `bytes`) as fp32, times ds, minus ms.
+inline void scaled_bytes8(float* out, __m128i bytes, __m256 ds, __m256 ms) {
+  const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+  _mm256_storeu_ps(out, _mm256_sub_ps(_mm256_mul_ps(ds, q), ms));
+}
+#endif
+
+template <class Block, bool kFifthBit>
+struct K4Format {
+  // Sub-block s: the 32 nibbles of q (low ones for even s), plus the fifth bit s of qh.
+  static void expand_sub_block(const Block& block, int s, float ds, float ms, float* out) {
+    const uint8_t* q = block.qs + 32 * (s / 2);
+    const int shift = 4 * (s % 2);
+#if GATEDLM_KSET_AVX2
+    const __m128i low_mask = _mm_set1_epi8(0x0F);
+    const __m256 vds = _mm256_set1_ps(ds), vms = _mm256_set1_ps(ms);
+    for (int half = 0; half < 2; ++half) {
+      __m128i v = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16 * half)), shift),
+                                low_mask);
+      if constexpr (kFifthBit) {
+        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.qh + 16 * half));
+        v = _mm_or_si128(v, _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h, s), _mm_set1_epi8(1)), 4));
+      }
+      scaled_bytes8(out + 16 * half, v, vds, vms);
+      scaled_bytes8(out + 16 * half + 8, _mm_srli_si128(v, 8), vds, vms);
+    }
+#else
+    for (int l = 0; l < kBlock; ++l) {
+      int value = (q[l] >> shift) & 0xF;
+      if constexpr (kFifthBit) value |= ((block.qh[l] >> s) & 1) << 4;
+      out[l] = ds * static_cast<float>(value) - ms;
+    }
+#endif
+  }
+  static void expand(const Block& block, float* w) {
+    const float d = f16_to_f32(block.d), dmin = f16_to_f32(block.dmin);
+    for (int s = 0; s < 8; ++s) {
+      int scale = 0, min = 0;
+      k4_scale_and_min(block.scales, s, scale, min);
+      expand_sub_block(block, s, d * static_cast<float>(scale), dmin * static_cast<float>(min), w + kBlock * s);
+    }
+  }
+};
+struct Q4_KFormat : K4Format<BlockQ4_K, false> {
+  using Block = BlockQ4_K;
+  static constexpr int kValues = kSuper;
+};
+struct Q5_KFormat : K4Format<BlockQ5_K, true> {
+  using Block = BlockQ5_K;
+  static constexpr int kValues = kSuper;
+};
+struct Q6_KFormat {
+  using Block = BlockQ6_K;
+  static constexpr int kValues = kSuper;
+  // Sub-block (of 16) 8h + 2t + half: low nibbles (t < 2) or high ones of ql, bits 2t of qh.
+  static void expand_sub_block(const Block& block, int h, int t, int half, float ds, float* out) {
+    const uint8_t* ql = block.ql + 64 * h + 32 * (t % 2) + 16 * half;
+    const uint8_t* qh = block.qh + 32 * h + 16 * half;
+    const int shift = t < 2 ? 0 : 4;
+#if GATEDLM_KSET_AVX2
+    const __m128i low = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ql)), shift),
+                                      _mm_set1_epi8(0x0F));
+    const __m128i high = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qh)), 2 * t),
+                                       _mm_set1_epi8(3));
+    const __m128i q = _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi8(32));
+    const __m256 vds = _mm256_set1_ps(ds);
+    _mm256_storeu_ps(out, _mm256_mul_ps(vds, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q))));
+    _mm256_storeu_ps(out + 8, _mm256_mul_ps(vds, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8)))));
+#else
+    for (int l = 0; l < 16; ++l)
+      out[l] = ds * static_cast<float>((((ql[l] >> shift) & 0xF) | (((qh[l] >> (2 * t)) & 3) << 4)) - 32);
+#endif
+  }
+  static void expand(const Block& block, float* w) {
+    const float d = f16_to_f32(block.d);
+    for (int h = 0; h < 2; ++h)
+      for (int t = 0; t < 4; ++t)
+        for (int half = 0; half < 2; ++half)
+          expand_sub_block(block, h, t, half, d * static_cast<float>(block.scales[8 * h + 2 * t + half]),
+                           w + 128 * h + 32 * t + 16 * half);
+  }
+};
 using Iq4XsFormat = DequantizerFormat<BlockIq4Xs, kSuper, dequantize_row_iq4_xs>;
 
 // f.template operator()<Format>() for the format of `type`; refuses a type without one.
