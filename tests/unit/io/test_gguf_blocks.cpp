@@ -6,6 +6,7 @@
 // F32 / F16 tensors are expanded, as are the parameters of a file written as F32.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "io/checkpoint.h"
 #include "io/gguf.h"
 #include "io/gguf_import.h"
+#include "io/gguf_reader.h"
 #include "io/model_loader.h"
 #include "kernels/kernel_set.h"
 #include "model/quantized_weights.h"
@@ -160,6 +162,32 @@ TEST(GgufBlocks, AHybridKeepsWholeRowsAndExpandsTheReorderedOnes) {
   const std::string f32_path = (dir / "hybrid_f32.gguf").string();
   export_gguf(ck, k::ElementType::f32, kByteVocabulary, f32_path, "qwen35");
   EXPECT_EQ(load_model(f32_path).quantized, nullptr) << "F32 weights have no blocks to keep";
+}
+
+// A NaN in a block's fp16 scale is refused when the blocks are kept (loading, and import,
+// which then writes nothing), naming the file, the tensor and the row.
+TEST(GgufBlocks, ANonFiniteScaleIsRefusedByName) {
+  const TempDir dir("gguf_blocks_nan");
+  const std::string path = (dir / "q4_k.gguf").string();
+  export_gguf(random_checkpoint(dense_config(), 8), k::ElementType::q4_k, kByteVocabulary, path);
+  uint64_t offset = 0, row_bytes = 0;
+  {
+    const GgufReader r(path);
+    const GgufTensorInfo* t = r.find_tensor("blk.1.attn_k.weight");
+    ASSERT_NE(t, nullptr);
+    ASSERT_EQ(t->type, static_cast<uint32_t>(k::ElementType::q4_k));
+    offset = t->offset;
+    row_bytes = t->bytes / static_cast<uint64_t>(t->shape[0]);
+  }
+  std::string bytes = testing::read_file(path);
+  const uint16_t nan = 0x7E00;  // fp16 NaN, as the d of row 3's first super-block
+  std::memcpy(bytes.data() + offset + 3 * row_bytes, &nan, 2);
+  testing::write_file(path, bytes);
+  const std::string loaded = testing::error_of([&] { (void)load_model(path); });
+  for (const char* part : {path.c_str(), "blk.1.attn_k.weight", "row 3"})
+    EXPECT_TRUE(testing::contains(loaded, part)) << part << " missing in: " << loaded;
+  const std::string expanded = testing::error_of([&] { (void)import_gguf(path); });
+  EXPECT_TRUE(testing::contains(expanded, "blk.1.attn_k.weight")) << expanded;
 }
 
 TEST(GgufBlocks, AnalysisKeepsTheDequantisedValuesReadable) {

@@ -249,6 +249,10 @@ TEST_F(GgufMalformed, TensorInfos) {
   g.tensors[0].type = 8;  // Q8_0: 32-value blocks
   g.tensors[0].dims[0] = 31;
   expect_refused(g, {g.tensors[0].name, "whole blocks"});
+  g = valid_;
+  g.tensors[0].type = 12;  // Q4_K: rows of 128 values are half a super-block
+  g.tensors[0].dims[0] = 128;
+  expect_refused(g, {g.tensors[0].name, "whole blocks"});
 }
 
 TEST_F(GgufMalformed, OffsetsMisalignedOutOfRangeOrOverlapping) {
