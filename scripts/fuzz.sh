@@ -30,11 +30,12 @@ for t in "${TARGETS[@]}"; do
   corpus="$BUILD/corpus/$t" artifacts="$BUILD/artifacts/$t"
   mkdir -p "$corpus" "$artifacts"
   echo "fuzz: $t for ${SECONDS_PER_TARGET}s" >&2
+  # -max_len: the largest seed (gguf's q4_k_m.gguf, 100 KB: K-quant rows are 256 values).
   # -rss_limit_mb: the entry functions refuse what does not fit long before this.
   # -timeout=60: on a busy shared machine a 1 ms input was once stalled past 20 s (a false
   # hang); a real one still stops the run.
   if ! "$BUILD/tests/fuzz/fuzz_$t" "$corpus" "tests/fuzz/corpus/$t" -max_total_time="$SECONDS_PER_TARGET" \
-      -max_len=65536 -rss_limit_mb=4096 -timeout=60 -artifact_prefix="$artifacts/" -print_final_stats=1 \
+      -max_len=131072 -rss_limit_mb=4096 -timeout=60 -artifact_prefix="$artifacts/" -print_final_stats=1 \
       2>"$BUILD/fuzz_$t.log"; then
     echo "fuzz: $t FOUND A CRASH: see $BUILD/fuzz_$t.log and $artifacts/" >&2
     failed=1

@@ -10,6 +10,7 @@
 
 #include "analysis/report.h"
 #include "core/error.h"
+#include "core/zeroed_allocator.h"
 #include "core/json_file.h"
 #include "fixed_tokenizer_json.h"
 #include "io/hf_config.h"
@@ -23,6 +24,7 @@
 #include "io/tokenizer_json.h"
 #include "model/config.h"
 #include "model/param_layout.h"
+#include "model/quantized_weights.h"
 #include "serve/completion_request.h"
 
 namespace gatedlm::fuzz {
@@ -271,10 +273,21 @@ void completion_request(const uint8_t* data, size_t size) {
 }
 
 // A GGUF file through `import` itself (reader, config, tensor checks, vocabulary, weights),
-// then through the reader alone, every tensor it can convert read back (up to 1M values).
+// then with its quantised tensors kept in their blocks (io/gguf_blocks.h: what loading it
+// to run does), then through the reader alone, every tensor it can convert read back (up to
+// 1M values).
 void gguf(const uint8_t* data, size_t size) {
   const fs::path p = write("m.gguf", data, size);
   refusals_allowed([&] { (void)io::import_gguf(p.string()); });
+  refusals_allowed([&] {
+    io::GgufImport g(p.string());
+    const model::ParamLayout layout(g.config());
+    ZeroedVector<float> params(static_cast<size_t>(layout.total()));
+    model::WeightFormats formats = g.block_formats();
+    std::unique_ptr<model::QuantizedWeights> blocks;
+    if (!formats.tensors.empty()) blocks = std::make_unique<model::QuantizedWeights>(layout, std::move(formats));
+    g.read_weights(params, blocks.get());
+  });
   refusals_allowed([&] {
     io::GgufReader r(p.string());
     std::vector<float> values;
