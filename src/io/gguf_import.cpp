@@ -1,5 +1,6 @@
 #include "io/gguf_import.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -215,7 +216,10 @@ void read_tensors(GgufReader& f, const std::vector<GgufTensor>& wanted, std::spa
     const GgufTensorInfo& info = *f.find_tensor(t.name);
     const std::string where = cat(f.path(), ": tensor ", t.name);
     const GgufRun& first = t.runs.front();
-    if (blocks && first.spec && blocks->formats().of(*first.spec)) {
+    const bool kept = blocks && std::any_of(t.runs.begin(), t.runs.end(), [&](const GgufRun& r) {
+      return r.spec && blocks->formats().of(*r.spec);
+    });
+    if (kept) {
       read_gguf_blocks(f, t, *blocks);
     } else if (t.runs.size() == 1 && first.spec) {
       float* dst = params.data() + first.spec->offset + first.begin;
