@@ -112,7 +112,8 @@ const float* Decoder::step(std::span<const Chunk> chunks, bool all_rows) {
 // streaming window a later row may overwrite a row an earlier one reads.
 void Decoder::attend(const model::AttentionCall<float>& call) {
   const model::ModelConfig& c = model_.config();
-  const auto [cache_index, l] = cache_layer_[call.layer];
+  // Plain names, not a structured binding: the lambdas below capture them (clang 14 cannot).
+  const int64_t cache_index = cache_layer_[call.layer].first, l = cache_layer_[call.layer].second;
   KvCache& cache = caches_[cache_index];
   const CacheGeometry& g = cache.geometry();
   const int64_t kvd = g.row_width(), qd = c.q_dim(), D = c.head_dim;

@@ -80,7 +80,8 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const std::string& s
     field = v.get<F>();
   });
   if (used != j.size())
-    for (auto& [key, value] : j.items()) {
+    for (const auto& item : j.items()) {
+      const std::string& key = item.key();  // a plain name: clang 14 cannot capture structured bindings
       bool known = false;
       for_each_train_field(c, [&](const char* k, auto&, const char*) { known |= key == k; });
       if (!known) fail(source, ": unknown key \"", key, "\"");
