@@ -79,25 +79,28 @@ using Q3_KFormat = DequantizerFormat<BlockQ3_K, kSuper, dequantize_row_q3_k>;
 
 // The K-quants of the usual mixes (Q4_K_M: Q4_K and Q6_K) expanded 8 values a step with
 // AVX2 (the scalar dequantisers bound decode at a fraction of the memory bandwidth; GCC does
-// not vectorise these loops by itself), plain loops in the generic set. The same formulas as
+// not vectorise these loops by itself); the generic set keeps the scalar ones for Q4_K / Q5_K.
+// The same formulas as
 // kquant_dequantize.cpp: Q4_K / Q5_K d * sc * q - dmin * m per sub-block of 32, Q6_K
-// (d * sc) * (q - 32) per sub-block of 16; a kernel set may fuse Q4_K's multiply and
-// subtract (one rounding less than dequantize_row, which products do not notice).
+// (d * sc) * (q - 32) per sub-block of 16, the same values bit for bit (the AVX2 path keeps
+// the compiler from fusing Q4_K's multiply and subtract, which would round once less).
 #if GATEDLM_KSET_AVX2
 // 8 unsigned bytes (the low 8 of `bytes`) as fp32, times ds, minus ms.
 inline void scaled_bytes8(float* out, __m128i bytes, __m256 ds, __m256 ms) {
   const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
-  _mm256_storeu_ps(out, _mm256_sub_ps(_mm256_mul_ps(ds, q), ms));
+  __m256 product = _mm256_mul_ps(ds, q);
+  asm("" : "+x"(product));  // rounded on its own, as dequantize_row does: no fused multiply-subtract
+  _mm256_storeu_ps(out, _mm256_sub_ps(product, ms));
 }
 #endif
 
 template <class Block, bool kFifthBit>
 struct K4Format {
   // Sub-block s: the 32 nibbles of q (low ones for even s), plus the fifth bit s of qh.
+#if GATEDLM_KSET_AVX2
   static void expand_sub_block(const Block& block, int s, float ds, float ms, float* out) {
     const uint8_t* q = block.qs + 32 * (s / 2);
     const int shift = 4 * (s % 2);
-#if GATEDLM_KSET_AVX2
     const __m128i low_mask = _mm_set1_epi8(0x0F);
     const __m256 vds = _mm256_set1_ps(ds), vms = _mm256_set1_ps(ms);
     for (int half = 0; half < 2; ++half) {
@@ -110,21 +113,20 @@ struct K4Format {
       scaled_bytes8(out + 16 * half, v, vds, vms);
       scaled_bytes8(out + 16 * half + 8, _mm_srli_si128(v, 8), vds, vms);
     }
-#else
-    for (int l = 0; l < kBlock; ++l) {
-      int value = (q[l] >> shift) & 0xF;
-      if constexpr (kFifthBit) value |= ((block.qh[l] >> s) & 1) << 4;
-      out[l] = ds * static_cast<float>(value) - ms;
-    }
-#endif
   }
+#endif
   static void expand(const Block& block, float* w) {
+#if GATEDLM_KSET_AVX2
     const float d = f16_to_f32(block.d), dmin = f16_to_f32(block.dmin);
     for (int s = 0; s < 8; ++s) {
       int scale = 0, min = 0;
       k4_scale_and_min(block.scales, s, scale, min);
       expand_sub_block(block, s, d * static_cast<float>(scale), dmin * static_cast<float>(min), w + kBlock * s);
     }
+#else  // the scalar dequantiser, built without fused multiply-adds (a generic ARM build would fuse them)
+    if constexpr (kFifthBit) dequantize_row_q5_k(w, &block, kSuper);
+    else dequantize_row_q4_k(w, &block, kSuper);
+#endif
   }
 };
 struct Q4_KFormat : K4Format<BlockQ4_K, false> {
