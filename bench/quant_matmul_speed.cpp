@@ -1,10 +1,11 @@
 // Decode products on quantised weights: GB/s of weights read per second for F32
-// (matmul<float>: the skinny kernel up to 4 rows, oneDNN above), BF16, Q8_0 and Q4_0
-// (quant_matmul and each path the active kernel set runs), against the machine's
+// (matmul<float>: the skinny kernel up to 4 rows, oneDNN above), BF16, Q8_0, Q4_0, the
+// K-quants and IQ4_XS (quant_matmul and each path the active kernel set runs), against the machine's
 // streaming read bandwidth. Random weights; the matrices of a decode step of a
 // Qwen3-shaped model, enough layers that they do not fit in the caches.
 //
 //   build-x/quant_matmul_speed [--shape 100m|1b|cached] [--batch 1,8] [--reps 7] [--cpu-time] [--automatic-only]
+//                              [--formats f32,bf16,q8_0,q4_0,q4_k,q5_k,q6_k,iq4_xs]
 //   GATEDLM_KERNELS=avx2 build-x/quant_matmul_speed ...   (another kernel set)
 // Prints a markdown table; bench/RESULTS.md, "Quantised products: the kernels", has the figures.
 #include <immintrin.h>
@@ -185,10 +186,24 @@ void bench_format(const Shape& shape, const char* label, k::ElementType format, 
       print_row(label, k::quant_path_name(path), batch, bytes, median_seconds(reps, [&] { step(path, false); }), stream);
 }
 
+constexpr k::ElementType kBenchFormats[] = {k::ElementType::bf16, k::ElementType::q8_0, k::ElementType::q4_0,
+                                            k::ElementType::q4_k,  k::ElementType::q5_k, k::ElementType::q6_k,
+                                            k::ElementType::iq4_xs};
+
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> items;
+  for (size_t pos = 0; pos <= list.size();) {
+    const size_t comma = std::min(list.find(',', pos), list.size());
+    if (comma > pos) items.push_back(list.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return items;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string shape_name = "100m", batches = "1,8";
+  std::string shape_name = "100m", batches = "1,8", formats = "f32,bf16,q8_0,q4_0,q4_k,q5_k,q6_k,iq4_xs";
   int reps = 7;
   for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
@@ -205,8 +220,10 @@ int main(int argc, char** argv) {
     } else if (flag == "--shape") shape_name = argv[i + 1];
     else if (flag == "--batch") batches = argv[i + 1];
     else if (flag == "--reps") reps = std::max(1, std::atoi(argv[i + 1]));
+    else if (flag == "--formats") formats = argv[i + 1];
     else {
-      std::fprintf(stderr, "unknown flag %s (--shape 100m|1b|cached, --batch 1,8, --reps N, --cpu-time, --automatic-only)\n", flag.c_str());
+      std::fprintf(stderr, "unknown flag %s (--shape 100m|1b|cached, --batch 1,8, --reps N, --cpu-time, --automatic-only, "
+                   "--formats f32,q4_k,...)\n", flag.c_str());
       return 2;
     }
   }
@@ -219,9 +236,14 @@ int main(int argc, char** argv) {
     const size_t comma = std::min(batches.find(',', pos), batches.size());
     const int64_t batch = std::atoll(batches.substr(pos, comma - pos).c_str());
     pos = comma + 1;
-    bench_format(shape, "F32", k::ElementType::bf16, true, batch, reps, stream);
-    for (k::ElementType format : {k::ElementType::bf16, k::ElementType::q8_0, k::ElementType::q4_0})
+    for (const std::string& name : split_list(formats)) {
+      if (name == "f32") {
+        bench_format(shape, "F32", k::ElementType::bf16, true, batch, reps, stream);
+        continue;
+      }
+      const k::ElementType format = k::parse_element_type(name, "--formats", kBenchFormats);
       bench_format(shape, k::element_name(format), format, false, batch, reps, stream);
+    }
   }
   return 0;
 }

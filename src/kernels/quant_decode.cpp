@@ -362,7 +362,7 @@ bool quant_path_runnable(QuantPath path, ElementType format) {
     case QuantPath::automatic:
     case QuantPath::fp32_expand:
     case QuantPath::fp32_tiles: return true;
-    case QuantPath::int8_madd: return blocks && GATEDLM_KSET_AVX2;
+    case QuantPath::int8_madd: return (blocks && GATEDLM_KSET_AVX2) || kquant_int8_format(format);
     case QuantPath::int8_vnni: return blocks && int8_vnni_runnable();
     case QuantPath::bf16_dot: return format == ElementType::bf16 && cpu_has_bf16_dot();
   }
@@ -384,6 +384,9 @@ QuantPath quant_best_path(ElementType format, int64_t m) {
   // The int8 kernels beat fp32 tiles through oneDNN at every m measured (8-512 rows:
   // vpdpbusd 2x, vpmaddubsw 1.1-1.4x).
   if (runnable(QuantPath::int8_vnni)) return QuantPath::int8_vnni;
+  // The K-quants' vpmaddubsw kernels (Q8_K activations) beat fp32 tiles 4x at 1 row and 2x
+  // at 8, break even at 64 rows and lose 15 % at 256 (Zen 3, 100M and 1B shapes).
+  if (kquant_int8_format(format) && m > 64) return QuantPath::fp32_tiles;
   if (runnable(QuantPath::int8_madd)) return QuantPath::int8_madd;
   // BF16: vdpbf16ps (activations rounded to bf16, as llama.cpp does) at every m: as fast
   // as the fp32 expansion at 1 row of the 100M shape, 1.3x at the 1B shape, 1.5x at 8 rows.
@@ -400,7 +403,9 @@ void quant_matmul_path(QuantPath path, float* C, int64_t ldc, const float* A, in
     case QuantPath::automatic:
     case QuantPath::fp32_expand: return fp32_expand_product(out, A, lda, m, W);
     case QuantPath::fp32_tiles: break;  // quant_matmul.cpp's (it calls matmul<float>)
-    case QuantPath::int8_madd: return int8_product(false, out, A, lda, m, W);
+    case QuantPath::int8_madd:
+      if (kquant_int8_format(W.format)) return kquant_int8_product(out, A, lda, m, W);
+      return int8_product(false, out, A, lda, m, W);
     case QuantPath::int8_vnni: return int8_product(true, out, A, lda, m, W);
     case QuantPath::bf16_dot:
 #if GATEDLM_QUANT_BF16_DOT

@@ -26,6 +26,9 @@
 
 #include "kernels/kernel_set_begin.h"
 #include "kernels/quant_kernels.h"
+#if GATEDLM_KSET_AVX2
+#include "kernels/int8_lanes.h"
+#endif
 
 namespace gatedlm::kernels::GATEDLM_KSET {
 
@@ -36,17 +39,6 @@ constexpr int64_t kBlock = kQuantBlockValues;
 // Weight rows per tile of the weight-tile kernels (quant_int8_kernels.inc: one per 512-bit
 // lane), those of quant_tiles.h's layout.
 constexpr int kTileRows = static_cast<int>(kQuantTileRows);
-
-inline float max8(__m256 v) {
-  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_max_ss(s, _mm_movehdup_ps(s)));
-}
-inline float add8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-}
 
 // One block of 32 activations to int8 (ggml's quantize_row_q8_0 on x86): q[32] and the
 // fp32 value of the fp16 scale (q may be null: not stored). biased: q + 128 stored (the
@@ -241,19 +233,6 @@ Int8Rows quantize_rows(const float* A, int64_t lda, int64_t m, int64_t k, const 
     rows.quad_scales = quad_scales.data();
   }
   return rows;
-}
-
-// Lane r = the sum of v[r]'s 8 lanes, for 8 vectors (a transpose by unpacking, one add per step).
-inline __m256i lane_sums8(const __m256i* v) {
-  __m256i pairs[4], quads[2];
-  for (int i = 0; i < 4; ++i)  // [a0+a2, b0+b2, a1+a3, b1+b3] per 128-bit half, a = v[2i], b = v[2i+1]
-    pairs[i] = _mm256_add_epi32(_mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]),
-                                _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
-  for (int i = 0; i < 2; ++i)  // [sum a, sum b, sum c, sum d] per half
-    quads[i] = _mm256_add_epi32(_mm256_unpacklo_epi64(pairs[2 * i], pairs[2 * i + 1]),
-                                _mm256_unpackhi_epi64(pairs[2 * i], pairs[2 * i + 1]));
-  return _mm256_add_epi32(_mm256_permute2x128_si256(quads[0], quads[1], 0x20),
-                          _mm256_permute2x128_si256(quads[0], quads[1], 0x31));
 }
 
 // 32 weights of a block as int8.

@@ -1,6 +1,6 @@
 #pragma once
 // What the per-set sources of the quantised products share (quant_decode.cpp,
-// quant_int8.cpp): the walk over weight rows and groups of activation rows, and the int8
+// quant_int8.cpp, quant_kint8.cpp): the walk over weight rows and groups of activation rows, and the int8
 // path's entry. A per-set header, like fast_math.h: include it after kernel_set_begin.h.
 #ifndef GATEDLM_KSET
 #error "quant_kernels.h belongs to a kernel set: include kernel_set_begin.h first"
@@ -111,5 +111,9 @@ void with_decode_team(int64_t m, const QuantWeights& W, F&& f) {
 // blocks first. vnni: vpdpbusd, else vpmaddubsw. Sets without AVX2 have neither.
 bool int8_vnni_runnable();
 void int8_product(bool vnni, const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W);
+// The int8 path of the K-quants (quant_kint8.cpp): Q4_K, Q5_K, Q6_K and IQ4_XS weights
+// (kquant_int8_format), activations quantised to ggml's Q8_K super-blocks first, vpmaddubsw.
+bool kquant_int8_format(ElementType format);
+void kquant_int8_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W);
 
 }  // namespace gatedlm::kernels::GATEDLM_KSET

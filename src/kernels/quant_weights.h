@@ -29,6 +29,10 @@ struct QuantWeights {
 //                (avx2 set). The activations' rounding adds a bounded error: |error| <=
 //                sum over blocks of (max|a| (1/254 + 2^-11 + 2^-20) + 127 * 2^-25) * sum|w|
 //                over the block, + fp32 sums (test_quant_matmul.cpp derives it).
+//                For Q4_K, Q5_K, Q6_K and IQ4_XS, int8_madd (avx2 and avx512 sets) rounds
+//                each row of A to ggml's Q8_K super-blocks (256 values, an fp32 scale
+//                d = max / -127: |a - q d| <= amax (1/254 + 2^-20)), then vpmaddubsw per
+//                sub-block times its integer scale (quant_kint8.cpp): llama.cpp's arithmetic.
 //   bf16_dot     BF16: the rows of A rounded to bf16, then AVX512-BF16's vdpbf16ps
 //                (avx512 set, CPUs with AVX512-BF16); error <= 2^-9 * sum |a w| + fp32 sums.
 //   fp32_tiles   tiles of W expanded to fp32 (quant_dequantize_rows), each multiplied by
@@ -37,8 +41,8 @@ struct QuantWeights {
 //   automatic    the fastest runnable path for the format and m, by measurement
 //                (bench/RESULTS.md, "Quantised products: the kernels"): on Zen 4,
 //                int8_vnni for Q8_0 / Q4_0 at every m (twice oneDNN's fp32 speed even at
-//                512 rows), bf16_dot for BF16; without those instructions int8_madd,
-//                fp32_expand up to 4 rows and fp32_tiles above.
+//                512 rows), bf16_dot for BF16, int8_madd for the K-quants above; without
+//                those instructions int8_madd, fp32_expand up to 4 rows and fp32_tiles above.
 enum class QuantPath { automatic, fp32_expand, int8_madd, int8_vnni, bf16_dot, fp32_tiles };
 
 }  // namespace gatedlm::kernels

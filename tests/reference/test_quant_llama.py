@@ -21,7 +21,10 @@ products reading the blocks directly):
     Q4_0 weights move the logits by 0.36 from F32, so the check tells the weights apart
     (asserted: the error must stay below gatedlm F32 against the Q4_0 file);
   - the greedy 32-token continuation of Q8_0 is the one gatedlm predicts (argmax of its
-    logits at each position, teacher-forced on llama.cpp's tokens).
+    logits at each position, teacher-forced on llama.cpp's tokens) wherever that argmax is
+    decided: the engines' logits differ by up to a measured `noise` (llama.cpp's F16 KV cache
+    and its rounding of activations), and a random model's top two logits come that close at
+    some steps, where either token is right (greedy_agreement says how it is judged).
 Then the files people download (issue 36): llama.cpp's own quantiser (llama_model_quantize,
 through tests/llama/llama_requantize) rewrites gatedlm's F32 export as Q4_K_M, Q5_K_M, Q6_K,
 Q3_K_M, IQ4_XS and Q2_K, for a model whose rows are whole 256-value super-blocks (WIDE) and
@@ -32,7 +35,8 @@ gatedlm runs each file directly (`--checkpoint FILE.gguf`), and
     values, an fp32 scale, no coarser than Q8_0's: ACT_FACTOR times what gatedlm's own Q8_0
     weights move each model's logits), and, for the types of 4 bits or fewer,
     lie closer to llama.cpp's than gatedlm's F32 model does (the weights told apart);
-  - on Q4_K_M its greedy 32-token continuation is llama.cpp's (teacher-forced argmax);
+  - on Q4_K_M its greedy 32-token continuation is llama.cpp's (teacher-forced argmax, judged
+    where decided, as for Q8_0);
   - gatedlm's own export of the same file type (`--dtype q4_k_m`, the mixes choosing a type
     per tensor as llama-quantize does; `--dtype q6_k`, ...) holds byte for byte llama.cpp's
     blocks in every tensor both files store in the same type, and for the mixes (Q4_K_M, Q5_K_M,
@@ -261,7 +265,7 @@ def check_llama_quantized(args, libdir, work, name, cfg, ftypes, failures):
         ours = gatedlm_decode_logits(args.gatedlm, path, full, work, f"{name}_{ftype}")
         err, scale = rel_l2(llama_logits, ours[:len(prompt)]), rel_l2(llama_logits, ours_f32)
         ours_greedy = [int(np.argmax(ours[t])) for t in range(len(prompt) - 1, len(full) - 1)]
-        same = ours_greedy == greedy and len(greedy) == GENERATE
+        same, greedy_words = greedy_verdict(ours, llama_logits, len(prompt), greedy)
         theirs = gguf_tensors(path)
         types = sorted({t for t, _ in theirs.values()})
         mine = os.path.join(work, f"{name}_gatedlm_{ftype}")
@@ -276,8 +280,7 @@ def check_llama_quantized(args, libdir, work, name, cfg, ftypes, failures):
         ok = (err <= tol and (err < scale or bits > 5) and (same or ftype != "q4_k_m") and compared and not differ
               and not types_differ and kept)
         print(f"{name} {ftype} (llama.cpp's file; ggml types {types}): prompt logits rel L2 {err:.2e} "
-              f"(tol {tol:.2e}; gatedlm F32 vs this file {scale:.2e}); greedy {GENERATE} tokens "
-              f"{'identical' if same else 'differ'}  {'PASS' if ok else 'FAIL'}")
+              f"(tol {tol:.2e}; gatedlm F32 vs this file {scale:.2e}); {greedy_words}  {'PASS' if ok else 'FAIL'}")
         if not ok:
             print(f"  llama.cpp {greedy}\n  gatedlm   {ours_greedy}")
             failures.append(f"{name} {ftype}")
@@ -298,6 +301,39 @@ def imported_keeps_blocks(binary, path, tokens, logits, work, name):
     print(f"{name}: import kept {len(formats)} tensors in their blocks ({header['gatedlm.quantized']}: {kinds}; the "
           f"file's block types {in_file}); logits {'identical to' if same else 'DIFFER from'} the file's")
     return same and kinds == in_file
+
+
+def greedy_agreement(ours, llama_logits, prompt_len, greedy):
+    """gatedlm's teacher-forced argmax against llama.cpp's greedy tokens, judged where it is
+    decided. The two engines' logits differ by up to `noise` per entry (the largest difference
+    over the prompt positions: llama.cpp keeps its KV cache in F16 and rounds the activations of
+    quantised products), and a random model's top two logits lie that close at some steps:
+    there the argmax may flip with neither engine wrong. So a step where gatedlm's own top two
+    are more than 2 * noise apart must agree; the others are counted. Returns (steps that
+    agree, steps that disagree though decided, undecided steps, noise)."""
+    noise = float(np.max(np.abs(np.asarray(llama_logits) - ours[:prompt_len])))
+    agree, wrong, undecided = 0, [], 0
+    for i, token in enumerate(greedy):
+        row = ours[prompt_len - 1 + i]
+        second, first = np.sort(row)[-2:]
+        decided = first - second > 2 * noise
+        undecided += not decided
+        if int(np.argmax(row)) == token:
+            agree += 1
+        elif decided:
+            wrong.append(i)
+    return agree, wrong, undecided, noise
+
+
+def greedy_verdict(ours, llama_logits, prompt_len, greedy):
+    """(ok, words): every decided step agrees, at most half the steps are undecided (else the
+    check says little; the random wide model has 11 of 32 on Q4_K_M, its logits differing by
+    up to 0.27 between the engines), and llama.cpp generated all GENERATE tokens."""
+    agree, wrong, undecided, noise = greedy_agreement(ours, llama_logits, prompt_len, greedy)
+    ok = not wrong and undecided <= GENERATE // 2 and len(greedy) == GENERATE
+    words = (f"greedy {agree}/{len(greedy)} tokens the same, {undecided} steps undecided (top two within 2 x "
+             f"{noise:.1e}), {len(wrong)} decided steps differ {wrong[:4]}")
+    return ok, words
 
 
 def rel_l2(a, b):
@@ -341,10 +377,10 @@ def main(argv=None):
             if dtype == "q8_0":  # what rounding to Q8_0 blocks does to the logits (weights here)
                 tol = ACT_FACTOR * rel_l2(ours[:len(prompt)], ours_f32)
             ours_greedy = [int(np.argmax(ours[t])) for t in range(len(prompt) - 1, len(full) - 1)]
-            same = ours_greedy == greedy and len(greedy) == GENERATE
+            same, greedy_words = greedy_verdict(ours, llama_logits, len(prompt), greedy)
             ok = err <= tol and (err < scale or dtype != "q4_0") and (same or dtype != "q8_0")
             print(f"{dtype}: prompt logits rel L2 {err:.2e} (tol {tol:.2e}; gatedlm F32 vs this file {scale:.2e}); "
-                  f"greedy {GENERATE} tokens {'identical' if same else 'DIFFER'}  {'PASS' if ok else 'FAIL'}")
+                  f"{greedy_words}  {'PASS' if ok else 'FAIL'}")
             print(f"  llama.cpp {greedy}\n  gatedlm   {ours_greedy}")
             if dtype == "q8_0" and len(set(greedy)) < 4:
                 print("  the continuation is nearly constant: the check would say little")

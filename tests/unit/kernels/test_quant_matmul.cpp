@@ -79,19 +79,25 @@ void ggml_q8_block(float* out, const float* x) {
 double bound(const Problem& p, QuantPath path, int64_t r, int64_t o) {
   const float* a = p.a.data() + r * p.k;
   const float* w = p.w.data() + o * p.k;
+  // Activations rounded in blocks of 32 with an fp16 scale (Q8_0), or in super-blocks of
+  // 256 with an fp32 scale for the formats of super-blocks (Q8_K: d = 1 / iscale, so
+  // |a - q d| <= amax (1/254 + 2^-20), no fp16 term).
+  const bool super_blocks = element_traits(p.format).block_values == 256;
+  const int64_t block = super_blocks ? 256 : 32;
   double magnitude = 0.0, activation_term = 0.0;
-  for (int64_t b = 0; b < p.k; b += 32) {
+  for (int64_t b = 0; b < p.k; b += block) {
     double amax = 0.0, wsum = 0.0;
-    for (int64_t j = b; j < b + 32; ++j) {
+    for (int64_t j = b; j < b + block; ++j) {
       magnitude += std::fabs(static_cast<double>(a[j]) * w[j]);
       amax = std::max(amax, std::fabs(static_cast<double>(a[j])));
       wsum += std::fabs(w[j]);
     }
-    activation_term += (amax * (1.0 / 254 + 0x1p-11 + 0x1p-20) + 127 * 0x1p-25) * wsum;
+    activation_term += super_blocks ? amax * (1.0 / 254 + 0x1p-20) * wsum
+                                    : (amax * (1.0 / 254 + 0x1p-11 + 0x1p-20) + 127 * 0x1p-25) * wsum;
   }
   const double fp32_term = p.k * 0x1p-24 * magnitude * 1.01 + 1e-30;
   const bool int8 = path == QuantPath::int8_madd || path == QuantPath::int8_vnni ||
-                    (path == QuantPath::automatic && p.format != ElementType::bf16);
+                    (path == QuantPath::automatic && quant_path_runnable(QuantPath::int8_madd, p.format));
   const bool bf16 = path == QuantPath::bf16_dot || (path == QuantPath::automatic && p.format == ElementType::bf16);
   if (int8) return activation_term + fp32_term;
   if (bf16) return 0x1p-9 * magnitude + fp32_term;
@@ -150,6 +156,50 @@ TEST(QuantMatmul, Int8PathsAreGgmlsActivationQuantisation) {
         }
       }
     }
+}
+
+// ggml's quantize_row_q8_K_ref for one super-block of 256, as values q * d: max = the first
+// value of largest magnitude, iscale = -127 / max, q = min(127, round half to even), d = 1 / iscale.
+void ggml_q8_k_block(float* out, const float* x) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < 256; ++j)
+    if (std::fabs(x[j]) > amax) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  if (amax == 0.0f) {
+    std::fill_n(out, 256, 0.0f);
+    return;
+  }
+  const float iscale = -127.0f / max, d = 1.0f / iscale;
+  for (int j = 0; j < 256; ++j) out[j] = std::min(127.0f, std::nearbyint(iscale * x[j])) * d;
+}
+
+// The same for the K-quants and IQ4_XS against Q8_K super-blocks (ggml_vec_dot_q4_K_q8_K and
+// its siblings), rows of zeros and a row whose largest values tie in magnitude included.
+TEST(QuantMatmul, KQuantInt8PathIsGgmlsQ8K) {
+  for (ElementType format : {ElementType::q4_k, ElementType::q5_k, ElementType::q6_k, ElementType::iq4_xs}) {
+    if (!quant_path_runnable(QuantPath::int8_madd, format)) continue;
+    Problem p = make_problem(format, 10, 23, 256 * 3, 31);
+    std::fill_n(p.a.begin() + 2 * p.k, p.k, 0.0f);  // row 2: zeros
+    p.a[3 * p.k + 5] = -4.0f;                       // row 3: -4 first, then +4
+    p.a[3 * p.k + 200] = 4.0f;
+    const std::vector<float> C = product(p, QuantPath::int8_madd);
+    std::vector<float> a8(static_cast<size_t>(p.k));
+    for (int64_t r = 0; r < p.m; ++r) {
+      for (int64_t b = 0; b < p.k; b += 256) ggml_q8_k_block(a8.data() + b, p.a.data() + r * p.k + b);
+      for (int64_t o = 0; o < p.n; ++o) {
+        double expected = 0.0, magnitude = 0.0;
+        for (int64_t j = 0; j < p.k; ++j) {
+          expected += static_cast<double>(a8[j]) * p.w[o * p.k + j];
+          magnitude += std::fabs(static_cast<double>(a8[j]) * p.w[o * p.k + j]);
+        }
+        ASSERT_NEAR(C[r * p.n + o], expected, p.k * 0x1p-24 * magnitude + 1e-30)
+            << element_name(format) << " row " << r << " col " << o;
+        if (r == 2) ASSERT_EQ(C[r * p.n + o], 0.0f) << element_name(format) << ": a row of zeros";
+      }
+    }
+  }
 }
 
 TEST(QuantMatmul, StridesAndAccumulation) {
@@ -243,8 +293,15 @@ constexpr ElementType kExpandedFormats[] = {ElementType::q4_1, ElementType::q5_0
 TEST(QuantMatmul, ExpandedFormatsMatchTheReference) {
   const int threads = omp_get_max_threads();
   for (ElementType format : kExpandedFormats) {
-    EXPECT_FALSE(quant_path_runnable(QuantPath::int8_madd, format)) << element_name(format);
-    for (QuantPath path : {QuantPath::fp32_expand, QuantPath::fp32_tiles, QuantPath::automatic})
+    // The K-quants of the usual mixes and IQ4_XS have the int8 path wherever Q8_0 has it.
+    const bool int8 = format == ElementType::q4_k || format == ElementType::q5_k || format == ElementType::q6_k ||
+                      format == ElementType::iq4_xs;
+    EXPECT_EQ(quant_path_runnable(QuantPath::int8_madd, format),
+              int8 && quant_path_runnable(QuantPath::int8_madd, ElementType::q8_0))
+        << element_name(format);
+    EXPECT_FALSE(quant_path_runnable(QuantPath::int8_vnni, format)) << element_name(format);
+    for (QuantPath path : {QuantPath::fp32_expand, QuantPath::fp32_tiles, QuantPath::int8_madd, QuantPath::automatic}) {
+      if (!quant_path_runnable(path, format)) continue;
       for (int64_t m : {1, 3, 8, 13, 40})
         for (auto [n, k] : {std::pair<int64_t, int64_t>{7, 256}, {33, 768}, {5, 1280}}) {
           const Problem p = make_problem(format, m, n, k, 7 * m + n);
@@ -263,6 +320,7 @@ TEST(QuantMatmul, ExpandedFormatsMatchTheReference) {
             for (int64_t o = 0; o < ldc; ++o) C[r * ldc + o] = o < n ? C[r * ldc + o] - 0.25f : C[r * ldc + o];
           expect_near_reference(p, path, C, ldc);
         }
+    }
     const Problem p = make_problem(format, 1, 6, 512, 29);
     std::vector<float> rows(static_cast<size_t>(3 * p.k), NAN);
     quant_dequantize_rows(rows.data(), p.weights(), 2, 3);

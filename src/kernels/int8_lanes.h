@@ -1,0 +1,46 @@
+#pragma once
+// Horizontal work on AVX2 vectors that the int8 products share (quant_int8.cpp,
+// quant_kint8.cpp). A per-set header, like fast_math.h: include it after
+// kernel_set_begin.h, in sets with AVX2 only.
+#ifndef GATEDLM_KSET
+#error "int8_lanes.h belongs to a kernel set: include kernel_set_begin.h first"
+#endif
+#if !GATEDLM_KSET_AVX2
+#error "int8_lanes.h needs AVX2: include it in the avx2 and avx512 sets only"
+#endif
+
+namespace gatedlm::kernels::GATEDLM_KSET {
+
+inline float max8(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_max_ss(s, _mm_movehdup_ps(s)));
+}
+inline float add8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+// Lane r = the sum of v[r]'s 8 lanes, for 8 vectors (a transpose by unpacking, one add per step).
+inline __m256i lane_sums8(const __m256i* v) {
+  __m256i pairs[4], quads[2];
+  for (int i = 0; i < 4; ++i)  // [a0+a2, b0+b2, a1+a3, b1+b3] per 128-bit half, a = v[2i], b = v[2i+1]
+    pairs[i] = _mm256_add_epi32(_mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]),
+                                _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
+  for (int i = 0; i < 2; ++i)  // [sum a, sum b, sum c, sum d] per half
+    quads[i] = _mm256_add_epi32(_mm256_unpacklo_epi64(pairs[2 * i], pairs[2 * i + 1]),
+                                _mm256_unpackhi_epi64(pairs[2 * i], pairs[2 * i + 1]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(quads[0], quads[1], 0x20),
+                          _mm256_permute2x128_si256(quads[0], quads[1], 0x31));
+}
+
+// The sum of the 8 int32 lanes.
+inline int32_t add8_epi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
+}  // namespace gatedlm::kernels::GATEDLM_KSET
