@@ -135,6 +135,32 @@ inline __m256i scaled_dot(__m256i w_unsigned, __m256i a, __m256i scale16) {
   return _mm256_madd_epi16(scale16, _mm256_maddubs_epi16(w_unsigned, a));
 }
 
+// The byte pair of int16 lane `lane` (0-7) of a 128-bit half, as a vpshufb index.
+constexpr int16_t int16_lane_bytes(int lane) { return static_cast<int16_t>((2 * lane + 1) << 8 | 2 * lane); }
+// Lane `low` (0-7) of the int16 vector v in every lane of the low 128-bit half, lane `high` in
+// the high half (v's two halves alike).
+inline __m256i spread_int16(__m256i v, int low, int high) {
+  return _mm256_shuffle_epi8(v, _mm256_setr_m128i(_mm_set1_epi16(int16_lane_bytes(low)), _mm_set1_epi16(int16_lane_bytes(high))));
+}
+inline __m256i broadcast_int16(__m256i v, int lane) { return spread_int16(v, lane, lane); }
+
+// A Q4_K / Q5_K super-block's 8 six-bit scales then 8 six-bit minimums as int16, unpacked a
+// 32-bit word at a time (k4_scale_and_min says where the bits are): the scales 0-3 and
+// minimums 0-3 are the low 6 bits of words 0 and 1; scales 4-7 the low nibbles of word 2 with
+// the top 2 bits of word 0's bytes above them; minimums 4-7 word 2's high nibbles with word 1's
+// top bits. The scales are the low 128-bit half, the minimums the high one.
+inline __m256i k4_scales_and_mins(const uint8_t* packed) {
+  uint32_t w[3];
+  std::memcpy(w, packed, sizeof w);
+  constexpr uint32_t kSix = 0x3F3F3F3F, kNibble = 0x0F0F0F0F, kTwo = 0x03030303;
+  const uint32_t scales_low = w[0] & kSix, mins_low = w[1] & kSix;
+  const uint32_t scales_high = (w[2] & kNibble) | (((w[0] >> 6) & kTwo) << 4);
+  const uint32_t mins_high = ((w[2] >> 4) & kNibble) | (((w[1] >> 6) & kTwo) << 4);
+  const __m128i bytes = _mm_setr_epi32(static_cast<int>(scales_low), static_cast<int>(scales_high),
+                                       static_cast<int>(mins_low), static_cast<int>(mins_high));
+  return _mm256_cvtepu8_epi16(bytes);
+}
+
 // Each format's super-block dot for R rows (rows[r] its Q8K values, sums[r] their bsums):
 // dots[r] += int32 lanes summing to sum_j scale_j * sum(q * a) over sub-block j; and for
 // formats with minimums (kMinimums) offsets[r] = sum_j min_j * (sum of a over sub-block j).
@@ -147,12 +173,8 @@ struct K4Dot {
   template <int R>
   static void dots(const Block& x, const int8_t* const* rows, const int16_t* const* sums, __m256i* dots,
                    int32_t* offsets) {
-    int scales[8], mins[8];
-    for (int s = 0; s < 8; ++s) k4_scale_and_min(x.scales, s, scales[s], mins[s]);
-    const __m128i mins16 = _mm_setr_epi16(static_cast<int16_t>(mins[0]), static_cast<int16_t>(mins[1]),
-                                          static_cast<int16_t>(mins[2]), static_cast<int16_t>(mins[3]),
-                                          static_cast<int16_t>(mins[4]), static_cast<int16_t>(mins[5]),
-                                          static_cast<int16_t>(mins[6]), static_cast<int16_t>(mins[7]));
+    const __m256i scales_and_mins = k4_scales_and_mins(x.scales);
+    const __m128i mins16 = _mm256_extracti128_si256(scales_and_mins, 1);
     for (int r = 0; r < R; ++r) {  // sub-block j of 32 = bsums 2j and 2j + 1
       const __m128i sum32 = _mm_hadd_epi16(load16(sums[r]), load16(sums[r] + 8));
       const __m128i products = _mm_madd_epi16(mins16, sum32);
@@ -160,6 +182,7 @@ struct K4Dot {
       s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
       offsets[r] = _mm_cvtsi128_si32(s);
     }
+    const __m256i scales16 = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(scales_and_mins));
     const __m256i nibble = _mm256_set1_epi8(0x0F);
     [[maybe_unused]] __m256i fifth;
     if constexpr (kFifthBit) fifth = load32(x.qh);
@@ -172,8 +195,7 @@ struct K4Dot {
         high = _mm256_or_si256(high,
                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(fifth, 2 * pair + 1), one), 4));
       }
-      const __m256i scale_low = _mm256_set1_epi16(static_cast<int16_t>(scales[2 * pair]));
-      const __m256i scale_high = _mm256_set1_epi16(static_cast<int16_t>(scales[2 * pair + 1]));
+      const __m256i scale_low = broadcast_int16(scales16, 2 * pair), scale_high = broadcast_int16(scales16, 2 * pair + 1);
       for (int r = 0; r < R; ++r) {
         const int8_t* a = rows[r] + 64 * pair;
         dots[r] = _mm256_add_epi32(dots[r], _mm256_add_epi32(scaled_dot(low, load32(a), scale_low),
@@ -212,9 +234,11 @@ struct Q6KDot {
                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bits, 4), two_bits), 4)),
           _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), nibble),
                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bits, 6), two_bits), 4))};
+      // The half's 8 scales as int16 in both 128-bit halves.
+      const __m256i half_scales = _mm256_broadcastsi128_si256(half ? _mm256_extracti128_si256(scales16, 1)
+                                                                    : _mm256_castsi256_si128(scales16));
       for (int t = 0; t < 4; ++t) {
-        const int8_t* scale = x.scales + 8 * half + 2 * t;
-        const __m256i scale16 = _mm256_setr_m128i(_mm_set1_epi16(scale[0]), _mm_set1_epi16(scale[1]));
+        const __m256i scale16 = spread_int16(half_scales, 2 * t, 2 * t + 1);
         for (int r = 0; r < R; ++r)
           dots[r] = _mm256_add_epi32(dots[r], scaled_dot(quarters[t], load32(rows[r] + 128 * half + 32 * t), scale16));
       }
