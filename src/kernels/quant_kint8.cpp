@@ -12,6 +12,8 @@
 // taken off: llama.cpp's arithmetic (ggml_vec_dot_q4_K_q8_K and its siblings), so our
 // logits differ from its only in the order of fp32 additions.
 //
+// The fp16 scales are converted by F16C's vcvtph2ps (every CPU with AVX2 has it).
+//
 // The dot of unsigned weights (Q4_K and Q5_K q, Q6_K's q + 32) and signed activations is
 // vpmaddubsw (pairs summed to int16: at most 2 * 63 * 127, no saturation), then vpmaddwd by
 // the sub-block's scale to int32. IQ4_XS weights are signed (kIq4Values): vpmaddubsw of |w|
@@ -168,8 +170,8 @@ inline __m256i k4_scales_and_mins(const uint8_t* packed) {
 template <class Block, bool kFifthBit>
 struct K4Dot {
   static constexpr bool kMinimums = true;
-  static float d(const Block& x) { return f16_to_f32(x.d); }
-  static float dmin(const Block& x) { return f16_to_f32(x.dmin); }
+  static float d(const Block& x) { return _cvtsh_ss(x.d); }
+  static float dmin(const Block& x) { return _cvtsh_ss(x.dmin); }
   template <int R>
   static void dots(const Block& x, const int8_t* const* rows, const int16_t* const* sums, __m256i* dots,
                    int32_t* offsets) {
@@ -186,6 +188,7 @@ struct K4Dot {
     const __m256i nibble = _mm256_set1_epi8(0x0F);
     [[maybe_unused]] __m256i fifth;
     if constexpr (kFifthBit) fifth = load32(x.qh);
+#pragma GCC unroll 4
     for (int pair = 0; pair < 4; ++pair) {  // sub-blocks 2 pair (low nibbles), 2 pair + 1 (high)
       const __m256i bits = load32(x.qs + 32 * pair);
       __m256i low = _mm256_and_si256(bits, nibble), high = _mm256_and_si256(_mm256_srli_epi16(bits, 4), nibble);
@@ -212,7 +215,7 @@ using Q5KDot = K4Dot<BlockQ5_K, true>;
 // off in int32 (exact): no minimums left.
 struct Q6KDot {
   static constexpr bool kMinimums = false;
-  static float d(const BlockQ6_K& x) { return f16_to_f32(x.d); }
+  static float d(const BlockQ6_K& x) { return _cvtsh_ss(x.d); }
   static float dmin(const BlockQ6_K&) { return 0.0f; }
   template <int R>
   static void dots(const BlockQ6_K& x, const int8_t* const* rows, const int16_t* const* sums, __m256i* dots, int32_t*) {
@@ -222,6 +225,7 @@ struct Q6KDot {
       dots[r] = _mm256_sub_epi32(dots[r], _mm256_setr_epi32(offset, 0, 0, 0, 0, 0, 0, 0));
     }
     const __m256i nibble = _mm256_set1_epi8(0x0F), two_bits = _mm256_set1_epi8(3);
+#pragma GCC unroll 2
     for (int half = 0; half < 2; ++half) {  // elements 128 half ..: ql 64 bytes, qh 32, scales 8
       const uint8_t* ql = x.ql + 64 * half;
       const __m256i high_bits = load32(x.qh + 32 * half), ql0 = load32(ql), ql1 = load32(ql + 32);
@@ -237,6 +241,7 @@ struct Q6KDot {
       // The half's 8 scales as int16 in both 128-bit halves.
       const __m256i half_scales = _mm256_broadcastsi128_si256(half ? _mm256_extracti128_si256(scales16, 1)
                                                                     : _mm256_castsi256_si128(scales16));
+#pragma GCC unroll 4
       for (int t = 0; t < 4; ++t) {
         const __m256i scale16 = spread_int16(half_scales, 2 * t, 2 * t + 1);
         for (int r = 0; r < R; ++r)
@@ -251,7 +256,7 @@ struct Q6KDot {
 // its low nibble and element j + 16 in its high one.
 struct Iq4XsDot {
   static constexpr bool kMinimums = false;
-  static float d(const BlockIq4Xs& x) { return f16_to_f32(x.d); }
+  static float d(const BlockIq4Xs& x) { return _cvtsh_ss(x.d); }
   static float dmin(const BlockIq4Xs&) { return 0.0f; }
   template <int R>
   static void dots(const BlockIq4Xs& x, const int8_t* const* rows, const int16_t*const*, __m256i* dots, int32_t*) {
