@@ -18,7 +18,13 @@ if [[ "${1:-}" == "--sanitize" ]]; then
   # Not the MpiSignals tests: under the sanitizers two of them took 290 s each (28-44 s in Release,
   # where they run), mostly ranks of sanitized processes starting and waiting; over a quarter of
   # the sanitized pass's test time (bench/RESULTS.md, "CI time" of the fifteenth session).
-  (($#)) || set -- -L 'fast|cli' -E '^MpiSignals\.'
+  # Nor the binary's long runs of code that shorter tests already take it through, whose
+  # point is bits or time, not memory (the Release pass runs them): training on one and two
+  # threads (ThreadCountDeterminism.*, 163 s here; resume after SIGKILL is also
+  # TrainRunTest's), the thread governor beside busy threads (74 s of timing), the MoE
+  # demo preset (84 s; MoeTraining trains MoE) and an interrupted sweep (104 s; SweepCliTest's
+  # other tests run sweeps, SignalsDuringEvaluation interrupts).
+  (($#)) || set -- -L 'fast|cli' -E '^(MpiSignals\.|ThreadCountDeterminism\.|ThreadGovernorCliTest\.TrainingBesideBusyThreads|DemoSmokeTest\.MoePreset|SweepCliTest\.AnInterruptedSweep)'
   # Stop at the first report, with a stack, by abort(): an exit status of 128 + SIGABRT,
   # which no test mistakes for a refusal (the tests also fail on a report in the output of
   # the binary they run, tests/support/cli_runner.cpp). Leaks are reported at exit; the

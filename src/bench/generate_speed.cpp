@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "bench/median.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "infer/decoder.h"
@@ -20,10 +21,6 @@ int32_t argmax(const float* z, int64_t n) {
   return static_cast<int32_t>(std::find(z, z + n, best) - z);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
 
 }  // namespace
 

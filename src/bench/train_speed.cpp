@@ -5,6 +5,7 @@
 #include <fstream>
 #include <string>
 
+#include "bench/median.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "kernels/matmul.h"
@@ -120,11 +121,6 @@ class StepTimer {
   train::AdamW<float> opt_;
   std::vector<int32_t> tokens_, targets_;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 

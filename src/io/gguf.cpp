@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "io/gguf_format.h"
 #include "io/gguf_tables.h"
 #include "io/gguf_tokenizer.h"
 #include "io/tokenizer_json.h"
@@ -17,11 +18,7 @@ namespace gatedlm::io {
 
 namespace {
 
-// GGUF's metadata value types (the values the spec assigns).
-enum GgufType : uint32_t {
-  kUint32 = 4, kInt32 = 5, kFloat32 = 6, kBool = 7, kString = 8, kArray = 9, kUint64 = 10
-};
-constexpr uint64_t kAlignment = 32;
+constexpr uint64_t kAlignment = kGgufDefaultAlignment;  // what the files it writes declare
 
 // Little-endian serialisation of the spec's primitive values.
 class Bytes {
@@ -36,30 +33,30 @@ class Bytes {
     put<uint64_t>(v.size());
     s_ += v;
   }
-  void key(const std::string& k, GgufType t) {
+  void key(const std::string& k, GgufValueType t) {
     str(k);
     put<uint32_t>(t);
     ++count;
   }
-  void kv_u32(const std::string& k, uint32_t v) { key(k, kUint32), put(v); }
-  void kv_f32(const std::string& k, float v) { key(k, kFloat32), put(v); }
-  void kv_bool(const std::string& k, bool v) { key(k, kBool), put<uint8_t>(v ? 1 : 0); }
-  void kv_str(const std::string& k, const std::string& v) { key(k, kString), str(v); }
+  void kv_u32(const std::string& k, uint32_t v) { key(k, kGgufUint32), put(v); }
+  void kv_f32(const std::string& k, float v) { key(k, kGgufFloat32), put(v); }
+  void kv_bool(const std::string& k, bool v) { key(k, kGgufBool), put<uint8_t>(v ? 1 : 0); }
+  void kv_str(const std::string& k, const std::string& v) { key(k, kGgufString), str(v); }
   void kv_strings(const std::string& k, const std::vector<std::string>& v) {
-    key(k, kArray);
-    put<uint32_t>(kString);
+    key(k, kGgufArray);
+    put<uint32_t>(kGgufString);
     put<uint64_t>(v.size());
     for (const std::string& s : v) str(s);
   }
   void kv_bools(const std::string& k, const std::vector<bool>& v) {
-    key(k, kArray);
-    put<uint32_t>(kBool);
+    key(k, kGgufArray);
+    put<uint32_t>(kGgufBool);
     put<uint64_t>(v.size());
     for (bool x : v) put<uint8_t>(x ? 1 : 0);
   }
   void kv_i32s(const std::string& k, const std::vector<int32_t>& v) {
-    key(k, kArray);
-    put<uint32_t>(kInt32);
+    key(k, kGgufArray);
+    put<uint32_t>(kGgufInt32);
     put<uint64_t>(v.size());
     for (int32_t x : v) put(x);
   }
@@ -350,7 +347,7 @@ void export_gguf(const Checkpoint& ck, const model::WeightRecipe& recipe, const 
   Bytes infos = gguf_tensor_infos(tensors, gguf_tensor_types(tensors, c, recipe), placed);
 
   Bytes head;
-  head.put<uint32_t>(0x46554747);  // "GGUF" read as a little-endian uint32
+  head.put<uint32_t>(kGgufMagic);
   head.put<uint32_t>(3);
   head.put<uint64_t>(placed.size());
   head.put<uint64_t>(kv.count);

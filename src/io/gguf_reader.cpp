@@ -5,15 +5,14 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "io/gguf_format.h"
 #include "kernels/element_types.h"
 
 namespace gatedlm::io {
 
 namespace {
 
-constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian uint32
-constexpr uint32_t kArray = 9, kString = 8;
-constexpr uint64_t kDefaultAlignment = 32, kMaxAlignment = uint64_t{1} << 30;
+constexpr uint64_t kMaxAlignment = uint64_t{1} << 30;
 constexpr uint32_t kMaxDims = 4;  // ggml's GGML_MAX_DIMS
 
 // Bytes of one value of GGUF metadata type t (strings: their length field, the least
@@ -90,16 +89,16 @@ GgufValue read_value(Cursor& c, const std::string& path, const std::string& key)
   v.type = c.get<uint32_t>(what + " (type)");
   uint32_t t = v.type;
   uint64_t count = 1;
-  if (v.type == kArray) {
+  if (v.type == kGgufArray) {
     v.elem_type = t = c.get<uint32_t>(what + " (array type)");
-    if (t == kArray) fail(path, ": key ", key, ": arrays of arrays are not supported");
+    if (t == kGgufArray) fail(path, ": key ", key, ": arrays of arrays are not supported");
     count = c.get<uint64_t>(what + " (array length)");
   }
   const uint64_t width = value_min_bytes(t);
   if (width == 0) fail(path, ": key ", key, ": unknown value type ", t);
   if (count > c.left() / width)
     fail(path, ": key ", key, ": an array of ", count, " values cannot fit in the ", c.left(), " bytes left");
-  if (t == kString) v.strings.reserve(static_cast<size_t>(count));
+  if (t == kGgufString) v.strings.reserve(static_cast<size_t>(count));
   else if (t == 6 || t == 12) v.floats.reserve(static_cast<size_t>(count));
   else v.ints.reserve(static_cast<size_t>(count));
   for (uint64_t i = 0; i < count; ++i) read_scalar(c, t, v, what);
@@ -163,7 +162,7 @@ GgufReader::GgufReader(const std::string& path) : path_(path) {
   if (!in_) fail(path, ": cannot open");
   Cursor c(in_, file_size_, path_);
   const uint32_t magic = c.get<uint32_t>("the magic");
-  if (magic != kMagic) fail(path, ": not a GGUF file (the first 4 bytes are not \"GGUF\")");
+  if (magic != kGgufMagic) fail(path, ": not a GGUF file (the first 4 bytes are not \"GGUF\")");
   version_ = c.get<uint32_t>("the version");
   if (version_ != 2 && version_ != 3) fail(path, ": GGUF version ", version_, " is not supported (2 or 3, little-endian)");
   const uint64_t n_tensors = c.get<uint64_t>("the tensor count"), n_kv = c.get<uint64_t>("the key/value count");
@@ -189,7 +188,7 @@ GgufReader::GgufReader(const std::string& path) : path_(path) {
 // each tensor's bytes must lie inside the file, at an aligned offset, apart from the others.
 void GgufReader::place_data(uint64_t infos_end) {
   const uint64_t align =
-      has("general.alignment") ? static_cast<uint64_t>(get_int("general.alignment", 1, kMaxAlignment)) : kDefaultAlignment;
+      has("general.alignment") ? static_cast<uint64_t>(get_int("general.alignment", 1, kMaxAlignment)) : kGgufDefaultAlignment;
   if ((align & (align - 1)) != 0) fail(path_, ": key general.alignment is ", align, ", not a power of two");
   const uint64_t data_start = (infos_end + align - 1) / align * align;
   if (tensors_.empty()) return;
@@ -249,13 +248,13 @@ bool GgufReader::get_bool(const std::string& key) const {
 
 const std::string& GgufReader::get_string(const std::string& key) const {
   const GgufValue& v = value(key);
-  if (v.type != kString) wrong_type(path_, key, v, "a string");
+  if (v.type != kGgufString) wrong_type(path_, key, v, "a string");
   return v.strings[0];
 }
 
 const std::vector<std::string>& GgufReader::get_strings(const std::string& key) const {
   const GgufValue& v = value(key);
-  if (!v.is_array() || v.elem_type != kString) wrong_type(path_, key, v, "an array of strings");
+  if (!v.is_array() || v.elem_type != kGgufString) wrong_type(path_, key, v, "an array of strings");
   return v.strings;
 }
 

@@ -31,11 +31,6 @@ const GgufName kSharedNames[] = {
     {"model.layers.{i}.mlp.down_proj.weight", "blk.{i}.ffn_down.weight"},
     {"model.layers.{i}.mlp.gate.weight", "blk.{i}.ffn_gate_inp.weight"},  // the MoE router
 };
-std::string with_layer(std::string name, const std::string& layer) {
-  const size_t at = name.find("{i}");
-  if (at != std::string::npos) name.replace(at, 3, layer);
-  return name;
-}
 
 // The GGUF name of a parameter in architecture `arch`, or "" when the tables have none.
 std::string table_name(const std::string& name, const GgufArchitecture& arch) {

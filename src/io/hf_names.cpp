@@ -37,13 +37,6 @@ bool moe_tensor(const std::string& generic) {
   return rest == "gate.weight" || rest.rfind("experts.", 0) == 0 || rest.rfind("shared_expert", 0) == 0;
 }
 
-std::string with_layer(std::string_view pattern, const std::string& layer) {
-  std::string s(pattern);
-  const size_t at = s.find("{i}");
-  if (at != std::string::npos) s.replace(at, 3, layer);
-  return s;
-}
-
 // Per-head widths of the paper's fused q_proj.
 struct PaperGroups {
   int64_t group, head_dim, gate_width;  // G, head_dim, gate rows per head
@@ -129,6 +122,13 @@ int64_t their_row(const model::ModelConfig& c, RowPart part, int64_t r) {
   const int64_t head = r / p.gate_width, j = r % p.gate_width;
   const int64_t g = head / p.group, in_group = head % p.group;
   return g * p.block() + p.group * p.head_dim + in_group * p.gate_width + j;
+}
+
+std::string with_layer(std::string_view pattern, const std::string& layer) {
+  std::string s(pattern);
+  const size_t at = s.find("{i}");
+  if (at != std::string::npos) s.replace(at, 3, layer);
+  return s;
 }
 
 }  // namespace gatedlm::io

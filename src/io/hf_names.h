@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -37,6 +38,8 @@ struct NameRule {
 // ("model.layers.{i}.x", "7"); a name outside the layers unchanged, with layer "". The
 // name tables (here and GGUF's, io/gguf.cpp) are written in the generic form.
 std::pair<std::string, std::string> generic_name(const std::string& name);
+// The inverse: the generic name `pattern` with its "{i}" replaced by `layer`.
+std::string with_layer(std::string_view pattern, const std::string& layer);
 
 // A name table, in no particular order: Qwen3's (the identity), or the rules a family
 // gives plus every name Qwen3 checkpoints share but q_proj's.
