@@ -259,7 +259,7 @@ struct Iq4XsDot {
   static float d(const BlockIq4Xs& x) { return _cvtsh_ss(x.d); }
   static float dmin(const BlockIq4Xs&) { return 0.0f; }
   template <int R>
-  static void dots(const BlockIq4Xs& x, const int8_t* const* rows, const int16_t*const*, __m256i* dots, int32_t*) {
+  static void dots(const BlockIq4Xs& x, const int8_t* const* rows, const int16_t* const*, __m256i* dots, int32_t*) {
     const __m256i table = _mm256_broadcastsi128_si256(load16(kIq4Values));
     const __m128i nibble = _mm_set1_epi8(0x0F);
     for (int s = 0; s < 8; ++s) {
