@@ -16,7 +16,7 @@ char other_case(int c) { return static_cast<char>(c ^ 0x20); }
 // The other case of the letters in the ASCII range lo-hi ("a-f" -> "A-F"), as class items.
 std::string other_case_items(int lo, int hi) {
   std::string items;
-  for (const auto [from, to] : {std::pair{'a', 'z'}, std::pair{'A', 'Z'}}) {
+  for (const auto& [from, to] : {std::pair{'a', 'z'}, std::pair{'A', 'Z'}}) {
     const int a = std::max<int>(lo, from), b = std::min<int>(hi, to);
     if (a > b) continue;
     items += other_case(a);

@@ -113,7 +113,7 @@ TEST(Sampler, DrawsFollowTheDistributionAndTheSeed) {
     const double f = counts[static_cast<int32_t>(i)] / static_cast<double>(draws);
     const double sd = std::sqrt(want[i] * (1 - want[i]) / draws);
     EXPECT_NEAR(f, want[i], 5 * sd + 1e-12) << "token " << i;
-    if (want[i] == 0) EXPECT_EQ(counts[static_cast<int32_t>(i)], 0);
+    if (want[i] == 0) { EXPECT_EQ(counts[static_cast<int32_t>(i)], 0); }
   }
   p.seed = 43;
   Sampler c(p);
@@ -150,7 +150,7 @@ TEST(Generation, StopStringsUtf8EosAndLength) {
     for (char ch : std::string("ab|cd")) {
       if (g.finished()) break;
       shown += g.accept(one_hot(V, static_cast<unsigned char>(ch)));
-      if (ch == '|') EXPECT_EQ(shown, "ab");  // "|" might start "|c"
+      if (ch == '|') { EXPECT_EQ(shown, "ab"); }  // "|" might start "|c"
     }
     EXPECT_EQ(shown, "ab");
     EXPECT_EQ(g.text(), "ab");
@@ -192,7 +192,7 @@ TEST(Generation, NeverSamplesIdsTheTokenizerCannotDecode) {
     Generation g({tok->bos_id()}, p, {20, {}, -1}, tok.get());
     while (!g.finished()) g.accept(logits);
     for (int32_t id : g.generated()) EXPECT_LT(id, tok->vocab_size()) << "temperature " << temperature;
-    if (temperature == 0.0) EXPECT_EQ(g.text(), std::string(20, 'x'));
+    if (temperature == 0.0) { EXPECT_EQ(g.text(), std::string(20, 'x')); }
   }
   SamplingParams greedy;
   greedy.temperature = 0;

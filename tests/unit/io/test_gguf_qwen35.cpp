@@ -60,7 +60,7 @@ TEST(GgufQwen35, GateRowsFollowEachHeadsQueryRowsInAttnQ) {
   for (const GgufTensor& t : ts) {
     EXPECT_EQ(t.name.find("attn_gate"), std::string::npos) << t.name;
     for (const GgufRun& r : t.runs) {
-      if (r.spec == &gp) EXPECT_EQ(t.name, "blk.1.attn_q.weight");
+      if (r.spec == &gp) { EXPECT_EQ(t.name, "blk.1.attn_q.weight"); }
     }
   }
   const GgufTensor& q = find(ts, "blk.1.attn_q.weight");
@@ -92,7 +92,7 @@ TEST(GgufQwen35, MoeWithoutSharedExpertGetsAZeroOne) {
   }
   EXPECT_EQ(find(ts, "blk.1.ffn_gate_inp_shexp.weight").shape, (std::vector<int64_t>{32}));
   for (const GgufArchKey& k : gguf_arch_keys(c)) {
-    if (k.key == "expert_shared_feed_forward_length") EXPECT_EQ(std::get<uint32_t>(k.value), 32u);
+    if (k.key == "expert_shared_feed_forward_length") { EXPECT_EQ(std::get<uint32_t>(k.value), 32u); }
   }
 
   // A model with a shared expert keeps its own, its gate [1, d] stored as [d].
