@@ -69,10 +69,7 @@ inline void quantize_block(int8_t* q, float* scale, const float* x, bool biased,
   if (q) _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), ordered);
   if (correction) {  // |values| <= 127: the packs above did not saturate them
     const __m256i sum8 = _mm256_add_epi32(_mm256_add_epi32(n[0], n[1]), _mm256_add_epi32(n[2], n[3]));
-    __m128i sum4 = _mm_add_epi32(_mm256_castsi256_si128(sum8), _mm256_extracti128_si256(sum8, 1));
-    sum4 = _mm_add_epi32(sum4, _mm_shuffle_epi32(sum4, 0x4E));
-    sum4 = _mm_add_epi32(sum4, _mm_shuffle_epi32(sum4, 0xB1));
-    *correction = -_mm_cvtsi128_si32(sum4) * (1 << shift);  // |sum| <= 32 * 127: no overflow
+    *correction = -add8_epi32(sum8) * (1 << shift);  // |sum| <= 32 * 127: no overflow
   }
 }
 
