@@ -22,6 +22,15 @@ namespace {
 
 json sparsity_json(const SparsityShares& s) { return json{{"lt_1e-2", s.below[0]}, {"lt_1e-3", s.below[1]}}; }
 
+// Null for a model without learned sink logits.
+json sink_logit_mass_json(const AttentionSinkResult& r) {
+  if (r.sink_logit_mass_per_head.empty()) return nullptr;
+  return json{{"per_head", r.sink_logit_mass_per_head},
+              {"per_layer", r.sink_logit_mass_per_layer},
+              {"mean", r.sink_logit_mass},
+              {"rows", "t>=0"}};
+}
+
 json sink_json(const AttentionSinkResult& r) {
   json maps = json::object();
   for (size_t i = 0; i < r.map_layers.size(); ++i) maps[std::to_string(r.map_layers[i])] = r.maps[i];
@@ -36,8 +45,10 @@ json sink_json(const AttentionSinkResult& r) {
       {"sink_rate", {{"eps", r.eps}, {"token", 0}, {"percent", r.sink_rate_percent}}},
       {"attention_maps", maps},
       {"attention_map_size", r.map_size},
+      {"sink_logit_mass", sink_logit_mass_json(r)},
   };
 }
+
 
 json massive_json(const MassiveResult& r) {
   json layers = json::array();

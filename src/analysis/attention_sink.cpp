@@ -20,6 +20,7 @@ AttentionSinkProbe::AttentionSinkProbe(const model::ModelConfig& config, Attenti
   if (options_.map_size < 1) fail("attention map size must be at least 1, got ", options_.map_size);
   sum_f_.assign(L * H, 0.0);
   sum_f_all_.assign(L * H, 0.0);
+  if (config_.attention_sinks) sum_sink_mass_.assign(L * H, 0.0);
   seq_alpha_.assign(L * H, 0.0);
   seq_seen_.assign(L, 0);
   map_sum_.resize(options_.map_layers.size());
@@ -64,6 +65,14 @@ void AttentionSinkProbe::observe_layer(int64_t layer, const float* probs, int64_
     const double alpha = all_rows / static_cast<double>(S);  // Gu et al. alpha_0
     sum_f_all_[layer * H + h] += alpha;
     seq_alpha_[layer * H + h] = alpha;
+    if (sum_sink_mass_.empty()) continue;
+    double sink = 0;  // sum over rows of 1 - the row's probabilities
+    for (int64_t t = 0; t < S; ++t) {
+      double row = 0;
+      for (int64_t j = 0; j <= t; ++j) row += A[t * S + j];
+      sink += 1.0 - row;
+    }
+    sum_sink_mass_[layer * H + h] += sink / static_cast<double>(S);
   }
   seq_seen_[layer] = 1;
   for (size_t i = 0; i < options_.map_layers.size(); ++i) {
@@ -88,6 +97,24 @@ void AttentionSinkProbe::end_sequence() {
   sum_sink_share_ += static_cast<double>(sinks) / static_cast<double>(softmax_layers() * H);
   std::fill(seq_seen_.begin(), seq_seen_.end(), 0);
   ++sequences_;
+}
+
+// The per-head sums of sink mass as means over sequences, layers without softmax NaN.
+void AttentionSinkProbe::sink_mass_result(AttentionSinkResult& r) const {
+  if (sum_sink_mass_.empty()) return;
+  const int64_t L = config_.n_layers, H = config_.n_heads;
+  const double ns = sequences_ > 0 ? static_cast<double>(sequences_) : NAN;
+  r.sink_logit_mass_per_head.assign(L, std::vector<double>(H, NAN));
+  r.sink_logit_mass_per_layer.assign(L, NAN);
+  for (int64_t l = 0; l < L; ++l) {
+    if (!has_probs(l)) continue;
+    r.sink_logit_mass_per_layer[l] = 0;
+    for (int64_t h = 0; h < H; ++h) {
+      r.sink_logit_mass_per_head[l][h] = sum_sink_mass_[l * H + h] / ns;
+      r.sink_logit_mass_per_layer[l] += r.sink_logit_mass_per_head[l][h] / static_cast<double>(H);
+    }
+    r.sink_logit_mass += r.sink_logit_mass_per_layer[l] / static_cast<double>(softmax_layers());
+  }
 }
 
 AttentionSinkResult AttentionSinkProbe::result() const {
@@ -120,6 +147,7 @@ AttentionSinkResult AttentionSinkProbe::result() const {
     r.f_attn_all += r.f_attn_all_per_layer[l] / softmax_layers;
   }
   r.sink_rate_percent = 100.0 * sum_sink_share_ / ns;
+  sink_mass_result(r);
   for (size_t i = 0; i < map_sum_.size(); ++i) {
     const int64_t n = map_n_;
     std::vector<std::vector<double>> map(n, std::vector<double>(n, 0.0));

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "kernels/attention.h"
 #include "kernels/attention_decode.h"
+#include "kernels/attention_sinks.h"
 #include "model/layer_kinds.h"
 #include "model/rope_scaling.h"
 
@@ -134,6 +135,9 @@ void Decoder::attend(const model::AttentionCall<float>& call) {
       kernels::attention_forward(call.out + first * qd, lse_.data(), call.q + first * qd, cache.keys(l, slot),
                                  cache.values(l, slot), as, call.gate_score ? call.gate_score + first * qd : nullptr,
                                  call.gated_out ? call.gated_out + first * qd : nullptr);
+      if (call.sinks)
+        kernels::attention_sinks_forward(call.out + first * qd, call.gated_out ? call.gated_out + first * qd : nullptr,
+                                         lse_.data(), call.sinks, as);
     } else {
       waved.push_back(ch);
       waves = std::max(waves, len);
@@ -155,7 +159,7 @@ void Decoder::attend(const model::AttentionCall<float>& call) {
       float* vc = cache.values(l, slot);
       kernels::DecodeQuery<float> q{call.q + row * qd, call.out + row * qd,
                                     call.gate_score ? call.gate_score + row * qd : nullptr,
-                                    call.gated_out ? call.gated_out + row * qd : nullptr, {}};
+                                    call.gated_out ? call.gated_out + row * qd : nullptr, {}, call.sinks};
       if (!g.streaming()) {
         q.spans.push_back({kc, vc, t + 1});
       } else {

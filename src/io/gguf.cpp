@@ -187,6 +187,8 @@ void check_exportable(const model::ModelConfig& c, const std::string& arch) {
   if (c.sdpa_transform != model::SdpaTransform::none) refuse("sdpa_transform", "must be none");
   if (c.sandwich_norm) refuse("sandwich_norm", "must be false");
   if (c.residual_clip != 0.0) refuse("residual_clip", "must be 0");
+  if (c.attention_sinks)  // llama.cpp reads attn_sinks for gpt-oss only
+    refuse("attention_sinks", "must be false (llama.cpp's " + arch + " has no learned sink logits)");
   if (c.switch_heads.on()) refuse("switch_heads", "must be absent (llama.cpp's " + arch + " has no switch heads)");
   if (c.moe.enabled()) {
     if (c.moe.every != 1) refuse("moe.every", "must be 1 (llama.cpp's " + arch + " makes every layer sparse)");

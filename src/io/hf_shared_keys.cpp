@@ -158,6 +158,7 @@ void check_plain_block_for_export(const ModelConfig& c, const std::string& forma
   if (c.sdpa_transform != model::SdpaTransform::none) refuse("sdpa_transform", "must be none");
   if (c.sandwich_norm) refuse("sandwich_norm", "must be false");
   if (c.residual_clip != 0.0) refuse("residual_clip", "must be 0");
+  if (c.attention_sinks) refuse("attention_sinks", "must be false (the format has no learned sink logits)");
   if (c.switch_heads.on()) refuse("switch_heads", switch_heads_why);
   if (c.attn_qkv_bias != c.attn_o_bias) refuse("attn_o_bias", bias_why);
 }

@@ -91,19 +91,19 @@ void attention_backward_reference(T* dq, T* dk, T* dv, const T* dout, const T* q
 }
 
 template <typename T>
-void attention_probs(T* probs, const T* q, const T* k, const AttentionShape& s, int64_t b) {
+void attention_probs(T* probs, const T* q, const T* k, const AttentionShape& s, int64_t b, const T* sinks) {
   const int64_t D = s.head_dim, group = s.n_q / s.n_kv, S = s.seq;
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t h = 0; h < s.n_q; ++h)
     for (int64_t t = 0; t < S; ++t) {
       T* row = probs + (h * S + t) * S;
       const T* qt = q + ((b * S + t) * s.n_q + h) * D;
-      T m = -std::numeric_limits<T>::infinity();
+      T m = sinks ? sinks[h] : -std::numeric_limits<T>::infinity();
       for (int64_t j = 0; j <= t; ++j) {
         row[j] = dot(qt, k + ((b * S + j) * s.n_kv + h / group) * D, D) * static_cast<T>(s.scale);
         m = std::max(m, row[j]);
       }
-      T sum = 0;
+      T sum = sinks ? std::exp(sinks[h] - m) : T(0);
       for (int64_t j = 0; j <= t; ++j) sum += (row[j] = std::exp(row[j] - m));
       for (int64_t j = 0; j <= t; ++j) row[j] /= sum;
       for (int64_t j = t + 1; j < S; ++j) row[j] = 0;
@@ -144,7 +144,7 @@ void attention_backward<double>(double* dq, double* dk, double* dv, const double
   template void attention_forward_reference<T>(T*, T*, const T*, const T*, const T*, const AttentionShape&); \
   template void attention_backward_reference<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, \
                                                 const T*, const AttentionShape&);                           \
-  template void attention_probs<T>(T*, const T*, const T*, const AttentionShape&, int64_t);
+  template void attention_probs<T>(T*, const T*, const T*, const AttentionShape&, int64_t, const T*);
 GATEDLM_INSTANTIATE(float)
 GATEDLM_INSTANTIATE(double)
 #undef GATEDLM_INSTANTIATE

@@ -68,8 +68,11 @@ void attention_backward_reference(T* dq, T* dk, T* dv, const T* dout, const T* q
                                   const T* out, const T* lse, const AttentionShape& s);
 
 // Materialises probabilities for one batch row: probs [n_q, seq, seq] (zero above the
-// diagonal). For analysis and tests only; training never calls it.
+// diagonal). With sinks [n_q] (learned sink logits, attention_sinks.h) each row's softmax
+// also counts its head's sink, so a row sums to 1 minus what its sink takes. For analysis
+// and tests only; training never calls it.
 template <typename T>
-void attention_probs(T* probs, const T* q, const T* k, const AttentionShape& s, int64_t b);
+void attention_probs(T* probs, const T* q, const T* k, const AttentionShape& s, int64_t b,
+                     const T* sinks = nullptr);
 
 }  // namespace gatedlm::kernels

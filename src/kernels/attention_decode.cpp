@@ -45,7 +45,8 @@ void attention_decode_portable(std::span<const DecodeQuery<T>> queries, const De
         const int64_t kvh = h / group, rows = rows_of[i];
         scores.resize(rows);
         const T scale = static_cast<T>(s.scale);
-        T m = -INFINITY;
+        // A sink logit is a score with no value: it starts the maximum and the sum.
+        T m = query.sinks ? query.sinks[h] : -INFINITY;
         int64_t r = 0;
         for (const KvSpan<T>& sp : query.spans)
           for (int64_t j = 0; j < sp.len; ++j, ++r) {
@@ -56,7 +57,7 @@ void attention_decode_portable(std::span<const DecodeQuery<T>> queries, const De
             scores[r] = dot * scale;
             m = std::max(m, scores[r]);
           }
-        T sum = 0;
+        T sum = query.sinks ? std::exp(query.sinks[h] - m) : T(0);
         for (int64_t j = 0; j < rows; ++j) {
           scores[j] = std::exp(scores[j] - m);
           sum += scores[j];

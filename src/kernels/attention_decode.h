@@ -25,6 +25,7 @@ struct DecodeQuery {
   const T* gate_score = nullptr;  // [n_q, head_dim]: with it, also gated_out = out * gate_score
   T* gated_out = nullptr;         //   (the G1 gate epilogue of attention_forward)
   std::vector<KvSpan<T>> spans;   // at least one row in all
+  const T* sinks = nullptr;       // [n_q] learned sink logits (kernels/attention_sinks.h), or null
 };
 
 struct DecodeShape {

@@ -10,6 +10,7 @@
 // A task's arithmetic is its own, and whole tasks go to threads (by a split of their
 // sizes, so that caches of different lengths share out evenly): the bits of every output
 // do not depend on the thread count.
+#include <cmath>
 #include <omp.h>
 
 #include <span>
@@ -192,9 +193,10 @@ void block_scores(const HeadBlock& b, float scale, float* scores) {
   for (; r < b.rows; ++r) score_rows<G, 1>(b, scale, scores, r);
 }
 
-// p = exp(s - max(s)) in place over n scores; returns 1 / sum(p).
-float softmax_weights(float* s, int64_t n) {
-  V mv = Lanes::set1(-INFINITY);
+// p = exp(s - max(s, sink)) in place over n scores; returns 1 / (sum(p) + exp(sink - max)).
+// sink: the head's learned sink logit (a score without a value), -infinity for none.
+float softmax_weights(float* s, int64_t n, float sink) {
+  V mv = Lanes::set1(sink);
   int64_t r = 0;
   for (; r + W <= n; r += W) mv = Lanes::max(mv, Lanes::load(s + r));
   float m = Lanes::max_of(mv);
@@ -211,7 +213,7 @@ float softmax_weights(float* s, int64_t n) {
     Lanes::store_part(s + r, p, n - r);
     sum = Lanes::add(sum, p);
   }
-  return 1.0f / Lanes::sum(sum);
+  return 1.0f / (Lanes::sum(sum) + (sink == -INFINITY ? 0.0f : std::exp(sink - m)));
 }
 
 // sums[g * D + e] += sum over the N rows r.. of p[g * R + r] v_r[e]. The sums live in L1,
@@ -280,7 +282,10 @@ template <int G>
 void head_block(const HeadBlock& b, float scale, Scratch& t) {
   block_scores<G>(b, scale, t.scores.data());
   float inv[G];
-  for (int g = 0; g < G; ++g) inv[g] = softmax_weights(t.scores.data() + g * b.rows, b.rows);
+  for (int g = 0; g < G; ++g) {
+    const float sink = b.query->sinks ? b.query->sinks[b.head + g] : -INFINITY;
+    inv[g] = softmax_weights(t.scores.data() + g * b.rows, b.rows, sink);
+  }
   block_values<G>(b, t.scores.data(), inv, t.sums.data());
 }
 

@@ -5,6 +5,7 @@
 
 #include "kernels/activations.h"
 #include "kernels/attention.h"
+#include "kernels/attention_sinks.h"
 #include "kernels/bias.h"
 #include "kernels/matmul.h"
 #include "kernels/rmsnorm.h"
@@ -144,6 +145,9 @@ void AttentionMixer<T>::sdpa_backward(const MixerPass<T>& p, const T* dy) const 
   k::attention_backward(s.dq2.data(), s.dk0.data(), s.dv0.data(), dy, a.qr.data(), a.kr.data(), v_in,
                         a.y0.data(), a.lse.data(), as, epilogue_gate ? a.gate_score.data() : nullptr, dgate_out,
                         dpre_in_kernel ? k::GateGradLayout{gg.ld, true} : k::GateGradLayout{});
+  if (p.w.sinks)
+    k::attention_sinks_backward(p.g->sinks, dy, epilogue_gate ? a.gate_score.data() : nullptr, a.y0.data(),
+                                a.lse.data(), p.w.sinks, as);
   if (epilogue_gate && !dpre_in_kernel)
     gate_scores_backward(gg.dpre, gg.ld, s.dscore.data(), gg.pre, gs.gate_out, a.gate_score.data(), n, gs);
   if (c.rope_dims > 0) {

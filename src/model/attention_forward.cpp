@@ -6,6 +6,7 @@
 
 #include "kernels/activations.h"
 #include "kernels/attention.h"
+#include "kernels/attention_sinks.h"
 #include "kernels/bias.h"
 #include "kernels/matmul.h"
 #include "kernels/parallel_work.h"
@@ -146,7 +147,7 @@ void AttentionMixer<T>::sdpa_forward(const MixerPass<T>& p, const T* v_in) const
   if (p.attend) {  // incremental: the caller's attention over its KV cache
     (*p.attend)(AttentionCall<T>{p.layer, s.n, a.qr.data(), a.kr.data(), v_in,
                                  epilogue_gate ? a.gate_score.data() : nullptr, a.y0.data(),
-                                 epilogue_gate ? a.gated.data() : nullptr});
+                                 epilogue_gate ? a.gated.data() : nullptr, p.w.sinks});
     return;
   }
   const k::AttentionShape as{s.batch, s.seq, c.n_heads, c.n_kv_heads, c.head_dim,
@@ -156,6 +157,9 @@ void AttentionMixer<T>::sdpa_forward(const MixerPass<T>& p, const T* v_in) const
                          a.gated.data());
   else
     k::attention_forward(a.y0.data(), a.lse.data(), a.qr.data(), a.kr.data(), v_in, as);
+  // Learned sinks rescale the rows (and Y') and extend each row's log-sum-exp, which the backward reads.
+  if (p.w.sinks)
+    k::attention_sinks_forward(a.y0.data(), epilogue_gate ? a.gated.data() : nullptr, a.lse.data(), p.w.sinks, as);
 }
 
 // The virtual members defined here (the class and its other members: mixer_attention.cpp).

@@ -44,6 +44,7 @@ struct AttentionCall {
   const T* gate_score;  // [n, n_heads * head_dim] the G1 multiply gate's scores, or null
   T* out;               // [n, n_heads * head_dim] to write: SDPA output Y
   T* gated_out;         // [n, n_heads * head_dim] to write when gate_score is given: Y * gate_score
+  const T* sinks = nullptr;  // [n_heads] the layer's learned sink logits (attention_sinks), or null
 };
 template <typename T>
 using AttentionFn = std::function<void(const AttentionCall<T>&)>;

@@ -315,6 +315,7 @@ ModelConfig config_from_json(const json& j, const std::string& source) {
   c.residual_clip = r.number("residual_clip", c.residual_clip);
   c.attn_qkv_bias = r.boolean("attn_qkv_bias", c.attn_qkv_bias);
   c.attn_o_bias = r.boolean("attn_o_bias", c.attn_o_bias);
+  c.attention_sinks = r.boolean("attention_sinks", c.attention_sinks);
   if (r.has("switch_heads")) {
     Reader sr(r.raw("switch_heads"), source + ": switch_heads");
     SwitchHeadsConfig& sw = c.switch_heads;
@@ -364,12 +365,13 @@ static json config_to_json_unscaled(const ModelConfig& c) {
               {"residual_clip", c.residual_clip}};
 }
 
-// rope_scaling, the attention biases and switch_heads are written only when used, so configs without
+// rope_scaling, the attention biases, attention_sinks and switch_heads are written only when used, so configs without
 // them stay as they were.
 json config_to_json(const ModelConfig& c) {
   json j = config_to_json_unscaled(c);
   if (c.attn_qkv_bias) j["attn_qkv_bias"] = true;
   if (c.attn_o_bias) j["attn_o_bias"] = true;
+  if (c.attention_sinks) j["attention_sinks"] = true;
   if (c.switch_heads.on())
     j["switch_heads"] = json{{"n_experts", c.switch_heads.n_experts},
                              {"top_k", c.switch_heads.top_k},

@@ -68,6 +68,10 @@ struct ModelConfig {
   // q_proj and share its bias); attn_o_bias adds one to o_proj.
   bool attn_qkv_bias = false;
   bool attn_o_bias = false;
+  // Learned sink logits (gpt-oss): per softmax layer a tensor self_attn.sinks [n_heads],
+  // initialised at 0, whose logit joins every query row's softmax denominator and carries no
+  // value (kernels/attention_sinks.h). Another remedy for the attention sink than the gate.
+  bool attention_sinks = false;
   SwitchHeadsConfig switch_heads;  // switch_heads: {n_experts, top_k, experts_on}
   MoeConfig moe;  // mixture-of-experts FFN (model/moe_config.h); n_experts 0 = dense FFN everywhere
   // Hybrid models (model/hybrid_config.h): the kind of each layer (empty: all full

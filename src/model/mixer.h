@@ -55,8 +55,8 @@ class Mixer {
   virtual void probe(BlockProbe<T>& out, const LayerActivations<T>& a, const ModelConfig& c) const = 0;
   // Softmax probabilities of batch row b of the last training-shaped forward [n_heads, seq,
   // seq]; false (nothing written) for a kind without them.
-  virtual bool attention_probs(T* probs, const LayerActivations<T>& a, const ModelConfig& c, int64_t batch,
-                               int64_t seq, int64_t b) const = 0;
+  virtual bool attention_probs(T* probs, const LayerActivations<T>& a, const LayerWeights<T>& w,
+                               const ModelConfig& c, int64_t batch, int64_t seq, int64_t b) const = 0;
 };
 
 // The mixer of a model's layer.

@@ -60,6 +60,7 @@ void add_attention_params(LayerParams& p, const ModelConfig& c) {
     p.add("self_attn.k_norm.weight", {c.head_dim}, ParamKind::norm);
   }
   if (c.sdpa_transform == SdpaTransform::rmsnorm) p.add("self_attn.sdpa_norm.weight", {c.head_dim}, ParamKind::norm);
+  if (c.attention_sinks) p.add("self_attn.sinks", {c.n_heads}, ParamKind::sink);  // gpt-oss's name
 }
 
 LayerKindSpec attention_layer_kind() {
@@ -128,11 +129,11 @@ void AttentionMixer<T>::probe(BlockProbe<T>& out, const LayerActivations<T>& a, 
 }
 
 template <typename T>
-bool AttentionMixer<T>::attention_probs(T* probs, const LayerActivations<T>& a, const ModelConfig& c, int64_t batch,
-                                        int64_t seq, int64_t b) const {
+bool AttentionMixer<T>::attention_probs(T* probs, const LayerActivations<T>& a, const LayerWeights<T>& w,
+                                        const ModelConfig& c, int64_t batch, int64_t seq, int64_t b) const {
   const kernels::AttentionShape shape{batch, seq, c.n_heads, c.n_kv_heads, c.head_dim,
                                       1.0 / std::sqrt(static_cast<double>(c.head_dim))};
-  kernels::attention_probs(probs, a.qr.data(), a.kr.data(), shape, b);
+  kernels::attention_probs(probs, a.qr.data(), a.kr.data(), shape, b, w.sinks);
   return true;
 }
 

@@ -23,8 +23,8 @@ class AttentionMixer : public Mixer<T> {
   const T* forward(const MixerPass<T>& p) const override;
   void backward(const MixerPass<T>& p, const T* d_branch) const override;
   void probe(BlockProbe<T>& out, const LayerActivations<T>& a, const ModelConfig& c) const override;
-  bool attention_probs(T* probs, const LayerActivations<T>& a, const ModelConfig& c, int64_t batch, int64_t seq,
-                       int64_t b) const override;
+  bool attention_probs(T* probs, const LayerActivations<T>& a, const LayerWeights<T>& w, const ModelConfig& c,
+                       int64_t batch, int64_t seq, int64_t b) const override;
 
  protected:
   // Y = softmax(q k^T / sqrt(D)) v into a.y0 (with the G1 multiply gate in the kernel's

@@ -16,8 +16,8 @@ class DeltaNetMixer final : public Mixer<T> {
   const T* forward(const MixerPass<T>& p) const override;
   void backward(const MixerPass<T>& p, const T* d_branch) const override;
   void probe(BlockProbe<T>& out, const LayerActivations<T>& a, const ModelConfig& c) const override;
-  bool attention_probs(T*, const LayerActivations<T>&, const ModelConfig&, int64_t, int64_t,
-                       int64_t) const override {
+  bool attention_probs(T*, const LayerActivations<T>&, const LayerWeights<T>&, const ModelConfig&, int64_t,
+                       int64_t, int64_t) const override {
     return false;  // no softmax
   }
 };

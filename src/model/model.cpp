@@ -159,7 +159,7 @@ bool Model<T>::attention_probs(T* probs, int64_t layer, int64_t b) const {
   if (layer < 0 || layer >= config_.n_layers || s.n == 0) fail("attention_probs: no layer ", layer, " in the last forward");
   if (!s.positions.empty()) fail("attention_probs: the last forward was incremental (forward_tokens)");
   if (b < 0 || b >= s.batch) fail("attention_probs: no batch row ", b, " of ", s.batch);
-  return mixers_[layer]->attention_probs(probs, s.layers[layer], config_, s.batch, s.seq, b);
+  return mixers_[layer]->attention_probs(probs, s.layers[layer], w_.layers[layer], config_, s.batch, s.seq, b);
 }
 
 template <typename T>

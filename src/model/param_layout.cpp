@@ -99,6 +99,7 @@ ModelViews<T, Matrix> make_views(const ParamLayout& layout, const ModelConfig& c
     l.moe_shared_gate = p("mlp.shared_expert_gate.weight");
     l.linear = {p("linear_attn.in_proj_qkv.weight"), p("linear_attn.conv1d.weight"), p("linear_attn.dt_bias"),
                 p("linear_attn.A_log"), p("linear_attn.norm.weight"), p("linear_attn.out_proj.weight")};
+    l.sinks = p("self_attn.sinks");
   }
   return v;
 }

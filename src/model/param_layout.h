@@ -16,7 +16,8 @@ namespace gatedlm::model {
 // matrices. The Gated DeltaNet layers' convolution (conv), A_log and dt_bias (decay) and
 // gated output norm (linear_norm: always plain, initialised at 1) have kinds of their own
 // for their initialisation (model/init.cpp).
-enum class ParamKind { embedding, lm_head, matrix, norm, gate, bias, switch_router, conv, decay, linear_norm };
+// sink: the learned sink logits of softmax layers (attention_sinks), initialised at 0.
+enum class ParamKind { embedding, lm_head, matrix, norm, gate, bias, switch_router, conv, decay, linear_norm, sink };
 
 struct ParamSpec {
   std::string name;
@@ -99,6 +100,7 @@ struct LayerViews {
   // expert's gate_proj (up_proj follows), its down_proj and its sigmoid gate [1, d].
   Matrix moe_router{}, moe_experts{}, moe_shared{}, moe_shared_down{}, moe_shared_gate{};
   LinearAttentionViews<T, Matrix> linear{};  // linear-attention layers (null elsewhere)
+  T* sinks = nullptr;  // [n_heads] learned sink logits (attention_sinks; null without)
 };
 template <typename T, typename Matrix = T*>
 struct ModelViews {

@@ -337,6 +337,9 @@ ENGINE_CASES = {
                                                                 "linear_attention"],
                                        linear_attention=_linear(2, 4, d_k=8, d_v=6),
                                        norm_zero_centered=True, rope_dims=2, rope_base=100.0),
+    # learned sink logits on the softmax layer of a hybrid, with the G1 gate
+    "hybrid_sinks_g1": dict(n_layers=2, full_attention_interval=2, linear_attention=_linear(2, 2),
+                            gate={"position": "sdpa"}, attention_sinks=True),
     # (c) MoE FFN in every layer of a hybrid
     "hybrid_moe": dict(n_layers=2, full_attention_interval=2, linear_attention=_linear(2, 2, conv=3),
                        gate={"position": "sdpa"},

@@ -154,6 +154,7 @@ class ModelConfig:
     residual_clip: float = 0.0          # 0 = off
     attn_qkv_bias: bool = False         # biases on q, k, v (and a hidden-input gate)
     attn_o_bias: bool = False           # bias on o_proj
+    attention_sinks: bool = False       # a learned sink logit per head (gpt-oss's self_attn.sinks)
     switch_heads: Optional[swr.SwitchHeadsConfig] = None   # switch_heads_reference.py
     moe: Optional["MoeConfig"] = None   # mixture-of-experts FFN (moe_reference.py)
     # Hybrid models (hybrid_reference.py): which layers are Gated DeltaNet layers, their shape,
@@ -202,6 +203,8 @@ class ModelConfig:
             cfg.attn_qkv_bias = _check_bool("attn_qkv_bias", d["attn_qkv_bias"])
         if "attn_o_bias" in d:
             cfg.attn_o_bias = _check_bool("attn_o_bias", d["attn_o_bias"])
+        if "attention_sinks" in d:
+            cfg.attention_sinks = _check_bool("attention_sinks", d["attention_sinks"])
         if "switch_heads" in d:
             cfg.switch_heads = swr.SwitchHeadsConfig.from_json(d["switch_heads"], ConfigError)
         if "moe" in d:
@@ -216,7 +219,7 @@ class ModelConfig:
         d["gate"] = self.gate.to_json()
         if self.moe is None:
             del d["moe"]
-        for key in ("attn_qkv_bias", "attn_o_bias", "switch_heads"):
+        for key in ("attn_qkv_bias", "attn_o_bias", "attention_sinks", "switch_heads"):
             if not d[key]:
                 del d[key]            # written only when on, as the engine does
         if self.rope_scaling.type == "none":
@@ -327,6 +330,8 @@ def attention_shapes(cfg, p):
             shapes[p + "self_attn.gate.weight"] = (cfg.gate_out(),)
     if cfg.sdpa_transform == "rmsnorm":
         shapes[p + "self_attn.sdpa_norm.weight"] = (dk,)
+    if cfg.attention_sinks:
+        shapes[p + "self_attn.sinks"] = (nq,)
     return shapes
 
 
@@ -475,6 +480,8 @@ class Attention(nn.Module):
                 self.gate = Weight(cfg.gate_out(), device=device)
         if cfg.sdpa_transform == "rmsnorm":
             self.sdpa_norm = Weight(dk, device=device)
+        if cfg.attention_sinks:   # a parameter named self_attn.sinks, as gpt-oss names it
+            self.sinks = nn.Parameter(torch.zeros(nq, device=device))
 
     def gate_score(self, h):
         """Activated gate score, shaped to broadcast against the gated tensor.
@@ -540,7 +547,12 @@ class Attention(nn.Module):
         scores = (qh @ kh.transpose(-1, -2)) / math.sqrt(dk)
         causal = torch.ones(T, T, dtype=torch.bool, device=h.device).tril()
         scores = scores.masked_fill(~causal, float("-inf"))
-        probs = torch.softmax(scores, dim=-1)
+        if cfg.attention_sinks:
+            # gpt-oss's sink: one more column in each row's softmax, dropped after it (no value).
+            sink = self.sinks.reshape(1, nq, 1, 1).expand(B, nq, T, 1).to(scores.dtype)
+            probs = torch.softmax(torch.cat([scores, sink], dim=-1), dim=-1)[..., :T]
+        else:
+            probs = torch.softmax(scores, dim=-1)
         if trace is not None:
             trace[prefix + "attn_probs"] = probs.detach()
         y = (probs @ vh).transpose(1, 2)             # [B, T, nq, dk]
@@ -649,7 +661,7 @@ class GatedLM(nn.Module):
         cfg = self.cfg
         with torch.no_grad():
             for name, p in self.named_parameters():
-                if name.endswith(".bias"):
+                if name.endswith(".bias") or name.endswith(".self_attn.sinks"):
                     p.zero_()
                 elif ".self_attn.gate." in name:
                     if cfg.gate.init == "zero":

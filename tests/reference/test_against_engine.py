@@ -53,6 +53,7 @@ ADAMW = {k: (int(v) if k == "steps" else float(v)) for k, v in ADAMW_ARGS.items(
 MATRIX_STD = 0.2          # so attention is far from uniform
 NORM_JITTER = 0.1         # norm weights 1 + 0.1 * randn
 CONST_GATE_STD = 1.0      # input-independent gate values
+SINK_STD = 1.5            # learned sink logits: from a small share of a row to most of it
 CLIP_MARGIN = 1e-5        # no pre-clip value this close to +-clip (gradients well defined)
 CLIP_FRACTION = (0.05, 0.95)
 ENGINE_TIMEOUT_S = 300
@@ -118,6 +119,12 @@ CASES = {
                   **_gate(position="value", granularity="headwise", activation="ns_sigmoid",
                           input_dims=20)),
     "qkv_o_bias": dict(attn_qkv_bias=True, attn_o_bias=True),
+    # Learned sink logits (kernels/attention_sinks.h): alone, with the G1 gate in the kernel's
+    # epilogue, and with a headwise gate and GQA after it.
+    "sinks": dict(attention_sinks=True),
+    "sinks_g1": dict(attention_sinks=True, **_gate(position="sdpa")),
+    "sinks_headwise_mqa": dict(attention_sinks=True, n_kv_heads=1, **_gate(position="sdpa", granularity="headwise")),
+    "sinks_moe_g1": dict(attention_sinks=True, **_moe(n_experts=4, top_k=2, expert_hidden=12), **_gate(position="sdpa")),
     "qkv_bias_sdpa_headwise": dict(attn_qkv_bias=True, **_gate(position="sdpa", granularity="headwise")),
     "qkv_o_bias_sdpa_elem_mqa": dict(attn_qkv_bias=True, attn_o_bias=True, n_kv_heads=1,
                                      **_gate(position="sdpa")),
@@ -161,6 +168,8 @@ def random_weights(model, gen):
                 p.copy_(torch.randn(p.shape, generator=gen) * MATRIX_STD)
             elif ".self_attn.gate." in n and p.ndim == 1:
                 p.copy_(torch.randn(p.shape, generator=gen) * CONST_GATE_STD)
+            elif n.endswith(".self_attn.sinks"):
+                p.copy_(torch.randn(p.shape, generator=gen) * SINK_STD)
             elif p.ndim >= 2:
                 p.copy_(torch.randn(p.shape, generator=gen) * MATRIX_STD)
             else:

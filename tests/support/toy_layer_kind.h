@@ -37,8 +37,8 @@ class SiluMixer final : public model::Mixer<T> {
     }
   }
   void probe(model::BlockProbe<T>&, const model::LayerActivations<T>&, const model::ModelConfig&) const override {}
-  bool attention_probs(T*, const model::LayerActivations<T>&, const model::ModelConfig&, int64_t, int64_t,
-                       int64_t) const override {
+  bool attention_probs(T*, const model::LayerActivations<T>&, const model::LayerWeights<T>&,
+                       const model::ModelConfig&, int64_t, int64_t, int64_t) const override {
     return false;
   }
 };

@@ -152,6 +152,42 @@ TEST(AnalysisSinkTest, UniformAttentionGivesMeanOfOneOverTPlusOne) {
   check_uniform(16, 0.0);    // alpha_0 = H_16 / 16 = 0.211 < 0.3
 }
 
+// Learned sink logits with zero q_proj: every score is 0, so a row t gives its sink
+// exp(sink) / (exp(sink) + t + 1), and the keys share the rest evenly.
+TEST(AnalysisSinkTest, SinkLogitMassIsWhatTheRowsLeaveToTheSink) {
+  const ModelConfig c = make_config({{"init_std", 0.3}, {"attention_sinks", true}});
+  Built b(c, 12);
+  const double sinks[] = {1.5, -0.5};
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    b.fill(model::layer_param(l, "self_attn.q_proj.weight"), 0.f);
+    b.fill(model::layer_param(l, "self_attn.sinks"), static_cast<float>(sinks[l]));
+  }
+  model::Model<float> m = b.model();
+  AttentionSinkProbe probe(c, {});
+  const int64_t T = 9;
+  const auto tokens = tokens_with_bos(T, 15, 7, 15);
+  m.forward(tokens.data(), nullptr, 1, T);
+  probe.observe(m);
+  const AttentionSinkResult r = probe.result();
+  ASSERT_EQ(r.sink_logit_mass_per_head.size(), 2u);
+  double mean = 0;
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    double want = 0, first = 0;  // mean over rows of p_sink, and of A[t][0] over rows t >= 1
+    for (int64_t t = 0; t < T; ++t) {
+      const double e = std::exp(sinks[l]);
+      want += e / (e + t + 1) / T;
+      if (t > 0) first += 1.0 / (e + t + 1) / (T - 1);
+    }
+    for (int64_t h = 0; h < c.n_heads; ++h) {
+      EXPECT_NEAR(r.sink_logit_mass_per_head[l][h], want, 1e-6) << "layer " << l;
+      EXPECT_NEAR(r.f_attn_per_head[l][h], first, 1e-6) << "layer " << l;
+    }
+    EXPECT_NEAR(r.sink_logit_mass_per_layer[l], want, 1e-6);
+    mean += want / 2;
+  }
+  EXPECT_NEAR(r.sink_logit_mass, mean, 1e-6);
+}
+
 TEST(AnalysisSinkTest, SinkRateIsPerSequenceShareOfHeads) {
   // One layer, two heads, T = 4. Sequence 1: head 0 all on token 0, head 1 uniform
   // (alpha_0 = (1 + 1/2 + 1/3 + 1/4) / 4 = 0.52): both sinks. Sequence 2: head 0 on the
@@ -342,6 +378,7 @@ TEST(AnalysisAnalyzeTest, JsonForGatedAndBaselineModels) {
     EXPECT_EQ(j["f_attn"]["per_head"].size(), 2u);
     EXPECT_EQ(j["f_attn"]["per_head"][0].size(), 2u);
     EXPECT_EQ(j["sink_rate"]["eps"], 0.3);
+    EXPECT_TRUE(j["sink_logit_mass"].is_null());  // no learned sinks
     EXPECT_TRUE(j["attention_maps"].contains("0"));
     EXPECT_TRUE(j["attention_maps"].contains("1"));
     EXPECT_EQ(j["attention_maps"]["1"].size(), 10u);

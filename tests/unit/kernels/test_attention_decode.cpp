@@ -2,7 +2,8 @@
 // attention, in every kernel set this CPU runs and in the double path: GQA groups of 1 to
 // 5 query heads per kv head (5 takes a block of four and one of one), head_dim 64, 128 and
 // odd ones (tails of every vector width), queries whose rows lie in one or several spans,
-// caches of one row and of many, with and without the gate.
+// caches of one row and of many, with and without the gate, with and without learned sink
+// logits (a softmax column without a value, kernels/attention_sinks.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -41,17 +42,18 @@ std::string name(const Case& c) {
 template <typename T>
 struct Inputs {
   std::vector<std::vector<T>> keys, values;
-  std::vector<T> q, gate;
+  std::vector<T> q, gate, sinks;  // sinks [n_q], empty without
   std::vector<T> out, gated;
   std::vector<DecodeQuery<T>> queries;
 };
 
 template <typename T>
-Inputs<T> make_inputs(const Case& c, bool gated, uint64_t seed) {
+Inputs<T> make_inputs(const Case& c, bool gated, uint64_t seed, bool sinks = false) {
   const int64_t n_q = c.group * c.n_kv, D = c.head_dim, width = n_q * D, nq = static_cast<int64_t>(c.spans.size());
   Inputs<T> in;
   in.q = random_vector<T>(nq * width, seed, 1.5);
   in.gate = random_vector<T>(nq * width, seed + 1);
+  if (sinks) in.sinks = random_vector<T>(n_q, seed + 2, 2.0);
   in.out.assign(nq * width, T(-7));
   in.gated.assign(nq * width, T(-7));
   for (int64_t i = 0; i < nq; ++i) {
@@ -62,7 +64,7 @@ Inputs<T> make_inputs(const Case& c, bool gated, uint64_t seed) {
   }
   for (int64_t i = 0; i < nq; ++i) {
     DecodeQuery<T> dq{in.q.data() + i * width, in.out.data() + i * width, gated ? in.gate.data() + i * width : nullptr,
-                      gated ? in.gated.data() + i * width : nullptr, {}};
+                      gated ? in.gated.data() + i * width : nullptr, {}, sinks ? in.sinks.data() : nullptr};
     // Spans listed last slice first.
     int64_t end = static_cast<int64_t>(in.keys[i].size()) / (c.n_kv * D);
     for (int64_t len : c.spans[i]) {
@@ -74,7 +76,8 @@ Inputs<T> make_inputs(const Case& c, bool gated, uint64_t seed) {
   return in;
 }
 
-// softmax(scale q k^T) v per query and head, in double, straight from the definition.
+// softmax(scale q k^T) v per query and head, in double, straight from the definition; with
+// sinks, each head's sink logit joins the denominator.
 template <typename T>
 std::vector<double> naive_attention(const Inputs<T>& in, const Case& c, double scale) {
   const int64_t n_q = c.group * c.n_kv, D = c.head_dim;
@@ -91,8 +94,9 @@ std::vector<double> naive_attention(const Inputs<T>& in, const Case& c, double s
           score.push_back(scale * dot);
           value.push_back(sp.v + j * c.n_kv * D + col);
         }
-      double m = -INFINITY, sum = 0;
+      double m = dq.sinks ? double(dq.sinks[h]) : -INFINITY;
       for (double s : score) m = std::max(m, s);
+      double sum = dq.sinks ? std::exp(double(dq.sinks[h]) - m) : 0.0;
       for (double& s : score) sum += (s = std::exp(s - m));
       for (int64_t e = 0; e < D; ++e) {
         double o = 0;
@@ -122,9 +126,10 @@ TEST(AttentionDecodeTest, FloatMatchesNaiveFp64InEveryKernelSet) {
     use_kernel_set(set);
     uint64_t seed = 100;
     for (const Case& c : cases())
-      for (bool gated : {false, true}) {
+      for (int variant = 0; variant < 3; ++variant) {  // plain, gated, gated with sinks
+        const bool gated = variant > 0;
         const double scale = 1.0 / std::sqrt(double(c.head_dim));
-        Inputs<float> in = make_inputs<float>(c, gated, seed += 50);
+        Inputs<float> in = make_inputs<float>(c, gated, seed += 50, variant == 2);
         attention_decode<float>(in.queries, {c.group * c.n_kv, c.n_kv, c.head_dim, scale});
         const std::vector<double> want = naive_attention(in, c, scale);
         EXPECT_LT(rel_error(in.out, want), 2e-6) << kernel_set_name(set) << ", " << name(c);
@@ -143,10 +148,12 @@ TEST(AttentionDecodeTest, DoubleMatchesNaiveFp64) {
   uint64_t seed = 7;
   for (const Case& c : cases()) {
     const double scale = 0.3;
-    Inputs<double> in = make_inputs<double>(c, true, seed += 50);
-    attention_decode<double>(in.queries, {c.group * c.n_kv, c.n_kv, c.head_dim, scale});
-    const std::vector<double> want = naive_attention(in, c, scale);
-    EXPECT_LT(rel_error(in.out, want), 1e-13) << name(c);
+    for (bool sinks : {false, true}) {
+      Inputs<double> in = make_inputs<double>(c, true, seed += 50, sinks);
+      attention_decode<double>(in.queries, {c.group * c.n_kv, c.n_kv, c.head_dim, scale});
+      const std::vector<double> want = naive_attention(in, c, scale);
+      EXPECT_LT(rel_error(in.out, want), 1e-13) << name(c) << (sinks ? " with sinks" : "");
+    }
   }
 }
 

@@ -43,7 +43,7 @@ TEST_P(ModelGradientTest, AnalyticGradientsMatchFiniteDifferences) {
   Rng rng(99);
   for (const ParamSpec& s : m.layout().specs())
     if (s.kind == ParamKind::norm || s.kind == ParamKind::gate || s.kind == ParamKind::bias ||
-        s.kind == ParamKind::linear_norm || s.kind == ParamKind::decay)
+        s.kind == ParamKind::linear_norm || s.kind == ParamKind::decay || s.kind == ParamKind::sink)
       for (int64_t i = 0; i < s.numel; ++i) w[s.offset + i] += 0.3 * rng.normal();
   m.load_params(w);
   const int64_t B = 2, T = 5;
@@ -100,10 +100,21 @@ const Variant kVariants[] = {
       {"gate", {{"position", "sdpa"}, {"granularity", "headwise"}}}}},
     {"o_bias_dense_gate", {{"attn_o_bias", true}, {"gate", {{"position", "dense"}}}}},
     {"qkv_bias_constant_gate", {{"attn_qkv_bias", true}, {"gate", {{"position", "sdpa"}, {"input", "constant"}}}}},
+    // Learned sink logits (kernels/attention_sinks.h), alone and with gates in and after the kernel.
+    {"attention_sinks", {{"attention_sinks", true}}},
+    {"attention_sinks_sdpa_elementwise", {{"attention_sinks", true}, {"gate", {{"position", "sdpa"}}}}},
+    {"attention_sinks_headwise_silu",
+     {{"attention_sinks", true}, {"sdpa_transform", "silu"}, {"gate", {{"position", "sdpa"}, {"granularity", "headwise"}}}}},
+    {"attention_sinks_value_gate_mha", {{"attention_sinks", true}, {"n_kv_heads", 2}, {"gate", {{"position", "value"}}}}},
     // Hybrid models: a Gated DeltaNet layer (model/gated_deltanet.h) before a softmax layer.
     {"hybrid_gated_nv_2nk",
      {{"layer_types", {"linear_attention", "full_attention"}},
       {"linear_attention", {{"n_k_heads", 1}, {"n_v_heads", 2}, {"k_head_dim", 4}, {"v_head_dim", 3}, {"conv_kernel", 3}}},
+      {"gate", {{"position", "sdpa"}}}},
+     1e-6},
+    {"hybrid_attention_sinks",
+     {{"layer_types", {"linear_attention", "full_attention"}}, {"attention_sinks", true},
+      {"linear_attention", {{"n_k_heads", 1}, {"n_v_heads", 1}, {"k_head_dim", 4}, {"v_head_dim", 4}, {"conv_kernel", 2}}},
       {"gate", {{"position", "sdpa"}}}},
      1e-6},
     {"hybrid_zero_centered_partial_rope_sandwich",
@@ -131,6 +142,38 @@ TEST(ModelTest, FloatAndDoubleForwardAgree) {
   std::vector<double> ld(md.logits(), md.logits() + 8 * 11);
   std::vector<float> lf(mf.logits(), mf.logits() + 8 * 11);
   EXPECT_LT(testing::rel_error(lf, ld), 1e-5);
+}
+
+// The float model (the blocked kernels with the sinks' passes, the G1 gate's backward in the
+// kernel) against the double one (the reference kernels), forward and gradients.
+TEST(ModelTest, FloatAndDoubleAgreeWithSinksAndTheGate) {
+  const ModelConfig c = tiny_config({{"gate", {{"position", "sdpa"}}}, {"attention_sinks", true}, {"init_std", 0.3}});
+  Model<double> md(c);
+  Model<float> mf(c);
+  std::vector<double> w;
+  init_params(w, md.layout(), c, 5);
+  Rng rng(3);
+  for (const ParamSpec& s : md.layout().specs())
+    if (s.kind == ParamKind::sink)
+      for (int64_t i = 0; i < s.numel; ++i) w[s.offset + i] = 1.5 * rng.normal();
+  md.load_params(w);
+  std::vector<float> wf(w.begin(), w.end());
+  mf.load_params(wf);
+  std::vector<int32_t> tokens{1, 5, 2, 9, 4, 4, 0, 10}, targets{5, 2, 9, 4, 4, 0, 10, 3};
+  md.zero_grads();
+  mf.zero_grads();
+  md.forward(tokens.data(), targets.data(), 1, 8);
+  mf.forward(tokens.data(), targets.data(), 1, 8);
+  EXPECT_LT(testing::rel_error(std::vector<float>(mf.logits(), mf.logits() + 8 * 11),
+                               std::vector<double>(md.logits(), md.logits() + 8 * 11)),
+            1e-5);
+  md.backward();
+  mf.backward();
+  for (const ParamSpec& s : md.layout().specs()) {
+    std::vector<double> gd(md.grads().begin() + s.offset, md.grads().begin() + s.offset + s.numel);
+    std::vector<float> gf(mf.grads().begin() + s.offset, mf.grads().begin() + s.offset + s.numel);
+    EXPECT_LT(testing::rel_error(gf, gd), 1e-4) << s.name;
+  }
 }
 
 TEST(ModelTest, IsCausal) {
