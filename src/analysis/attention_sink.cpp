@@ -56,13 +56,17 @@ void AttentionSinkProbe::observe_layer(int64_t layer, const float* probs, int64_
   const int64_t H = config_.n_heads;
   if (layer < 0 || layer >= config_.n_layers) fail("attention sink probe: no layer ", layer);
   if (S < 2) fail("attention sink probe: sequences need at least 2 tokens, got ", S);
+  // A sliding-window layer's queries t >= W no longer see token 0: its F-Attn and alpha_0
+  // average over the rows t < W that do (docs metrics.md).
+  const int64_t window = model::kv_window(config_, layer);
+  const int64_t rows = window > 0 ? std::max<int64_t>(2, std::min(S, window)) : S;
   for (int64_t h = 0; h < H; ++h) {
     const float* A = probs + h * S * S;
-    double first_rows = 0.0;  // sum over t >= 1 of A[t][0]
-    for (int64_t t = 1; t < S; ++t) first_rows += A[t * S];
+    double first_rows = 0.0;  // sum over 1 <= t < rows of A[t][0]
+    for (int64_t t = 1; t < rows; ++t) first_rows += A[t * S];
     const double all_rows = first_rows + A[0];
-    sum_f_[layer * H + h] += first_rows / static_cast<double>(S - 1);
-    const double alpha = all_rows / static_cast<double>(S);  // Gu et al. alpha_0
+    sum_f_[layer * H + h] += first_rows / static_cast<double>(rows - 1);
+    const double alpha = all_rows / static_cast<double>(rows);  // Gu et al. alpha_0
     sum_f_all_[layer * H + h] += alpha;
     seq_alpha_[layer * H + h] = alpha;
     if (sum_sink_mass_.empty()) continue;

@@ -215,6 +215,8 @@ void check_expressible(const ModelConfig& c, const HybridFamily& t) {
   if (!c.has_gate()) refuse("gate", "must be the G1 gate (the format gates every softmax layer)");
   check_g1_gate_for_export(c, t.format, "G1", true);
   if (c.rope_scaling.type != model::RopeScalingType::none) refuse("rope_scaling.type", "must be none");
+  if (c.sliding_layers() > 0)
+    refuse("layer_types", "has sliding_attention layers (the format's layers are linear_attention or full_attention)");
   check_plain_block_for_export(c, t.format, "must be absent",
                                "must equal attn_qkv_bias (the format's attention_bias covers q, gate, k, v and o)");
 }

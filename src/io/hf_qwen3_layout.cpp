@@ -1,5 +1,6 @@
 #include "io/hf_qwen3_layout.h"
 
+#include <algorithm>
 #include <set>
 
 #include "core/error.h"
@@ -26,18 +27,54 @@ constexpr const char* kMoeArchitecture = "Qwen3MoeForCausalLM";
 // unless asked (transformers' Qwen3MoeConfig default), no shared expert.
 const MoeKeys kQwen3MoeKeys{std::nullopt, std::nullopt, std::nullopt, false, false, true};
 
-// The keys that would make this a model gatedlm does not run: other layer kinds, partial
-// RoPE (sliding windows and the activation: io/hf_shared_keys.h).
+// The keys that would make this a model gatedlm does not run: another activation, partial
+// RoPE.
 void check_plain_layers(HfReader& r) {
-  read_activation_and_window(r);
-  r.ignore("layer_types");
-  if (r.has("layer_types")) {
-    for (const json& t : r.raw("layer_types"))
-      if (t != "full_attention") fail(r.where("layer_types"), ": only full_attention layers are supported, got ", t.dump());
-  }
+  read_activation(r);
   if (r.has("partial_rotary_factor") && r.number("partial_rotary_factor", 1.0) != 1.0)
     fail(r.where("partial_rotary_factor"), ": gatedlm imports full-head RoPE only");
   r.number("partial_rotary_factor", 1.0);
+}
+
+// Qwen3's sliding windows as transformers' Qwen3Config reads them: with use_sliding_window,
+// the layers of layer_types marked sliding_attention (without the list: every layer from
+// max_window_layers on) attend over the last sliding_window keys (4096 when the key is
+// absent). Without use_sliding_window, or with "sliding_window": null, transformers drops the
+// window, and every layer is full attention whatever the list says.
+void read_sliding_layers(HfReader& r, const json& hf, ModelConfig& c) {
+  model::check_layer_count(c.n_layers, r.where("num_hidden_layers"));
+  const bool on = r.boolean("use_sliding_window", false) && !(hf.contains("sliding_window") && hf["sliding_window"].is_null());
+  const int64_t window = r.integer("sliding_window", int64_t{4096}), first = r.integer("max_window_layers", int64_t{28});
+  if (on && window < 1) fail(r.where("sliding_window"), ": must be at least 1 with use_sliding_window, got ", window);
+  std::vector<model::LayerKind> kinds(static_cast<size_t>(c.n_layers), model::LayerKind::full_attention);
+  if (r.has("layer_types")) {
+    const json& list = r.raw("layer_types");
+    if (!list.is_array() || static_cast<int64_t>(list.size()) != c.n_layers)
+      fail(r.where("layer_types"), ": expected a list of num_hidden_layers (", c.n_layers, ") entries");
+    for (size_t l = 0; l < list.size(); ++l) {
+      if (list[l] != "full_attention" && list[l] != "sliding_attention")
+        fail(r.where("layer_types"), "[", l, "]: ", list[l].dump(), " is not full_attention or sliding_attention");
+      if (on && list[l] == "sliding_attention") kinds[l] = model::LayerKind::sliding_attention;
+    }
+  } else if (on) {
+    for (int64_t l = std::max<int64_t>(first, 0); l < c.n_layers; ++l) kinds[l] = model::LayerKind::sliding_attention;
+  }
+  if (!on || std::count(kinds.begin(), kinds.end(), model::LayerKind::sliding_attention) == 0) return;
+  c.layer_types = std::move(kinds);
+  c.sliding_window = window;
+}
+
+// The same keys written back: layer_types always listed (max_window_layers as the count of
+// leading full layers, for readers that ignore the list).
+void write_sliding_layers(nlohmann::ordered_json& j, const ModelConfig& c) {
+  const bool sliding = c.sliding_layers() > 0;
+  j["use_sliding_window"] = sliding;
+  if (!sliding) return;
+  int64_t leading_full = 0;
+  while (leading_full < c.n_layers && c.layer_types[leading_full] == model::LayerKind::full_attention) ++leading_full;
+  j["sliding_window"] = c.sliding_window;
+  j["max_window_layers"] = leading_full;
+  j["layer_types"] = model::layer_kinds_to_json(c.layer_types);
 }
 
 // The paper's keys: qkv_bias (which must agree with attention_bias), use_qk_norm, and the
@@ -98,6 +135,7 @@ ModelConfig qwen3_layout_from_hf(const json& hf, const Qwen3Layout& layout, cons
   check_plain_layers(r);
   ModelConfig c;
   read_sizes(r, c, SizeDefaults{std::nullopt, std::nullopt});
+  read_sliding_layers(r, hf, c);
   c.rope_base = r.number("rope_theta", 10000.0);
   c.rope_dims = c.head_dim;
   read_rope_scaling(r, c, source);
@@ -150,7 +188,7 @@ nlohmann::ordered_json qwen3_layout_to_hf(const ModelConfig& c, const Qwen3Layou
   j["tie_word_embeddings"] = c.tie_embeddings;
   j["attention_bias"] = c.attn_qkv_bias;
   j["attention_dropout"] = 0.0;
-  j["use_sliding_window"] = false;
+  write_sliding_layers(j, c);
   j["initializer_range"] = c.init_std;
   if (layout.paper_keys) {
     j["use_qk_norm"] = c.qk_norm;

@@ -25,9 +25,13 @@ void read_sizes(HfReader& r, ModelConfig& c, const SizeDefaults& defaults) {
   c.init_std = r.number("initializer_range", 0.02);
 }
 
-void read_activation_and_window(HfReader& r) {
+void read_activation(HfReader& r) {
   const std::string act = r.string("hidden_act", "silu");
   if (act != "silu") fail(r.where("hidden_act"), ": \"", act, "\" is not supported (gatedlm's FFN is SwiGLU: silu)");
+}
+
+void read_activation_and_window(HfReader& r) {
+  read_activation(r);
   if (r.boolean("use_sliding_window", false))
     fail(r.where("use_sliding_window"), ": sliding-window attention is not supported");
   r.ignore("sliding_window");  // unused without use_sliding_window (Qwen3-Next's config carries both)

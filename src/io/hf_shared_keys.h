@@ -24,6 +24,7 @@ struct SizeDefaults {
 void read_sizes(HfReader& r, model::ModelConfig& c, const SizeDefaults& defaults);
 // hidden_act (silu only: gatedlm's FFN is SwiGLU), use_sliding_window (false only) and
 // sliding_window (unused without it).
+void read_activation(HfReader& r);  // hidden_act: silu only
 void read_activation_and_window(HfReader& r);
 // rope_scaling: null / "default" -> none; linear; yarn with transformers' defaults (other
 // values refused naming `source` and the key).

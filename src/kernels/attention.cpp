@@ -33,7 +33,7 @@ void attention_forward_reference(T* out, T* lse, const T* q, const T* k, const T
           const T* qt = q + ((b * s.seq + t) * s.n_q + h) * D;
           T m = -std::numeric_limits<T>::infinity(), l = 0;
           std::fill(acc.begin(), acc.end(), T(0));
-          for (int64_t j = 0; j <= t; ++j) {
+          for (int64_t j = s.first_key(t); j <= t; ++j) {
             const T* kj = k + ((b * s.seq + j) * s.n_kv + g) * D;
             const T* vj = v + ((b * s.seq + j) * s.n_kv + g) * D;
             T score = dot(qt, kj, D) * scale;
@@ -72,7 +72,7 @@ void attention_backward_reference(T* dq, T* dk, T* dv, const T* dout, const T* q
           T* dqt = dq + row * D;
           const T Dt = dot(dot_, out + row * D, D);  // sum_j p_j dp_j
           const T l = lse[(b * s.n_q + h) * s.seq + t];
-          for (int64_t j = 0; j <= t; ++j) {
+          for (int64_t j = s.first_key(t); j <= t; ++j) {
             const int64_t kv_row = (b * s.seq + j) * s.n_kv + g;
             const T* kj = k + kv_row * D;
             const T* vj = v + kv_row * D;
@@ -98,14 +98,16 @@ void attention_probs(T* probs, const T* q, const T* k, const AttentionShape& s, 
     for (int64_t t = 0; t < S; ++t) {
       T* row = probs + (h * S + t) * S;
       const T* qt = q + ((b * S + t) * s.n_q + h) * D;
+      const int64_t first = s.first_key(t);
       T m = sinks ? sinks[h] : -std::numeric_limits<T>::infinity();
-      for (int64_t j = 0; j <= t; ++j) {
+      for (int64_t j = first; j <= t; ++j) {
         row[j] = dot(qt, k + ((b * S + j) * s.n_kv + h / group) * D, D) * static_cast<T>(s.scale);
         m = std::max(m, row[j]);
       }
       T sum = sinks ? std::exp(sinks[h] - m) : T(0);
-      for (int64_t j = 0; j <= t; ++j) sum += (row[j] = std::exp(row[j] - m));
-      for (int64_t j = 0; j <= t; ++j) row[j] /= sum;
+      for (int64_t j = first; j <= t; ++j) sum += (row[j] = std::exp(row[j] - m));
+      for (int64_t j = first; j <= t; ++j) row[j] /= sum;
+      for (int64_t j = 0; j < first; ++j) row[j] = 0;
       for (int64_t j = t + 1; j < S; ++j) row[j] = 0;
     }
 }

@@ -12,6 +12,11 @@ namespace gatedlm::kernels {
 struct AttentionShape {
   int64_t batch, seq, n_q, n_kv, head_dim;
   double scale;  // usually 1/sqrt(head_dim)
+  // Sliding window W (Hugging Face's convention): query t sees keys t - W < j <= t. 0: every
+  // key j <= t (plain causal attention).
+  int64_t window = 0;
+  // The first key query t sees.
+  int64_t first_key(int64_t t) const { return window > 0 && t >= window ? t - window + 1 : 0; }
 };
 
 // float: the blocked kernels of attention_fast.cpp; double: the reference below (with the

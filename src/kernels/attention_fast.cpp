@@ -21,6 +21,11 @@
 //   S = Q K^T, dP = dO V^T, P = exp(scale S - lse), dS = P (dP - D) scale,
 //   dV += P^T dO, dK += dS^T Q, dQ += dS K (straight into the task's own dq rows).
 // On diagonal tiles the products skip the blocks the causal mask zeroes (TileTrim).
+//
+// A sliding window W (AttentionShape::window) skips the key blocks no query of a block sees
+// and, on the tiles the window's lower edge crosses, masks the keys j <= t - W: before the
+// online softmax (so they raise no maximum) and after it, and after grad_tile in the backward.
+// Only those few edge tiles pay for it.
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
 // GCC 12 flags the deliberately undefined vectors inside its own AVX-512 intrinsics
 // (_mm512_undefined_ps, GCC bug 105593) once they are inlined here.
@@ -46,6 +51,21 @@ using attn::tile_gemm;
 
 constexpr int64_t kB = 64;            // queries per block (lanes of a score tile) and keys per block
 constexpr float kMinusBig = -1e30f;   // the running max before any key (exp of it minus anything is ~0)
+constexpr float kOutside = -3e38f;    // a score outside the window: below kMinusBig, so never a max
+
+// Whether a tile of keys j0.. against queries t0 .. t0 + kB - 1 holds a key some query's
+// window has left behind (j <= t - W).
+inline bool crosses_window_edge(int64_t j0, int64_t t0, int64_t window) {
+  return window > 0 && j0 <= t0 + kB - 1 - window;
+}
+
+// Sets the scores of a tile to `value` where key j0 + j is outside query t0 + i's window.
+// keys_in_rows: the forward's S^T [key j][query i]; else the backward's [query i][key j].
+void fill_outside_window(float* tile, int64_t rows, int64_t cols, int64_t j0, int64_t t0, int64_t window,
+                         bool keys_in_rows, float value) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols && j0 + j <= t0 + i - window; ++j) (keys_in_rows ? tile[j * kB + i] : tile[i * kB + j]) = value;
+}
 
 #if GATEDLM_KSET_AVX512
 // Lanes i of query vector c (i = 16 c + lane) that see key j: j0 + j <= t0 + i, off = j0 - t0.
@@ -225,25 +245,28 @@ void attention_forward_f32(float* out, float* lse, const float* q, const float* 
           attn::transpose(qt.data(), kB, q + (b * S + t0) * ldq + h * D, ldq, rows, D, scale);
           std::fill(m.begin(), m.end(), kMinusBig);
           std::fill(l.begin(), l.end(), 0.0f);
-          for (int64_t j0 = 0; j0 < t0 + rows; j0 += kB) {
+          const int64_t j_first = s.first_key(t0) / kB * kB;  // the first key block the window leaves
+          for (int64_t j0 = j_first; j0 < t0 + rows; j0 += kB) {
             const int64_t cols = std::min(kB, S - j0), off = j0 - t0;
-            const bool diag = j0 == t0;
+            const bool diag = j0 == t0, edge = crosses_window_edge(j0, t0, s.window);
             const float* kb = k + (b * S + j0) * ldk + g * D;
             const float* vb = v + (b * S + j0) * ldk + g * D;
             // S^T [cols, kB] = K Q^T; on the diagonal, row j needs queries i >= j only.
             TileTrim trim;
             if (diag) trim.n_lo_off = off;
             tile_gemm(cols, kB, D, kb, ldk, 1, qt.data(), kB, st.data(), kB, false, nullptr, trim);
+            if (edge) fill_outside_window(st.data(), kB, cols, j0, t0, s.window, true, kOutside);
             softmax_tile(st.data(), cols, off, m.data(), l.data(), corr.data());
+            if (edge) fill_outside_window(st.data(), kB, cols, j0, t0, s.window, true, 0.0f);
             // O^T [D, kB] = O^T * corr + V^T P^T. On the diagonal, keys 16 s .. 16 s + 15 are
             // seen by query vectors s.. only.
             if (!diag) {
-              tile_gemm(D, kB, cols, vb, 1, ldk, st.data(), kB, ot.data(), kB, j0 > 0, corr.data());
+              tile_gemm(D, kB, cols, vb, 1, ldk, st.data(), kB, ot.data(), kB, j0 > j_first, corr.data());
             } else {
               for (int64_t k0 = 0; k0 < cols; k0 += 16) {
                 const int64_t kn = std::min<int64_t>(16, cols - k0);
                 tile_gemm(D, kB - k0, kn, vb + k0 * ldk, 1, ldk, st.data() + k0 * kB + k0, kB, ot.data() + k0, kB,
-                          k0 > 0 || j0 > 0, k0 == 0 ? corr.data() : nullptr);
+                          k0 > 0 || j0 > j_first, k0 == 0 ? corr.data() : nullptr);
               }
             }
           }
@@ -278,6 +301,7 @@ struct BackwardArgs {
   GateGradLayout dgate_layout;  // ld resolved (never 0)
   int64_t batch, S, n_q, D, group, ldq, ldk;
   float scale;
+  int64_t window;  // AttentionShape::window
 };
 
 // Pre-pass for (batch b, kv head g): per head hh of the group, D_i -> di [hh * S + t], lse
@@ -334,7 +358,8 @@ void backward_key_block(const BackwardArgs& a, int64_t b, int64_t g, int64_t j0,
   std::fill(w.dvb.begin(), w.dvb.end(), 0.0f);
   for (int64_t hh = 0; hh < a.group; ++hh) {
     const int64_t h = g * a.group + hh;
-    for (int64_t t0 = j0; t0 < S; t0 += kB) {
+    // Query blocks at or below the diagonal that still see a key of the block (t < j + W).
+    for (int64_t t0 = j0; t0 < S && (a.window == 0 || t0 < j0 + cols - 1 + a.window); t0 += kB) {
       const int64_t rows = std::min(kB, S - t0), off = j0 - t0;
       TileTrim s_trim, kv_trim, q_trim;  // causal zeros of the diagonal tile
       if (t0 == j0) {
@@ -348,6 +373,10 @@ void backward_key_block(const BackwardArgs& a, int64_t b, int64_t g, int64_t j0,
       tile_gemm(rows, cols, D, qb, ldq, 1, w.kt.data(), kB, w.st.data(), kB, false, nullptr, s_trim);
       tile_gemm(rows, cols, D, dob, ldo, 1, w.vt.data(), kB, w.dpt.data(), kB, false, nullptr, s_trim);
       grad_tile(w.st.data(), w.dpt.data(), rows, cols, off, ls + hh * S + t0, di + hh * S + t0, a.scale);
+      if (crosses_window_edge(j0, t0, a.window)) {
+        fill_outside_window(w.st.data(), rows, cols, j0, t0, a.window, false, 0.0f);
+        fill_outside_window(w.dpt.data(), rows, cols, j0, t0, a.window, false, 0.0f);
+      }
       tile_gemm(cols, D, rows, w.st.data(), 1, kB, dob, ldo, w.dvb.data(), D, true, nullptr, kv_trim);
       tile_gemm(cols, D, rows, w.dpt.data(), 1, kB, qb, ldq, w.dkb.data(), D, true, nullptr, kv_trim);
       tile_gemm(rows, D, cols, w.dpt.data(), kB, 1, kb, ldk, dq_base + (b * S + t0) * ldq + h * D, ldq, true,
@@ -411,7 +440,7 @@ void attention_backward_f32(float* dq, float* dk, float* dv, const float* dout, 
   const int64_t D = s.head_dim, group = s.n_q / s.n_kv, S = s.seq;
   if (dgate_layout.ld == 0) dgate_layout.ld = s.n_q * D;
   const BackwardArgs a{dq, dk, dv, dout, q, k, v, out, lse, gate_score, dgate_score, dgate_layout,
-                       s.batch, S, s.n_q, D, group, s.n_q * D, s.n_kv * D, static_cast<float>(s.scale)};
+                       s.batch, S, s.n_q, D, group, s.n_q * D, s.n_kv * D, static_cast<float>(s.scale), s.window};
   const int64_t tasks = s.batch * s.n_kv, k_blocks = (S + kB - 1) / kB;
   const int64_t per_head = group * S, dor_size = gate_score ? group * S * D : 0;
   const int64_t n = s.batch * S * s.n_q * D;

@@ -135,8 +135,7 @@ void AttentionMixer<T>::sdpa_backward(const MixerPass<T>& p, const T* dy) const 
   zero(s.dq2);
   zero(s.dk0);
   zero(s.dv0);
-  const k::AttentionShape as{s.batch, s.seq, c.n_heads, c.n_kv_heads, c.head_dim,
-                             1.0 / std::sqrt(static_cast<double>(c.head_dim))};
+  const k::AttentionShape as = this->sdpa_shape(c, s.batch, s.seq);
   // The elementwise sigmoid gate's whole backward runs in the kernel: it writes dpre into
   // the gate's columns directly; other gates get dscore and finish below.
   const bool dpre_in_kernel = epilogue_gate && c.gate.granularity == GateGranularity::elementwise &&

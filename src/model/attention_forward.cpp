@@ -150,8 +150,7 @@ void AttentionMixer<T>::sdpa_forward(const MixerPass<T>& p, const T* v_in) const
                                  epilogue_gate ? a.gated.data() : nullptr, p.w.sinks});
     return;
   }
-  const k::AttentionShape as{s.batch, s.seq, c.n_heads, c.n_kv_heads, c.head_dim,
-                             1.0 / std::sqrt(static_cast<double>(c.head_dim))};
+  const k::AttentionShape as = sdpa_shape(c, s.batch, s.seq);
   if (epilogue_gate)
     k::attention_forward(a.y0.data(), a.lse.data(), a.qr.data(), a.kr.data(), v_in, as, a.gate_score.data(),
                          a.gated.data());

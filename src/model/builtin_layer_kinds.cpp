@@ -2,9 +2,12 @@
 #include "model/layer_kinds.h"
 #include "model/mixer_attention.h"
 #include "model/mixer_deltanet.h"
+#include "model/mixer_sliding.h"
 
 namespace gatedlm::model {
 
-std::vector<LayerKindSpec> builtin_layer_kinds() { return {attention_layer_kind(), deltanet_layer_kind()}; }
+std::vector<LayerKindSpec> builtin_layer_kinds() {
+  return {attention_layer_kind(), deltanet_layer_kind(), sliding_attention_layer_kind()};
+}
 
 }  // namespace gatedlm::model

@@ -231,6 +231,10 @@ void ModelConfig::validate() const {
 void ModelConfig::validate_hybrid() const {
   require(layer_types.empty() || static_cast<int64_t>(layer_types.size()) == n_layers, "layer_types",
           cat("has ", layer_types.size(), " entries for n_layers ", n_layers));
+  require(sliding_window >= 0 && sliding_window <= kMaxLayers * 1024, "sliding_window",
+          cat("must be in 0..2^30, got ", sliding_window));
+  require(sliding_layers() == 0 || sliding_window >= 1, "sliding_window",
+          "must be at least 1: layer_types has sliding_attention layers");
   if (!has_linear()) return;
   validate_linear_attention(linear_attention);
   require(!switch_heads.on(), "switch_heads", "cannot be combined with linear_attention layers (not implemented)");
@@ -253,9 +257,15 @@ int64_t ModelConfig::linear_layers() const {
   return count;
 }
 
+int64_t ModelConfig::sliding_layers() const {
+  int64_t count = 0;
+  for (LayerKind k : layer_types) count += k == LayerKind::sliding_attention;
+  return count;
+}
+
 namespace {
 
-// layer_types / full_attention_interval, linear_attention and norm_zero_centered.
+// layer_types / full_attention_interval, linear_attention, norm_zero_centered and sliding_window.
 void read_hybrid_keys(Reader& r, const json& j, ModelConfig& c, const std::string& source) {
   c.layer_types = layer_kinds_from_json(j, c.n_layers, source);
   if (r.has("layer_types")) r.raw("layer_types");
@@ -265,6 +275,7 @@ void read_hybrid_keys(Reader& r, const json& j, ModelConfig& c, const std::strin
   else if (c.has_linear())
     fail(source, ": linear_attention layers need a \"linear_attention\" object (n_k_heads, n_v_heads, k_head_dim, v_head_dim)");
   c.norm_zero_centered = r.boolean("norm_zero_centered", c.norm_zero_centered);
+  c.sliding_window = r.integer("sliding_window", c.sliding_window);
 }
 
 }  // namespace
@@ -377,10 +388,9 @@ json config_to_json(const ModelConfig& c) {
                              {"top_k", c.switch_heads.top_k},
                              {"experts_on", kSwitchTargets.name(c.switch_heads.experts_on)}};
   if (c.has_moe()) j["moe"] = moe_config_to_json(c.moe);
-  if (c.has_linear()) {
-    j["layer_types"] = layer_kinds_to_json(c.layer_types);
-    j["linear_attention"] = linear_attention_to_json(c.linear_attention);
-  }
+  if (c.has_linear() || c.sliding_layers() > 0) j["layer_types"] = layer_kinds_to_json(c.layer_types);
+  if (c.has_linear()) j["linear_attention"] = linear_attention_to_json(c.linear_attention);
+  if (c.sliding_window > 0) j["sliding_window"] = c.sliding_window;
   if (c.norm_zero_centered) j["norm_zero_centered"] = true;
   if (c.rope_scaling.type != RopeScalingType::none)
     j["rope_scaling"] = json{{"type", kRopeScalings.name(c.rope_scaling.type)},

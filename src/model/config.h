@@ -78,6 +78,9 @@ struct ModelConfig {
   // attention) and the shape of the Gated DeltaNet layers.
   std::vector<LayerKind> layer_types;
   LinearAttentionConfig linear_attention;
+  // The window W of the sliding_attention layers: a query t sees keys t - W < j <= t (in
+  // decode, those layers keep W rows per sequence). 0: none (every layer kind but sliding).
+  int64_t sliding_window = 0;
   // RMSNorms compute x_hat * (1 + w), weights initialised at 0 (Qwen3-Next / Qwen3.5), for
   // the block norms, QK-norm, the sandwich and SDPA norms and the final norm; the linear
   // layers' gated norm stays plain.
@@ -90,6 +93,7 @@ struct ModelConfig {
   }
   int64_t linear_layers() const;  // how many layers are Gated DeltaNet layers
   bool has_linear() const { return linear_layers() > 0; }
+  int64_t sliding_layers() const;  // how many layers are sliding-window attention layers
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
   // Heads of the tensor the gate acts on (1 for the dense output) and their width.

@@ -22,13 +22,19 @@ void require(bool ok, const char* key, const std::string& why) {
 LayerKind kind_from_json(const json& v, const std::string& where) {
   if (v == "linear_attention") return LayerKind::linear_attention;
   if (v == "full_attention") return LayerKind::full_attention;
-  fail(where, ": unknown layer type ", v.dump(), " (expected linear_attention|full_attention)");
+  if (v == "sliding_attention") return LayerKind::sliding_attention;
+  fail(where, ": unknown layer type ", v.dump(), " (expected linear_attention|full_attention|sliding_attention)");
 }
 
 }  // namespace
 
 const char* to_string(LayerKind kind) {
-  return kind == LayerKind::linear_attention ? "linear_attention" : "full_attention";
+  switch (kind) {
+    case LayerKind::linear_attention: return "linear_attention";
+    case LayerKind::sliding_attention: return "sliding_attention";
+    case LayerKind::full_attention: break;
+  }
+  return "full_attention";
 }
 
 void check_layer_count(int64_t n_layers, const std::string& where) {

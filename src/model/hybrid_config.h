@@ -3,7 +3,8 @@
 // softmax-attention layers. The keys of config.json that choose them, their checks, and the
 // widths they imply:
 //
-//   layer_types: ["linear_attention" | "full_attention", ...]   (one per layer), or
+//   layer_types: ["linear_attention" | "full_attention" | "sliding_attention", ...]   (one per
+//                layer; sliding_attention: softmax attention over the last sliding_window keys), or
 //   full_attention_interval: k     layer l (0-based) is full attention iff (l + 1) % k == 0
 //   linear_attention: { n_k_heads, n_v_heads, k_head_dim, v_head_dim, conv_kernel [4] }
 //   norm_zero_centered: false      (in config.h: x * (1 + w) norms, weights initialised at 0)
@@ -17,7 +18,7 @@
 
 namespace gatedlm::model {
 
-enum class LayerKind { full_attention, linear_attention };
+enum class LayerKind { full_attention, linear_attention, sliding_attention };
 
 struct LinearAttentionConfig {
   int64_t n_k_heads = 0, n_v_heads = 0, k_head_dim = 0, v_head_dim = 0, conv_kernel = 4;
@@ -53,6 +54,6 @@ nlohmann::json layer_kinds_to_json(const std::vector<LayerKind>& kinds);
 nlohmann::json linear_attention_to_json(const LinearAttentionConfig& c);
 // Throws gatedlm::Error naming the linear_attention key at fault.
 void validate_linear_attention(const LinearAttentionConfig& c);
-const char* to_string(LayerKind kind);  // "linear_attention" / "full_attention"
+const char* to_string(LayerKind kind);  // "linear_attention" / "full_attention" / "sliding_attention"
 
 }  // namespace gatedlm::model

@@ -129,11 +129,14 @@ void AttentionMixer<T>::probe(BlockProbe<T>& out, const LayerActivations<T>& a, 
 }
 
 template <typename T>
+kernels::AttentionShape AttentionMixer<T>::sdpa_shape(const ModelConfig& c, int64_t batch, int64_t seq) const {
+  return {batch, seq, c.n_heads, c.n_kv_heads, c.head_dim, 1.0 / std::sqrt(static_cast<double>(c.head_dim)), window(c)};
+}
+
+template <typename T>
 bool AttentionMixer<T>::attention_probs(T* probs, const LayerActivations<T>& a, const LayerWeights<T>& w,
                                         const ModelConfig& c, int64_t batch, int64_t seq, int64_t b) const {
-  const kernels::AttentionShape shape{batch, seq, c.n_heads, c.n_kv_heads, c.head_dim,
-                                      1.0 / std::sqrt(static_cast<double>(c.head_dim))};
-  kernels::attention_probs(probs, a.qr.data(), a.kr.data(), shape, b, w.sinks);
+  kernels::attention_probs(probs, a.qr.data(), a.kr.data(), sdpa_shape(c, batch, seq), b, w.sinks);
   return true;
 }
 

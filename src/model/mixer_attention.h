@@ -10,6 +10,7 @@
 // buffers and probes: mixer_attention.cpp. The SDPA step is a virtual function of its own so
 // that a kind that changes only which keys a query sees (sliding windows) can derive from
 // this class and replace that step alone.
+#include "kernels/attention.h"
 #include "model/mixer.h"
 
 namespace gatedlm::model {
@@ -32,6 +33,11 @@ class AttentionMixer : public Mixer<T> {
   virtual void sdpa_forward(const MixerPass<T>& p, const T* v_in) const;
   // From dy (d loss / d Y, or d Y' with the epilogue gate): s.dq2, s.dk0 (RoPE undone) and s.dv0.
   virtual void sdpa_backward(const MixerPass<T>& p, const T* dy) const;
+  // The keys a query sees in the training-shaped kernels: the last window() (0: all); in
+  // decode the caller's cache decides (the row's kv_window). Sliding-window layers override it.
+  virtual int64_t window(const ModelConfig&) const { return 0; }
+  // The kernels' shape of a training-shaped pass of batch x seq tokens.
+  kernels::AttentionShape sdpa_shape(const ModelConfig& c, int64_t batch, int64_t seq) const;
 
  private:
   void inputs_forward(const MixerPass<T>& p) const;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "core/grow.h"
 #include "kernels/activations.h"
 #include "kernels/matmul.h"
 #include "kernels/parallel_work.h"
@@ -21,11 +22,6 @@ struct Timed {
   Clock::time_point t0 = Clock::now();
   ~Timed() { total += std::chrono::duration<double>(Clock::now() - t0).count(); }
 };
-
-template <typename T>
-void grow(std::vector<T>& v, int64_t size) {
-  if (static_cast<int64_t>(v.size()) < size) v.resize(static_cast<size_t>(size));
-}
 
 // Rows an expert's products run over: its token count rounded up so that few distinct
 // shapes occur (the matrix products keep one oneDNN primitive per shape, and a new shape

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "core/grow.h"
 #include "kernels/activations.h"
 #include "kernels/matmul.h"
 
@@ -72,11 +73,6 @@ int64_t padded_rows(int64_t m) {
   return (m + step - 1) / step * step;
 }
 int64_t rows_with_slack(int64_t rows) { return rows + rows / 8 + 16; }
-
-template <typename T>
-void grow(std::vector<T>& v, int64_t size) {
-  if (static_cast<int64_t>(v.size()) < size) v.resize(static_cast<size_t>(size));
-}
 
 // Selection order: larger pre-activation first, equal ones by lower index; NaN ranks
 // below everything (so a diverged router still selects k distinct experts).

@@ -254,6 +254,19 @@ def _sparse_ffn(lay, P, prefix, h):
     return out
 
 
+def _visible(cfg, i, T):
+    """[T, T] keys query t sees in layer i, as transformers' Qwen3 decides: causal, and on a
+    sliding layer (use_sliding_window with a window; layer_types, else layers from
+    max_window_layers on) only t - sliding_window < j."""
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    W = cfg.get("sliding_window") if cfg.get("use_sliding_window") else None
+    if W is None:
+        return causal
+    types = cfg.get("layer_types")
+    sliding = types[i] == "sliding_attention" if types else i >= cfg.get("max_window_layers", 28)
+    return causal & ~torch.ones(T, T, dtype=torch.bool).tril(-W) if sliding else causal
+
+
 def logits(cfg, tensors, tokens):
     """tokens [B, T] int -> logits [B, T, V] float64."""
     lay = Layout(cfg)
@@ -281,7 +294,7 @@ def logits(cfg, tensors, tokens):
         k = k.repeat_interleave(G, dim=2)
         v = v.repeat_interleave(G, dim=2)
         s = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(hd)
-        s = s.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
+        s = s.masked_fill(~_visible(cfg, i, T), float("-inf"))
         y = torch.einsum("bhqk,bkhd->bqhd", torch.softmax(s, -1), v)
         if gate is not None:
             y = y * torch.sigmoid(gate)

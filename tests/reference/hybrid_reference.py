@@ -26,8 +26,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-LAYER_TYPES = ("linear_attention", "full_attention")
-HYBRID_KEYS = ("layer_types", "full_attention_interval", "linear_attention", "norm_zero_centered")
+LAYER_TYPES = ("linear_attention", "full_attention", "sliding_attention")
+HYBRID_KEYS = ("layer_types", "full_attention_interval", "linear_attention", "norm_zero_centered", "sliding_window")
 L2_EPS = 1e-6            # the L2 normalisation of q and k (as FLA and transformers)
 DEFAULT_CHUNK = 64       # transformers' chunk size; the reference's forward uses the chunked form
 
@@ -96,6 +96,19 @@ def parse_config_keys(cfg, d, config_error):
         if not isinstance(d["norm_zero_centered"], bool):
             raise config_error(f"norm_zero_centered must be true/false, got {d['norm_zero_centered']!r}")
         cfg.norm_zero_centered = d["norm_zero_centered"]
+    if "sliding_window" in d:
+        w = d["sliding_window"]
+        if not isinstance(w, int) or isinstance(w, bool) or w < 0:
+            raise config_error(f"sliding_window must be an integer >= 0, got {w!r}")
+        cfg.sliding_window = w
+
+
+def layer_window(cfg, i):
+    """The keys a query of layer i sees: the last sliding_window for a sliding_attention layer
+    (Hugging Face's convention: t - W < j <= t), 0 (all) otherwise."""
+    if cfg.layer_types is not None and cfg.layer_types[i] == "sliding_attention":
+        return cfg.sliding_window
+    return 0
 
 
 def validate(cfg, config_error):

@@ -163,6 +163,7 @@ class ModelConfig:
     full_attention_interval: Optional[int] = None
     linear_attention: Optional[hyb.LinearAttentionConfig] = None
     norm_zero_centered: bool = False
+    sliding_window: int = 0             # the window of sliding_attention layers
 
     @classmethod
     def from_json(cls, d):
@@ -455,9 +456,10 @@ def gate_activation(s, name):
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg, device=None):
+    def __init__(self, cfg, device=None, window=0):
         super().__init__()
         self.cfg = cfg
+        self.window = window      # sliding window W: query t sees keys t - W < j <= t; 0: all
         d, dk, nq, nk = cfg.d_model, cfg.head_dim, cfg.n_heads, cfg.n_kv_heads
         qkv_bias = cfg.attn_qkv_bias
         self.q_proj = Weight(nq * dk, d, device=device, bias=nq * dk if qkv_bias else None)
@@ -546,6 +548,8 @@ class Attention(nn.Module):
         qh, kh, vh = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [B, H, T, dk]
         scores = (qh @ kh.transpose(-1, -2)) / math.sqrt(dk)
         causal = torch.ones(T, T, dtype=torch.bool, device=h.device).tril()
+        if self.window > 0:
+            causal = causal & ~torch.ones(T, T, dtype=torch.bool, device=h.device).tril(-self.window)
         scores = scores.masked_fill(~causal, float("-inf"))
         if cfg.attention_sinks:
             # gpt-oss's sink: one more column in each row's softmax, dropped after it (no value).
@@ -592,7 +596,7 @@ class DecoderLayer(nn.Module):
         if hyb.is_linear_layer(cfg, layer_index):
             self.linear_attn = hyb.GatedDeltaNet(cfg, Weight, device=device)
         else:
-            self.self_attn = Attention(cfg, device=device)
+            self.self_attn = Attention(cfg, device=device, window=hyb.layer_window(cfg, layer_index))
         self.post_attention_layernorm = Weight(d, device=device)
         if cfg.sandwich_norm:
             self.post_attn_branch_norm = Weight(d, device=device)

@@ -124,6 +124,12 @@ CASES = {
     "sinks": dict(attention_sinks=True),
     "sinks_g1": dict(attention_sinks=True, **_gate(position="sdpa")),
     "sinks_headwise_mqa": dict(attention_sinks=True, n_kv_heads=1, **_gate(position="sdpa", granularity="headwise")),
+    # Sliding-window layers (model/mixer_sliding.h) beside full ones: windows inside the
+    # 12-token sequences, with the gate and with sinks.
+    "sliding_3to1_g1": dict(n_layers=4, layer_types=["sliding_attention"] * 3 + ["full_attention"], sliding_window=5,
+                            **_gate(position="sdpa")),
+    "sliding_sinks_w1": dict(layer_types=["sliding_attention", "full_attention"], sliding_window=1,
+                             attention_sinks=True),
     "sinks_moe_g1": dict(attention_sinks=True, **_moe(n_experts=4, top_k=2, expert_hidden=12), **_gate(position="sdpa")),
     "qkv_bias_sdpa_headwise": dict(attn_qkv_bias=True, **_gate(position="sdpa", granularity="headwise")),
     "qkv_o_bias_sdpa_elem_mqa": dict(attn_qkv_bias=True, attn_o_bias=True, n_kv_heads=1,

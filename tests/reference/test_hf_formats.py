@@ -80,6 +80,12 @@ CASES = {
     "qwen3_moe_step2_unnormalised": ("qwen3", moe(num_experts=5, num_experts_per_tok=3, decoder_sparse_step=2),
                                      "F32", 1),
     "paper_headwise_moe": ("paper", {**paper(headwise=True), **moe(num_experts=3, num_experts_per_tok=1)}, "F32", 1),
+    # Sliding windows (transformers' Qwen3 rules): listed layers, and max_window_layers.
+    "qwen3_sliding_layer_types": ("qwen3", dict(num_hidden_layers=3, use_sliding_window=True, sliding_window=4,
+                                                layer_types=["sliding_attention", "full_attention",
+                                                             "sliding_attention"]), "F32", 1),
+    "qwen3_sliding_max_window_layers": ("qwen3", dict(use_sliding_window=True, sliding_window=3, max_window_layers=1),
+                                        "BF16", 1),
     "paper_elementwise_no_qknorm": ("paper", paper(elementwise=True, use_qk_norm=False, num_attention_heads=8,
                                                    head_dim=4), "F32", 1),
 }
@@ -174,7 +180,9 @@ def check_refusals(binary, work, failures):
         ("an unknown config key", variant("key", {"rope_magic": 3}), "rope_magic"),
         ("a different model_type", variant("type", {"model_type": "llama"}), "model_type"),
         ("a non-silu activation", variant("act", {"hidden_act": "gelu"}), "hidden_act"),
-        ("sliding-window attention", variant("swa", {"use_sliding_window": True}), "use_sliding_window"),
+        ("a layer kind Qwen3 does not have", variant("swa", {"use_sliding_window": True, "sliding_window": 4,
+                                                             "layer_types": ["sliding_attention", "chunked_attention"]}),
+         "layer_types"),
         ("an unsupported rope_scaling", variant("rope", {"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}),
          "rope_scaling"),
         ("both gate kinds at once", variant("gates", {"elementwise_attn_output_gate": True}),

@@ -102,5 +102,25 @@ TEST(LayerKindDecoder, AKindWithAWindowKeepsThatManyRowsAndSeesThatManyKeys) {
   EXPECT_EQ(dm.capacity(), plain.max_seq_len);
 }
 
+// The built-in sliding_attention kind (model/mixer_sliding.h) between full layers: prefill
+// and decode past the window give the training-shaped forward's logits (the kernels' window
+// there, the W-row ring here), with the gate and learned sinks.
+TEST(LayerKindDecoder, SlidingAttentionDecodesAsItsWindowedForward) {
+  model::ModelConfig c = three_layers({model::LayerKind::full_attention, model::LayerKind::sliding_attention,
+                                       model::LayerKind::sliding_attention});
+  c.sliding_window = 4;
+  c.attention_sinks = true;
+  c.validate();
+  model::Model<float> m = model_of(c), ref = model_of(c);
+  Decoder dec(m, {1, 0, 0, 0});
+  const int64_t kv = c.n_kv_heads * c.head_dim, V = c.vocab_size;
+  EXPECT_EQ(dec.state_bytes_per_sequence(30), static_cast<int64_t>(sizeof(float)) * 2 * (30 + 2 * 4) * kv);
+  const std::vector<int32_t> text = random_text(V);
+  const std::vector<float> got = decode_logits(dec, text, V);
+  ref.forward(text.data(), nullptr, 1, kTextLength);
+  const std::vector<float> want(ref.logits() + (kPrompt - 1) * V, ref.logits() + kTextLength * V);
+  EXPECT_LT(testing::rel_error(got, want), 1e-5);
+}
+
 }  // namespace
 }  // namespace gatedlm::infer

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "io/gguf.h"
 #include "io/hf_config.h"
 #include "io/hf_convert.h"
@@ -105,6 +106,42 @@ TEST(ModelFamilies, EachFamilyRoundTripsItsConfigKeysAndIsDetectedFromThem) {
     EXPECT_EQ(model::config_to_json(back), model::config_to_json(c));
     // Writing the read config again gives the same keys, in the same order.
     EXPECT_EQ(config_to_hf(back, format, "float32").dump(), config_to_hf(c, format, "float32").dump());
+  }
+}
+
+// Qwen3's sliding windows as transformers' Qwen3Config reads them, and back.
+TEST(ModelFamilies, Qwen3SlidingWindowsFollowTransformersRules) {
+  const json base{{"model_type", "qwen3"}, {"vocab_size", 10},  {"hidden_size", 16}, {"intermediate_size", 8},
+                  {"num_hidden_layers", 4}, {"num_attention_heads", 2}, {"num_key_value_heads", 1}, {"head_dim", 8},
+                  {"max_position_embeddings", 64}, {"sliding_window", 6}};
+  auto kinds = [](const model::ModelConfig& c) { return model::layer_kinds_to_json(c.layer_types); };
+  json j = base;
+  j["use_sliding_window"] = true;
+  j["max_window_layers"] = 1;  // no list: layers 1.. are sliding
+  model::ModelConfig c = config_from_hf(j, HfFormat::qwen3, "test");
+  EXPECT_EQ(kinds(c), json({"full_attention", "sliding_attention", "sliding_attention", "sliding_attention"}));
+  EXPECT_EQ(c.sliding_window, 6);
+  j["layer_types"] = {"sliding_attention", "full_attention", "sliding_attention", "full_attention"};  // the list wins
+  c = config_from_hf(j, HfFormat::qwen3, "test");
+  EXPECT_EQ(kinds(c), j["layer_types"]);
+  const json written = json::parse(config_to_hf(c, HfFormat::qwen3, "float32").dump());
+  EXPECT_EQ(written.at("use_sliding_window"), true);
+  EXPECT_EQ(written.at("sliding_window"), 6);
+  EXPECT_EQ(written.at("max_window_layers"), 0);
+  EXPECT_EQ(written.at("layer_types"), j["layer_types"]);
+  EXPECT_EQ(model::config_to_json(config_from_hf(written, HfFormat::qwen3, "written")), model::config_to_json(c));
+  j["use_sliding_window"] = false;  // transformers drops the window: every layer is full attention
+  c = config_from_hf(j, HfFormat::qwen3, "test");
+  EXPECT_TRUE(c.layer_types.empty());
+  EXPECT_EQ(c.sliding_window, 0);
+  EXPECT_EQ(json::parse(config_to_hf(c, HfFormat::qwen3, "float32").dump()).at("use_sliding_window"), false);
+  j["use_sliding_window"] = true;
+  j["layer_types"] = {"sliding_attention", "linear_attention", "full_attention", "full_attention"};
+  try {
+    config_from_hf(j, HfFormat::qwen3, "test");
+    ADD_FAILURE() << "a linear_attention layer in a qwen3 config was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layer_types\"[1]"), std::string::npos) << e.what();
   }
 }
 

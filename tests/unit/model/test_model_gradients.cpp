@@ -106,6 +106,13 @@ const Variant kVariants[] = {
     {"attention_sinks_headwise_silu",
      {{"attention_sinks", true}, {"sdpa_transform", "silu"}, {"gate", {{"position", "sdpa"}, {"granularity", "headwise"}}}}},
     {"attention_sinks_value_gate_mha", {{"attention_sinks", true}, {"n_kv_heads", 2}, {"gate", {{"position", "value"}}}}},
+    // Sliding-window layers (model/mixer_sliding.h): a window shorter than the sequence, with
+    // the gate and with sinks.
+    {"sliding_window_g1",
+     {{"layer_types", {"sliding_attention", "full_attention"}}, {"sliding_window", 2}, {"gate", {{"position", "sdpa"}}}}},
+    {"sliding_window_sinks_gqa",
+     {{"layer_types", {"full_attention", "sliding_attention"}}, {"sliding_window", 3}, {"attention_sinks", true},
+      {"n_heads", 4}}},
     // Hybrid models: a Gated DeltaNet layer (model/gated_deltanet.h) before a softmax layer.
     {"hybrid_gated_nv_2nk",
      {{"layer_types", {"linear_attention", "full_attention"}},
@@ -173,6 +180,35 @@ TEST(ModelTest, FloatAndDoubleAgreeWithSinksAndTheGate) {
     std::vector<double> gd(md.grads().begin() + s.offset, md.grads().begin() + s.offset + s.numel);
     std::vector<float> gf(mf.grads().begin() + s.offset, mf.grads().begin() + s.offset + s.numel);
     EXPECT_LT(testing::rel_error(gf, gd), 1e-4) << s.name;
+  }
+}
+
+// A window at least as long as the sequence changes nothing; a shorter one changes the rows
+// past it and only those.
+TEST(ModelTest, ASlidingWindowLayerIsFullAttentionWithinItsWindow) {
+  const ModelConfig full = tiny_config({{"gate", {{"position", "sdpa"}}}});
+  Model<double> mf(full);
+  std::vector<double> w;
+  init_params(w, mf.layout(), full, 4);
+  mf.load_params(w);
+  std::vector<int32_t> tokens{1, 5, 2, 9, 4, 4, 0, 10};
+  mf.forward(tokens.data(), nullptr, 1, 8);
+  const std::vector<double> want(mf.logits(), mf.logits() + 8 * 11);
+  for (int64_t window : {8, 3}) {
+    const ModelConfig sliding = tiny_config({{"gate", {{"position", "sdpa"}}},
+                                             {"layer_types", {"sliding_attention", "sliding_attention"}},
+                                             {"sliding_window", window}});
+    Model<double> ms(sliding);
+    ms.load_params(w);  // the same tensors
+    ms.forward(tokens.data(), nullptr, 1, 8);
+    const std::vector<double> got(ms.logits(), ms.logits() + 8 * 11);
+    for (int64_t i = 0; i < 8 * 11; ++i) {
+      if (i < window * 11) {
+        EXPECT_NEAR(got[i], want[i], 1e-12) << "window " << window << ", row " << i / 11;
+      } else if (window < 8) {
+        EXPECT_GT(std::abs(got[i] - want[i]), 0.0) << "window " << window << ", row " << i / 11;
+      }
+    }
   }
 }
 
