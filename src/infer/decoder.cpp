@@ -119,6 +119,7 @@ void Decoder::attend(const model::AttentionCall<float>& call) {
   const CacheGeometry& g = cache.geometry();
   const int64_t kvd = g.row_width(), qd = c.q_dim(), D = c.head_dim;
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  const bool softpick = c.attention_normalizer == model::AttentionNormalizer::softpick;
   auto store = [&](int64_t row) {
     const int64_t slot = row_slot_[row], dst = cache.row_of(row_pos_[row]);
     std::copy_n(call.k + row * kvd, kvd, cache.keys(l, slot) + dst * kvd);
@@ -130,7 +131,7 @@ void Decoder::attend(const model::AttentionCall<float>& call) {
     const int64_t first = chunk_first_[ch], len = chunk_len_[ch], slot = chunk_slot_[ch];
     if (row_pos_[first] == 0 && len > 1 && len <= g.capacity) {
       for (int64_t r = first; r < first + len; ++r) store(r);
-      const kernels::AttentionShape as{1, len, c.n_heads, c.n_kv_heads, D, scale};
+      const kernels::AttentionShape as{1, len, c.n_heads, c.n_kv_heads, D, scale, 0, softpick};
       lse_.resize(static_cast<size_t>(len * c.n_heads));
       kernels::attention_forward(call.out + first * qd, lse_.data(), call.q + first * qd, cache.keys(l, slot),
                                  cache.values(l, slot), as, call.gate_score ? call.gate_score + first * qd : nullptr,
@@ -143,7 +144,7 @@ void Decoder::attend(const model::AttentionCall<float>& call) {
       waves = std::max(waves, len);
     }
   }
-  const kernels::DecodeShape ds{c.n_heads, c.n_kv_heads, D, scale};
+  const kernels::DecodeShape ds{c.n_heads, c.n_kv_heads, D, scale, softpick};
   std::vector<kernels::DecodeQuery<float>> queries;
   for (int64_t i = 0; i < waves; ++i) {
     queries.clear();

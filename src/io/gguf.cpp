@@ -189,6 +189,8 @@ void check_exportable(const model::ModelConfig& c, const std::string& arch) {
   if (c.residual_clip != 0.0) refuse("residual_clip", "must be 0");
   if (c.sliding_layers() > 0)
     refuse("layer_types", "has sliding_attention layers (llama.cpp's " + arch + " has no sliding windows)");
+  if (c.attention_normalizer != model::AttentionNormalizer::softmax)
+    refuse("attention_normalizer", "must be softmax (llama.cpp's " + arch + " has no other)");
   if (c.attention_sinks)  // llama.cpp reads attn_sinks for gpt-oss only
     refuse("attention_sinks", "must be false (llama.cpp's " + arch + " has no learned sink logits)");
   if (c.switch_heads.on()) refuse("switch_heads", "must be absent (llama.cpp's " + arch + " has no switch heads)");

@@ -163,6 +163,8 @@ void check_plain_block_for_export(const ModelConfig& c, const std::string& forma
   if (c.sandwich_norm) refuse("sandwich_norm", "must be false");
   if (c.residual_clip != 0.0) refuse("residual_clip", "must be 0");
   if (c.attention_sinks) refuse("attention_sinks", "must be false (the format has no learned sink logits)");
+  if (c.attention_normalizer != model::AttentionNormalizer::softmax)
+    refuse("attention_normalizer", "must be softmax (the format has no other)");
   if (c.switch_heads.on()) refuse("switch_heads", switch_heads_why);
   if (c.attn_qkv_bias != c.attn_o_bias) refuse("attn_o_bias", bias_why);
 }

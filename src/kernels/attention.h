@@ -15,6 +15,11 @@ struct AttentionShape {
   // Sliding window W (Hugging Face's convention): query t sees keys t - W < j <= t. 0: every
   // key j <= t (plain causal attention).
   int64_t window = 0;
+  // Softpick (arXiv 2504.20966; config attention_normalizer) instead of softmax: a query's
+  // weights are relu(e^a - 1) / sum |e^a - 1| over the keys it sees, a = scale q.k; a row may
+  // sum to less than 1. lse then holds L = log sum |e^a - 1| (+infinity for a row whose sum is
+  // 0: it has no weights). It runs on the simple kernels below in float as in double.
+  bool softpick = false;
   // The first key query t sees.
   int64_t first_key(int64_t t) const { return window > 0 && t >= window ? t - window + 1 : 0; }
 };
@@ -64,6 +69,16 @@ template <>
 void attention_backward<double>(double*, double*, double*, const double*, const double*, const double*,
                                 const double*, const double*, const double*, const AttentionShape&, const double*,
                                 double*, GateGradLayout);
+
+// The simple kernels with the gate epilogue of attention_forward / attention_backward around
+// them: the fp64 path, and softpick's in float.
+template <typename T>
+void attention_forward_simple(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s,
+                              const T* gate_score, T* gated_out);
+template <typename T>
+void attention_backward_simple(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v, const T* out,
+                               const T* lse, const AttentionShape& s, const T* gate_score, T* dgate_score,
+                               GateGradLayout dgate_layout);
 
 // The simple kernels, one query row at a time: the oracle for tests and the fp64 path.
 template <typename T>

@@ -45,8 +45,9 @@ void attention_decode_portable(std::span<const DecodeQuery<T>> queries, const De
         const int64_t kvh = h / group, rows = rows_of[i];
         scores.resize(rows);
         const T scale = static_cast<T>(s.scale);
-        // A sink logit is a score with no value: it starts the maximum and the sum.
-        T m = query.sinks ? query.sinks[h] : -INFINITY;
+        // A sink logit is a score with no value: it starts the maximum and the sum. Softpick's
+        // maximum starts at 0 (attention.h).
+        T m = query.sinks ? query.sinks[h] : s.softpick ? T(0) : -INFINITY;
         int64_t r = 0;
         for (const KvSpan<T>& sp : query.spans)
           for (int64_t j = 0; j < sp.len; ++j, ++r) {
@@ -58,9 +59,11 @@ void attention_decode_portable(std::span<const DecodeQuery<T>> queries, const De
             m = std::max(m, scores[r]);
           }
         T sum = query.sinks ? std::exp(query.sinks[h] - m) : T(0);
+        const T below = s.softpick ? std::exp(-m) : T(0);
         for (int64_t j = 0; j < rows; ++j) {
-          scores[j] = std::exp(scores[j] - m);
-          sum += scores[j];
+          scores[j] = std::exp(scores[j] - m) - below;
+          sum += std::abs(scores[j]);
+          scores[j] = std::max(scores[j], T(0));
         }
         T* out = query.out + h * D;
         std::fill_n(out, D, T(0));
@@ -72,7 +75,7 @@ void attention_decode_portable(std::span<const DecodeQuery<T>> queries, const De
 #pragma omp simd
             for (int64_t e = 0; e < D; ++e) out[e] += p * v[e];
           }
-        const T inv = T(1) / sum;
+        const T inv = sum > 0 ? T(1) / sum : T(0);
         for (int64_t e = 0; e < D; ++e) out[e] *= inv;
         if (query.gate_score)
           for (int64_t e = 0; e < D; ++e) query.gated_out[h * D + e] = out[e] * query.gate_score[h * D + e];

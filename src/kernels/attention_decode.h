@@ -31,6 +31,7 @@ struct DecodeQuery {
 struct DecodeShape {
   int64_t n_q, n_kv, head_dim;
   double scale;  // usually 1/sqrt(head_dim)
+  bool softpick = false;  // softpick's weights instead of softmax's (attention.h's AttentionShape)
 };
 
 // All queries at once. The float kernel (attention_decode_fast.cpp, compiled per kernel

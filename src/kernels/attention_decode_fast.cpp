@@ -278,13 +278,29 @@ struct Scratch {
 
 constexpr int64_t kMaxBlock = 4;  // heads per block: their query vectors stay in registers
 
+// Softpick's weights relu(e^(s-m) - e^-m), m = max(0, max s), in place; returns 1 / sum of
+// |e^(s-m) - e^-m| (0 when that is 0: no weights). Scalar: decode reads the cache, not this.
+float softpick_weights(float* s, int64_t n) {
+  float m = 0.0f;
+  for (int64_t r = 0; r < n; ++r) m = std::max(m, s[r]);
+  const float below = std::exp(-m);
+  float sum = 0.0f;
+  for (int64_t r = 0; r < n; ++r) {
+    const float e = std::exp(s[r] - m) - below;
+    sum += std::abs(e);
+    s[r] = std::max(e, 0.0f);
+  }
+  return sum > 0.0f ? 1.0f / sum : 0.0f;
+}
+
 template <int G>
-void head_block(const HeadBlock& b, float scale, Scratch& t) {
+void head_block(const HeadBlock& b, float scale, bool softpick, Scratch& t) {
   block_scores<G>(b, scale, t.scores.data());
   float inv[G];
   for (int g = 0; g < G; ++g) {
     const float sink = b.query->sinks ? b.query->sinks[b.head + g] : -INFINITY;
-    inv[g] = softmax_weights(t.scores.data() + g * b.rows, b.rows, sink);
+    float* scores = t.scores.data() + g * b.rows;
+    inv[g] = softpick ? softpick_weights(scores, b.rows) : softmax_weights(scores, b.rows, sink);
   }
   block_values<G>(b, t.scores.data(), inv, t.sums.data());
 }
@@ -305,10 +321,10 @@ void decode_task(const DecodeQuery<float>& query, int64_t rows, int64_t kvh, con
   for (int64_t g0 = 0; g0 < group; g0 += kMaxBlock) {
     const HeadBlock b{&query, kvh * group + g0, D, rows, t.keys.data(), t.values.data()};
     switch (std::min(group - g0, kMaxBlock)) {
-      case 1: head_block<1>(b, scale, t); break;
-      case 2: head_block<2>(b, scale, t); break;
-      case 3: head_block<3>(b, scale, t); break;
-      default: head_block<4>(b, scale, t); break;
+      case 1: head_block<1>(b, scale, s.softpick, t); break;
+      case 2: head_block<2>(b, scale, s.softpick, t); break;
+      case 3: head_block<3>(b, scale, s.softpick, t); break;
+      default: head_block<4>(b, scale, s.softpick, t); break;
     }
   }
 }

@@ -52,6 +52,8 @@ const EnumNames<GateInit> kInits{{{"normal", GateInit::normal}, {"zero", GateIni
 const EnumNames<SdpaTransform> kTransforms{{{"none", SdpaTransform::none},
                                             {"rmsnorm", SdpaTransform::rmsnorm},
                                             {"silu", SdpaTransform::silu}}};
+const EnumNames<AttentionNormalizer> kNormalizers{{{"softmax", AttentionNormalizer::softmax},
+                                                   {"softpick", AttentionNormalizer::softpick}}};
 const EnumNames<SwitchTarget> kSwitchTargets{{{"v", SwitchTarget::v}, {"kv", SwitchTarget::kv}}};
 const EnumNames<RopeScalingType> kRopeScalings{{{"none", RopeScalingType::none},
                                                 {"linear", RopeScalingType::linear},
@@ -235,6 +237,8 @@ void ModelConfig::validate_hybrid() const {
           cat("must be in 0..2^30, got ", sliding_window));
   require(sliding_layers() == 0 || sliding_window >= 1, "sliding_window",
           "must be at least 1: layer_types has sliding_attention layers");
+  require(!(attention_sinks && attention_normalizer == AttentionNormalizer::softpick), "attention_sinks",
+          "cannot be combined with attention_normalizer \"softpick\" (a sink logit is a softmax column)");
   if (!has_linear()) return;
   validate_linear_attention(linear_attention);
   require(!switch_heads.on(), "switch_heads", "cannot be combined with linear_attention layers (not implemented)");
@@ -327,6 +331,7 @@ ModelConfig config_from_json(const json& j, const std::string& source) {
   c.attn_qkv_bias = r.boolean("attn_qkv_bias", c.attn_qkv_bias);
   c.attn_o_bias = r.boolean("attn_o_bias", c.attn_o_bias);
   c.attention_sinks = r.boolean("attention_sinks", c.attention_sinks);
+  c.attention_normalizer = r.choice("attention_normalizer", kNormalizers, c.attention_normalizer);
   if (r.has("switch_heads")) {
     Reader sr(r.raw("switch_heads"), source + ": switch_heads");
     SwitchHeadsConfig& sw = c.switch_heads;
@@ -383,6 +388,7 @@ json config_to_json(const ModelConfig& c) {
   if (c.attn_qkv_bias) j["attn_qkv_bias"] = true;
   if (c.attn_o_bias) j["attn_o_bias"] = true;
   if (c.attention_sinks) j["attention_sinks"] = true;
+  if (c.attention_normalizer != AttentionNormalizer::softmax) j["attention_normalizer"] = kNormalizers.name(c.attention_normalizer);
   if (c.switch_heads.on())
     j["switch_heads"] = json{{"n_experts", c.switch_heads.n_experts},
                              {"top_k", c.switch_heads.top_k},

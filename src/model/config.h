@@ -20,6 +20,9 @@ enum class GateCombine { multiply, add };
 enum class GateInput { hidden, constant };
 enum class GateInit { normal, zero };
 enum class SdpaTransform { none, rmsnorm, silu };
+// What turns a query's scores into weights (attention_normalizer): softmax, or softpick
+// (arXiv 2504.20966: relu(e^a - 1) / sum |e^a - 1|, rows may sum to less than 1).
+enum class AttentionNormalizer { softmax, softpick };
 
 struct GateConfig {
   GatePosition position = GatePosition::none;
@@ -72,6 +75,7 @@ struct ModelConfig {
   // initialised at 0, whose logit joins every query row's softmax denominator and carries no
   // value (kernels/attention_sinks.h). Another remedy for the attention sink than the gate.
   bool attention_sinks = false;
+  AttentionNormalizer attention_normalizer = AttentionNormalizer::softmax;
   SwitchHeadsConfig switch_heads;  // switch_heads: {n_experts, top_k, experts_on}
   MoeConfig moe;  // mixture-of-experts FFN (model/moe_config.h); n_experts 0 = dense FFN everywhere
   // Hybrid models (model/hybrid_config.h): the kind of each layer (empty: all full

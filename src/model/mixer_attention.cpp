@@ -130,7 +130,8 @@ void AttentionMixer<T>::probe(BlockProbe<T>& out, const LayerActivations<T>& a, 
 
 template <typename T>
 kernels::AttentionShape AttentionMixer<T>::sdpa_shape(const ModelConfig& c, int64_t batch, int64_t seq) const {
-  return {batch, seq, c.n_heads, c.n_kv_heads, c.head_dim, 1.0 / std::sqrt(static_cast<double>(c.head_dim)), window(c)};
+  return {batch,     seq, c.n_heads, c.n_kv_heads, c.head_dim, 1.0 / std::sqrt(static_cast<double>(c.head_dim)),
+          window(c), c.attention_normalizer == AttentionNormalizer::softpick};
 }
 
 template <typename T>

@@ -155,6 +155,7 @@ class ModelConfig:
     attn_qkv_bias: bool = False         # biases on q, k, v (and a hidden-input gate)
     attn_o_bias: bool = False           # bias on o_proj
     attention_sinks: bool = False       # a learned sink logit per head (gpt-oss's self_attn.sinks)
+    attention_normalizer: str = "softmax"   # or "softpick" (arXiv 2504.20966)
     switch_heads: Optional[swr.SwitchHeadsConfig] = None   # switch_heads_reference.py
     moe: Optional["MoeConfig"] = None   # mixture-of-experts FFN (moe_reference.py)
     # Hybrid models (hybrid_reference.py): which layers are Gated DeltaNet layers, their shape,
@@ -206,6 +207,9 @@ class ModelConfig:
             cfg.attn_o_bias = _check_bool("attn_o_bias", d["attn_o_bias"])
         if "attention_sinks" in d:
             cfg.attention_sinks = _check_bool("attention_sinks", d["attention_sinks"])
+        if "attention_normalizer" in d:
+            cfg.attention_normalizer = _check_enum("attention_normalizer", d["attention_normalizer"],
+                                                   ("softmax", "softpick"))
         if "switch_heads" in d:
             cfg.switch_heads = swr.SwitchHeadsConfig.from_json(d["switch_heads"], ConfigError)
         if "moe" in d:
@@ -225,6 +229,8 @@ class ModelConfig:
                 del d[key]            # written only when on, as the engine does
         if self.rope_scaling.type == "none":
             del d["rope_scaling"]     # written only when it scales, as the engine does
+        if self.attention_normalizer == "softmax":
+            del d["attention_normalizer"]
         else:
             d["rope_scaling"] = {"type": self.rope_scaling.type, "factor": self.rope_scaling.factor,
                                  "original_max_seq_len": self.original_len}
@@ -551,7 +557,12 @@ class Attention(nn.Module):
         if self.window > 0:
             causal = causal & ~torch.ones(T, T, dtype=torch.bool, device=h.device).tril(-self.window)
         scores = scores.masked_fill(~causal, float("-inf"))
-        if cfg.attention_sinks:
+        if cfg.attention_normalizer == "softpick":
+            # relu(e^a - 1) / sum |e^a - 1| over the visible keys, as (e^(a-m) - e^-m) with m = max(0, max a).
+            m = scores.amax(dim=-1, keepdim=True).clamp(min=0.0)
+            e = (torch.exp(scores - m) - torch.exp(-m)).masked_fill(~causal, 0.0)
+            probs = torch.relu(e) / e.abs().sum(dim=-1, keepdim=True)
+        elif cfg.attention_sinks:
             # gpt-oss's sink: one more column in each row's softmax, dropped after it (no value).
             sink = self.sinks.reshape(1, nq, 1, 1).expand(B, nq, T, 1).to(scores.dtype)
             probs = torch.softmax(torch.cat([scores, sink], dim=-1), dim=-1)[..., :T]

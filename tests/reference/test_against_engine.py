@@ -130,6 +130,13 @@ CASES = {
                             **_gate(position="sdpa")),
     "sliding_sinks_w1": dict(layer_types=["sliding_attention", "full_attention"], sliding_window=1,
                              attention_sinks=True),
+    # Softpick (arXiv 2504.20966) instead of softmax: alone with GQA, with the G1 gate and MoE,
+    # and in sliding layers.
+    "softpick": dict(attention_normalizer="softpick"),
+    "softpick_g1_moe": dict(attention_normalizer="softpick", **_moe(n_experts=4, top_k=2, expert_hidden=8),
+                            **_gate(position="sdpa")),
+    "softpick_sliding": dict(attention_normalizer="softpick", layer_types=["sliding_attention", "full_attention"],
+                             sliding_window=4),
     "sinks_moe_g1": dict(attention_sinks=True, **_moe(n_experts=4, top_k=2, expert_hidden=12), **_gate(position="sdpa")),
     "qkv_bias_sdpa_headwise": dict(attn_qkv_bias=True, **_gate(position="sdpa", granularity="headwise")),
     "qkv_o_bias_sdpa_elem_mqa": dict(attn_qkv_bias=True, attn_o_bias=True, n_kv_heads=1,

@@ -106,6 +106,11 @@ const Variant kVariants[] = {
     {"attention_sinks_headwise_silu",
      {{"attention_sinks", true}, {"sdpa_transform", "silu"}, {"gate", {{"position", "sdpa"}, {"granularity", "headwise"}}}}},
     {"attention_sinks_value_gate_mha", {{"attention_sinks", true}, {"n_kv_heads", 2}, {"gate", {{"position", "value"}}}}},
+    // Softpick instead of softmax, alone, with the G1 gate and in a sliding layer.
+    {"softpick", {{"attention_normalizer", "softpick"}}},
+    {"softpick_g1_sliding",
+     {{"attention_normalizer", "softpick"}, {"gate", {{"position", "sdpa"}}},
+      {"layer_types", {"sliding_attention", "full_attention"}}, {"sliding_window", 2}}},
     // Sliding-window layers (model/mixer_sliding.h): a window shorter than the sequence, with
     // the gate and with sinks.
     {"sliding_window_g1",
