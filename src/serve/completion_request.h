@@ -4,28 +4,13 @@
 // is thrown (text the tokenizer refuses is an InvalidRequest about the field that held
 // it). Fuzzed without sockets by tests/fuzz (target serve_request).
 #include <cstdint>
-#include <nlohmann/json.hpp>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "infer/generation.h"
-#include "infer/sampler.h"
 #include "io/tokenizer.h"
+#include "serve/request_fields.h"
 
 namespace gatedlm::serve {
-
-struct InvalidRequest : std::runtime_error {
-  InvalidRequest(std::string param_, const std::string& message) : std::runtime_error(message), param(std::move(param_)) {}
-  std::string param;  // the offending field ("" for the body as a whole)
-};
-
-struct CompletionRequest {
-  std::vector<int32_t> prompt;  // BOS + the prompt's tokens (or the ids given)
-  infer::SamplingParams sampling;
-  infer::StopRules rules;
-  bool stream = false;
-};
 
 // POST /v1/completions. vocab: the model's; context: tokens per sequence.
 CompletionRequest parse_completion(const std::string& body, const io::Tokenizer& tokenizer, int64_t vocab,

@@ -7,12 +7,15 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <mutex>
 #include <random>
 #include <thread>
 
 #include "core/error.h"
 #include "core/signal_handlers.h"
 #include "infer/scheduler.h"
+#include "serve/chat_request.h"
+#include "serve/completion_answer.h"
 #include "serve/completion_request.h"
 #include "serve/request_body.h"
 
@@ -36,21 +39,9 @@ void send_error(httplib::Response& res, int status, const std::string& message, 
             {{"error", {{"message", message}, {"type", type}, {"param", param.empty() ? json() : json(param)}}}});
 }
 
-std::string finish_reason(infer::FinishReason r) {
-  return r == infer::FinishReason::length ? "length" : "stop";  // OpenAI's words: EOS and stop strings are "stop"
+bool reads_body(const std::string& path) {
+  return path == "/v1/completions" || path == "/v1/chat/completions" || path == "/tokenize" || path == "/detokenize";
 }
-
-// Per-request ids: cmpl-<counter>.
-std::string next_id() {
-  static std::atomic<uint64_t> counter{0};
-  return "cmpl-" + std::to_string(++counter);
-}
-
-int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-bool reads_body(const std::string& path) { return path == "/v1/completions" || path == "/tokenize" || path == "/detokenize"; }
 
 bool carries_body(const httplib::Request& req) {
   return req.has_header("Transfer-Encoding") ||
@@ -135,78 +126,6 @@ void check_options(const ServeOptions& o) {
   if (o.connections.request_timeout.count() < 1) fail("--request-timeout must be positive");
 }
 
-// The answer to an accepted completion: server-sent events (stream) or one JSON object,
-// written by a content provider that waits on the request r.
-void answer_completion(const std::shared_ptr<infer::Request>& r, bool stream, const std::string& model_name,
-                       std::atomic<int64_t>& open_responses, httplib::Response& res) {
-  const std::string id = next_id(), name = model_name;
-  const int64_t created = unix_now();
-  auto choice = [&](const std::string& text, const json& reason) {
-    return json{{"text", text}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason}};
-  };
-  auto body = [id, created, name](const json& ch) {
-    return json{{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", name},
-                {"choices", json::array({ch})}};
-  };
-  // Both answers are written by a content provider that waits on the request: a write
-  // that fails (the client left) cancels it, which frees its slot. Heartbeats while
-  // nothing comes: an SSE comment, or JSON's insignificant leading whitespace.
-  auto finished = std::make_shared<bool>(false);
-  ++open_responses;
-  auto release = [r, finished, &open_responses](bool) {
-    if (!*finished) r->cancel();
-    --open_responses;
-  };
-  if (stream) {
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [r, finished, body, choice](size_t, httplib::DataSink& sink) {
-          std::string text;
-          const bool done = r->wait(text, std::chrono::milliseconds(500));
-          std::string out;
-          if (!text.empty()) out += "data: " + body(choice(text, nullptr)).dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
-          if (done) {
-            json last = body(choice("", finish_reason(r->finish_reason())));
-            last["usage"] = {{"prompt_tokens", r->prompt_tokens()}, {"completion_tokens", r->completion_tokens()},
-                             {"total_tokens", r->prompt_tokens() + r->completion_tokens()}};
-            if (!r->error().empty()) last["error"] = {{"message", r->error()}};
-            out += "data: " + last.dump() + "\n\ndata: [DONE]\n\n";
-          }
-          if (out.empty()) out = ": waiting\n\n";
-          if (!sink.write(out.data(), out.size())) return false;
-          if (done) {
-            *finished = true;
-            sink.done();
-          }
-          return true;
-        },
-        release);
-    return;
-  }
-  res.set_chunked_content_provider(
-      "application/json",
-      [r, finished, body, choice](size_t, httplib::DataSink& sink) {
-        std::string text;
-        std::string all;
-        for (;;) {
-          const bool done = r->wait(text, std::chrono::milliseconds(1000));
-          if (done) break;
-          if (!sink.write(" ", 1)) return false;
-        }
-        json j = body(choice(text, finish_reason(r->finish_reason())));
-        j["usage"] = {{"prompt_tokens", r->prompt_tokens()}, {"completion_tokens", r->completion_tokens()},
-                      {"total_tokens", r->prompt_tokens() + r->completion_tokens()}};
-        if (!r->error().empty()) j["error"] = {{"message", r->error()}};
-        all = j.dump(-1, ' ', false, json::error_handler_t::replace);
-        if (!sink.write(all.data(), all.size())) return false;
-        *finished = true;
-        sink.done();
-        return true;
-      },
-      release);
-}
-
 // Listens until SIGTERM/SIGINT, then lets the requests in flight finish (new completions
 // get 503 meanwhile: draining) and returns.
 void listen_until_stopped(GuardedServer& svr, const ServeOptions& o, infer::Scheduler& scheduler,
@@ -239,64 +158,26 @@ void listen_until_stopped(GuardedServer& svr, const ServeOptions& o, infer::Sche
   scheduler.drain();
 }
 
-}  // namespace
-
-void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const ServeOptions& o) {
-  check_options(o);
-  // Request bodies of up to --max-body-bytes come and go on many worker threads: glibc would
-  // raise its mmap threshold after the first such buffer is freed and keep the later ones in
-  // per-thread arenas (bench/hostile_load.py: RSS 39 -> 133 MiB, held after the load). A fixed
-  // threshold sends every buffer past 256 KiB to the OS and back (peak 59 MiB).
-  mallopt(M_MMAP_THRESHOLD, 256 << 10);
-  infer::Scheduler scheduler(model, {o.max_batch, o.max_queue, o.context, o.packed_weights});
-  const int64_t vocab = model.config().vocab_size, context = scheduler.context();
-  std::random_device entropy;
-  std::mutex seed_mu;
-  std::mt19937_64 seeds((static_cast<uint64_t>(entropy()) << 32) ^ entropy());
-
-  // Responses still being written; SIGTERM waits for them (httplib's stop() would cut a
-  // chunked response short) while new completions get 503.
+// What the completion endpoints share: a seed for each request that gives none, the
+// scheduler's queue, and the answers in flight that SIGTERM waits for (httplib's stop()
+// would cut a chunked response short) while new completions get 503 (draining).
+struct CompletionService {
+  CompletionService(infer::Scheduler& s, uint64_t seed) : scheduler(s), seeds(seed) {}
+  infer::Scheduler& scheduler;
   std::atomic<int64_t> open_responses{0};
   std::atomic<bool> draining{false};
+  std::mutex seed_mu;
+  std::mt19937_64 seeds;
 
-  GuardedServer svr(o.connections);
-  install_guards(svr, o);
+  uint64_t next_seed() {
+    std::lock_guard<std::mutex> lock(seed_mu);
+    return seeds();
+  }
 
-  svr.Get("/health", [&](const httplib::Request&, httplib::Response& res) {
-    send_json(res, 200, {{"status", "ok"}, {"active", scheduler.active()}, {"queued", scheduler.queued()}});
-  });
-  svr.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
-    send_json(res, 200,
-              {{"object", "list"},
-               {"data", {{{"id", o.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "gatedlm"},
-                          {"context_length", context}}}}});
-  });
-  post_with_body(svr, "/tokenize", o.max_body_bytes, [&](const std::string& body, httplib::Response& res) {
-    try {
-      send_json(res, 200, {{"tokens", parse_tokenize(body, tokenizer)}});
-    } catch (const InvalidRequest& e) {
-      send_error(res, 400, e.what(), e.param);
-    }
-  });
-  post_with_body(svr, "/detokenize", o.max_body_bytes, [&](const std::string& body, httplib::Response& res) {
-    try {
-      send_json(res, 200, {{"content", detokenize(body, tokenizer)}});
-    } catch (const InvalidRequest& e) {
-      send_error(res, 400, e.what(), e.param);
-    }
-  });
-  post_with_body(svr, "/v1/completions", o.max_body_bytes, [&](const std::string& request_body, httplib::Response& res) {
-    CompletionRequest cr;
-    uint64_t seed;
-    {
-      std::lock_guard<std::mutex> lock(seed_mu);
-      seed = seeds();
-    }
-    try {
-      cr = parse_completion(request_body, tokenizer, vocab, context, seed);
-    } catch (const InvalidRequest& e) {
-      return send_error(res, 400, e.what(), e.param);
-    }
+  // Queues a parsed request and answers it, or answers why not (503 draining or queue full;
+  // 400 for what the scheduler refuses).
+  void accept(const CompletionRequest& cr, const AnswerShape& shape, const io::Tokenizer& tokenizer,
+              httplib::Response& res) {
     if (draining) {
       res.set_header("Retry-After", "5");
       return send_error(res, 503, "the server is shutting down", "", "server_busy");
@@ -311,10 +192,88 @@ void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const Ser
       res.set_header("Retry-After", "1");
       return send_error(res, 503, "the request queue is full; retry later", "", "server_busy");
     }
-    answer_completion(r, cr.stream, o.model_name, open_responses, res);
-  });
+    answer_completion(r, cr.stream, shape, open_responses, res);
+  }
+};
 
-  listen_until_stopped(svr, o, scheduler, open_responses, draining);
+void install_completions(GuardedServer& svr, const ServeOptions& o, CompletionService& service,
+                         const io::Tokenizer& tokenizer, int64_t vocab) {
+  const int64_t context = service.scheduler.context();
+  post_with_body(svr, "/v1/completions", o.max_body_bytes, [&, vocab, context](const std::string& body,
+                                                                              httplib::Response& res) {
+    CompletionRequest cr;
+    try {
+      cr = parse_completion(body, tokenizer, vocab, context, service.next_seed());
+    } catch (const InvalidRequest& e) {
+      return send_error(res, 400, e.what(), e.param);
+    }
+    service.accept(cr, text_completion_shape(o.model_name), tokenizer, res);
+  });
+  const ChatTokens tokens = chat_tokens(tokenizer);
+  post_with_body(svr, "/v1/chat/completions", o.max_body_bytes, [&, vocab, context, tokens](const std::string& body,
+                                                                                          httplib::Response& res) {
+    if (!o.chat_template)
+      return send_error(res, 400,
+                        "the model has no chat template (none in its tokenizer_config.json, chat_template.jinja or "
+                        "GGUF metadata): start the server with --chat-template FILE",
+                        "messages");
+    ChatRequest cr;
+    try {
+      cr = parse_chat(body, *o.chat_template, tokens, tokenizer, vocab, context, service.next_seed());
+    } catch (const InvalidRequest& e) {
+      return send_error(res, 400, e.what(), e.param);
+    }
+    service.accept(cr.completion, chat_completion_shape(o.model_name, cr), tokenizer, res);
+  });
+}
+
+void install_token_routes(GuardedServer& svr, const ServeOptions& o, const io::Tokenizer& tokenizer) {
+  post_with_body(svr, "/tokenize", o.max_body_bytes, [&](const std::string& body, httplib::Response& res) {
+    try {
+      send_json(res, 200, {{"tokens", parse_tokenize(body, tokenizer)}});
+    } catch (const InvalidRequest& e) {
+      send_error(res, 400, e.what(), e.param);
+    }
+  });
+  post_with_body(svr, "/detokenize", o.max_body_bytes, [&](const std::string& body, httplib::Response& res) {
+    try {
+      send_json(res, 200, {{"content", detokenize(body, tokenizer)}});
+    } catch (const InvalidRequest& e) {
+      send_error(res, 400, e.what(), e.param);
+    }
+  });
+}
+
+}  // namespace
+
+void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const ServeOptions& o) {
+  check_options(o);
+  // Request bodies of up to --max-body-bytes come and go on many worker threads: glibc would
+  // raise its mmap threshold after the first such buffer is freed and keep the later ones in
+  // per-thread arenas (bench/hostile_load.py: RSS 39 -> 133 MiB, held after the load). A fixed
+  // threshold sends every buffer past 256 KiB to the OS and back (peak 59 MiB).
+  mallopt(M_MMAP_THRESHOLD, 256 << 10);
+  infer::Scheduler scheduler(model, {o.max_batch, o.max_queue, o.context, o.packed_weights});
+  const int64_t context = scheduler.context();
+  std::random_device entropy;
+  CompletionService service(scheduler, (static_cast<uint64_t>(entropy()) << 32) ^ entropy());
+
+  GuardedServer svr(o.connections);
+  install_guards(svr, o);
+
+  svr.Get("/health", [&](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200, {{"status", "ok"}, {"active", scheduler.active()}, {"queued", scheduler.queued()}});
+  });
+  svr.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200,
+              {{"object", "list"},
+               {"data", {{{"id", o.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "gatedlm"},
+                          {"context_length", context}}}}});
+  });
+  install_token_routes(svr, o, tokenizer);
+  install_completions(svr, o, service, tokenizer, model.config().vocab_size);
+
+  listen_until_stopped(svr, o, scheduler, service.open_responses, service.draining);
   std::fprintf(stderr, "stopped\n");
 }
 

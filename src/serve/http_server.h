@@ -1,7 +1,11 @@
 #pragma once
-// `gatedlm serve`: an OpenAI-compatible completions server over the continuous-batching
+// `gatedlm serve`: an OpenAI-compatible completions and chat server over the continuous-batching
 // scheduler (infer/scheduler.h). The only room of the tree that knows HTTP (cpp-httplib).
 //
+//   POST /v1/chat/completions  {messages, tools, chat_template_kwargs, max_completion_tokens
+//                           and the fields below}: the conversation rendered by the chat
+//                           template (chat_request.h), the reply split into content,
+//                           reasoning_content and tool_calls (chat_reply.h)
 //   POST /v1/completions   {prompt, max_tokens, temperature, top_p, top_k, min_p,
 //                           repetition_penalty, seed, stop, stream, model, n, user,
 //                           ignore_eos (an extension, as llama.cpp's: generate past EOS)}
@@ -19,7 +23,10 @@
 // its slot. SIGTERM (or SIGINT) stops accepting, finishes the requests in flight and
 // returns.
 #include <cstdint>
+#include <optional>
 #include <string>
+
+#include "chat/jinja_template.h"
 
 #include "io/tokenizer.h"
 #include "model/model.h"
@@ -41,6 +48,9 @@ struct ServeOptions {
   int64_t max_body_bytes = 1 << 20;  // the body as sent and as decoded (gzip, deflate, br)
   ConnectionLimits connections;       // caps and the request deadline (guarded_server.h)
   std::string model_name = "gatedlm";
+  // The model's chat template, parsed (io/chat_template_source.h says where it is read
+  // from); none: /v1/chat/completions answers 400 naming --chat-template.
+  std::optional<chat::JinjaTemplate> chat_template;
 };
 
 // Serves until SIGTERM/SIGINT. Prints "listening on http://HOST:PORT" to stderr (and
