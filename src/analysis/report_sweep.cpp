@@ -49,7 +49,7 @@ std::string sweep_table_html(const json& sw) {
     << ". Mean &plusmn; standard deviation over seeds; differences to the baseline paired by seed with a 95 % "
        "t-interval. The full tables: sweep.md beside sweep.json.</p>\n";
   h << "<table>\n<tr><th class=\"l\">Variant</th><th class=\"l\">Gate</th><th>Params (vs base)</th><th>Val loss</th>"
-       "<th>Val BPB</th><th>Held-out BPB</th><th>F-Attn</th><th>Sink %</th><th>M-Act</th><th>Gate score</th>"
+       "<th>Val BPB</th><th>Held-out BPB</th><th>F-Attn</th><th>Sink %</th><th>Sink logit</th><th>M-Act</th><th>Gate score</th>"
        "<th>Spikes</th><th>Diverged</th><th>&Delta; val BPB [95 % CI]</th><th>&Delta; F-Attn</th></tr>\n";
   for (const json& v : sw["variants"]) {
     const int64_t dp = v.value("params_vs_base", int64_t{0});
@@ -57,7 +57,8 @@ std::string sweep_table_html(const json& sw) {
       << html_escape(v.value("gate", "")) << "</td><td>" << v.value("params", int64_t{0}) << " (" << (dp >= 0 ? "+" : "")
       << dp << ")</td><td>" << mean_pm(v, "val_loss", "%.4f") << "</td><td>" << mean_pm(v, "val_bpb", "%.4f")
       << "</td><td>" << mean_pm(v, "heldout_bpb", "%.4f") << "</td><td>" << mean_pm(v, "f_attn", "%.3f")
-      << "</td><td>" << mean_pm(v, "sink_rate_percent", "%.1f") << "</td><td>" << mean_pm(v, "m_act", "%.3g")
+      << "</td><td>" << mean_pm(v, "sink_rate_percent", "%.1f") << "</td><td>" << mean_pm(v, "sink_logit_mass", "%.3f")
+      << "</td><td>" << mean_pm(v, "m_act", "%.3g")
       << "</td><td>" << mean_pm(v, "gate_mean", "%.3f") << "</td><td>" << mean_pm(v, "spikes", "%.1f") << "</td><td>"
       << v.value("diverged_runs", 0) << "/" << v.value("runs_done", 0) << "</td><td>"
       << diff_ci(v, "val_bpb", "%+.4f") << "</td><td>" << diff_ci(v, "f_attn", "%+.3f") << "</td></tr>\n";

@@ -25,8 +25,11 @@ json probe_summary(model::Model<float>& m, const SequenceSet& windows) {
   const AttentionSinkResult s = sink.result();
   json gate_mean = nullptr;
   if (gates.gated()) gate_mean = gates.result().mean_score();  // as analyze's gates.mean_score
+  // The learned sinks' share (null for a model without them).
+  const json sink_logit_mass = s.sink_logit_mass_per_head.empty() ? json(nullptr) : json(s.sink_logit_mass);
   return json{{"f_attn", s.f_attn},
               {"sink_rate_percent", s.sink_rate_percent},
+              {"sink_logit_mass", sink_logit_mass},
               {"m_act", massive.result().m_act},
               {"gate_mean", gate_mean},
               {"probe_windows", windows.count},

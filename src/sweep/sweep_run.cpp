@@ -71,7 +71,8 @@ json measure_run(SweepContext& ctx, const fs::path& dir, const json& summary, co
   r["first_loss"] = first;
   r["final_loss"] = final_loss;
   r["diverged"] = nonfinite || (first.is_number() && final_loss.is_number() && final_loss.get<double>() > first.get<double>());
-  for (const char* k : {"heldout_bpb", "f_attn", "sink_rate_percent", "m_act", "gate_mean"}) r[k] = nullptr;
+  for (const char* k : {"heldout_bpb", "f_attn", "sink_rate_percent", "sink_logit_mass", "m_act", "gate_mean"})
+    r[k] = nullptr;
   if (nonfinite) {
     if (r["spikes"].is_null()) r["spikes"] = 0;
     return r;
@@ -95,7 +96,7 @@ json measure_run(SweepContext& ctx, const fs::path& dir, const json& summary, co
   const analysis::SequenceSet windows =
       analysis::sample_windows(ctx.val, ctx.data->manifest().bos_id, ctx.spec->final_windows, tc.seq_len, 0);
   const json p = analysis::probe_summary(m, windows);
-  for (const char* k : {"f_attn", "sink_rate_percent", "m_act", "gate_mean"}) r[k] = p[k];
+  for (const char* k : {"f_attn", "sink_rate_percent", "sink_logit_mass", "m_act", "gate_mean"}) r[k] = p[k];
   r["probe_windows"] = p["probe_windows"];
   return r;
 }

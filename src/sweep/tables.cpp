@@ -13,8 +13,8 @@ namespace gatedlm::sweep {
 
 using nlohmann::json;
 
-const char* const kMetrics[] = {"val_loss", "val_ppl", "val_bpb", "heldout_bpb", "f_attn", "sink_rate_percent",
-                                "m_act",    "gate_mean", "spikes", "final_loss"};
+const char* const kMetrics[] = {"val_loss",  "val_ppl", "val_bpb", "heldout_bpb", "f_attn", "sink_rate_percent",
+                                "sink_logit_mass", "m_act", "gate_mean", "spikes", "final_loss"};
 const size_t kMetricCount = std::size(kMetrics);
 
 namespace {
@@ -114,15 +114,16 @@ std::string sweep_markdown(const json& sw) {
   line(cat("- baseline parameters: ", thousands(sw.value("base_params", int64_t{0})),
            "; gated variants have their FFN narrowed to match it (the paper's dense-model rule), the parameter-expansion "
            "baselines are unmatched on purpose"));
-  line(cat("- F-Attn, sink rate, M-Act and gate score: `gatedlm analyze`'s probes on ", sw.value("final_windows", 0),
+  line(cat("- F-Attn, sink rate, sink logit (the probability learned sinks take; models with attention_sinks), M-Act "
+           "and gate score: `gatedlm analyze`'s probes on ", sw.value("final_windows", 0),
            " validation windows (seed 0) of the final weights; spikes: steps whose loss exceeds the median of the "
            "previous 100 by 20 %; final loss: mean training loss of the last 10 steps; diverged: NaN/Inf, or a final "
            "loss above the first step's"));
   line("");
   line("## Mean ± standard deviation over seeds");
   line("");
-  line("| Variant | Gate | FFN | Params (vs base) | Val loss | Val PPL | Val BPB | Held-out BPB | F-Attn | Sink % | M-Act | Gate score | Spikes | Diverged |");
-  line("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+  line("| Variant | Gate | FFN | Params (vs base) | Val loss | Val PPL | Val BPB | Held-out BPB | F-Attn | Sink % | Sink logit | M-Act | Gate score | Spikes | Diverged |");
+  line("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
   for (const json& v : sw["variants"]) {
     const json& st = v["stats"];
     const int64_t dp = v.value("params_vs_base", int64_t{0});
@@ -131,7 +132,8 @@ std::string sweep_markdown(const json& sw) {
              mean_pm(st, "val_loss", "%.4f"), " | ", mean_pm(st, "val_ppl", "%.3f"), " | ",
              mean_pm(st, "val_bpb", "%.4f"), " | ", mean_pm(st, "heldout_bpb", "%.4f"), " | ",
              mean_pm(st, "f_attn", "%.3f"), " | ", mean_pm(st, "sink_rate_percent", "%.1f"), " | ",
-             mean_pm(st, "m_act", "%.3g"), " | ", mean_pm(st, "gate_mean", "%.3f"), " | ",
+             mean_pm(st, "sink_logit_mass", "%.3f"), " | ", mean_pm(st, "m_act", "%.3g"), " | ",
+             mean_pm(st, "gate_mean", "%.3f"), " | ",
              mean_pm(st, "spikes", "%.1f"), " | ", v.value("diverged_runs", 0), "/", v.value("runs_done", 0), " |"));
   }
   line("");

@@ -11,6 +11,7 @@
 #include "analysis/gate_stats.h"
 #include "analysis/massive_activations.h"
 #include "analysis/sequences.h"
+#include "analysis/training_probe.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "model/config.h"
@@ -186,6 +187,11 @@ TEST(AnalysisSinkTest, SinkLogitMassIsWhatTheRowsLeaveToTheSink) {
     mean += want / 2;
   }
   EXPECT_NEAR(r.sink_logit_mass, mean, 1e-6);
+  // The training probe (and so the sweep's tables) reports the same mean; null without sinks.
+  const SequenceSet windows = sample_windows(tokens_with_bos(200, 15, 3, 15), 15, 2, T, 1);
+  EXPECT_NEAR(probe_summary(m, windows)["sink_logit_mass"].get<double>(), mean, 1e-6);
+  model::Model<float> plain = Built(make_config({{"init_std", 0.3}}), 12).model();
+  EXPECT_TRUE(probe_summary(plain, windows)["sink_logit_mass"].is_null());
 }
 
 TEST(AnalysisSinkTest, SinkRateIsPerSequenceShareOfHeads) {

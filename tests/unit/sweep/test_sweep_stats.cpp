@@ -1,12 +1,14 @@
 // The sweep's statistics against closed forms and hand computations: Student's t CDF
 // (Cauchy at 1 degree of freedom, t / (2 sqrt(2 + t^2)) at 2), its 97.5 % quantiles against
-// the printed tables, mean and sample standard deviation, and a paired 95 % interval.
+// the printed tables, mean and sample standard deviation, and a paired 95 % interval; the
+// learned sinks' column of the tables (sink_logit_mass), empty for a model without sinks.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
 #include "sweep/stats.h"
+#include "sweep/tables.h"
 
 namespace gatedlm::sweep {
 namespace {
@@ -64,6 +66,28 @@ TEST(SweepStats, PairedDifferenceByHand) {
   EXPECT_DOUBLE_EQ(single.mean, 0.5);
   EXPECT_TRUE(std::isnan(single.ci_low));
   EXPECT_THROW(paired_difference(std::vector<double>{1.0}, std::vector<double>{1.0, 2.0}), std::exception);
+}
+
+TEST(SweepStats, TheSinkLogitColumnSummarisesTheSinksModelsOnly) {
+  auto run = [](double mass) {
+    nlohmann::json r{{"seed", 1}, {"val_loss", 2.0}, {"diverged", false}};
+    r["sink_logit_mass"] = std::isnan(mass) ? nlohmann::json(nullptr) : nlohmann::json(mass);
+    return r;
+  };
+  nlohmann::json sw{{"seeds", {1, 2}},
+                    {"train_config", {{"steps", 10}, {"batch_size", 2}, {"seq_len", 8}, {"lr", 0.01}}},
+                    {"heldout", nullptr},
+                    {"variants",
+                     {{{"name", "softmax"}, {"label", "softmax"}, {"runs", {run(NAN), run(NAN)}}},
+                      {{"name", "sinks"}, {"label", "sinks"}, {"compare_to", "softmax"}, {"runs", {run(0.25), run(0.35)}}}}}};
+  add_statistics(sw);
+  const nlohmann::json& sinks = sw["variants"][1]["stats"]["sink_logit_mass"];
+  EXPECT_NEAR(sinks["mean"].get<double>(), 0.30, 1e-12);
+  EXPECT_NEAR(sinks["std"].get<double>(), std::sqrt(0.005), 1e-12);
+  EXPECT_TRUE(sw["variants"][0]["stats"]["sink_logit_mass"]["mean"].is_null());
+  const std::string md = sweep_markdown(sw);
+  EXPECT_NE(md.find("| Sink logit |"), std::string::npos);
+  EXPECT_NE(md.find("| 0.300 ± 0.071 |"), std::string::npos) << md;
 }
 
 }  // namespace
