@@ -44,7 +44,8 @@ httplib::ContentProviderWithoutLength stream_provider(const std::shared_ptr<infe
     *started = true;
     std::string text;
     const bool done = r->wait(text, std::chrono::milliseconds(500));
-    if (!text.empty()) out += "data: " + dump(shape.text_event(text)) + "\n\n";
+    const json event = text.empty() ? json() : shape.text_event(text);
+    if (!event.is_null()) out += "data: " + dump(event) + "\n\n";
     if (done) out += "data: " + dump(with_usage(shape.last_event(*r), *r)) + "\n\ndata: [DONE]\n\n";
     if (out.empty()) out = ": waiting\n\n";
     if (!sink.write(out.data(), out.size())) return false;
@@ -103,10 +104,26 @@ AnswerShape chat_completion_shape(const std::string& model_name, const ChatReque
     return body({{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", reason}},
                 "chat.completion.chunk");
   };
+  // The stream's deltas split as the whole answer is (chat_reply.h): reasoning_content,
+  // content, tool_calls.
+  auto split = std::make_shared<ChatReplyStream>(request.thinking_open, request.tools_given, "call_" + id);
+  auto delta_of = [](const ChatDelta& d) {
+    json delta = json::object();
+    if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
+    if (!d.content.empty()) delta["content"] = d.content;
+    if (!d.tool_calls.empty()) delta["tool_calls"] = d.tool_calls;
+    return delta;
+  };
   AnswerShape s;
   s.first_event = [chunk] { return chunk({{"role", "assistant"}, {"content", ""}}, nullptr); };
-  s.text_event = [chunk](const std::string& text) { return chunk({{"content", text}}, nullptr); };
-  s.last_event = [chunk](const infer::Request& r) { return chunk(json::object(), finish_reason(r.finish_reason())); };
+  s.text_event = [chunk, split, delta_of](const std::string& text) {
+    const ChatDelta d = split->push(text);
+    return d.empty() ? json() : chunk(delta_of(d), nullptr);
+  };
+  s.last_event = [chunk, split, delta_of](const infer::Request& r) {
+    const ChatDelta d = split->finish();
+    return chunk(delta_of(d), split->tool_call_count() > 0 ? "tool_calls" : finish_reason(r.finish_reason()));
+  };
   const bool thinking_open = request.thinking_open, tools = request.tools_given;
   s.whole = [body, id, thinking_open, tools](const std::string& text, const infer::Request& r) {
     const ChatReply reply = split_chat_reply(text, thinking_open, tools, "call_" + id);

@@ -20,7 +20,7 @@ namespace gatedlm::serve {
 
 struct AnswerShape {
   std::function<nlohmann::json()> first_event;  // sent before any text; null: none
-  std::function<nlohmann::json(const std::string& text)> text_event;
+  std::function<nlohmann::json(const std::string& text)> text_event;  // null: nothing to send yet
   std::function<nlohmann::json(const infer::Request& done)> last_event;  // finish_reason (usage added)
   std::function<nlohmann::json(const std::string& text, const infer::Request& done)> whole;  // usage added
 };
@@ -28,7 +28,7 @@ struct AnswerShape {
 // {id: "cmpl-N", object: "text_completion", choices: [{text, ...}]}.
 AnswerShape text_completion_shape(const std::string& model_name);
 // {id: "chatcmpl-N", object: "chat.completion" (".chunk" streamed), choices: [{message or
-// delta, ...}]}; the whole answer splits reasoning and tool calls (chat_reply.h).
+// delta, ...}]}; both split reasoning and tool calls out of the text (chat_reply.h).
 AnswerShape chat_completion_shape(const std::string& model_name, const ChatRequest& request);
 
 // open_responses counts the answers being written (SIGTERM waits for them).

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <string_view>
+#include <vector>
 
 #include "io/tokenizer.h"
 #include "serve/chat_reply.h"
@@ -72,6 +74,59 @@ TEST(ChatReply, ThinkingThenToolCall) {
   EXPECT_EQ(*r.reasoning, "need data");
   EXPECT_EQ(r.content, "");
   ASSERT_EQ(r.tool_calls.size(), 1u);
+}
+
+// The reply fed in pieces of `piece` bytes, its deltas added up.
+ChatReply streamed(const std::string& text, size_t piece, bool thinking_open, bool tools) {
+  ChatReplyStream stream(thinking_open, tools, "c");
+  ChatReply r;
+  auto add = [&](ChatDelta d) {
+    r.content += d.content;
+    if (!d.reasoning.empty()) r.reasoning = r.reasoning.value_or("") + d.reasoning;
+    for (json& c : d.tool_calls) {
+      c.erase("index");
+      r.tool_calls.push_back(c);
+    }
+  };
+  for (size_t at = 0; at < text.size(); at += piece) add(stream.push(std::string_view(text).substr(at, piece)));
+  add(stream.finish());
+  if (stream.has_reasoning() && !r.reasoning) r.reasoning = "";
+  return r;
+}
+
+TEST(ChatReply, StreamedInPiecesAddsUpToTheWholeReply) {
+  const std::string call = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call>";
+  const std::vector<std::string> texts = {
+      " Hello\n", "<think>\nLet me see.\n\n more </think>\n\nIt is 4.\n", "  <thin", "<think>",
+      "a</think>b", "Answer. " + call + "\n\n and more " + call + "\n", "<tool_call>{bad}</tool_call> x",
+      "<tool_call>{\"name\": \"f\"}", "text <tool_ca", "<think>\nneed data\n</think>\n\n" + call,
+      "x < y and <t", "  \n  "};
+  for (const std::string& text : texts)
+    for (bool open : {false, true})
+      for (bool tools : {false, true}) {
+        const ChatReply whole = split_chat_reply(text, open, tools, "c");
+        for (size_t piece : {1, 2, 3, 7}) {
+          const ChatReply s = streamed(text, piece, open, tools);
+          const std::string what = text + " (piece " + std::to_string(piece) + ", open " + std::to_string(open) +
+                                   ", tools " + std::to_string(tools) + ")";
+          EXPECT_EQ(s.content, whole.content) << what;
+          EXPECT_EQ(s.reasoning, whole.reasoning) << what;
+          EXPECT_EQ(s.tool_calls, whole.tool_calls) << what;
+        }
+      }
+}
+
+TEST(ChatReply, PartialTagsAreHeldBackUntilDecided) {
+  ChatReplyStream stream(false, true, "c");
+  EXPECT_TRUE(stream.push("<thi").empty());
+  const ChatDelta d = stream.push("nk>hm</th");
+  EXPECT_EQ(d.reasoning, "hm");
+  EXPECT_TRUE(stream.push("ink>\n\nOK <tool").content == "OK");
+  const ChatDelta call = stream.push("_call>{\"name\": \"g\", \"arguments\": {}}</tool_call>");
+  ASSERT_EQ(call.tool_calls.size(), 1u);
+  EXPECT_EQ(call.tool_calls[0]["index"], 0);
+  EXPECT_EQ(call.tool_calls[0]["function"]["arguments"], "{}");
+  EXPECT_TRUE(stream.finish().empty());
 }
 
 constexpr const char* kChatML =
