@@ -120,7 +120,8 @@ ChatRequest parse_chat(const std::string& body, const chat::JinjaTemplate& chat_
   r.prompt_text = render(chat_template, ordered, tokens);
   r.completion.prompt = encode(tokenizer, r.prompt_text, "messages");
   if (r.completion.prompt.empty()) throw InvalidRequest("messages", "the chat template rendered an empty prompt");
-  parse_generation_fields(j, tokenizer, {vocab, context, default_seed, /*default_max_tokens=*/context}, r.completion);
+  const GenerationLimits limits{vocab, context, default_seed, /*default_max_tokens=*/context, "messages"};
+  parse_generation_fields(j, tokenizer, limits, r.completion);
   if (!tokens.end_of_turn.empty()) r.completion.rules.stop.push_back(tokens.end_of_turn);
   r.tools_given = j.contains("tools") && j["tools"].is_array() && !j["tools"].empty();
   r.thinking_open = ends_inside_think(r.prompt_text);

@@ -24,7 +24,7 @@ CompletionRequest parse_completion(const std::string& body, const io::Tokenizer&
   } else {
     throw InvalidRequest("prompt", "'prompt' must be a string or a list of token ids");
   }
-  parse_generation_fields(j, tokenizer, {vocab, context, default_seed, /*default_max_tokens=*/16}, r);
+  parse_generation_fields(j, tokenizer, {vocab, context, default_seed, /*default_max_tokens=*/16, "prompt"}, r);
   return r;
 }
 

@@ -119,7 +119,7 @@ void parse_generation_fields(const json& j, const io::Tokenizer& tokenizer, cons
   integer(j, "n", 1, 1, 1);
   const int64_t room = limits.context - static_cast<int64_t>(r.prompt.size());
   if (room < 1)
-    throw InvalidRequest("prompt", "the prompt's " + std::to_string(r.prompt.size()) +
+    throw InvalidRequest(limits.prompt_field, "the prompt's " + std::to_string(r.prompt.size()) +
                                        " tokens leave no room in the context of " + std::to_string(limits.context));
   const int64_t fallback = std::min(limits.default_max_tokens, room);
   const bool completion_key = j.contains("max_completion_tokens") && !j["max_completion_tokens"].is_null();

@@ -54,6 +54,7 @@ struct GenerationLimits {
   int64_t context;
   uint64_t default_seed;
   int64_t default_max_tokens;
+  std::string prompt_field;  // what a prompt too long for the context is blamed on: "prompt", "messages"
 };
 void parse_generation_fields(const nlohmann::json& j, const io::Tokenizer& tokenizer, const GenerationLimits& limits,
                              CompletionRequest& r);

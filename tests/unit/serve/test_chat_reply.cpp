@@ -153,9 +153,9 @@ struct ParseChat : ::testing::Test {
 };
 
 TEST_F(ParseChat, RendersPartsNullContentAndKwargs) {
+  const json parts = {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}};
   const ChatRequest r = parse({{"messages",
-                                {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}},
-                                 {{"role", "assistant"}, {"content", nullptr}}}},
+                                {{{"role", "user"}, {"content", parts}}, {{"role", "assistant"}, {"content", nullptr}}}},
                                {"chat_template_kwargs", {{"enable_thinking", false}}},
                                {"max_completion_tokens", 5}});
   EXPECT_EQ(r.prompt_text,
@@ -178,6 +178,7 @@ TEST_F(ParseChat, RefusesBadMessagesNamingTheField) {
   EXPECT_EQ(param_of({{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"chat_template_kwargs", 1}}),
             "chat_template_kwargs");
   EXPECT_EQ(param_of({{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"prompt", "x"}}), "prompt");
+  EXPECT_EQ(param_of({{"messages", {{{"role", "user"}, {"content", std::string(5000, 'x')}}}}}), "messages");
 }
 
 TEST_F(ParseChat, TemplateRaiseIsAClientError) {
