@@ -6,9 +6,11 @@
 #include <string_view>
 #include <vector>
 
+#include "../fuzz/fixed_tokenizer_json.h"
 #include "io/tokenizer.h"
 #include "serve/chat_reply.h"
 #include "serve/chat_request.h"
+#include "test_files.h"
 
 namespace gatedlm::serve {
 namespace {
@@ -190,6 +192,29 @@ TEST_F(ParseChat, TemplateRaiseIsAClientError) {
     EXPECT_EQ(e.param, "messages");
     EXPECT_NE(std::string(e.what()).find("no system role here"), std::string::npos) << e.what();
   }
+}
+
+// A tokenizer.json with ChatML's <|im_end|> as a special token: the chat stops there too;
+// bos_token and eos_token are its <|endoftext|>.
+TEST(ChatTokens, ImEndStopsAChatWhenTheTokenizerHasIt) {
+  testing::TempDir dir("chat_tokens");
+  json j = json::parse(fuzz::kFixedTokenizerJson);
+  testing::write_file(dir / "plain.json", j.dump());
+  j["added_tokens"].push_back({{"id", 266}, {"content", "<|im_end|>"}, {"special", true}, {"single_word", false},
+                               {"lstrip", false}, {"rstrip", false}, {"normalized", false}});
+  testing::write_file(dir / "chatml.json", j.dump());
+  const std::unique_ptr<io::Tokenizer> plain = io::Tokenizer::load((dir / "plain.json").string());
+  const std::unique_ptr<io::Tokenizer> chatml = io::Tokenizer::load((dir / "chatml.json").string());
+  EXPECT_EQ(chat_tokens(*plain).end_of_turn, "");
+  const ChatTokens t = chat_tokens(*chatml);
+  EXPECT_EQ(t.end_of_turn, "<|im_end|>");
+  EXPECT_EQ(t.eos, "<|endoftext|>");
+  EXPECT_EQ(t.bos, "<|endoftext|>");
+  const auto tmpl = chat::JinjaTemplate::parse(kChatML, "test");
+  const json body = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"stop", "x"}};
+  const ChatRequest r = parse_chat(body.dump(), tmpl, t, *chatml, chatml->vocab_size(), 4096, 1);
+  EXPECT_EQ(r.completion.rules.stop, (std::vector<std::string>{"x", "<|im_end|>"}));
+  EXPECT_EQ(r.completion.prompt.front(), 265);  // <|im_start|>, one token: the template's text is encoded as is
 }
 
 }  // namespace
