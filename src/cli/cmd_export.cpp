@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "io/chat_template_source.h"
 #include "io/gguf.h"
 #include "io/hf_convert.h"
 
@@ -28,7 +29,9 @@ void register_export(CLI::App& app) {
       "for llama.cpp (F32, F16, BF16, Q8_0, Q4_0, the K-quants and their _M mixes, ...: --dtype; architecture qwen3 / qwen3moe for ungated models, qwen35 / "
       "qwen35moe for hybrids of Gated DeltaNet and G1-gated softmax layers, or qwen3next for MoE ones with --gguf-arch; no attention biases; a G1-gated model "
       "whose layers are all softmax is refused: llama.cpp aborts on it; with the checkpoint's tokenizer.json "
-      "vocabulary when it has one, else the byte tokenizer's for a byte model). A config the format cannot express "
+      "vocabulary when it has one, else the byte tokenizer's for a byte model). The checkpoint's chat template "
+      "(chat_template.jinja) goes along: chat_template.jinja in a Hugging Face directory, tokenizer.chat_template in "
+      "a GGUF file. A config the format cannot express "
       "is refused by key before anything is written.");
   sub->add_option("CKPT", opt->checkpoint, "checkpoint or run directory")->required();
   sub->add_option("--format", opt->format, io::hf_format_names(" | ") + " | gguf")->required();
@@ -53,6 +56,10 @@ void register_export(CLI::App& app) {
     const std::string dir = io::resolve_checkpoint_dir(opt->checkpoint);
     const io::Checkpoint ck = io::load_checkpoint(dir);
     const fs::path tokenizer = fs::path(dir) / io::kHfTokenizerFile;
+    // The checkpoint's chat template (chat_template.jinja, or a tokenizer_config.json's),
+    // parsed before anything is written.
+    const std::optional<io::ChatTemplateText> chat = io::chat_template_to_carry(dir);
+    const std::string chat_note = chat ? cat(", with its chat template (", chat->origin, ")") : "";
     if (gguf) {
       // llama.cpp loads no GGUF without a vocabulary: the checkpoint's tokenizer.json, or for a
       // byte model (vocab_size 258) the byte tokenizer's.
@@ -67,21 +74,24 @@ void register_export(CLI::App& app) {
       // Validate everything (export_gguf refuses first) before creating the directory.
       fs::create_directories(opt->out);
       try {
-        io::export_gguf(ck, gguf_dtype, vocab, (fs::path(opt->out) / "model.gguf").string(), arch);
+        io::export_gguf(ck, gguf_dtype, vocab, (fs::path(opt->out) / "model.gguf").string(), arch,
+                        chat ? chat->source : "");
       } catch (...) {
         std::error_code ec;
         if (fs::is_empty(opt->out, ec)) fs::remove(opt->out, ec);
         throw;
       }
-      std::fprintf(stderr, "exported %s as gguf (%s, %s%s) into %s/model.gguf\n", dir.c_str(), arch.c_str(), opt->dtype.c_str(),
+      std::fprintf(stderr, "exported %s as gguf (%s, %s%s%s) into %s/model.gguf\n", dir.c_str(), arch.c_str(),
+                   opt->dtype.c_str(),
                    has_json ? ", with its tokenizer.json vocabulary" : ", with the byte tokenizer's vocabulary",
-                   opt->out.c_str());
+                   chat_note.c_str(), opt->out.c_str());
       return;
     }
     io::export_hf(ck, format, dtype, opt->out);
     if (fs::exists(tokenizer)) fs::copy_file(tokenizer, fs::path(opt->out) / io::kHfTokenizerFile);
-    std::fprintf(stderr, "exported %s as %s (%s) into %s\n", dir.c_str(), opt->format.c_str(), opt->dtype.c_str(),
-                 opt->out.c_str());
+    if (chat) io::write_chat_template(*chat, opt->out);
+    std::fprintf(stderr, "exported %s as %s (%s%s) into %s\n", dir.c_str(), opt->format.c_str(), opt->dtype.c_str(),
+                 chat_note.c_str(), opt->out.c_str());
   });
 }
 

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/atomic_file.h"
 #include "core/zeroed_allocator.h"
+#include "io/chat_template_source.h"
 #include "io/gguf_import.h"
 #include "io/hf_convert.h"
 #include "io/quantized_checkpoint.h"
@@ -19,11 +20,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A GGUF file: everything (config, tensors, vocabulary) is read and checked before the
-// checkpoint and its tokenizer.json are written. Its quantised tensors keep their types
+// ", with its chat template (ORIGIN)" for the import's message, after writing it into the
+// checkpoint as chat_template.jinja; "" when there is none.
+std::string carry_chat_template(const std::optional<io::ChatTemplateText>& chat, const std::string& out) {
+  if (!chat) return "";
+  io::write_chat_template(*chat, out);
+  return cat(", with its chat template (", chat->origin, ")");
+}
+
+// A GGUF file: everything (config, tensors, vocabulary, chat template) is read and checked
+// before the checkpoint, its tokenizer.json and chat_template.jinja are written. Its quantised tensors keep their types
 // (a quantised checkpoint, io/gguf_blocks.h says which stay in blocks) unless `expand`.
 void import_gguf_file(const std::string& src, const std::string& out, bool expand) {
   io::GgufImport g(src);
+  const std::optional<io::ChatTemplateText> chat = io::chat_template_to_carry(src);
   const model::ModelConfig& config = g.config();
   // Zeros that take no memory until written: the tensors kept in blocks never are.
   ZeroedVector<float> params(static_cast<size_t>(model::ParamLayout(config).total()));
@@ -42,9 +52,10 @@ void import_gguf_file(const std::string& src, const std::string& out, bool expan
   }
   const std::string& tokenizer_json = g.vocabulary().tokenizer_json;
   if (!tokenizer_json.empty()) write_file_atomic((fs::path(out) / io::kHfTokenizerFile).string(), tokenizer_json);
-  std::fprintf(stderr, "imported %s (GGUF %s, %lld parameters; weights %s) into %s; vocabulary: %s\n", src.c_str(),
+  const std::string chat_note = carry_chat_template(chat, out);
+  std::fprintf(stderr, "imported %s (GGUF %s, %lld parameters; weights %s) into %s; vocabulary: %s%s\n", src.c_str(),
                g.architecture().c_str(), static_cast<long long>(params.size()), weights.c_str(), out.c_str(),
-               g.vocabulary().description.c_str());
+               g.vocabulary().description.c_str(), chat_note.c_str());
   if (!g.skipped().empty()) std::fprintf(stderr, "%s\n", g.skipped().c_str());
 }
 
@@ -68,7 +79,9 @@ void register_import(CLI::App& app) {
       "architectures and tensor types are refused by name. "
       "Anything gatedlm cannot represent is refused by name and nothing is written: unknown or duplicate config "
       "keys, missing tensors (found from the safetensors headers), NaN or Inf weights (naming tensor and element). "
-      "A tokenizer.json beside the weights is loaded and checked, then copied into the checkpoint. A Hugging "
+      "A tokenizer.json beside the weights is loaded and checked, then copied into the checkpoint; the chat template "
+      "(chat_template.jinja or tokenizer_config.json's chat_template; a GGUF file's tokenizer.chat_template) is parsed, "
+      "then written into it as chat_template.jinja. A Hugging "
       "Face model's weights are stored as F32.");
   sub->add_option("SRC", opt->src, "the Hugging Face model directory, or a .gguf file")->required();
   sub->add_option("--out", opt->out, "checkpoint directory to create (must not exist or be empty)")->required();
@@ -97,14 +110,16 @@ void register_import(CLI::App& app) {
         fail(tokenizer.string(), ": the tokenizer has ", t->vocab_size(), " ids, more than the model's vocab_size ",
              m.checkpoint.config.vocab_size, " (nothing written)");
     }
+    const std::optional<io::ChatTemplateText> chat = io::chat_template_to_carry(opt->src);
     io::require_usable_weights(m.checkpoint.config, m.checkpoint.params, m.weights_source);
     io::save_checkpoint(opt->out, m.checkpoint.config, m.checkpoint.params);
     for (const std::string& note : m.notes) std::fprintf(stderr, "%s\n", note.c_str());
     if (fs::exists(tokenizer)) fs::copy_file(tokenizer, fs::path(opt->out) / io::kHfTokenizerFile);
-    std::fprintf(stderr, "imported %s (format %s, %s, %lld parameters) into %s%s\n", m.weights_source.c_str(),
+    const std::string chat_note = carry_chat_template(chat, opt->out);
+    std::fprintf(stderr, "imported %s (format %s, %s, %lld parameters) into %s%s%s\n", m.weights_source.c_str(),
                  io::to_string(m.format).c_str(), model::describe_gate(m.checkpoint.config).c_str(),
                  static_cast<long long>(m.checkpoint.params.size()), opt->out.c_str(),
-                 fs::exists(tokenizer) ? " with its tokenizer.json" : "");
+                 fs::exists(tokenizer) ? " with its tokenizer.json" : "", chat_note.c_str());
   });
 }
 

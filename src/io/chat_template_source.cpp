@@ -3,8 +3,11 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "chat/jinja_template.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_file.h"
+#include "io/gguf_format.h"
 #include "io/gguf_reader.h"
 
 namespace gatedlm::io {
@@ -29,10 +32,22 @@ std::optional<std::string> template_in_config(const nlohmann::json& config, cons
   fail(path, ": chat_template is a list with no template named \"default\"");
 }
 
-std::optional<ChatTemplateText> template_in_directory(const fs::path& dir) {
-  const fs::path jinja = dir / "chat_template.jinja";
+}  // namespace
+
+ChatTemplateText read_chat_template_file(const std::string& path) {
+  return {read_file_at_most(path, kMaxTemplateBytes, "chat template"), path};
+}
+
+std::optional<ChatTemplateText> gguf_chat_template(const std::string& path) {
+  const GgufReader file(path);
+  if (!file.has(kGgufChatTemplateKey)) return {};
+  return ChatTemplateText{file.get_string(kGgufChatTemplateKey), path + " (" + kGgufChatTemplateKey + ")"};
+}
+
+std::optional<ChatTemplateText> directory_chat_template(const std::string& dir) {
+  const fs::path jinja = fs::path(dir) / kChatTemplateFile;
   if (fs::is_regular_file(jinja)) return read_chat_template_file(jinja.string());
-  const fs::path config_path = dir / "tokenizer_config.json";
+  const fs::path config_path = fs::path(dir) / "tokenizer_config.json";
   if (!fs::is_regular_file(config_path)) return {};
   const nlohmann::json config = read_json_file(config_path.string(), "tokenizer config");
   if (std::optional<std::string> t = template_in_config(config, config_path.string()))
@@ -40,27 +55,26 @@ std::optional<ChatTemplateText> template_in_directory(const fs::path& dir) {
   return {};
 }
 
-}  // namespace
-
-ChatTemplateText read_chat_template_file(const std::string& path) {
-  return {read_file_at_most(path, kMaxTemplateBytes, "chat template"), path};
-}
-
 std::optional<ChatTemplateText> model_chat_template(const LoadedModel& model) {
-  if (model.kind == ModelFileKind::gguf_file) {
-    const GgufReader file(model.checkpoint_dir);
-    if (file.has("tokenizer.chat_template"))
-      return ChatTemplateText{file.get_string("tokenizer.chat_template"),
-                              model.checkpoint_dir + " (tokenizer.chat_template)"};
-    return {};
-  }
+  if (model.kind == ModelFileKind::gguf_file) return gguf_chat_template(model.checkpoint_dir);
   // The tokenizer's directory first: the template belongs with the vocabulary it speaks.
   std::vector<fs::path> dirs;
   if (fs::is_regular_file(model.tokenizer_source)) dirs.push_back(fs::path(model.tokenizer_source).parent_path());
   if (fs::is_directory(model.checkpoint_dir)) dirs.push_back(model.checkpoint_dir);
   for (const fs::path& dir : dirs)
-    if (std::optional<ChatTemplateText> t = template_in_directory(dir)) return t;
+    if (std::optional<ChatTemplateText> t = directory_chat_template(dir.string())) return t;
   return {};
+}
+
+std::optional<ChatTemplateText> chat_template_to_carry(const std::string& dir_or_gguf) {
+  std::optional<ChatTemplateText> t =
+      fs::is_directory(dir_or_gguf) ? directory_chat_template(dir_or_gguf) : gguf_chat_template(dir_or_gguf);
+  if (t) chat::JinjaTemplate::parse(t->source, t->origin);  // only to refuse a bad one
+  return t;
+}
+
+void write_chat_template(const ChatTemplateText& text, const std::string& dir) {
+  write_file_atomic((fs::path(dir) / kChatTemplateFile).string(), text.source);
 }
 
 }  // namespace gatedlm::io

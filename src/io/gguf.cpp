@@ -204,9 +204,9 @@ void check_exportable(const model::ModelConfig& c, const std::string& arch) {
 }
 
 // The key/value metadata: the config's numbers under the architecture's prefix
-// (io/gguf_tables.h), and the vocabulary.
+// (io/gguf_tables.h), the vocabulary and the chat template (none when empty).
 Bytes gguf_metadata(const model::ModelConfig& c, const std::string& arch, const model::WeightRecipe& recipe,
-                    const std::string& tokenizer) {
+                    const std::string& tokenizer, const std::string& chat_template) {
   const auto key = [&](const char* k) { return arch + "." + k; };
   Bytes kv;
   kv.kv_str("general.architecture", arch);
@@ -228,6 +228,7 @@ Bytes gguf_metadata(const model::ModelConfig& c, const std::string& arch, const 
   } else {
     add_gpt2_vocabulary(kv, read_tokenizer_json_vocabulary(tokenizer), c.vocab_size, tokenizer);
   }
+  if (!chat_template.empty()) kv.kv_str(kGgufChatTemplateKey, chat_template);
   return kv;
 }
 
@@ -341,11 +342,11 @@ void export_gguf(const Checkpoint& ck, kernels::ElementType dtype, const std::st
 }
 
 void export_gguf(const Checkpoint& ck, const model::WeightRecipe& recipe, const std::string& tokenizer,
-                 const std::string& path, const std::string& architecture) {
+                 const std::string& path, const std::string& architecture, const std::string& chat_template) {
   const model::ModelConfig& c = ck.config;
   const std::string arch = resolve_gguf_architecture(c, architecture);
   check_exportable(c, arch);
-  Bytes kv = gguf_metadata(c, arch, recipe, tokenizer);
+  Bytes kv = gguf_metadata(c, arch, recipe, tokenizer, chat_template);
   const model::ParamLayout layout(c);
   const bool ssm_in = gguf_traits(arch).grouped_linear_inputs && std::getenv(kQwen3NextSsmIn);
   const std::vector<GgufTensor> tensors = gguf_tensors(layout, c, arch, ssm_in);

@@ -37,9 +37,12 @@ std::string resolve_gguf_architecture(const model::ModelConfig& c, const std::st
 std::string gguf_architecture_help();
 // Writes `path` (atomically) in the architecture resolve_gguf_architecture gives, each
 // tensor in the type `recipe` gives it (io/gguf_encode.h: one type, or a llama.cpp mix such
-// as q4_k_m); everything is checked before the file is created.
+// as q4_k_m); everything is checked before the file is created. A non-empty `chat_template`
+// (the Jinja text, io/chat_template_source.h) is written as tokenizer.chat_template, where
+// llama.cpp reads it.
 void export_gguf(const Checkpoint& ck, const model::WeightRecipe& recipe, const std::string& tokenizer,
-                 const std::string& path, const std::string& architecture = "auto");
+                 const std::string& path, const std::string& architecture = "auto",
+                 const std::string& chat_template = "");
 // The same for the uniform recipe of `dtype`.
 void export_gguf(const Checkpoint& ck, kernels::ElementType dtype, const std::string& tokenizer, const std::string& path,
                  const std::string& architecture = "auto");

@@ -13,4 +13,7 @@ enum GgufValueType : uint32_t {
   kGgufUint32 = 4, kGgufInt32 = 5, kGgufFloat32 = 6, kGgufBool = 7, kGgufString = 8, kGgufArray = 9, kGgufUint64 = 10
 };
 
+// llama.cpp's key for the model's chat template (a Jinja string; io/chat_template_source.h).
+inline constexpr const char* kGgufChatTemplateKey = "tokenizer.chat_template";
+
 }  // namespace gatedlm::io
