@@ -7,8 +7,12 @@ requests, and the server's RSS before the first request and after the last.
 
 Usage: /usr/bin/python3 bench/load_test.py --checkpoint CK [--tokenizer byte] [--gatedlm build/gatedlm]
           [--requests 500] [--concurrency 16] [--max-tokens 32] [--max-batch 16]
+          [--chat [--chat-template FILE]]
 With no --checkpoint, a random model from bench/configs/qwen3_100m.json is made (slow to
-generate with, but a fair load); any small checkpoint also works (e.g. the demo's)."""
+generate with, but a fair load); any small checkpoint also works (e.g. the demo's).
+--chat sends each request to /v1/chat/completions as a four-message conversation (system,
+user, assistant, user) instead, rendered by the model's chat template, or by --chat-template
+FILE; with neither (the random model has none) a ChatML template of the script's own."""
 import argparse
 import http.client
 import json
@@ -49,13 +53,17 @@ def start_server(gatedlm, ck, tokenizer, work, *extra):
     sys.exit("the server did not start:\n" + open(log_path).read())
 
 
-def completion(conn, i, max_tokens):
-    """One seeded completion on conn: (ok, seconds, completion tokens, answer or error)."""
-    body = json.dumps({"prompt": f"Request {i}: once upon a time", "max_tokens": max_tokens, "seed": i,
-                       "temperature": 0.8})
+# For --chat on a model without a template of its own: ChatML, as Qwen's templates write it.
+CHATML_TEMPLATE = ("{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor -%}"
+                   "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def post(conn, path, request):
+    """One request on conn: (ok, seconds, completion tokens, answer or error)."""
+    body = json.dumps(request)
     t0 = time.perf_counter()
     try:
-        conn.request("POST", "/v1/completions", body=body, headers={"Content-Type": "application/json"})
+        conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
         r = conn.getresponse()
         data = json.loads(r.read())
         ok = r.status == 200 and "choices" in data
@@ -66,6 +74,22 @@ def completion(conn, i, max_tokens):
         conn.close()
     tokens = data["usage"]["completion_tokens"] if ok else 0
     return ok, time.perf_counter() - t0, tokens, data
+
+
+def completion(conn, i, max_tokens):
+    """One seeded completion on conn: (ok, seconds, completion tokens, answer or error)."""
+    return post(conn, "/v1/completions", {"prompt": f"Request {i}: once upon a time", "max_tokens": max_tokens,
+                                          "seed": i, "temperature": 0.8})
+
+
+def chat_completion(conn, i, max_tokens):
+    """One seeded chat completion of a short multi-turn conversation, as completion() answers."""
+    messages = [{"role": "system", "content": "You are a storyteller. Keep it short."},
+                {"role": "user", "content": f"Request {i}: tell me a story."},
+                {"role": "assistant", "content": "Once upon a time there was a fox who lived by a river."},
+                {"role": "user", "content": "What happened next?"}]
+    return post(conn, "/v1/chat/completions", {"messages": messages, "max_tokens": max_tokens, "seed": i,
+                                               "temperature": 0.8})
 
 
 def percentile(values, q):
@@ -82,21 +106,36 @@ def server_arguments(description):
     return ap
 
 
+def model_and_server_options(a, work):
+    """The checkpoint (a random one made in work when none is given) and serve's options."""
+    ck = a.checkpoint
+    extra = ["--max-batch", str(a.max_batch), "--max-queue", str(a.requests)]
+    if not ck:
+        ck = os.path.join(work, "ck")
+        subprocess.run([a.gatedlm, "init", "--config", os.path.join(HERE, "configs", "qwen3_100m.json"), "--out", ck],
+                       check=True, stdout=subprocess.DEVNULL)
+        if a.chat and not a.chat_template:  # a random model has no template of its own
+            a.chat_template = os.path.join(work, "chatml.jinja")
+            with open(a.chat_template, "w") as f:
+                f.write(CHATML_TEMPLATE)
+    if a.chat_template:
+        extra += ["--chat-template", a.chat_template]
+    return ck, extra
+
+
 def main():
     ap = server_arguments(__doc__.split("\n\n")[0])
     ap.add_argument("--requests", type=int, default=500)
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--max-batch", type=int, default=16)
+    ap.add_argument("--chat", action="store_true", help="requests to /v1/chat/completions (a multi-turn conversation)")
+    ap.add_argument("--chat-template", help="with --chat: the template serve renders with (serve --chat-template)")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="gatedlm_load_")
-    ck = a.checkpoint
-    if not ck:
-        ck = os.path.join(work, "ck")
-        subprocess.run([a.gatedlm, "init", "--config", os.path.join(HERE, "configs", "qwen3_100m.json"), "--out", ck],
-                       check=True, stdout=subprocess.DEVNULL)
-    proc, port, _ = start_server(a.gatedlm, ck, a.tokenizer, work, "--max-batch", str(a.max_batch), "--max-queue",
-                                 str(a.requests))
+    ck, extra = model_and_server_options(a, work)
+    request = chat_completion if a.chat else completion
+    proc, port, _ = start_server(a.gatedlm, ck, a.tokenizer, work, *extra)
     rss_before = rss_kib(proc.pid)
     latencies, tokens, failures = [], [], []
     lock = threading.Lock()
@@ -110,7 +149,7 @@ def main():
                 next_i[0] += 1
             if i >= a.requests:
                 break
-            ok, dt, n, data = completion(c, i, a.max_tokens)
+            ok, dt, n, data = request(c, i, a.max_tokens)
             with lock:
                 if ok:
                     latencies.append(dt)
@@ -131,7 +170,8 @@ def main():
     code = proc.wait(timeout=120)
     lat = sorted(latencies)
     p = (lambda q: percentile(lat, q))
-    print(f"# Load test: {a.requests} requests, {a.concurrency} at a time, max_tokens {a.max_tokens}, "
+    endpoint = "/v1/chat/completions, a 4-message conversation" if a.chat else "/v1/completions"
+    print(f"# Load test: {a.requests} requests ({endpoint}), {a.concurrency} at a time, max_tokens {a.max_tokens}, "
           f"--max-batch {a.max_batch}, checkpoint {ck}\n")
     print("| requests/s | completion tokens/s | p50 latency s | p99 latency s | failed | RSS before MiB | RSS after MiB |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
