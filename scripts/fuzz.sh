@@ -2,7 +2,8 @@
 # Fuzzes every untrusted input format with libFuzzer (clang, ASan + UBSan) for a set time.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET=60] [TARGET...]
 # Targets: safetensors config_json dataset token_ids tokenizer_model report_analysis
-# tokenizer_json tokenizer_json_text serve_request hf_config_json completion_request gguf (tests/fuzz/fuzz_entries.cpp). Each
+# tokenizer_json tokenizer_json_text serve_request hf_config_json completion_request gguf jinja_template
+# chat_request (tests/fuzz/fuzz_entries.cpp). Each
 # starts from tests/fuzz/corpus/<target>/ (its seeds and the inputs that once found bugs)
 # and grows a working corpus in build-fuzz/corpus/<target>/.
 # A crashing input lands in build-fuzz/artifacts/<target>/: once fixed, copy it into
@@ -13,7 +14,8 @@ SECONDS_PER_TARGET=${1:-60}
 shift || true
 TARGETS=("$@")
 ((${#TARGETS[@]})) || TARGETS=(safetensors config_json dataset token_ids tokenizer_model report_analysis tokenizer_json
-                                tokenizer_json_text serve_request hf_config_json completion_request gguf)
+                                tokenizer_json_text serve_request hf_config_json completion_request gguf jinja_template
+                                chat_request)
 
 GATEDLM_WITH_FUZZ_DEPS=1 GATEDLM_SKIP_BUILD=1 scripts/setup.sh
 BUILD=${GATEDLM_FUZZ_BUILD_DIR:-build-fuzz}

@@ -9,6 +9,8 @@
 #include <stdexcept>
 
 #include "analysis/report.h"
+#include "chat/chat_template.h"
+#include "chat/jinja_template.h"
 #include "core/error.h"
 #include "core/zeroed_allocator.h"
 #include "core/json_file.h"
@@ -25,6 +27,7 @@
 #include "model/config.h"
 #include "model/param_layout.h"
 #include "model/quantized_weights.h"
+#include "serve/chat_request.h"
 #include "serve/completion_request.h"
 
 namespace gatedlm::fuzz {
@@ -272,6 +275,96 @@ void completion_request(const uint8_t* data, size_t size) {
   }
 }
 
+// Tight limits for the chat targets, so that a template that multiplies its work spends
+// milliseconds before it is refused (the server's own limits are larger: jinja_limits.h).
+chat::RenderLimits fuzz_render_limits() {
+  chat::RenderLimits limits;
+  limits.max_output_bytes = size_t{1} << 20;
+  limits.max_call_depth = 40;
+  limits.max_nesting = 400;
+  limits.max_steps = 100'000;
+  return limits;
+}
+
+// The conversations every parsed template renders: a plain chat with a system prompt, and
+// one with tools, thinking, a tool call and its response (the variables Qwen3's templates read).
+const nlohmann::ordered_json& sample_conversations() {
+  static const nlohmann::ordered_json all = nlohmann::ordered_json::parse(R"json([
+    {"messages": [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "Hi"}],
+     "tools": null, "kwargs": null},
+    {"messages": [{"role": "user", "content": "Weather in Paris?"},
+                  {"role": "assistant", "content": "", "reasoning_content": "Use the tool.",
+                   "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+                  {"role": "tool", "content": "{\"temp\": 21}"},
+                  {"role": "assistant", "content": "<think>\nok\n</think>\n\n21 \u00b0C."},
+                  {"role": "user", "content": "Thanks \ud83d\ude00"}],
+     "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather now",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}],
+     "kwargs": {"enable_thinking": false}}
+  ])json");
+  return all;
+}
+
+// Any bytes as a chat template (chat/jinja_template.h): refused (a TemplateError naming the
+// line) or parsed; a parsed one renders each sample conversation, or stops with a
+// TemplateError (raise_exception, a limit, an error while rendering), within the limits.
+void jinja_template(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  refusals_allowed([&] {
+    const chat::JinjaTemplate t = chat::JinjaTemplate::parse(text, "fuzz.jinja");
+    require(t.source().find('\r') == std::string::npos, "a carriage return survived parsing");
+    const chat::RenderLimits limits = fuzz_render_limits();
+    for (const nlohmann::ordered_json& c : sample_conversations())
+      refusals_allowed([&] {
+        const std::string prompt =
+            chat::render_chat(t, c["messages"], c["tools"], true, c["kwargs"], "<|endoftext|>", "<|im_end|>", limits);
+        require(prompt.size() <= limits.max_output_bytes, "a rendering past max_output_bytes");
+      });
+  });
+}
+
+// Qwen3's shape of chat template (tools in the system turn, ChatML turns, an empty think
+// block when thinking is off), as tests/serve/test_server.py serves it.
+const chat::JinjaTemplate& fixed_chat_template() {
+  static const chat::JinjaTemplate t = chat::JinjaTemplate::parse(R"jinja({%- if tools %}
+{{- '<|im_start|>system\n' }}
+{%- if messages[0].role == 'system' %}{{- messages[0].content + '\n\n' }}{%- endif %}
+{{- '# Tools' }}
+{%- for tool in tools %}{{- '\n' + (tool | tojson) }}{%- endfor %}
+{{- '<|im_end|>\n' }}
+{%- endif %}
+{%- for message in messages %}
+{%- if not (tools and loop.first and message.role == 'system') %}
+{{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>\n' }}
+{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+{{- '<|im_start|>assistant\n' }}
+{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\n\n</think>\n\n' }}{%- endif %}
+{%- endif %}
+)jinja", "fixed chat template");
+  return t;
+}
+
+// One body through POST /v1/chat/completions' parser (as http_server.cpp calls it), with
+// the fixed template and tokenizer: an answer within the limits or an InvalidRequest.
+void chat_request(const uint8_t* data, size_t size) {
+  const io::Tokenizer& t = fixed_tokenizer();
+  const std::string body(reinterpret_cast<const char*>(data), size);
+  const int64_t vocab = t.vocab_size(), context = 512;
+  try {
+    const serve::ChatRequest r =
+        serve::parse_chat(body, fixed_chat_template(), serve::chat_tokens(t), t, vocab, context, 4242);
+    const serve::CompletionRequest& c = r.completion;
+    require(!r.prompt_text.empty(), "an empty rendered prompt");
+    require(!c.prompt.empty() && static_cast<int64_t>(c.prompt.size()) < context, "prompt length");
+    require(c.rules.max_tokens >= 1 && c.rules.max_tokens + static_cast<int64_t>(c.prompt.size()) <= context,
+            "max_tokens past the context");
+    for (int32_t id : c.prompt) require(id >= 0 && id < vocab, "prompt id outside the vocabulary");
+  } catch (const serve::InvalidRequest&) {
+  }
+}
+
 // A GGUF file through `import` itself (reader, config, tensor checks, vocabulary, weights),
 // then with its quantised tensors kept in their blocks (io/gguf_blocks.h: what loading it
 // to run does), then through the reader alone, every tensor it can convert read back (up to
@@ -318,7 +411,8 @@ const std::vector<Target>& targets() {
                                        {"tokenizer_model", tokenizer_model}, {"report_analysis", report_analysis},
                                        {"tokenizer_json", tokenizer_json},   {"tokenizer_json_text", tokenizer_json_text},
                                        {"serve_request", serve_request},     {"hf_config_json", hf_config_json},
-                                       {"completion_request", completion_request}, {"gguf", gguf}};
+                                       {"completion_request", completion_request}, {"gguf", gguf},
+                                       {"jinja_template", jinja_template},   {"chat_request", chat_request}};
   return all;
 }
 
