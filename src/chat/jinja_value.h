@@ -29,8 +29,10 @@ class Object {
   const Value* find(std::string_view key) const;
   // Replaces the value of an existing key in place, else appends the key.
   void set(const std::string& key, Value value);
-  size_t size() const { return entries_.size(); }
-  bool empty() const { return entries_.empty(); }
+  // Defined below Value: the vector's size needs the complete type (clang with libstdc++
+  // instantiates it here, where gcc waits).
+  size_t size() const;
+  bool empty() const;
   const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
 
  private:
@@ -122,6 +124,9 @@ class Value {
                std::shared_ptr<const Object>, std::shared_ptr<Namespace>, std::shared_ptr<const Callable>>
       v_;
 };
+
+inline size_t Object::size() const { return entries_.size(); }
+inline bool Object::empty() const { return entries_.empty(); }
 
 // Names of types as messages use them: "undefined", "none", "boolean", "integer", "float",
 // "string", "list", "dict", "namespace", "callable".
