@@ -233,7 +233,7 @@ void ModelConfig::validate() const {
 void ModelConfig::validate_hybrid() const {
   require(layer_types.empty() || static_cast<int64_t>(layer_types.size()) == n_layers, "layer_types",
           cat("has ", layer_types.size(), " entries for n_layers ", n_layers));
-  require(sliding_window >= 0 && sliding_window <= kMaxLayers * 1024, "sliding_window",
+  require(sliding_window >= 0 && sliding_window <= (int64_t{1} << 30), "sliding_window",
           cat("must be in 0..2^30, got ", sliding_window));
   require(sliding_layers() == 0 || sliding_window >= 1, "sliding_window",
           "must be at least 1: layer_types has sliding_attention layers");
