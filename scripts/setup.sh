@@ -6,7 +6,9 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(cmake ninja-build g++ pkg-config libdnnl-dev nlohmann-json3-dev libcli11-dev libgtest-dev
           libgmock-dev libsentencepiece-dev gnuplot-nox libopenmpi-dev openmpi-bin libpcre2-dev libicu-dev
-          libcpp-httplib-dev pybind11-dev python3-dev python3-numpy)
+          libcpp-httplib-dev pybind11-dev python3-dev python3-numpy
+          # The wheel of the Python package, offline (docs/python.md, "Install"; setup.py).
+          python3-venv python3-pip python3-setuptools python3-wheel python3-build)
 # The PyTorch reference is needed by the tests only.
 if [[ "${GATEDLM_WITH_TEST_DEPS:-0}" == 1 ]]; then
   PACKAGES+=(python3-torch python3-numpy qemu-user python3-pytest python3-matplotlib)
