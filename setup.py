@@ -53,8 +53,11 @@ class CMakeBuild(build_ext):
         if os.environ.get("GATEDLM_SKIP_BUILD") != "1":
             if not os.path.isfile(os.path.join(build_dir, "CMakeCache.txt")):
                 generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+                # An sdist (MANIFEST.in) has no tests/; a checkout keeps them, for scripts/test.sh.
+                tests = os.path.isfile(os.path.join(ROOT, "tests", "CMakeLists.txt"))
                 self.run_cmake(["cmake", "-S", ROOT, "-B", build_dir, *generator, "-DCMAKE_BUILD_TYPE=Release",
-                                f"-DPython_EXECUTABLE={base_interpreter()}"])
+                                f"-DPython_EXECUTABLE={base_interpreter()}",
+                                f"-DGATEDLM_BUILD_TESTS={'ON' if tests else 'OFF'}"])
             self.run_cmake(["cmake", "--build", build_dir, "--target", "gatedlm_python",
                             "-j", str(os.cpu_count() or 1)])
         suffix = sysconfig.get_config_var("EXT_SUFFIX")
