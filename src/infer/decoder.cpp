@@ -129,16 +129,9 @@ void Decoder::attend(const model::AttentionCall<float>& call) {
   int64_t waves = 0;
   for (size_t ch = 0; ch < chunk_first_.size(); ++ch) {
     const int64_t first = chunk_first_[ch], len = chunk_len_[ch], slot = chunk_slot_[ch];
-    if (row_pos_[first] == 0 && len > 1 && len <= g.capacity) {
+    if (len > 1 && (row_pos_[first] == 0 ? len <= g.capacity : !g.streaming())) {
       for (int64_t r = first; r < first + len; ++r) store(r);
-      const kernels::AttentionShape as{1, len, c.n_heads, c.n_kv_heads, D, scale, 0, softpick};
-      lse_.resize(static_cast<size_t>(len * c.n_heads));
-      kernels::attention_forward(call.out + first * qd, lse_.data(), call.q + first * qd, cache.keys(l, slot),
-                                 cache.values(l, slot), as, call.gate_score ? call.gate_score + first * qd : nullptr,
-                                 call.gated_out ? call.gated_out + first * qd : nullptr);
-      if (call.sinks)
-        kernels::attention_sinks_forward(call.out + first * qd, call.gated_out ? call.gated_out + first * qd : nullptr,
-                                         lse_.data(), call.sinks, as);
+      fused_rows(call, cache, l, slot, first, len);
     } else {
       waved.push_back(ch);
       waves = std::max(waves, len);
@@ -185,6 +178,86 @@ void Decoder::attend(const model::AttentionCall<float>& call) {
     }
     kernels::attention_decode<float>(queries, ds);
   }
+}
+
+// The fused kernel for rows [first, first + len) of the step, one chunk of `slot` whose
+// keys and values are stored. A chunk that continues its slot (positions pos.. > 0) runs it
+// over all rows [0, pos + len) of the slot with zero queries before pos, outputs discarded:
+// the kernel's row t depends on its query and keys 0..t alone, in blocks fixed from row 0,
+// so the rows get the bits of the whole prompt run in one go (what prefix reuse needs,
+// prefix_cache.h), at the price of attention for the earlier rows.
+void Decoder::fused_rows(const model::AttentionCall<float>& call, KvCache& cache, int64_t l, int64_t slot,
+                         int64_t first, int64_t len) {
+  const model::ModelConfig& c = model_.config();
+  const int64_t qd = c.q_dim(), pos = row_pos_[first], end = pos + len;
+  const float* q = call.q + first * qd;
+  float* out = call.out + first * qd;
+  const float* gate = call.gate_score ? call.gate_score + first * qd : nullptr;
+  float* gated = call.gated_out ? call.gated_out + first * qd : nullptr;
+  if (pos > 0) {  // pad_: [4 (queries, outputs, gate scores, gated outputs), end, qd]
+    pad_.assign(static_cast<size_t>((gate ? 4 : 2) * end * qd), 0.0f);
+    float* pq = pad_.data();
+    std::copy_n(q, len * qd, pq + pos * qd);
+    q = pq;
+    out = pq + end * qd;
+    if (gate) {
+      std::copy_n(gate, len * qd, pq + (2 * end + pos) * qd);
+      gate = pq + 2 * end * qd;
+      gated = gated ? pq + 3 * end * qd : nullptr;
+    }
+  }
+  const bool softpick = c.attention_normalizer == model::AttentionNormalizer::softpick;
+  const kernels::AttentionShape as{1, end, c.n_heads, c.n_kv_heads, c.head_dim,
+                                   1.0 / std::sqrt(static_cast<double>(c.head_dim)), 0, softpick};
+  lse_.resize(static_cast<size_t>(end * c.n_heads));
+  kernels::attention_forward(out, lse_.data(), q, cache.keys(l, slot), cache.values(l, slot), as, gate, gated);
+  if (call.sinks) kernels::attention_sinks_forward(out, gated, lse_.data(), call.sinks, as);
+  if (pos > 0) {
+    std::copy_n(out + pos * qd, len * qd, call.out + first * qd);
+    if (gated) std::copy_n(gated + pos * qd, len * qd, call.gated_out + first * qd);
+  }
+}
+
+std::string Decoder::prefix_reuse_refusal() const {
+  if (cache().geometry().streaming()) return "a streaming window (--window) keeps no rows to restore";
+  if (caches_.size() > 1) return "sliding-window layers keep a ring of rows that is not saved";
+  return "";
+}
+
+int64_t Decoder::kv_floats_per_token() const {
+  const CacheGeometry& g = cache().geometry();
+  return 2 * g.n_layers * g.row_width();
+}
+
+std::vector<float> Decoder::save_rows(int64_t slot, int64_t tokens) const {
+  const KvCache& kv = cache();
+  const int64_t width = kv.geometry().row_width(), block = tokens * width;
+  if (tokens > length_[slot]) fail("decoder: slot ", slot, " holds ", length_[slot], " tokens, not ", tokens);
+  std::vector<float> out(static_cast<size_t>(kv_floats_per_token() * tokens));
+  for (int64_t l = 0; l < kv.geometry().n_layers; ++l) {
+    std::copy_n(kv.keys(l, slot), block, out.data() + 2 * l * block);
+    std::copy_n(kv.values(l, slot), block, out.data() + (2 * l + 1) * block);
+  }
+  return out;
+}
+
+std::vector<float> Decoder::save_recurrent(int64_t slot) const {
+  std::vector<float> out(static_cast<size_t>(recurrent_floats()));
+  recurrent_.save(slot, out.data());
+  return out;
+}
+
+void Decoder::restore(int64_t slot, int64_t tokens, const float* kv, int64_t kv_rows, const float* snapshot) {
+  KvCache& cache = caches_.front();
+  const int64_t width = cache.geometry().row_width();
+  if (!prefix_reuse_refusal().empty() || tokens > kv_rows || tokens >= capacity())
+    fail("decoder: cannot restore ", tokens, " tokens into slot ", slot);
+  for (int64_t l = 0; l < cache.geometry().n_layers; ++l) {
+    std::copy_n(kv + 2 * l * kv_rows * width, tokens * width, cache.keys(l, slot));
+    std::copy_n(kv + (2 * l + 1) * kv_rows * width, tokens * width, cache.values(l, slot));
+  }
+  if (recurrent_floats() > 0) recurrent_.load(slot, snapshot);
+  length_[slot] = tokens;
 }
 
 }  // namespace gatedlm::infer

@@ -5,12 +5,15 @@
 // the kv_cache kinds (W rows for a kind with a kv_window W), a RecurrentState for the
 // recurrent ones, nothing for the others.
 //
-// A step takes chunks (slot, tokens): a chunk continues its slot's sequence. A chunk
-// that starts an empty slot with several tokens (a prompt) runs the fused attention
-// kernel of training over its rows; every other row (decode, or a streaming window that
-// wraps) runs the decode attention over the cache.
+// A step takes chunks (slot, tokens): a chunk continues its slot's sequence. A chunk of
+// several tokens (a prompt, or the rest of one) runs the fused attention kernel of training
+// over its rows; every other row (decode, or a streaming window that wraps) runs the decode
+// attention over the cache. A chunk that continues a slot in a full cache runs the fused
+// kernel over all the slot's rows, earlier queries zero: its rows get the bits of the
+// prompt run in one go, which lets serve restore a cached prefix exactly (prefix_cache.h).
 #include <cstdint>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -60,8 +63,23 @@ class Decoder {
   // next step.
   const float* step(std::span<const Chunk> chunks, bool all_rows = false);
 
+  // Prefix reuse (prefix_cache.h). Why a slot's state cannot be saved and restored ("" when
+  // it can): the rings of a streaming window or of sliding-window layers are not kept.
+  std::string prefix_reuse_refusal() const;
+  // K and V floats of one token over the full-cache layers; floats of a recurrent snapshot.
+  int64_t kv_floats_per_token() const;
+  int64_t recurrent_floats() const { return recurrent_.floats_per_slot(); }
+  // The slot's KV rows [0, tokens) as [layers, 2 (K, V), tokens, row width]; its recurrent state.
+  std::vector<float> save_rows(int64_t slot, int64_t tokens) const;
+  std::vector<float> save_recurrent(int64_t slot) const;
+  // Starts a slot at `tokens` tokens: rows [0, tokens) from kv ([layers, 2, kv_rows, row
+  // width]) and, for a hybrid, the recurrent state from snapshot.
+  void restore(int64_t slot, int64_t tokens, const float* kv, int64_t kv_rows, const float* snapshot);
+
  private:
   void attend(const model::AttentionCall<float>& call);
+  void fused_rows(const model::AttentionCall<float>& call, KvCache& cache, int64_t layer, int64_t slot,
+                  int64_t first, int64_t len);
 
   model::Model<float>& model_;
   void make_caches(const DecoderOptions& options);
@@ -81,6 +99,7 @@ class Decoder {
   std::vector<int32_t> row_pos_;
   std::vector<int64_t> chunk_first_, chunk_len_, chunk_slot_;
   std::vector<float> lse_, sink_keys_;
+  std::vector<float> pad_;  // fused_rows of a continuing chunk: queries, outputs, gate scores, gated outputs
 };
 
 }  // namespace gatedlm::infer

@@ -42,6 +42,8 @@ class KvCache {
 
   float* keys(int64_t layer, int64_t slot) { return k_.data() + offset(layer, slot); }
   float* values(int64_t layer, int64_t slot) { return v_.data() + offset(layer, slot); }
+  const float* keys(int64_t layer, int64_t slot) const { return k_.data() + offset(layer, slot); }
+  const float* values(int64_t layer, int64_t slot) const { return v_.data() + offset(layer, slot); }
 
  private:
   int64_t offset(int64_t layer, int64_t slot) const { return (layer * g_.slots + slot) * g_.capacity * g_.row_width(); }

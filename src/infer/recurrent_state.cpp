@@ -1,5 +1,7 @@
 #include "infer/recurrent_state.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "model/layer_kinds.h"
 
@@ -21,6 +23,20 @@ model::DeltaNetState<float> RecurrentState::of(int64_t layer, int64_t slot) {
     fail("recurrent state: no linear layer ", layer, " / slot ", slot);
   const int64_t cell = index_[layer] * slots_ + slot;
   return {conv_.data() + cell * conv_size_, delta_.data() + cell * delta_size_};
+}
+
+void RecurrentState::save(int64_t slot, float* out) const {
+  for (int64_t i = 0; i < linear_layers_; ++i, out += conv_size_)
+    std::copy_n(conv_.data() + (i * slots_ + slot) * conv_size_, conv_size_, out);
+  for (int64_t i = 0; i < linear_layers_; ++i, out += delta_size_)
+    std::copy_n(delta_.data() + (i * slots_ + slot) * delta_size_, delta_size_, out);
+}
+
+void RecurrentState::load(int64_t slot, const float* in) {
+  for (int64_t i = 0; i < linear_layers_; ++i, in += conv_size_)
+    std::copy_n(in, conv_size_, conv_.data() + (i * slots_ + slot) * conv_size_);
+  for (int64_t i = 0; i < linear_layers_; ++i, in += delta_size_)
+    std::copy_n(in, delta_size_, delta_.data() + (i * slots_ + slot) * delta_size_);
 }
 
 }  // namespace gatedlm::infer

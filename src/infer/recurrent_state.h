@@ -21,6 +21,10 @@ class RecurrentState {
   model::DeltaNetState<float> of(int64_t layer, int64_t slot);
   // Floats per slot over all linear layers.
   int64_t floats_per_slot() const { return linear_layers_ * (conv_size_ + delta_size_); }
+  // A slot's whole state, floats_per_slot() floats (every layer's conv tail, then every
+  // layer's delta state): a prefix cache snapshot (prefix_cache.h).
+  void save(int64_t slot, float* out) const;
+  void load(int64_t slot, const float* in);
 
  private:
   std::vector<int64_t> index_;  // [n_layers] position among the linear layers, -1 for softmax layers

@@ -16,8 +16,19 @@ Scheduler::Scheduler(model::Model<float>& model, const SchedulerOptions& o)
     : decoder_(model, {.slots = o.max_batch,
                        .capacity = o.context > 0 ? o.context : model.config().max_seq_len,
                        .packed_weights = o.packed_weights}),
+      fed_(o.max_batch, 0), piece_end_(o.max_batch, 0),
       context_(decoder_.capacity()), max_queue_(o.max_queue), slots_(o.max_batch) {
   if (o.max_queue < 0) fail("--max-queue must not be negative");
+  if (o.prefix_cache_bytes < 0) fail("--prefix-cache-bytes must not be negative, got ", o.prefix_cache_bytes);
+  const std::string refusal = decoder_.prefix_reuse_refusal();
+  if (o.prefix_cache_bytes == 0) {
+    prefix_status_ = "off";
+  } else if (!refusal.empty()) {
+    prefix_status_ = "off (" + refusal + ")";
+  } else {
+    prefix_ = std::make_unique<PrefixReuse>(decoder_, o.prefix_cache_bytes);
+    prefix_status_ = std::to_string(o.prefix_cache_bytes) + " bytes";
+  }
   worker_ = std::thread([this] { run(); });
 }
 
@@ -64,6 +75,29 @@ void Scheduler::finish(int64_t slot, const std::string& error) {
   r->cv.notify_all();
 }
 
+// The request takes the slot, from the longest cached prefix of its prompt.
+void Scheduler::admit(int64_t slot, std::shared_ptr<Request> r) {
+  if (prefix_) {
+    fed_[slot] = prefix_->restore(slot, r->gen.prompt());
+  } else {
+    decoder_.reset(slot);
+    fed_[slot] = 0;
+  }
+  r->cached_tokens_ = fed_[slot];
+  slots_[slot] = std::move(r);
+  ++active_count_;
+}
+
+// The slot's tokens for this step: the prompt's next piece (up to where the prefix cache
+// takes a snapshot), then one token at a time.
+std::span<const int32_t> Scheduler::next_chunk(int64_t slot) {
+  const std::vector<int32_t>& prompt = slots_[slot]->gen.prompt();
+  const int64_t n = static_cast<int64_t>(prompt.size()), from = fed_[slot];
+  if (from >= n) return slots_[slot]->gen.pending();
+  piece_end_[slot] = prefix_ ? prefix_->piece_end(from, n) : n;
+  return std::span<const int32_t>(prompt).subspan(from, piece_end_[slot] - from);
+}
+
 void Scheduler::run() {
   const int64_t V = decoder_.config().vocab_size;
   std::vector<int64_t> order;
@@ -73,10 +107,8 @@ void Scheduler::run() {
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || active_count_ > 0; });
       for (int64_t s = 0; s < static_cast<int64_t>(slots_.size()) && !queue_.empty(); ++s)
         if (!slots_[s]) {
-          slots_[s] = std::move(queue_.front());
+          admit(s, std::move(queue_.front()));
           queue_.pop_front();
-          decoder_.reset(s);
-          ++active_count_;
         }
       if (stopping_ && queue_.empty() && active_count_ == 0) return;
     }
@@ -88,7 +120,7 @@ void Scheduler::run() {
         finish(s, "cancelled");
         continue;
       }
-      chunks.push_back({s, slots_[s]->gen.pending()});
+      chunks.push_back({s, next_chunk(s)});
       order.push_back(s);
     }
     if (chunks.empty()) continue;
@@ -101,6 +133,12 @@ void Scheduler::run() {
     }
     for (size_t i = 0; i < order.size(); ++i) {
       Request& r = *slots_[order[i]];
+      const int64_t n = static_cast<int64_t>(r.gen.prompt().size()), s = order[i];
+      if (fed_[s] < n) {  // a piece of the prompt: save the state where the cache wants it
+        fed_[s] = piece_end_[s];
+        if (prefix_) prefix_->fed(s, r.gen.prompt(), fed_[s]);
+        if (fed_[s] < n) continue;  // no token to sample yet
+      }
       std::string text;
       try {
         text = r.gen.accept(std::span<const float>(logits + i * V, V));

@@ -3,7 +3,9 @@
 // Decoder at the next step, and decode together (a new request's prompt runs in the
 // same forward as the others' decode tokens). One worker thread owns the model; other
 // threads submit requests and read their text as it comes. Each request has its own
-// seeded sampler, so its text does not depend on what else is running.
+// seeded sampler, so its text does not depend on what else is running. With a prefix cache
+// (prefix_reuse.h) a request starts from the longest cached prefix of its prompt and runs
+// the rest, in pieces where snapshots are taken; its tokens are those it gets without.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -17,6 +19,7 @@
 
 #include "infer/decoder.h"
 #include "infer/generation.h"
+#include "infer/prefix_reuse.h"
 
 namespace gatedlm::infer {
 
@@ -37,6 +40,8 @@ class Request {
   FinishReason finish_reason() const { return gen.finish_reason(); }
   int64_t prompt_tokens() const { return static_cast<int64_t>(gen.prompt().size()); }
   int64_t completion_tokens() const { return static_cast<int64_t>(gen.generated().size()); }
+  // Prompt tokens restored from the prefix cache instead of computed.
+  int64_t cached_tokens() const { return cached_tokens_; }
   const std::string& error() const { return error_; }
 
  private:
@@ -48,6 +53,7 @@ class Request {
   std::string text_;  // produced, not yet taken
   bool done_ = false;
   std::string error_;
+  int64_t cached_tokens_ = 0;  // set by the worker when the request takes a slot
 };
 
 struct SchedulerOptions {
@@ -55,6 +61,7 @@ struct SchedulerOptions {
   int64_t max_queue = 64;  // requests waiting for a slot
   int64_t context = 0;     // tokens per sequence (prompt + generated); 0 = the model's max_seq_len
   bool packed_weights = true;  // DecoderOptions::packed_weights
+  int64_t prefix_cache_bytes = 0;  // the prefix cache's budget (prefix_reuse.h); 0: none
 };
 
 class Scheduler {
@@ -70,12 +77,19 @@ class Scheduler {
   void drain();
   int64_t active() const { return active_count_; }
   int64_t queued() const;
+  // "off", or the prefix cache's budget, or why the model cannot have one.
+  std::string prefix_cache_status() const { return prefix_status_; }
 
  private:
   void run();
   void finish(int64_t slot, const std::string& error = "");
+  void admit(int64_t slot, std::shared_ptr<Request> r);
+  std::span<const int32_t> next_chunk(int64_t slot);
 
   Decoder decoder_;
+  std::unique_ptr<PrefixReuse> prefix_;  // null: no prefix cache
+  std::string prefix_status_;
+  std::vector<int64_t> fed_, piece_end_;  // [slots] prompt tokens in the decoder; end of the piece in this step
   int64_t context_, max_queue_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
