@@ -10,6 +10,7 @@
 
 #include "analysis/analyze.h"
 #include "common.h"
+#include "hooks.h"
 #include "eval/score.h"
 
 namespace gatedlm::python {
@@ -158,9 +159,10 @@ py::dict forward(const PyModel& self, const py::handle& ids, const std::vector<s
   return out;
 }
 
-py::dict score(const PyModel& self, const py::handle& ids) {
+py::dict score(const PyModel& self, const py::handle& ids, const py::object& hooks) {
   const std::shared_ptr<ModelHandle> h = self.handle();
   const model::ModelConfig& c = h->model.config();
+  PyHooks py_hooks(c, hooks);
   const auto sequences = token_sequences(ids, c.vocab_size, "Model.score");
   for (const auto& s : sequences)
     if (static_cast<int64_t>(s.size()) < 2 || static_cast<int64_t>(s.size()) > c.max_seq_len)
@@ -170,6 +172,7 @@ py::dict score(const PyModel& self, const py::handle& ids) {
   {
     ReleaseGil release;
     const std::lock_guard lock(h->mutex);
+    const HooksScope scope(h->model, &py_hooks);
     r = eval::score_sequences(h->model, sequences, "the ids given", self.source().empty() ? "(in memory)" : self.source());
   }
   py::dict out;
@@ -241,10 +244,11 @@ each tensor named in `capture`, per layer, copied out of this forward:
 A hybrid model's linear-attention layers have no attention, SDPA output or gate: their
 entries in those captures are NaN.
 )")
-      .def("score", &score, py::arg("ids"),
+      .def("score", &score, py::arg("ids"), py::arg("hooks") = py::none(),
            R"(Next-token cross-entropy, as `gatedlm score --json --logprobs`: each sequence on its own
 (a 1-D sequence, a 2-D array, or a list of sequences of any lengths >= 2). Returns
-{"tokens", "mean_loss" (nats), "logprobs" (per sequence, log p of each next token)}.)")
+{"tokens", "mean_loss" (nats), "logprobs" (per sequence, log p of each next token)}.
+hooks: {name: fn} as in run_with_hooks, acting in every forward of the scoring.)")
       .def("analyze", &analyze, py::arg("text_or_ids"), py::arg("tokenizer") = py::none(), py::kw_only(),
            py::arg("sequences") = 16, py::arg("seq_len") = 0, py::arg("seed") = 0,
            py::arg("map_layers") = std::vector<int64_t>{}, py::arg("map_size") = 64,

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "common.h"
+#include "hooks.h"
 #include "io/checkpoint.h"
 #include "io/model_loader.h"
 #include "model/init.h"
@@ -88,6 +89,7 @@ close() (or a with-block) frees the model; views from params() keep its weights 
   bind_model_constructors(cls);
   bind_model_accessors(cls);
   bind_forward(cls);
+  bind_hooks(cls);
   bind_generate(m, cls);
 }
 

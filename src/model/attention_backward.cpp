@@ -2,6 +2,7 @@
 // The parts hand each other pointers into the State's scratch buffers, which every layer
 // reuses; backward() ends with d loss / d h in s.dh.
 #include <cmath>
+#include <vector>
 
 #include "kernels/activations.h"
 #include "kernels/attention.h"
@@ -74,8 +75,21 @@ BackwardNames<T> backward_names(const MixerPass<T>& p) {
 template <typename T>
 void AttentionMixer<T>::backward(const MixerPass<T>& p, const T* d_branch) const {
   const T* dy = outputs_backward(p, d_branch);
+  report_z_gradient(p, dy);
   sdpa_backward(p, dy);
   inputs_backward(p);
+}
+
+// hook_z's gradient: dy, or with the epilogue gate (dy = d loss / d Y') dy * score.
+template <typename T>
+void AttentionMixer<T>::report_z_gradient(const MixerPass<T>& p, const T* dy) const {
+  const HookCaller<T>& hooks = p.s.hooks;
+  if (!hooks.hooks || !hooks.hooks->wants_gradient({p.layer, HookPoint::attn_z})) return;
+  const int64_t size = p.s.n * p.c.q_dim();
+  std::vector<T> dz(dy, dy + size);
+  if (gate_in_attention_epilogue(p.c))
+    for (int64_t i = 0; i < size; ++i) dz[i] *= p.a.gate_score[i];
+  hooks.gradient(p.layer, HookPoint::attn_z, dz.data(), {p.c.n_heads, p.c.head_dim});
 }
 
 // The branch after SDPA: branch = gate_dense(o0), o0 = y_final W_o^T, y_final =
@@ -147,6 +161,10 @@ void AttentionMixer<T>::sdpa_backward(const MixerPass<T>& p, const T* dy) const 
   if (p.w.sinks)
     k::attention_sinks_backward(p.g->sinks, dy, epilogue_gate ? a.gate_score.data() : nullptr, a.y0.data(),
                                 a.lse.data(), p.w.sinks, as);
+  // Gradients at the roped q and k and at v_in, before RoPE is undone below (hooks.h).
+  s.hooks.gradient(p.layer, HookPoint::attn_q, s.dq2.data(), {c.n_heads, c.head_dim});
+  s.hooks.gradient(p.layer, HookPoint::attn_k, s.dk0.data(), {c.n_kv_heads, c.head_dim});
+  s.hooks.gradient(p.layer, HookPoint::attn_v, s.dv0.data(), {c.n_kv_heads, c.head_dim});
   if (epilogue_gate && !dpre_in_kernel)
     gate_scores_backward(gg.dpre, gg.ld, s.dscore.data(), gg.pre, gs.gate_out, a.gate_score.data(), n, gs);
   if (c.rope_dims > 0) {
@@ -212,5 +230,7 @@ template void AttentionMixer<float>::backward(const MixerPass<float>&, const flo
 template void AttentionMixer<double>::backward(const MixerPass<double>&, const double*) const;
 template void AttentionMixer<float>::sdpa_backward(const MixerPass<float>&, const float*) const;
 template void AttentionMixer<double>::sdpa_backward(const MixerPass<double>&, const double*) const;
+template void AttentionMixer<float>::report_z_gradient(const MixerPass<float>&, const float*) const;
+template void AttentionMixer<double>::report_z_gradient(const MixerPass<double>&, const double*) const;
 
 }  // namespace gatedlm::model

@@ -33,11 +33,16 @@ void Model<T>::block_backward(int64_t l) {
   State& s = *s_;
   const LayerWeights<T>& w = w_.layers[l];
   const LayerActivations<T>& a = s.layers[l];
+  const int64_t d = c.d_model;
+  s.hooks.gradient(l, HookPoint::resid_post, s.dres.data(), {d});
   ffn_backward(l);
+  s.hooks.gradient(l, HookPoint::resid_mid, s.dres.data(), {d});
   const T* d_branch = branch_output_backward(l, a.branch);
+  s.hooks.gradient(l, HookPoint::attn_out, d_branch, {d});
   mixers_[l]->backward(mixer_pass(l, nullptr, /*for_backward=*/true), d_branch);
   k::rmsnorm_backward(s.dres.data(), g_.layers[l].input_norm, s.dh.data(), s.resid[l].data(), w.input_norm,
-                      a.rstd_attn.data(), s.n, c.d_model);
+                      a.rstd_attn.data(), s.n, d);
+  s.hooks.gradient(l, HookPoint::resid_pre, s.dres.data(), {d});
 }
 
 // The end of the token mixer's branch (mid = x + clip(sandwich(branch))): returns
@@ -78,6 +83,7 @@ void Model<T>::ffn_backward(int64_t l) {
                         n, d);
     df = s.db.data();
   }
+  s.hooks.gradient(l, HookPoint::mlp_out, df, {d});
   T* dh = s.dh.data();
   if (MoeBlock<T>* moe = s.moe[l].get()) {
     int64_t index = 0;  // among the MoE layers
@@ -85,11 +91,13 @@ void Model<T>::ffn_backward(int64_t l) {
     // d loss / d P_i = lb_coef / layers * E * f_i (the loss is the mean over MoE layers).
     const double layers = static_cast<double>(c.moe.moe_layers(c.n_layers));
     std::vector<double> lb_weight = balance_shares(index);
-    for (double& v : lb_weight) v *= c.moe.lb_coef / layers * static_cast<double>(c.moe.n_experts);
+    // A seeded backward (backward_from_logits) is the gradient of the seed alone.
+    const double aux = s.seeded_logits ? 0.0 : 1.0;
+    for (double& v : lb_weight) v *= aux * c.moe.lb_coef / layers * static_cast<double>(c.moe.n_experts);
     moe->backward(dh, MoeGrads<T>{g.moe_router, g.moe_experts, g.moe_shared, g.moe_shared_down, g.moe_shared_gate},
                   df, a.h2.data(),
                   MoeWeights<T>{w.moe_router, w.moe_experts, w.moe_shared, w.moe_shared_down, w.moe_shared_gate},
-                  lb_weight, c.moe.z_coef / layers);
+                  lb_weight, aux * c.moe.z_coef / layers);
   } else {
     k::linear_backward(s.dfa.data(), g.w_down, df, a.fa.data(), w.w_down.values, n, f, d, /*accumulate_dx=*/false);
     k::swiglu_backward(s.dfgu.data(), s.dfa.data(), a.fgu.data(), n, f);

@@ -37,11 +37,18 @@ void Model<T>::block_forward(int64_t l, const AttentionFn<T>* attend) {
   const ModelConfig& c = config_;
   State& s = *s_;
   LayerActivations<T>& a = s.layers[l];
-  k::rmsnorm_forward(a.h.data(), a.rstd_attn.data(), s.resid[l].data(), w_.layers[l].input_norm, s.n, c.d_model,
+  const HookCaller<T>& hooks = s.hooks;  // activation hooks (hooks.h): no-ops unless set
+  const int64_t d = c.d_model;
+  hooks.forward(l, HookPoint::resid_pre, s.resid[l].data(), {d});
+  k::rmsnorm_forward(a.h.data(), a.rstd_attn.data(), s.resid[l].data(), w_.layers[l].input_norm, s.n, d,
                      c.norm_eps);
   a.branch = mixers_[l]->forward(mixer_pass(l, attend, /*for_backward=*/false));
+  // The branch lies in one of the layer's own buffers (a.o0, a.gated): a hook may change it.
+  hooks.forward(l, HookPoint::attn_out, const_cast<T*>(a.branch), {d});
   branch_output_forward(l, a.branch);
+  hooks.forward(l, HookPoint::resid_mid, a.mid.data(), {d});
   ffn_forward(l);
+  hooks.forward(l, HookPoint::resid_post, s.resid[l + 1].data(), {d});
 }
 
 // The end of the token mixer's branch [n, d]: the sandwich norm, and mid = resid[l] + clip(branch).
@@ -75,9 +82,12 @@ void Model<T>::ffn_forward(int64_t l) {
                  s.for_backward);
   } else {
     k::linear_forward(a.fgu.data(), a.h2.data(), w.w_gate, n, d, 2 * f);  // gate_proj | up_proj
+    s.hooks.forward(l, HookPoint::mlp_pre, a.fgu.data(), {2 * f});
     k::swiglu_forward(a.fa.data(), a.fgu.data(), n, f);
+    s.hooks.forward(l, HookPoint::mlp_post, a.fa.data(), {f});
     k::linear_forward(a.f0.data(), a.fa.data(), w.w_down, n, f, d);
   }
+  s.hooks.forward(l, HookPoint::mlp_out, a.f0.data(), {d});
   const T* fo = a.f0.data();
   if (c.sandwich_norm) {
     k::rmsnorm_forward(a.f1.data(), a.rstd_f.data(), fo, w.ffn_branch_norm, n, d, c.norm_eps);

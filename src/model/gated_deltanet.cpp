@@ -152,7 +152,8 @@ k::DeltaRuleShape rule_shape(int64_t batch, int64_t seq, const LinearAttentionCo
 
 template <typename T>
 void deltanet_forward(T* out, const T* h, int64_t batch, int64_t seq, const DeltaNetShape& s,
-                      const DeltaNetWeights<T>& w, DeltaNetActivations<T>& a, DeltaNetTimes* times) {
+                      const DeltaNetWeights<T>& w, DeltaNetActivations<T>& a, DeltaNetTimes* times,
+                      const HookCaller<T>& hooks, int64_t layer) {
   const LinearAttentionConfig& la = s.la;
   const int64_t n = batch * seq, ld = la.in_width();
   PartClock clock(times);
@@ -164,11 +165,19 @@ void deltanet_forward(T* out, const T* h, int64_t batch, int64_t seq, const Delt
     conv_forward(a.conv_pre.data() + b * seq * la.conv_dim(), a.proj.data() + b * seq * ld, ld, seq, taps,
                  static_cast<const T*>(nullptr), la);
   mix_inputs(a, n, w, la);
+  hooks.forward(layer, HookPoint::lin_beta, a.beta.data(), {la.n_v_heads});
+  hooks.forward(layer, HookPoint::lin_decay, a.g.data(), {la.n_v_heads});
+  hooks.forward(layer, HookPoint::lin_out_gate, a.z_gate.data(), {la.n_v_heads, la.v_head_dim});
   clock.charge(&DeltaNetTimes::elementwise);
   const k::DeltaRuleInputs<T> in{a.q.data(), a.k.data(), a.v.data(), a.g.data(), a.beta.data(), nullptr};
   const k::DeltaRuleShape shape = rule_shape<T>(batch, seq, la);
   a.chunk_states.resize(static_cast<size_t>(k::delta_rule_chunk_states_size(shape, kChunk)));
-  k::delta_rule_chunked_forward<T>(a.o.data(), nullptr, in, shape, kChunk, a.chunk_states.data());
+  std::vector<T> last_state;  // [batch, n_v, d_k, d_v], for hook_state only
+  if (hooks.wants(layer, HookPoint::lin_state)) last_state.resize(batch * delta_state_size(la));
+  k::delta_rule_chunked_forward<T>(a.o.data(), last_state.empty() ? nullptr : last_state.data(), in, shape, kChunk,
+                                   a.chunk_states.data());
+  hooks.forward_shaped(layer, HookPoint::lin_state, last_state.data(),
+                       {batch, la.n_v_heads, la.k_head_dim, la.v_head_dim});
   clock.charge(&DeltaNetTimes::delta_rule);
   gated_norm_out(out, a, n, s, w, clock);
 }
@@ -217,9 +226,11 @@ template struct DeltaNetActivations<double>;
 template struct DeltaNetScratch<float>;
 template struct DeltaNetScratch<double>;
 template void deltanet_forward<float>(float*, const float*, int64_t, int64_t, const DeltaNetShape&,
-                                      const DeltaNetWeights<float>&, DeltaNetActivations<float>&, DeltaNetTimes*);
+                                      const DeltaNetWeights<float>&, DeltaNetActivations<float>&, DeltaNetTimes*,
+                                      const HookCaller<float>&, int64_t);
 template void deltanet_forward<double>(double*, const double*, int64_t, int64_t, const DeltaNetShape&,
-                                       const DeltaNetWeights<double>&, DeltaNetActivations<double>&, DeltaNetTimes*);
+                                       const DeltaNetWeights<double>&, DeltaNetActivations<double>&, DeltaNetTimes*,
+                                       const HookCaller<double>&, int64_t);
 template void deltanet_forward_runs<float>(float*, const float*, int64_t, std::span<const DeltaNetRun<float>>,
                                            const DeltaNetShape&, const DeltaNetWeights<float>&,
                                            DeltaNetActivations<float>&);

@@ -25,6 +25,7 @@
 
 #include "kernels/weight.h"
 #include "model/deltanet_times.h"
+#include "model/hooks.h"
 #include "model/hybrid_config.h"
 
 namespace gatedlm::model {
@@ -97,8 +98,11 @@ struct DeltaNetRun {
 // Training-shaped forward: h [batch, seq, d] -> out [batch * seq, d]; each sequence from a
 // zero state. Fills a (sized by it). times (null: not timed) accumulates the parts' seconds.
 template <typename T>
+// hooks: the activation hooks of layer `layer` (hooks.h: hook_beta, hook_decay, hook_out_gate
+// may change their tensors; hook_state reads the state after each sequence's last token).
 void deltanet_forward(T* out, const T* h, int64_t batch, int64_t seq, const DeltaNetShape& s,
-                      const DeltaNetWeights<T>& w, DeltaNetActivations<T>& a, DeltaNetTimes* times = nullptr);
+                      const DeltaNetWeights<T>& w, DeltaNetActivations<T>& a, DeltaNetTimes* times = nullptr,
+                      const HookCaller<T>& hooks = {}, int64_t layer = -1);
 
 // Incremental forward of n rows h [n, d] in runs (every row in exactly one run), each run
 // continuing and updating its state. out [n, d].

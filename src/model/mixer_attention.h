@@ -31,6 +31,10 @@ class AttentionMixer : public Mixer<T> {
   // Y = softmax(q k^T / sqrt(D)) v into a.y0 (with the G1 multiply gate in the kernel's
   // epilogue: Y' into a.gated), over a.qr, a.kr and v_in; in decode, the caller's attention.
   virtual void sdpa_forward(const MixerPass<T>& p, const T* v_in) const;
+  // hook_pattern after a training-shaped SDPA (attention_forward.cpp).
+  void hook_pattern(const MixerPass<T>& p, const T* v_in) const;
+  // hook_z's gradient from outputs_backward's dy (attention_backward.cpp).
+  void report_z_gradient(const MixerPass<T>& p, const T* dy) const;
   // From dy (d loss / d Y, or d Y' with the epilogue gate): s.dq2, s.dk0 (RoPE undone) and s.dv0.
   virtual void sdpa_backward(const MixerPass<T>& p, const T* dy) const;
   // The keys a query sees in the training-shaped kernels: the last window() (0: all); in

@@ -87,7 +87,7 @@ const T* DeltaNetMixer<T>::forward(const MixerPass<T>& p) const {
   LayerActivations<T>& a = p.a;
   if (s.positions.empty()) {
     deltanet_forward(a.o0.data(), a.h.data(), s.batch, s.seq, deltanet_shape(p.c), deltanet_weights(p.w), a.lin,
-                     &s.lin_times);
+                     &s.lin_times, s.hooks, p.layer);
   } else {
     const std::vector<DeltaNetRun<T>> runs = linear_runs(p);
     deltanet_forward_runs<T>(a.o0.data(), a.h.data(), s.n, runs, deltanet_shape(p.c), deltanet_weights(p.w), a.lin);

@@ -228,6 +228,7 @@ double Model<T>::forward(const int32_t* tokens, const int32_t* targets, int64_t 
   embed(tokens);
   for (int64_t l = 0; l < c.n_layers; ++l) block_forward(l, nullptr);
   final_logits({});
+  s.hooks.forward(-1, HookPoint::logits, s.logits.data(), {c.vocab_size});
   counted_ = 0;
   for (int32_t t : s.targets) counted_ += t >= 0;
   if (!targets || counted_ == 0) return 0.0;
@@ -246,6 +247,8 @@ void Model<T>::begin_forward(int64_t batch, int64_t seq) {
     rope_ = model_rope_table(config_, std::max(seq, config_.max_seq_len));
   s_->positions.clear();
   s_->routed_only = false;
+  s_->hooks = HookCaller<T>{hooks_, batch, seq};
+  s_->backward_refused.clear();
 }
 
 template <typename T>
@@ -361,6 +364,7 @@ void Model<T>::forward_tokens(const int32_t* tokens, const int32_t* positions, i
   if (rope_.positions <= max_pos && c.rope_dims > 0)
     rope_ = model_rope_table(c, std::max<int64_t>(2 * int64_t{max_pos} + 1, c.max_seq_len));
   s.positions.assign(positions, positions + n);
+  s.hooks = HookCaller<T>{};  // incremental passes call no hooks (hooks.h)
   s.targets.assign(n, -1);
   counted_ = 0;
   refresh_zero_centered_norms();
@@ -423,12 +427,36 @@ void Model<T>::backward() {
   if (s.n == 0 || !s.for_backward || s.routed_only)
     fail("backward called before forward (forward_tokens and route_counts keep nothing for it)");
   ensure_grads();
-  k::MatmulPrecisionScope precision(bf16_matmuls_);
-  const int64_t n = s.n, d = c.d_model;
   // d loss / d logits = (softmax - onehot) / counted targets; zero when nothing is counted.
   const T scale = counted_ ? static_cast<T>(1.0 / static_cast<double>(counted_)) : T(0);
-  k::cross_entropy_backward(s.dlogits.data(), s.logits.data(), s.losses.data(), s.targets.data(), n, c.vocab_size,
+  k::cross_entropy_backward(s.dlogits.data(), s.logits.data(), s.losses.data(), s.targets.data(), s.n, c.vocab_size,
                             scale);
+  s.seeded_logits = false;
+  backward_from_seed();
+}
+
+template <typename T>
+void Model<T>::backward_from_logits(std::span<const T> dlogits) {
+  State& s = *s_;
+  if (s.n == 0 || !s.for_backward || s.routed_only)
+    fail("backward called before forward (forward_tokens and route_counts keep nothing for it)");
+  if (static_cast<int64_t>(dlogits.size()) != s.n * config_.vocab_size)
+    fail("backward_from_logits: ", dlogits.size(), " values for ", s.n, " x ", config_.vocab_size, " logits");
+  ensure_grads();
+  std::copy(dlogits.begin(), dlogits.end(), s.dlogits.begin());
+  s.seeded_logits = true;
+  backward_from_seed();
+}
+
+// From s.dlogits back to the embedding, accumulating every gradient.
+template <typename T>
+void Model<T>::backward_from_seed() {
+  const ModelConfig& c = config_;
+  State& s = *s_;
+  if (!s.backward_refused.empty()) fail("backward: ", s.backward_refused);
+  k::MatmulPrecisionScope precision(bf16_matmuls_);
+  const int64_t n = s.n, d = c.d_model;
+  s.hooks.gradient(-1, HookPoint::logits, s.dlogits.data(), {c.vocab_size});
   // Logits -> final norm -> residual stream.
   std::vector<T>& dh = s.dh;
   zero(dh);

@@ -15,6 +15,7 @@
 #include "model/block_io.h"
 #include "model/config.h"
 #include "model/gated_deltanet.h"
+#include "model/hooks.h"
 #include "model/moe.h"
 #include "model/param_layout.h"
 
@@ -65,6 +66,13 @@ class Model {
   double forward(const int32_t* tokens, const int32_t* targets, int64_t batch, int64_t seq);
   // Accumulates into grads() the gradient of the mean loss of the last forward.
   void backward();
+  // The same for a loss whose gradient with respect to the logits of the last forward is
+  // dlogits [batch * seq, vocab] (a chosen logit: one 1); the MoE auxiliary losses add nothing.
+  void backward_from_logits(std::span<const T> dlogits);
+  // Activation hooks (hooks.h) for the training-shaped passes that follow (forward, backward,
+  // route_counts); null removes them. The caller keeps *hooks alive while they are set.
+  void set_hooks(ActivationHooks<T>* hooks) { hooks_ = hooks; }
+  ActivationHooks<T>* hooks() const { return hooks_; }
 
   // The same blocks run incrementally (infer/): n tokens of any sequences, token r at
   // RoPE position positions[r], each block's attention supplied by `attend`. Writes the
@@ -125,6 +133,7 @@ class Model {
   void ffn_forward(int64_t l);
   void block_backward(int64_t l);
   void ffn_backward(int64_t l);
+  void backward_from_seed();
 
   ModelConfig config_;
   ParamLayout layout_;
@@ -145,6 +154,7 @@ class Model {
   std::unique_ptr<State> s_;
   int64_t counted_ = 0;
   bool bf16_matmuls_ = false;
+  ActivationHooks<T>* hooks_ = nullptr;
 };
 
 }  // namespace gatedlm::model

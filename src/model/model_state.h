@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "model/gate.h"
 #include "model/gated_deltanet.h"
+#include "model/hooks.h"
 #include "model/block_io.h"
 #include "model/param_layout.h"
 #include "model/moe.h"
@@ -69,6 +71,11 @@ struct ModelState {
   SwitchHeadsScratch<T> sw_scratch;
   DeltaNetScratch<T> lin_scratch;
   DeltaNetTimes lin_times;  // the linear layers' parts, summed over layers (Model::deltanet_times)
+  // The activation hooks of this pass (hooks.h; none in forward_tokens), and why the backward
+  // of this forward is refused (a hook changed what the attention kernels saved), or "".
+  HookCaller<T> hooks;
+  std::string backward_refused;
+  bool seeded_logits = false;  // backward_from_logits: the MoE blocks' auxiliary losses add nothing
 };
 
 namespace detail {
