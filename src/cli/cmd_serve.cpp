@@ -55,6 +55,12 @@ void register_serve(CLI::App& app) {
   sub->add_option("--context", opt->serve.context, "tokens per request, prompt and completion (0: max_seq_len)")
       ->capture_default_str()
       ->check(at_least(0));
+  sub->add_option("--prefix-cache-bytes", opt->serve.prefix_cache_bytes,
+                  "memory for the prefix cache: a prompt that starts like an earlier one (a chat resending its "
+                  "history) restores that prefix's KV rows and, for hybrids, Gated DeltaNet snapshots instead of "
+                  "recomputing it; the same tokens as without; least recently used entries go first (0: off)")
+      ->capture_default_str()
+      ->check(at_least(0));
   sub->add_option("--api-key", opt->serve.api_key, "require Authorization: Bearer KEY (401 otherwise)");
   sub->add_option("--max-body-bytes", opt->serve.max_body_bytes,
                   "largest request body, as sent and as decoded from gzip, deflate or br (413 above)")

@@ -26,10 +26,12 @@ int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// usage, and the scheduler's error if there was one, added to a final answer or event.
+// usage (cached_tokens: prompt tokens restored from the prefix cache, OpenAI's field), and
+// the scheduler's error if there was one, added to a final answer or event.
 json with_usage(json j, const infer::Request& r) {
   j["usage"] = {{"prompt_tokens", r.prompt_tokens()}, {"completion_tokens", r.completion_tokens()},
-                {"total_tokens", r.prompt_tokens() + r.completion_tokens()}};
+                {"total_tokens", r.prompt_tokens() + r.completion_tokens()},
+                {"prompt_tokens_details", {{"cached_tokens", r.cached_tokens()}}}};
   if (!r.error().empty()) j["error"] = {{"message", r.error()}};
   return j;
 }

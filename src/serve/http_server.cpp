@@ -117,6 +117,7 @@ void check_options(const ServeOptions& o) {
   if (o.max_queue < 0) fail("--max-queue must not be negative, got ", o.max_queue);
   if (o.port < 0 || o.port > 65535) fail("--port must be in [0, 65535], got ", o.port);
   if (o.max_body_bytes < 1) fail("--max-body-bytes must be at least 1, got ", o.max_body_bytes);
+  if (o.prefix_cache_bytes < 0) fail("--prefix-cache-bytes must not be negative (0: no cache), got ", o.prefix_cache_bytes);
   if (o.context < 0) fail("--context must not be negative (0: the model's max_seq_len), got ", o.context);
   if (o.connections.max_connections < 1 || o.connections.max_connections > kMaxConnections)
     fail("--max-connections must be in [1, ", kMaxConnections, "] (a worker thread each), got ",
@@ -137,9 +138,9 @@ void listen_until_stopped(GuardedServer& svr, const ServeOptions& o, infer::Sche
   std::signal(SIGPIPE, SIG_IGN);
   const int port = o.port == 0 ? svr.bind_to_any_port(o.host) : (svr.bind_to_port(o.host, o.port) ? o.port : -1);
   if (port < 0) fail("serve: cannot listen on ", o.host, ":", o.port, " (in use, or not a local address)");
-  std::fprintf(stderr, "listening on http://%s:%d (max batch %lld, queue %lld, context %lld)\n", o.host.c_str(), port,
-               static_cast<long long>(o.max_batch), static_cast<long long>(o.max_queue),
-               static_cast<long long>(scheduler.context()));
+  std::fprintf(stderr, "listening on http://%s:%d (max batch %lld, queue %lld, context %lld, prefix cache %s)\n",
+               o.host.c_str(), port, static_cast<long long>(o.max_batch), static_cast<long long>(o.max_queue),
+               static_cast<long long>(scheduler.context()), scheduler.prefix_cache_status().c_str());
   std::fflush(stderr);
   std::atomic<bool> listening_done{false};
   std::thread watcher([&] {
@@ -253,7 +254,7 @@ void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const Ser
   // per-thread arenas (bench/hostile_load.py: RSS 39 -> 133 MiB, held after the load). A fixed
   // threshold sends every buffer past 256 KiB to the OS and back (peak 59 MiB).
   mallopt(M_MMAP_THRESHOLD, 256 << 10);
-  infer::Scheduler scheduler(model, {o.max_batch, o.max_queue, o.context, o.packed_weights});
+  infer::Scheduler scheduler(model, {o.max_batch, o.max_queue, o.context, o.packed_weights, o.prefix_cache_bytes});
   const int64_t context = scheduler.context();
   std::random_device entropy;
   CompletionService service(scheduler, (static_cast<uint64_t>(entropy()) << 32) ^ entropy());

@@ -44,6 +44,9 @@ struct ServeOptions {
   bool packed_weights = true;  // infer::DecoderOptions::packed_weights
   int64_t max_queue = 64;
   int64_t context = 0;          // tokens per sequence; 0 = the model's max_seq_len
+  // The prefix cache's budget (infer/prefix_reuse.h; docs/serving.md says why this default):
+  // KV rows and recurrent snapshots of earlier prompts. 0: no cache.
+  int64_t prefix_cache_bytes = int64_t{1} << 30;
   std::string api_key;          // empty: no authentication
   int64_t max_body_bytes = 1 << 20;  // the body as sent and as decoded (gzip, deflate, br)
   ConnectionLimits connections;       // caps and the request deadline (guarded_server.h)
