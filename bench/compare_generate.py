@@ -197,6 +197,10 @@ def main():
         print(f"| {b} | {gp:.0f} | {gd:.1f} | {tp:.0f} | {td:.1f} | {gd / td:.2f}x |")
     if len(rows) >= 2:
         print(f"\nbatch {rows[1][0]} aggregate decode / batch {rows[0][0]}: {rows[1][2] / rows[0][2]:.2f}x (target >= 4x)")
+    b1 = eng["runs"][0]
+    print(f"\nbatch {b1['batch']} decode reads {eng['decode_bytes_per_token'] / 1e6:.0f} MB of weights a step: "
+          f"{b1['decode_read_gbs']:.1f} GB/s, {100 * b1['decode_read_share']:.0f} % of the read bound "
+          f"{eng['bandwidth_gbs']:.1f} GB/s (`gatedlm bench bandwidth`)")
     if a.no_llama:
         return
     from test_gguf_llama import byte_level_tokenizer, fetch_llama_libs

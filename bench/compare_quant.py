@@ -108,33 +108,10 @@ def perplexity(a, libdir, work, types):
         print(f"| {t} | {ours:.3f} | {theirs:.3f} | {100 * (ours / theirs - 1):+.2f} % |")
 
 
-def _read_worker(barrier, queue, n, rounds):
-    x = np.ones(n, dtype=np.float32)
-    x.sum()  # pages touched before timing
-    times = []
-    for _ in range(rounds):
-        barrier.wait()
-        t0 = time.perf_counter()
-        x.sum()
-        times.append(time.perf_counter() - t0)
-    queue.put(times)
-
-
-def read_bandwidth_gbs(threads, rounds=5):
-    """Read bandwidth of `threads` readers at once (one process each, a numpy sum over its own
-    1/threads of 1 GiB, started together by a barrier; best of `rounds`), GB/s: what that
-    many decode threads can stream from memory."""
-    import multiprocessing as mp
-    n = (1 << 28) // threads
-    barrier, queue = mp.Barrier(threads), mp.Queue()
-    workers = [mp.Process(target=_read_worker, args=(barrier, queue, n, rounds)) for _ in range(threads)]
-    for w in workers:
-        w.start()
-    results = [queue.get() for _ in workers]
-    for w in workers:
-        w.join()
-    slowest_per_round = [max(r[i] for r in results) for i in range(rounds)]
-    return threads * n * 4 / min(slowest_per_round) / 1e9
+def read_bandwidth_gbs(gatedlm, threads):
+    """The streaming read bound of `threads` threads, GB/s: `gatedlm bench bandwidth` (vectorised
+    loads over 1 GiB, best of 10 passes), the bound every decode benchmark is a share of."""
+    return last_json(run([gatedlm, "bench", "bandwidth", "--threads", str(threads)]))["best_gbs"]
 
 
 def weight_bytes_per_token(ck):
@@ -214,8 +191,9 @@ def main():
     if a.ppl_checkpoint:
         perplexity(a, libdir, work, types)
     if a.shapes:
-        bandwidth = read_bandwidth_gbs(a.threads)
-        print(f"\nread bandwidth ({a.threads} numpy sums over 1 GiB in all, at once, best of 5): {bandwidth:.1f} GB/s")
+        bandwidth = read_bandwidth_gbs(a.gatedlm, a.threads)
+        print(f"\nread bound (`gatedlm bench bandwidth --threads {a.threads}`, best of 10 passes over 1 GiB): "
+              f"{bandwidth:.1f} GB/s")
         for shape in a.shapes.split(","):
             speed(a, libdir, work, shape, types, bandwidth)
 

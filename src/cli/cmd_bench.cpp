@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/allreduce_speed.h"
+#include "bench/bandwidth.h"
 #include "bench/generate_speed.h"
 #include "bench/train_speed.h"
 #include "cli/commands.h"
@@ -114,6 +115,7 @@ struct GenerateBenchOptions {
   std::string config, checkpoint, weights = "f32";
   std::vector<int64_t> batches{1, 8};
   bench::GenerateSpeedOptions speed;
+  double bandwidth_gbs = 0;  // the read bound to report shares of; 0: measured here
 };
 
 // The model of --config (random weights, seed 1, quantised in memory to --weights) or of
@@ -138,11 +140,19 @@ io::LoadedModel generate_bench_model(const GenerateBenchOptions& o) {
 void run_bench_generate(const GenerateBenchOptions& o) {
   const io::LoadedModel loaded = generate_bench_model(o);
   model::Model<float>& m = *loaded.model;
+  // Each decode step reads the weights once for the whole batch: its bytes per second are
+  // steps/s * decode_bytes_per_token, a share of the machine's read bound.
+  const int64_t step_bytes = bench::decode_bytes_per_token(m, loaded.quantized.get());
+  const double bound_gbs =
+      o.bandwidth_gbs > 0 ? o.bandwidth_gbs : bench::measure_read_bandwidth(int64_t{1} << 30, 5, 0).best_gbs;
   nlohmann::json runs = nlohmann::json::array(), state_bytes = nlohmann::json::object();
   for (int64_t b : o.batches) {
     const bench::GenerateSpeed r = bench::measure_generate_speed(m, b, o.speed);
     for (auto [tokens, bytes] : r.state_bytes_per_sequence) state_bytes[std::to_string(tokens)] = bytes;
+    const double read_gbs = r.decode_tokens_per_s / static_cast<double>(b) * static_cast<double>(step_bytes) / 1e9;
     runs.push_back({{"batch", b},
+                    {"decode_read_gbs", read_gbs},
+                    {"decode_read_share", read_gbs / bound_gbs},
                     {"prefill_tokens_per_s", r.prefill_tokens_per_s},
                     {"decode_tokens_per_s", r.decode_tokens_per_s},
                     {"prefill_ms", r.prefill_ms},
@@ -156,6 +166,8 @@ void run_bench_generate(const GenerateBenchOptions& o) {
                          {"params", m.layout().total()},
                          {"weights", loaded.weight_format()},
                          {"quantized_weight_bytes", loaded.quantized ? loaded.quantized->bytes() : 0},
+                         {"decode_bytes_per_token", step_bytes},
+                         {"bandwidth_gbs", bound_gbs},
                          {"runs", runs},
                          {"state_bytes_per_sequence", state_bytes},
                          {"peak_rss_bytes", bench::peak_rss_bytes()}};
@@ -169,7 +181,9 @@ void add_bench_generate(CLI::App* bench) {
                   "JSON: per batch, prefill_tokens_per_s, decode_tokens_per_s (aggregate), prefill_ms, "
                   "decode_ms_per_step, the per-rep times and packed_weight_bytes; the decode state per sequence at 1k, 8k and "
                   "32k tokens (state_bytes_per_sequence: KV cache of the softmax layers plus a hybrid's recurrent "
-                  "state).");
+                  "state); decode_bytes_per_token (the weights a batch-1 step reads), bandwidth_gbs (the machine's "
+                  "read bound, `bench bandwidth`) and per batch decode_read_gbs and decode_read_share (the decode "
+                  "steps' weight reads per second, and their share of the bound).");
   auto* gcfg = generate->add_option("--config", gen->config, "model config JSON (random weights)")->check(CLI::ExistingFile);
   auto* gck = generate->add_option("--checkpoint", gen->checkpoint, kModelPathHelp);
   gcfg->excludes(gck);
@@ -181,9 +195,38 @@ void add_bench_generate(CLI::App* bench) {
   generate->add_option("--prompt-tokens", gen->speed.prompt_tokens, "tokens per prompt")->capture_default_str();
   generate->add_option("--new-tokens", gen->speed.new_tokens, "decode steps")->capture_default_str();
   generate->add_option("--reps", gen->speed.reps, "timed repetitions (after one warm-up)")->capture_default_str();
+  generate->add_option("--bandwidth-gbs", gen->bandwidth_gbs,
+                       "the read bound for decode_read_share, in GB/s (default: measured, as `bench bandwidth` at "
+                       "OMP_NUM_THREADS)")
+      ->check(CLI::PositiveNumber);
   generate->add_flag("!--no-packed-weights", gen->speed.packed_weights,
                      "decode batches of more than 4 multiply by the plain weights (no packed copies)");
   generate->callback([gen] { run_bench_generate(*gen); });
+}
+
+void add_bench_bandwidth(CLI::App* bench) {
+  struct BandwidthOptions {
+    int64_t size_mib = 1024;
+    int reps = 10, threads = 0;
+  };
+  auto opt = std::make_shared<BandwidthOptions>();
+  CLI::App* bw = bench->add_subcommand(
+      "bandwidth", "The machine's streaming read bound: a buffer read end to end by vectorised loads on each thread "
+                   "(the bound batch-1 decode is held to). Prints JSON: bytes, threads, best_gbs, median_gbs "
+                   "(1e9 bytes/s over the passes).");
+  bw->add_option("--size-mib", opt->size_mib, "buffer size in MiB (far above the caches)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->capture_default_str();
+  bw->add_option("--reps", opt->reps, "timed passes (after one warm-up)")->check(CLI::Range(1, 1000))->capture_default_str();
+  bw->add_option("--threads", opt->threads, "threads (default: OMP_NUM_THREADS, else every core)")
+      ->check(CLI::Range(1, 4096));
+  bw->callback([opt] {
+    const bench::BandwidthResult r = bench::measure_read_bandwidth(opt->size_mib << 20, opt->reps, opt->threads);
+    std::printf("%s\n", nlohmann::json{{"bytes", r.bytes}, {"threads", r.threads}, {"best_gbs", r.best_gbs},
+                                        {"median_gbs", r.median_gbs}}
+                            .dump()
+                            .c_str());
+  });
 }
 
 void add_bench_sgemm(CLI::App* bench) {
@@ -234,12 +277,13 @@ void add_bench_allreduce(CLI::App* bench) {
 }  // namespace
 
 void register_bench(CLI::App& app) {
-  CLI::App* bench = app.add_subcommand("bench", "Speed measurements: training steps, the gate's cost and the sgemm peak.");
+  CLI::App* bench = app.add_subcommand("bench", "Speed measurements: training steps, the gate's cost, generation, the sgemm peak and the read bound.");
   bench->require_subcommand(1);
   add_bench_train(bench);
   add_bench_gate(bench);
   add_bench_generate(bench);
   add_bench_sgemm(bench);
+  add_bench_bandwidth(bench);
   add_bench_allreduce(bench);
 }
 

@@ -1,0 +1,28 @@
+#pragma once
+// The machine's streaming read bound (`gatedlm bench bandwidth`), and what a batch-1 decode
+// step reads, so that decode benchmarks report tokens/s as a share of the bound:
+//   share = decode tokens/s * weight bytes per token / read bytes per second.
+#include <cstdint>
+
+#include "model/model.h"
+#include "model/quantized_weights.h"
+
+namespace gatedlm::bench {
+
+struct BandwidthResult {
+  int64_t bytes = 0;  // the buffer read each pass
+  int threads = 0;
+  double best_gbs = 0, median_gbs = 0;  // 1e9 bytes per second over the passes
+};
+
+// Reads a buffer of `bytes` (touched first) `reps` times with `threads` OpenMP threads, each
+// pass a vectorised sum over 64-bit words split evenly between the threads.
+BandwidthResult measure_read_bandwidth(int64_t bytes, int reps, int threads);
+
+// The weight bytes one batch-1 decode step reads: every weight matrix once in its stored type
+// (`quantized` null: fp32), the embedding table only when it is also the LM head (else one
+// row), norms and other vectors included. MoE layers count top_k of their n_experts experts
+// (plus the shared ones).
+int64_t decode_bytes_per_token(const model::Model<float>& m, const model::QuantizedWeights* quantized);
+
+}  // namespace gatedlm::bench
