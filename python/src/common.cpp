@@ -1,5 +1,7 @@
 #include "common.h"
 
+#include <thread>
+
 namespace gatedlm::python {
 
 std::string path_string(const py::handle& p) { return py::str(py::module_::import("os").attr("fspath")(p)); }
@@ -94,6 +96,10 @@ std::shared_ptr<io::Tokenizer> tokenizer_from(const py::handle& obj) {
 
 std::shared_ptr<ModelHandle> PyModel::handle() const {
   if (!handle_) throw py::value_error("gatedlm.Model: the model was closed (close() or a with-block ended)");
+  // A hook runs while its forward holds the model's lock: calling the model from it would wait forever.
+  if (handle_->hooked_thread.load() == std::this_thread::get_id())
+    throw py::value_error("gatedlm.Model: a hook cannot call its own model (its forward is running); use another "
+                          "Model, or keep what the hook needs and call after the forward");
   return handle_;
 }
 

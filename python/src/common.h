@@ -7,12 +7,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -72,6 +74,8 @@ struct ModelHandle {
   std::unique_ptr<model::QuantizedWeights> quantized;  // null for F32 weights
   model::Model<float>& model;
   std::mutex mutex;
+  // The thread running a hooked pass of this model (hooks.h's HooksScope), or none.
+  std::atomic<std::thread::id> hooked_thread{};
 };
 
 // The Python Model object's state.

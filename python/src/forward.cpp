@@ -172,7 +172,7 @@ py::dict score(const PyModel& self, const py::handle& ids, const py::object& hoo
   {
     ReleaseGil release;
     const std::lock_guard lock(h->mutex);
-    const HooksScope scope(h->model, &py_hooks);
+    const HooksScope scope(*h, &py_hooks);
     r = eval::score_sequences(h->model, sequences, "the ids given", self.source().empty() ? "(in memory)" : self.source());
   }
   py::dict out;

@@ -74,7 +74,7 @@ class PyGeneration {
     ids.insert(ids.end(), gen_.generated().begin(), gen_.generated().end());
     model::Model<float>& m = h_->model;
     const int64_t n = static_cast<int64_t>(ids.size()), V = m.config().vocab_size;
-    const HooksScope scope(m, hooks_.get());
+    const HooksScope scope(*h_, hooks_.get());
     m.forward(ids.data(), nullptr, 1, n);
     std::string text = gen_.accept(std::span<const float>(m.logits() + (n - 1) * V, V));
     const double seconds = std::chrono::duration<double>(clock::now() - start).count();

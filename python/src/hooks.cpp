@@ -108,7 +108,7 @@ std::pair<py::array_t<float>, double> hooked_forward(ModelHandle& h, const Token
   {
     ReleaseGil release;
     const std::lock_guard lock(h.mutex);
-    const HooksScope scope(m, &hooks);
+    const HooksScope scope(h, &hooks);
     loss = m.forward(b.ids.data(), targets.empty() ? nullptr : targets.data(), b.batch, b.seq);
     std::memcpy(logits.mutable_data(), m.logits(), sizeof(float) * b.batch * b.seq * V);
   }
@@ -188,7 +188,7 @@ py::dict backward(const PyModel& self, const py::handle& ids, const py::object& 
   {
     ReleaseGil release;
     const std::lock_guard lock(h->mutex);
-    const HooksScope scope(m, &py_hooks);
+    const HooksScope scope(*h, &py_hooks);
     value = m.forward(b.ids.data(), tgt.empty() ? nullptr : tgt.data(), b.batch, b.seq);
     m.zero_grads();
     if (seed.empty()) {

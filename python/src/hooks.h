@@ -41,16 +41,26 @@ class PyHooks final : public model::ActivationHooks<float> {
   py::dict cache_, grads_;
 };
 
-// Sets hooks on the model for the life of the scope (none when hooks is null or empty).
+// Sets hooks on the model for the life of the scope (none when hooks is null or empty), and
+// marks this thread as running them (PyModel::handle refuses calls from inside a hook).
 class HooksScope {
  public:
-  HooksScope(model::Model<float>& m, PyHooks* hooks) : m_(m) { m_.set_hooks(hooks && !hooks->empty() ? hooks : nullptr); }
-  ~HooksScope() { m_.set_hooks(nullptr); }
+  HooksScope(ModelHandle& h, PyHooks* hooks) : h_(h), on_(hooks && !hooks->empty()) {
+    if (!on_) return;
+    h_.model.set_hooks(hooks);
+    h_.hooked_thread = std::this_thread::get_id();
+  }
+  ~HooksScope() {
+    if (!on_) return;
+    h_.model.set_hooks(nullptr);
+    h_.hooked_thread = std::thread::id{};
+  }
   HooksScope(const HooksScope&) = delete;
   HooksScope& operator=(const HooksScope&) = delete;
 
  private:
-  model::Model<float>& m_;
+  ModelHandle& h_;
+  bool on_;
 };
 
 // Whether a Python hooks argument (None or a dict) names any hook.

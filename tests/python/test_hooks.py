@@ -215,3 +215,16 @@ def test_hooks_on_a_hybrid_and_on_a_q4_0_model(gated_checkpoint, run_cli, tmp_pa
     np.testing.assert_array_equal(quantised.run_with_hooks(IDS_A, {"blocks.0.attn.hook_z": lambda z, n: z}), base)
     ablated = quantised.run_with_hooks(IDS_A, {"blocks.0.attn.hook_z": lambda z, n: np.zeros_like(z)})
     assert np.abs(ablated - base).max() > 1e-3
+
+
+def test_a_hook_that_calls_its_own_model_is_refused(gated_checkpoint):
+    """The hook runs inside the model's forward (which holds its lock): a call back into the
+    same model raises instead of waiting forever; another model may be called."""
+    model = gatedlm.Model.load(gated_checkpoint)
+    other = gatedlm.Model.load(gated_checkpoint)
+    with pytest.raises(ValueError, match="cannot call its own model"):
+        model.run_with_hooks(IDS_A, {"blocks.0.hook_resid_pre": lambda x, n: model.forward(IDS_A)})
+    seen = []
+    model.run_with_hooks(IDS_A, {"blocks.0.hook_resid_pre": lambda x, n: seen.append(other.forward(IDS_A[:4]))})
+    assert len(seen) == 1
+    np.testing.assert_array_equal(model.run_with_hooks(IDS_A, {}), model.forward(IDS_A)["logits"])
