@@ -20,7 +20,7 @@ namespace {
 const std::vector<std::string> kLayerColumns = {
     "layer", "f_attn", "f_attn_all_rows", "top1", "top2", "top3", "median", "massive_count", "gate_mean",
     "mean_abs_y", "mean_abs_y_gated", "sdpa_mean_abs", "y_lt_1e-2", "y_gated_lt_1e-2", "control_lt_1e-2",
-    "y_lt_1e-3", "y_gated_lt_1e-3", "control_lt_1e-3", "sdpa_lt_1e-2", "sdpa_lt_1e-3"};
+    "y_lt_1e-3", "y_gated_lt_1e-3", "control_lt_1e-3", "sdpa_lt_1e-2", "sdpa_lt_1e-3", "sink_logit_mass"};
 
 double field(const json& j, const char* key) { return j.is_object() && j.contains(key) ? jnum(j[key]) : NAN; }
 
@@ -58,7 +58,8 @@ DataTable layer_table(const json& a, size_t i) {
                sparsity(g, "before", "lt_1e-2"), sparsity(g, "after", "lt_1e-2"),
                sparsity(g, "mean_scaled_control", "lt_1e-2"), sparsity(g, "before", "lt_1e-3"),
                sparsity(g, "after", "lt_1e-3"), sparsity(g, "mean_scaled_control", "lt_1e-3"),
-               sparsity(s, nullptr, "lt_1e-2"), sparsity(s, nullptr, "lt_1e-3")});
+               sparsity(s, nullptr, "lt_1e-2"), sparsity(s, nullptr, "lt_1e-3"),
+               per_layer_value(a, "sink_logit_mass", l)});
   }
   return t;
 }
@@ -187,6 +188,23 @@ void add_gate_figures(const std::vector<Analysed>& runs, const std::vector<Repor
   if (!hist.elements.empty()) set.figures.push_back(std::move(hist));
 }
 
+// The probability the learned sink logits take per layer (attention_sinks models; analyze's
+// sink_logit_mass), beside F-Attn's attention on token 0: where a model parks attention.
+void add_sink_logit_figure(const std::vector<Analysed>& runs, const std::string& axis, FigureSet& set) {
+  Figure f{"sink_logit_mass_per_layer",
+           "Probability on the learned sink logit per layer, mean over heads and queries (attention_sinks models; "
+           "dashed: F-Attn, the attention on token 0)"};
+  f.setup = axis + "set ylabel 'probability'\nset yrange [0:*]\n";
+  for (const Analysed& a : runs) {
+    const json& mass = a.run->analysis.value("sink_logit_mass", json());
+    if (!mass.is_object()) continue;
+    f.elements.push_back(element(a.table, {"layer", "sink_logit_mass"}, "linespoints pt 7 ps 0.7 lw 2", *a.run,
+                                 a.run->label));
+    f.elements.push_back(element(a.table, {"layer", "f_attn"}, "lines dt 2 lw 1", *a.run, ""));
+  }
+  if (!f.elements.empty()) set.figures.push_back(std::move(f));
+}
+
 }  // namespace
 
 FigureSet layer_figures(const std::vector<ReportRun>& runs) {
@@ -209,6 +227,7 @@ FigureSet layer_figures(const std::vector<ReportRun>& runs) {
   set.figures.push_back(mean_abs_y_figure(analysed, axis));
   for (const char* threshold : {"1e-2", "1e-3"}) set.figures.push_back(sparsity_figure(analysed, axis, threshold));
   add_gate_figures(analysed, runs, axis, set);
+  add_sink_logit_figure(analysed, axis, set);
   for (Analysed& a : analysed) set.tables.push_back(std::move(a.table));
   return set;
 }

@@ -150,6 +150,27 @@ TEST(ReportLayerFigures, TheLayerTableNamesEveryColumnTheFiguresRead) {
     for (const std::string& e : f.elements) EXPECT_EQ(e.find("using 1:"), std::string::npos) << e;
 }
 
+// A model with learned sink logits gets their per-layer mass plotted beside its F-Attn; a
+// model without (sink_logit_mass null) gets nothing in that figure, and with none it is left out.
+TEST(ReportLayerFigures, TheSinkLogitMassOfModelsWithSinks) {
+  ReportRun sinks = run_named("sinks", "#1f77b4"), baseline = run_named("baseline", "#d62728");
+  sinks.analysis = two_layer_analysis(false);
+  sinks.analysis["sink_logit_mass"] = {{"per_layer", {0.05, 0.6}}, {"mean", 0.325}};
+  baseline.analysis = two_layer_analysis(false);
+  baseline.analysis["sink_logit_mass"] = nullptr;
+  const FigureSet set = layer_figures({sinks, baseline});
+  const Figure* f = set.find("sink_logit_mass_per_layer");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(any_element_has(*f, "'data/layers_0.dat' using 'layer':'sink_logit_mass'"));
+  EXPECT_FALSE(any_element_has(*f, "layers_1.dat"));
+  const DataTable* t = set.table("layers_0");
+  const auto& cols = t->columns();
+  const size_t c = static_cast<size_t>(std::find(cols.begin(), cols.end(), "sink_logit_mass") - cols.begin());
+  ASSERT_LT(c, cols.size());
+  EXPECT_EQ(t->row(1)[c], "0.6");
+  EXPECT_EQ(layer_figures({baseline}).find("sink_logit_mass_per_layer"), nullptr);
+}
+
 TEST(ReportLayerFigures, WithoutAnalysesOrGatesNotesSayWhy) {
   EXPECT_TRUE(layer_figures({run_named("r", "#1f77b4")}).notes.count("analysis"));
   ReportRun baseline = run_named("baseline", "#1f77b4");
