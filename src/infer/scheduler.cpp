@@ -75,17 +75,16 @@ void Scheduler::finish(int64_t slot, const std::string& error) {
   r->cv.notify_all();
 }
 
-// The request takes the slot, from the longest cached prefix of its prompt.
-void Scheduler::admit(int64_t slot, std::shared_ptr<Request> r) {
+// The slot's new request starts from the longest cached prefix of its prompt.
+void Scheduler::start(int64_t slot) {
+  Request& r = *slots_[slot];
   if (prefix_) {
-    fed_[slot] = prefix_->restore(slot, r->gen.prompt());
+    fed_[slot] = prefix_->restore(slot, r.gen.prompt());
   } else {
     decoder_.reset(slot);
     fed_[slot] = 0;
   }
-  r->cached_tokens_ = fed_[slot];
-  slots_[slot] = std::move(r);
-  ++active_count_;
+  r.cached_tokens_ = fed_[slot];
 }
 
 // The slot's tokens for this step: the prompt's next piece (up to where the prefix cache
@@ -102,16 +101,20 @@ void Scheduler::run() {
   const int64_t V = decoder_.config().vocab_size;
   std::vector<int64_t> order;
   for (;;) {
+    std::vector<int64_t> admitted;
     {  // Admit waiting requests into free slots; sleep when there is nothing to do.
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || active_count_ > 0; });
       for (int64_t s = 0; s < static_cast<int64_t>(slots_.size()) && !queue_.empty(); ++s)
         if (!slots_[s]) {
-          admit(s, std::move(queue_.front()));
+          slots_[s] = std::move(queue_.front());
           queue_.pop_front();
+          ++active_count_;
+          admitted.push_back(s);
         }
       if (stopping_ && queue_.empty() && active_count_ == 0) return;
     }
+    for (int64_t s : admitted) start(s);  // outside the lock: a restored prefix is copied
     order.clear();
     std::vector<Chunk> chunks;
     for (int64_t s = 0; s < static_cast<int64_t>(slots_.size()); ++s) {

@@ -83,7 +83,7 @@ class Scheduler {
  private:
   void run();
   void finish(int64_t slot, const std::string& error = "");
-  void admit(int64_t slot, std::shared_ptr<Request> r);
+  void start(int64_t slot);
   std::span<const int32_t> next_chunk(int64_t slot);
 
   Decoder decoder_;

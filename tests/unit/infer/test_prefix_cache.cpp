@@ -13,6 +13,7 @@
 #include "infer/decoder.h"
 #include "infer/prefix_cache.h"
 #include "infer/prefix_reuse.h"
+#include "infer/scheduler.h"
 #include "model/init.h"
 #include "test_util.h"
 
@@ -235,6 +236,22 @@ TEST(PrefixReuse, ARestoredStateIsTheStateComputedFromScratch) {
   check_restore_exact(prefix_dense_config(), 100, 150, 100);
   check_restore_exact(prefix_moe_config(), 100, 150, 100);
   check_restore_exact(prefix_hybrid_config(), 300, 350, 256);  // a's snapshot at 300 - 16 -> 256
+}
+
+// The scheduler says whether it has a cache: its budget, off at 0, and off with the reason
+// for a model with sliding-window layers (their rings of rows are not saved).
+TEST(PrefixReuse, SlidingWindowLayersTurnTheCacheOff) {
+  model::ModelConfig c = prefix_dense_config();
+  model::Model<float> dense = prefix_random_model(c);
+  c.layer_types = {model::LayerKind::sliding_attention, model::LayerKind::full_attention};
+  c.sliding_window = 16;
+  model::Model<float> sliding = prefix_random_model(c);
+  auto status = [](model::Model<float>& m, int64_t bytes) {
+    return Scheduler(m, {.max_batch = 1, .packed_weights = false, .prefix_cache_bytes = bytes}).prefix_cache_status();
+  };
+  EXPECT_EQ(status(dense, 1000), "1000 bytes");
+  EXPECT_EQ(status(dense, 0), "off");
+  EXPECT_EQ(status(sliding, 1000), "off (sliding-window layers keep a ring of rows that is not saved)");
 }
 
 }  // namespace
