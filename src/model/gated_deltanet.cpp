@@ -176,8 +176,9 @@ void deltanet_forward(T* out, const T* h, int64_t batch, int64_t seq, const Delt
   if (hooks.wants(layer, HookPoint::lin_state)) last_state.resize(batch * delta_state_size(la));
   k::delta_rule_chunked_forward<T>(a.o.data(), last_state.empty() ? nullptr : last_state.data(), in, shape, kChunk,
                                    a.chunk_states.data());
-  hooks.forward_shaped(layer, HookPoint::lin_state, last_state.data(),
-                       {batch, la.n_v_heads, la.k_head_dim, la.v_head_dim});
+  if (!last_state.empty())
+    hooks.forward_shaped(layer, HookPoint::lin_state, last_state.data(),
+                         {batch, la.n_v_heads, la.k_head_dim, la.v_head_dim});
   clock.charge(&DeltaNetTimes::delta_rule);
   gated_norm_out(out, a, n, s, w, clock);
 }
