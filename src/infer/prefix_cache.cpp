@@ -60,7 +60,8 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::vector<float> kv,
   if (static_cast<int64_t>(kv.size()) != n * kv_floats_per_token_ ||
       static_cast<int64_t>(snapshot.size()) != (recurrent() ? snapshot_floats_ : 0))
     fail("prefix cache: a state of the wrong size for ", n, " tokens");
-  if (budget_ == 0 || n == 0) return;
+  const int64_t own_bytes = static_cast<int64_t>(sizeof(float) * (kv.size() + snapshot.size()) + sizeof(int32_t) * n);
+  if (n == 0 || own_bytes > budget_) return;  // too large to keep: the other entries stay
   // An entry that already holds these tokens keeps them: only the snapshot is new.
   for (auto it = lru_.begin(); it != lru_.end(); ++it)
     if (starts_with(it->tokens, tokens)) {
@@ -95,7 +96,7 @@ void PrefixCache::account(Entry& e) {
   e.bytes = now;
 }
 
-// Drops least recently used entries (the newest one too, if it alone is over the budget).
+// Drops least recently used entries until the total fits the budget.
 void PrefixCache::evict_to_budget() {
   while (bytes_ > budget_ && !lru_.empty()) {
     bytes_ -= lru_.back().bytes;

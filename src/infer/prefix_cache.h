@@ -39,7 +39,7 @@ class PrefixCache {
   Hit lookup(std::span<const int32_t> prompt, int64_t limit);
   // The state after `tokens`: kv [layers, 2, tokens.size(), row width] and, for a hybrid, its
   // recurrent snapshot. Evicts the least recently used entries to stay within the budget;
-  // an entry larger than the whole budget is not kept.
+  // a state larger than the whole budget is not kept (and evicts nothing).
   void insert(std::span<const int32_t> tokens, std::vector<float> kv, std::vector<float> snapshot);
 
   // Whether an entry already restores all of `tokens` (a hybrid: with a snapshot there), so

@@ -85,6 +85,12 @@ void Scheduler::start(int64_t slot) {
     fed_[slot] = 0;
   }
   r.cached_tokens_ = fed_[slot];
+  reused_tokens_ += fed_[slot];
+}
+
+PrefixCacheStats Scheduler::prefix_cache_stats() const {
+  if (!prefix_) return {};
+  return {prefix_->cache().budget(), cache_bytes_, cache_entries_, reused_tokens_};
 }
 
 // The slot's tokens for this step: the prompt's next piece (up to where the prefix cache
@@ -139,7 +145,11 @@ void Scheduler::run() {
       const int64_t n = static_cast<int64_t>(r.gen.prompt().size()), s = order[i];
       if (fed_[s] < n) {  // a piece of the prompt: save the state where the cache wants it
         fed_[s] = piece_end_[s];
-        if (prefix_) prefix_->fed(s, r.gen.prompt(), fed_[s]);
+        if (prefix_) {
+          prefix_->fed(s, r.gen.prompt(), fed_[s]);
+          cache_bytes_ = prefix_->cache().bytes();
+          cache_entries_ = prefix_->cache().entries();
+        }
         if (fed_[s] < n) continue;  // no token to sample yet
       }
       std::string text;

@@ -56,6 +56,12 @@ class Request {
   int64_t cached_tokens_ = 0;  // set by the worker when the request takes a slot
 };
 
+// What the prefix cache holds, as last seen by the worker (all zero without a cache).
+struct PrefixCacheStats {
+  int64_t budget = 0, bytes = 0, entries = 0;
+  int64_t reused_tokens = 0;  // prompt tokens restored instead of computed, since the start
+};
+
 struct SchedulerOptions {
   int64_t max_batch = 8;   // sequences decoding at once (decoder slots)
   int64_t max_queue = 64;  // requests waiting for a slot
@@ -79,6 +85,7 @@ class Scheduler {
   int64_t queued() const;
   // "off", or the prefix cache's budget, or why the model cannot have one.
   std::string prefix_cache_status() const { return prefix_status_; }
+  PrefixCacheStats prefix_cache_stats() const;
 
  private:
   void run();
@@ -90,6 +97,7 @@ class Scheduler {
   std::unique_ptr<PrefixReuse> prefix_;  // null: no prefix cache
   std::string prefix_status_;
   std::vector<int64_t> fed_, piece_end_;  // [slots] prompt tokens in the decoder; end of the piece in this step
+  std::atomic<int64_t> cache_bytes_{0}, cache_entries_{0}, reused_tokens_{0};  // written by the worker
   int64_t context_, max_queue_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -263,7 +263,12 @@ void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const Ser
   install_guards(svr, o);
 
   svr.Get("/health", [&](const httplib::Request&, httplib::Response& res) {
-    send_json(res, 200, {{"status", "ok"}, {"active", scheduler.active()}, {"queued", scheduler.queued()}});
+    json health = {{"status", "ok"}, {"active", scheduler.active()}, {"queued", scheduler.queued()}};
+    const infer::PrefixCacheStats cache = scheduler.prefix_cache_stats();
+    if (cache.budget > 0)
+      health["prefix_cache"] = {{"budget_bytes", cache.budget}, {"bytes", cache.bytes}, {"entries", cache.entries},
+                                {"reused_tokens", cache.reused_tokens}};
+    send_json(res, 200, health);
   });
   svr.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200,

@@ -11,8 +11,9 @@ answer is the same text on both servers, the cached server's usage reports
 prompt_tokens_details.cached_tokens > 0 from the second turn on (at least 64 for the
 hybrid, whose snapshots sit at multiples of 64; a first turn may reuse the start another
 conversation shares) and the uncached server's reports 0, and the
-startup line names the cache. A tiny budget keeps the server correct (entries evicted), and
-a negative budget is refused.
+startup line names the cache, and /health its entries, bytes (within the budget) and the
+tokens reused. A tiny budget keeps the server correct (entries evicted) and is kept, and a
+negative budget is refused.
 
 Usage: /usr/bin/python3 tests/serve/test_prefix_cache.py --gatedlm build/gatedlm
 """
@@ -82,10 +83,17 @@ def check_model(binary, name, config, work):
     try:
         without, with_cache = run_conversations(plain), run_conversations(cached)
         startup = open(cached.log_path).read()
+        _, plain_health, _ = plain.request("GET", "/health")
+        _, health, _ = cached.request("GET", "/health")
     finally:
         plain.stop()
         cached.stop()
     check("prefix cache 67108864 bytes" in startup, f"{name}: the startup line names the cache's budget")
+    pc = health.get("prefix_cache", {})
+    reused = sum(t[1] for c in with_cache for t in c)
+    check("prefix_cache" not in plain_health and pc.get("budget_bytes") == 64 << 20 and pc.get("entries", 0) >= 1
+          and 0 < pc.get("bytes", 0) <= 64 << 20 and pc.get("reused_tokens") == reused,
+          f"{name}: /health shows the cache (entries, bytes within the budget, {reused} reused tokens): {pc}")
     for k in range(len(without)):
         a, b = without[k], with_cache[k]
         check([t[0] for t in a] == [t[0] for t in b],
@@ -107,11 +115,15 @@ def check_small_budget(binary, work):
     small = Server(binary, ckpt, work, "--max-batch", "4", "--prefix-cache-bytes", "200000")
     try:
         a, b = run_conversations(plain), run_conversations(small)
+        _, health, _ = small.request("GET", "/health")
     finally:
         plain.stop()
         small.stop()
     check([[t[0] for t in c] for c in a] == [[t[0] for t in c] for c in b],
           "a 200 kB budget (evicting): the same answers as without the cache")
+    pc = health.get("prefix_cache", {})
+    check(0 < pc.get("bytes", 0) <= 200000 and pc.get("reused_tokens", 0) > 0,
+          f"a 200 kB budget: the cache stays within it and is still used ({pc})")
     p = subprocess.run([binary, "serve", "--checkpoint", ckpt, "--tokenizer", "byte", "--port", "0",
                         "--prefix-cache-bytes", "-1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
     check(p.returncode != 0 and "--prefix-cache-bytes" in p.stdout.decode(), "--prefix-cache-bytes -1 is refused")
