@@ -3,8 +3,7 @@
 with gatedlm's hooks on a baseline and a G1-gated model.
 
     build/gatedlm demo --preset sink --corpus tinyshakespeare.txt --out runs/sink
-    PYTHONPATH=build/python /usr/bin/python3 examples/sink_patching.py --demo runs/sink \\
-        --text tinyshakespeare.txt
+    PYTHONPATH=build/python /usr/bin/python3 examples/sink_patching.py --demo runs/sink
 
 For every attention head of both models, on windows of the text that start with BOS:
   1. ablate its attention to BOS (hook_pattern: column 0 set to 0 for queries t >= 1, each row
@@ -15,11 +14,15 @@ For every attention head of both models, on windows of the text that start with 
      the baseline;
   3. clamp the gated model's gate open (hook_gate = 1 everywhere) and see what that does to
      F-Attn, the attention of queries t >= 1 on token 0 (docs/metrics.md).
-The figure (loss change per head, F-Attn per layer) goes to --out. --baseline and --gated
-name the two runs (checkpoints or run directories) instead of --demo DIR (DIR/runs/baseline,
-DIR/runs/gated). --tiny runs everything on two random tiny models (the smoke test).
+The figure (loss change per head, F-Attn per layer) goes to --out. The windows come from the
+validation split of the demo's dataset (DIR/data: the sink preset's synthetic Bigram-Backcopy
+chains), or of --data DIR, or from --text FILE. --baseline and --gated name the two runs
+(checkpoints or run directories) instead of --demo DIR (DIR/runs/baseline, DIR/runs/gated*).
+--tiny runs everything on two random tiny models (the smoke test).
 """
 import argparse
+import glob
+import json
 import os
 import sys
 
@@ -32,9 +35,21 @@ import numpy as np  # noqa: E402
 import gatedlm  # noqa: E402
 
 
-def bos_windows(tok, text, count, length):
-    """`count` windows of BOS + length-1 tokens from evenly spaced offsets of the text."""
-    stream = tok.encode(text)
+def dataset_stream(data_dir):
+    """The validation split's token ids of a `gatedlm data` directory, BOS and EOS left out."""
+    manifest = json.load(open(os.path.join(data_dir, "manifest.json")))
+    # val.bin: "GATEDTOK", uint32 version, uint32 bytes per id, uint64 count, then the ids.
+    header = np.fromfile(os.path.join(data_dir, "val.bin"), dtype=np.uint8, count=24)
+    if bytes(header[:8]) != b"GATEDTOK":
+        sys.exit(f"{data_dir}/val.bin: not a gatedlm token shard")
+    width, count = int(header[12:16].view(np.uint32)[0]), int(header[16:24].view(np.uint64)[0])
+    ids = np.fromfile(os.path.join(data_dir, "val.bin"), dtype=np.uint16 if width == 2 else np.uint32, count=count,
+                      offset=24).astype(np.int64)
+    return [int(t) for t in ids if t not in (manifest["bos_id"], manifest["eos_id"])]
+
+
+def bos_windows(tok, stream, count, length):
+    """`count` windows of BOS + length-1 tokens from evenly spaced offsets of the stream."""
     if len(stream) < length:
         sys.exit(f"the text has {len(stream)} tokens, fewer than a window of {length}")
     step = max(1, (len(stream) - length) // count)
@@ -96,7 +111,7 @@ def load_models(args):
     if args.tiny:
         return tiny_models()
     baseline = args.baseline or (args.demo and os.path.join(args.demo, "runs", "baseline"))
-    gated = args.gated or (args.demo and os.path.join(args.demo, "runs", "gated"))
+    gated = args.gated or (args.demo and next(iter(sorted(glob.glob(os.path.join(args.demo, "runs", "gated*/")))), None))
     if not baseline or not gated:
         sys.exit("give --demo DIR, or --baseline RUN and --gated RUN (or --tiny)")
     return gatedlm.Model.load(baseline), gatedlm.Model.load(gated)
@@ -128,7 +143,9 @@ def main():
     p.add_argument("--demo", help="a `gatedlm demo` output directory (its runs/baseline and runs/gated)")
     p.add_argument("--baseline", help="the baseline's checkpoint or run directory")
     p.add_argument("--gated", help="the G1-gated model's checkpoint or run directory")
-    p.add_argument("--text", help="text to cut windows from (the corpus the models were trained on)")
+    p.add_argument("--data", help="a `gatedlm data` directory whose validation split gives the windows "
+                                  "(default with --demo: DIR/data)")
+    p.add_argument("--text", help="a text file to cut windows from instead")
     p.add_argument("--windows", type=int, default=16, help="windows of max_seq_len tokens (default 16)")
     p.add_argument("--out", default="runs/sink-patching", help="directory for the figure")
     p.add_argument("--tiny", action="store_true", help="two random tiny models (the smoke test)")
@@ -136,11 +153,16 @@ def main():
     baseline, gated = load_models(args)
     if baseline.config["n_heads"] != gated.config["n_heads"] or attention_layers(baseline) != attention_layers(gated):
         sys.exit("the two models need the same attention layers and heads (patching moves patterns between them)")
-    if not args.text and not args.tiny:
-        sys.exit("give --text FILE: windows of the text the models were trained on")
-    text = open(args.text, encoding="utf-8", errors="replace").read() if args.text else "It was the best of times. " * 60
     tok = gated.tokenizer or gatedlm.Tokenizer("byte")
-    ids = bos_windows(tok, text, args.windows, gated.config["max_seq_len"])
+    data = args.data or (args.demo and not args.text and os.path.join(args.demo, "data"))
+    if data:
+        stream = dataset_stream(data)
+    elif args.text or args.tiny:
+        stream = tok.encode(open(args.text, encoding="utf-8", errors="replace").read() if args.text
+                            else "It was the best of times. " * 60)
+    else:
+        sys.exit("give --data DIR or --text FILE: windows like those the models were trained on")
+    ids = bos_windows(tok, stream, args.windows, gated.config["max_seq_len"])
     os.makedirs(args.out, exist_ok=True)
 
     models = {"baseline": baseline, "gated": gated}
@@ -165,6 +187,10 @@ def main():
               f"{e['baseline']['patch'][head]:18.4f} {e['gated']['patch'][head]:8.4f}")
     for label, values in fattn.items():
         print(f"F-Attn {label}: " + " ".join(f"{v:.3f}" for v in values))
+    # A layer's pattern is computed before its gate: clamping moves only later layers' F-Attn.
+    # What the model loses without the gate's closing is the loss change.
+    opened = mean_loss(gated.run_with_hooks(ids, open_gate), ids) - mean_loss(gated.run_with_hooks(ids, {}), ids)
+    print(f"gated model, gate clamped open: loss change {opened:+.4f} nats")
     print("wrote", plot(effects, fattn, args.out))
     return 0
 
