@@ -24,14 +24,13 @@
 
 #include "infer/decoder.h"
 #include "infer/prefix_cache.h"
+#include "model/gated_deltanet.h"
 
 namespace gatedlm::infer {
 
-// The delta rule's chunk and the run length from which it is chunked: model::deltanet's
-// kChunk and kChunkedFrom, which live in a header private to model/ (a change there shows
-// in the exactness tests of tests/unit/infer/test_prefix_cache.cpp).
-inline constexpr int64_t kChunk = 64;
-inline constexpr int64_t kChunkedFrom = 16;
+// The delta rule's chunk and the run length from which it is chunked (model/gated_deltanet.h).
+inline constexpr int64_t kChunk = model::kDeltaRuleChunk;
+inline constexpr int64_t kChunkedFrom = model::kDeltaRuleChunkedFrom;
 
 // A hybrid's prompt is cut at every multiple of this many tokens besides its last restorable
 // point: snapshots for requests that share a long start (a system prompt, a document) but not

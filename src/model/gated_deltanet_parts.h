@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/deltanet_times.h"
+#include "model/gated_deltanet.h"
 #include "model/hybrid_config.h"
 
 namespace gatedlm::model::deltanet {
@@ -43,10 +44,9 @@ std::vector<T> taps_by_channel(const T* w, const LinearAttentionConfig& la) {
   return taps;
 }
 
-// The delta rule's chunk for training and prefill, and the shortest run that takes the
-// chunked form (shorter runs, decode above all, take the recurrence).
-inline constexpr int64_t kChunk = 64;
-inline constexpr int64_t kChunkedFrom = 16;
+// The delta rule's chunk and the shortest chunked run (gated_deltanet.h).
+inline constexpr int64_t kChunk = kDeltaRuleChunk;
+inline constexpr int64_t kChunkedFrom = kDeltaRuleChunkedFrom;
 
 // Charges the time since the previous charge (or construction) to one part of DeltaNetTimes:
 // one clock read per part of a layer, nothing when times is null.
