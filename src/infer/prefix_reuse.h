@@ -24,11 +24,11 @@
 
 #include "infer/decoder.h"
 #include "infer/prefix_cache.h"
-#include "model/gated_deltanet.h"
+#include "model/deltanet_chunks.h"
 
 namespace gatedlm::infer {
 
-// The delta rule's chunk and the run length from which it is chunked (model/gated_deltanet.h).
+// The delta rule's chunk and the run length from which it is chunked (model/deltanet_chunks.h).
 inline constexpr int64_t kChunk = model::kDeltaRuleChunk;
 inline constexpr int64_t kChunkedFrom = model::kDeltaRuleChunkedFrom;
 

@@ -24,18 +24,12 @@
 #include <vector>
 
 #include "kernels/weight.h"
+#include "model/deltanet_chunks.h"
 #include "model/deltanet_times.h"
 #include "model/hooks.h"
 #include "model/hybrid_config.h"
 
 namespace gatedlm::model {
-
-// The delta rule's chunk for training and prefill, and the shortest run of one sequence's
-// tokens that takes the chunked form (shorter runs, decode above all, take the recurrence).
-// The incremental path's bits depend on both: a prefix cache resumes only where a run of
-// these chunks would have started (infer/prefix_reuse.h).
-inline constexpr int64_t kDeltaRuleChunk = 64;
-inline constexpr int64_t kDeltaRuleChunkedFrom = 16;
 
 // One linear layer's weights (param_layout.h's LinearAttentionViews) and their gradients.
 template <typename T>

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/deltanet_chunks.h"
 #include "model/deltanet_times.h"
-#include "model/gated_deltanet.h"
 #include "model/hybrid_config.h"
 
 namespace gatedlm::model::deltanet {
@@ -44,7 +44,7 @@ std::vector<T> taps_by_channel(const T* w, const LinearAttentionConfig& la) {
   return taps;
 }
 
-// The delta rule's chunk and the shortest chunked run (gated_deltanet.h).
+// The delta rule's chunk and the shortest chunked run (deltanet_chunks.h).
 inline constexpr int64_t kChunk = kDeltaRuleChunk;
 inline constexpr int64_t kChunkedFrom = kDeltaRuleChunkedFrom;
 
