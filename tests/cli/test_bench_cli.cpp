@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli_checkpoint.h"
 #include "cli_runner.h"
 #include "test_files.h"
 
@@ -16,12 +17,6 @@ using nlohmann::json;
 constexpr const char* kTinyConfig =
     R"({"vocab_size": 64, "d_model": 32, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "head_dim": 8,
         "ffn_hidden": 48, "max_seq_len": 32, "gate": {"position": "value", "granularity": "headwise"}})";
-
-// The JSON object on the output's last line.
-json last_json_line(const std::string& output) {
-  const size_t line = output.rfind("\n{");
-  return json::parse(output.substr(line == std::string::npos ? 0 : line + 1));
-}
 
 // Runs `gatedlm bench COMMAND` on the tiny config, batch 2 x 16, one warm-up step; the
 // test fails (and the JSON is empty) unless it exits 0.

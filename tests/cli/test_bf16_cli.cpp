@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_checkpoint.h"
 #include "cli_runner.h"
 #include "kernels/bf16_support.h"
 #include "test_files.h"
@@ -100,7 +101,7 @@ TEST_F(Bf16CliTest, BenchReportsTheBf16PathItTimed) {
                                    "--seq-len", "16", "--steps", "1", "--warmup-steps", "0", "--bf16"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(count(r.output, "warning: --bf16"), 1u) << r.output;
-  const auto j = nlohmann::json::parse(r.output.substr(r.output.rfind("\n{") + 1));
+  const auto j = last_json_line(r.output);
   EXPECT_EQ(j["precision"], "bf16");
   EXPECT_EQ(j["bf16_path"], "emulated");
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli_checkpoint.h"
 #include "cli_runner.h"
 #include "small_tokenizer_json.h"
 #include "test_files.h"
@@ -15,26 +16,13 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kTinyConfig =
+constexpr const char* kGenerateConfig =
     R"({"vocab_size": 258, "d_model": 32, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "head_dim": 8,
         "ffn_hidden": 48, "max_seq_len": 32, "gate": {"position": "sdpa"}})";
 
-json last_json_line(const std::string& output) {
-  const size_t line = output.rfind("\n{");
-  return json::parse(output.substr(line == std::string::npos ? 0 : line + 1));
-}
-
-// A random checkpoint of the tiny config in dir/ck.
-std::string make_checkpoint(const TempDir& dir) {
-  write_file(dir / "tiny.json", kTinyConfig);
-  const CliResult r = run_gatedlm({"init", "--config", (dir / "tiny.json").string(), "--out", (dir / "ck").string()});
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  return (dir / "ck").string();
-}
-
 TEST(GenerateCliTest, SameSeedSameTextAndJsonKeys) {
   TempDir dir("generate");
-  const std::string ck = make_checkpoint(dir);
+  const std::string ck = make_checkpoint(dir, "ck", json::parse(kGenerateConfig)).string();
   auto gen = [&](const std::string& seed) {
     const CliResult r = run_gatedlm({"generate", "--checkpoint", ck, "--tokenizer", "byte", "--prompt", "Hello",
                                      "--max-tokens", "12", "--seed", seed, "--top-k", "20", "--json"});
@@ -61,7 +49,7 @@ TEST(GenerateCliTest, SameSeedSameTextAndJsonKeys) {
 
 TEST(GenerateCliTest, ClearErrors) {
   TempDir dir("generate_err");
-  const std::string ck = make_checkpoint(dir);
+  const std::string ck = make_checkpoint(dir, "ck", json::parse(kGenerateConfig)).string();
   CliResult r = run_gatedlm({"generate", "--checkpoint", ck, "--prompt", "x"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "--tokenizer")) << r.output;
@@ -80,7 +68,7 @@ TEST(GenerateCliTest, ClearErrors) {
 // without --tokenizer (and says so in the JSON's "tokenizer").
 TEST(GenerateCliTest, TokenizerJsonBesideTheCheckpoint) {
   TempDir dir("generate_tokenizer_json");
-  const std::string ck = make_checkpoint(dir);
+  const std::string ck = make_checkpoint(dir, "ck", json::parse(kGenerateConfig)).string();
   write_file(dir / "ck" / "tokenizer.json", small_tokenizer().dump());
   const CliResult r = run_gatedlm({"generate", "--checkpoint", ck, "--prompt", "abc", "--max-tokens", "3", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -91,7 +79,7 @@ TEST(GenerateCliTest, TokenizerJsonBesideTheCheckpoint) {
 
 TEST(StreamEvalCliTest, WindowWithoutEvictionEqualsFullCache) {
   TempDir dir("stream_eval");
-  const std::string ck = make_checkpoint(dir);
+  const std::string ck = make_checkpoint(dir, "ck", json::parse(kGenerateConfig)).string();
   write_file(dir / "text.txt", std::string(300, 'a') + "the quick brown fox jumps over the lazy dog");
   auto run = [&](const std::string& window) {
     const CliResult r = run_gatedlm({"stream-eval", "--checkpoint", ck, "--tokenizer", "byte", "--text",
@@ -116,7 +104,7 @@ TEST(StreamEvalCliTest, WindowWithoutEvictionEqualsFullCache) {
 
 TEST(BenchGenerateCliTest, PrintsPrefillAndDecodeRates) {
   TempDir dir("bench_generate");
-  write_file(dir / "tiny.json", kTinyConfig);
+  write_file(dir / "tiny.json", kGenerateConfig);
   const CliResult r = run_gatedlm({"bench", "generate", "--config", (dir / "tiny.json").string(), "--batch", "1,4",
                                    "--prompt-tokens", "8", "--new-tokens", "2", "--reps", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.output;

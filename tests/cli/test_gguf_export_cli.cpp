@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli_checkpoint.h"
 #include "cli_runner.h"
 #include "expect_refused.h"
 #include "gguf_test_reader.h"
@@ -22,13 +23,6 @@ json config(const json& extra = json::object()) {
          {"n_kv_heads", 1},   {"head_dim", 16}, {"ffn_hidden", 64}, {"max_seq_len", 32}};
   j.update(extra);
   return j;
-}
-
-fs::path make_checkpoint(const TempDir& dir, const std::string& name, const json& c) {
-  write_file(dir / (name + ".json"), c.dump());
-  const CliResult r = run_gatedlm({"init", "--config", (dir / (name + ".json")).string(), "--out", (dir / name).string()});
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  return dir / name;
 }
 
 TEST(GgufExportCli, DtypeTakesGgufTypesAndTheFileSaysWhich) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli_checkpoint.h"
 #include "cli_runner.h"
 #include "expect_refused.h"
 #include "io/tokenizer_json.h"
@@ -21,14 +22,11 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// dir/ck: a random byte-level model whose context (max_seq_len) is 32 tokens.
-std::string make_checkpoint(const TempDir& dir) {
-  write_file(dir / "tiny.json", json{{"vocab_size", 258}, {"d_model", 16}, {"n_layers", 1}, {"n_heads", 2},
-                                     {"n_kv_heads", 1},   {"head_dim", 8},  {"ffn_hidden", 32}, {"max_seq_len", 32}}
-                                    .dump());
-  const CliResult r = run_gatedlm({"init", "--config", (dir / "tiny.json").string(), "--out", (dir / "ck").string()});
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  return (dir / "ck").string();
+// dir/ck: a random byte-level model whose context (max_seq_len) is 32 tokens (its config in dir/ck.json).
+std::string short_context_checkpoint(const TempDir& dir) {
+  const json config{{"vocab_size", 258}, {"d_model", 16}, {"n_layers", 1}, {"n_heads", 2},
+                    {"n_kv_heads", 1},   {"head_dim", 8},  {"ffn_hidden", 32}, {"max_seq_len", 32}};
+  return make_checkpoint(dir, "ck", config).string();
 }
 
 std::vector<std::string> generate(const std::string& ck, std::initializer_list<std::string> more) {
@@ -37,14 +35,9 @@ std::vector<std::string> generate(const std::string& ck, std::initializer_list<s
   return args;
 }
 
-json last_json_line(const std::string& output) {
-  const size_t line = output.rfind("\n{");
-  return json::parse(output.substr(line == std::string::npos ? 0 : line + 1));
-}
-
 TEST(HardeningGenerate, EndlessPromptFileIsRefusedAtTheLimit) {
   TempDir dir("harden_prompt_file");
-  const std::string ck = make_checkpoint(dir);
+  const std::string ck = short_context_checkpoint(dir);
   const auto start = std::chrono::steady_clock::now();
   expect_refused(generate(ck, {"--prompt-file", "/dev/zero"}), {"/dev/zero", "--prompt-file", "67108864"});
   EXPECT_LT(seconds_since(start), 60.0);  // before the fix: read on without end
@@ -52,7 +45,7 @@ TEST(HardeningGenerate, EndlessPromptFileIsRefusedAtTheLimit) {
 
 TEST(HardeningGenerate, TheContextBoundsPromptAndCompletion) {
   TempDir dir("harden_context");
-  const std::string ck = make_checkpoint(dir);
+  const std::string ck = short_context_checkpoint(dir);
   // A prompt that fills the context of 32 (with BOS) is refused naming its flag.
   expect_refused(generate(ck, {"--prompt", std::string(31, 'x')}), {"--prompt", "32", "max_seq_len"});
   write_file(dir / "prompt.txt", std::string(40, 'x'));
@@ -154,9 +147,9 @@ TEST(HardeningGenerate, ResumeRemovesAKilledWritersTemporaries) {
                          (dir / "data").string()})
                 .exit_code,
             0);
-  make_checkpoint(dir);  // writes dir/tiny.json
+  short_context_checkpoint(dir);  // writes dir/ck.json
   const std::string run = (dir / "run").string();
-  const CliResult first = run_gatedlm({"train", "--config", (dir / "tiny.json").string(), "--data",
+  const CliResult first = run_gatedlm({"train", "--config", (dir / "ck.json").string(), "--data",
                                        (dir / "data").string(), "--out", run, "--steps", "2", "--batch-size", "2",
                                        "--seq-len", "16", "--eval-tokens", "64", "--warmup", "1"});
   ASSERT_EQ(first.exit_code, 0) << first.output;

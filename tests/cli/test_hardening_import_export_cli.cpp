@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli_checkpoint.h"
 #include "cli_runner.h"
 #include "expect_refused.h"
 #include "test_files.h"
@@ -23,15 +24,6 @@ using nlohmann::json;
 json tiny_config() {
   return json{{"vocab_size", 258}, {"d_model", 16}, {"n_layers", 2},    {"n_heads", 2},
               {"n_kv_heads", 1},   {"head_dim", 8}, {"ffn_hidden", 32}, {"max_seq_len", 32}};
-}
-
-// dir/NAME: a random checkpoint of `config`.
-fs::path make_checkpoint(const TempDir& dir, const std::string& name, const json& config) {
-  write_file(dir / (name + ".json"), config.dump());
-  const CliResult r =
-      run_gatedlm({"init", "--config", (dir / (name + ".json")).string(), "--out", (dir / name).string()});
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  return dir / name;
 }
 
 // dir/hf: the tiny checkpoint as a Hugging Face (qwen3, F32) directory.

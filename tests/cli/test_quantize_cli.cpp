@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "cli_checkpoint.h"
 #include "cli_runner.h"
 #include "test_files.h"
 #include "test_fixtures.h"
@@ -32,11 +33,6 @@ using nlohmann::json;
 constexpr const char* kConfig =
     R"({"vocab_size": 258, "d_model": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "head_dim": 16,
         "ffn_hidden": 96, "max_seq_len": 64, "init_std": 0.1, "tie_embeddings": true, "gate": {"position": "sdpa"}})";
-
-json last_json_line(const std::string& output) {
-  const size_t line = output.rfind("\n{");
-  return json::parse(output.substr(line == std::string::npos ? 0 : line + 1));
-}
 
 // The JSON header of a safetensors file.
 json safetensors_header(const fs::path& file) { return json::parse(safetensors_header_text(file)); }

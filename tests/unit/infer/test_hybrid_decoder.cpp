@@ -26,7 +26,7 @@ model::ModelConfig hybrid_config() {
   return c;
 }
 
-model::Model<float> random_model(const model::ModelConfig& c) {
+model::Model<float> random_hybrid_model(const model::ModelConfig& c) {
   model::Model<float> m(c);
   std::vector<float> p(m.layout().total());
   model::init_params(p, m.layout(), c, 5);
@@ -40,7 +40,7 @@ model::Model<float> random_model(const model::ModelConfig& c) {
 
 TEST(HybridDecoder, StaggeredPrefillAndDecodeEqualFullForward) {
   const model::ModelConfig c = hybrid_config();
-  model::Model<float> m = random_model(c), ref = random_model(c);
+  model::Model<float> m = random_hybrid_model(c), ref = random_hybrid_model(c);
   const int64_t V = c.vocab_size, total = 90;
   const std::vector<int64_t> prompts{5, 20, 70};  // recurrent, chunked, two chunks
   std::vector<std::vector<int32_t>> texts;
@@ -74,7 +74,7 @@ TEST(HybridDecoder, StaggeredPrefillAndDecodeEqualFullForward) {
 
 TEST(HybridDecoder, LinearLayersKeepAConstantStatePerSequence) {
   const model::ModelConfig c = hybrid_config();
-  model::Model<float> m = random_model(c);
+  model::Model<float> m = random_hybrid_model(c);
   Decoder dec(m, {1, 32768, 0, 0});
   const int64_t kv_per_token = 2 * c.kv_dim() * static_cast<int64_t>(sizeof(float));  // one softmax layer
   const int64_t at_1k = dec.state_bytes_per_sequence(1024), at_32k = dec.state_bytes_per_sequence(32768);

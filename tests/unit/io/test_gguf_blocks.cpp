@@ -17,6 +17,7 @@
 #include "io/gguf_import.h"
 #include "io/gguf_reader.h"
 #include "io/model_loader.h"
+#include "io_fixtures.h"
 #include "kernels/kernel_set.h"
 #include "model/quantized_weights.h"
 #include "model/weight_recipes.h"
@@ -28,12 +29,13 @@ namespace gatedlm::io {
 namespace {
 
 using nlohmann::json;
+using testing::random_checkpoint;
 using testing::TempDir;
 namespace k = kernels;
 using gatedlm::testing::KernelSetGuard;
 
 // Rows of 256 values: every matrix is a whole number of the K-quants' super-blocks.
-json dense_config() {
+json superblock_config() {
   return json{{"vocab_size", kByteVocabularySize}, {"d_model", 256}, {"n_layers", 2}, {"n_heads", 4},
               {"n_kv_heads", 2}, {"head_dim", 64}, {"ffn_hidden", 512}, {"max_seq_len", 64}};
 }
@@ -46,12 +48,6 @@ json hybrid_config() {
               {"gate", {{"position", "sdpa"}, {"granularity", "elementwise"}, {"activation", "sigmoid"}}},
               {"full_attention_interval", 2},
               {"linear_attention", {{"n_k_heads", 2}, {"n_v_heads", 4}, {"k_head_dim", 16}, {"v_head_dim", 16}}}};
-}
-
-Checkpoint random_checkpoint(const json& config, uint64_t seed) {
-  Checkpoint ck{model::config_from_json(config, "test"), {}};
-  ck.params = testing::random_vector<float>(model::ParamLayout(ck.config).total(), seed, 0.2);
-  return ck;
 }
 
 std::vector<float> logits_of(model::Model<float>& m, int64_t seq) {
@@ -84,7 +80,7 @@ LoadedModel expect_runs_on_blocks(const std::string& path) {
 TEST(GgufBlocks, EveryQuantisedMatrixStaysInTheFilesType) {
   const KernelSetGuard generic(k::KernelSet::generic);
   const TempDir dir("gguf_blocks_dense");
-  const Checkpoint ck = random_checkpoint(dense_config(), 3);
+  const Checkpoint ck = random_checkpoint(superblock_config(), 3);
   struct Want {
     k::ElementType dtype;
     const char* name;  // the weights' name, from general.file_type
@@ -117,7 +113,7 @@ TEST(GgufBlocks, EveryQuantisedMatrixStaysInTheFilesType) {
 TEST(GgufBlocks, AMixKeepsEachTensorsType) {
   const KernelSetGuard generic(k::KernelSet::generic);
   const TempDir dir("gguf_blocks_mix");
-  const Checkpoint ck = random_checkpoint(dense_config(), 9);
+  const Checkpoint ck = random_checkpoint(superblock_config(), 9);
   const std::string path = (dir / "q4_k_m.gguf").string();
   export_gguf(ck, *model::find_recipe("q4_k_m"), kByteVocabulary, path);
   const LoadedModel m = expect_runs_on_blocks(path);
@@ -169,7 +165,7 @@ TEST(GgufBlocks, AHybridKeepsWholeRowsAndExpandsTheReorderedOnes) {
 TEST(GgufBlocks, ANonFiniteScaleIsRefusedByName) {
   const TempDir dir("gguf_blocks_nan");
   const std::string path = (dir / "q4_k.gguf").string();
-  export_gguf(random_checkpoint(dense_config(), 8), k::ElementType::q4_k, kByteVocabulary, path);
+  export_gguf(random_checkpoint(superblock_config(), 8), k::ElementType::q4_k, kByteVocabulary, path);
   uint64_t offset = 0, row_bytes = 0;
   {
     const GgufReader r(path);
@@ -192,7 +188,7 @@ TEST(GgufBlocks, ANonFiniteScaleIsRefusedByName) {
 
 TEST(GgufBlocks, AnalysisKeepsTheDequantisedValuesReadable) {
   const TempDir dir("gguf_blocks_values");
-  const Checkpoint ck = random_checkpoint(dense_config(), 7);
+  const Checkpoint ck = random_checkpoint(superblock_config(), 7);
   const std::string path = (dir / "q4_k.gguf").string();
   export_gguf(ck, k::ElementType::q4_k, kByteVocabulary, path);
   ModelLoadOptions keep;

@@ -13,6 +13,7 @@
 #include "io/gguf_import.h"
 #include "io/half_float.h"
 #include "io/tokenizer_json.h"
+#include "io_fixtures.h"
 #include "model/param_layout.h"
 #include "small_tokenizer_json.h"
 #include "test_files.h"
@@ -22,6 +23,7 @@ namespace gatedlm::io {
 namespace {
 
 using nlohmann::json;
+using testing::random_checkpoint;
 using testing::TempDir;
 
 json dense_config() {
@@ -34,12 +36,6 @@ json moe_config() {
   json j = dense_config();
   j["moe"] = {{"n_experts", 4}, {"top_k", 2}, {"expert_hidden", 32}};
   return j;
-}
-
-Checkpoint random_checkpoint(const json& config, uint64_t seed) {
-  Checkpoint ck{model::config_from_json(config, "test"), {}};
-  ck.params = testing::random_vector<float>(model::ParamLayout(ck.config).total(), seed, 0.2);
-  return ck;
 }
 
 // A byte-level BPE tokenizer.json with Qwen2's pre-tokenizer and NFC (as Qwen3 ships it):

@@ -18,13 +18,14 @@
 #include "gguf_test_reader.h"
 #include "io/gguf.h"
 #include "io/gguf_tables.h"
+#include "io_fixtures.h"
 #include "model/param_layout.h"
 #include "test_util.h"
 
 namespace gatedlm::io {
 namespace {
 
-nlohmann::json g1_gate() { return {{"position", "sdpa"}, {"granularity", "elementwise"}, {"activation", "sigmoid"}}; }
+using testing::g1_gate;
 
 model::ModelConfig gated_config(const nlohmann::json& gate, const nlohmann::json& extra = nlohmann::json::object()) {
   nlohmann::json j{{"vocab_size", kByteVocabularySize}, {"d_model", 32}, {"n_layers", 2}, {"n_heads", 4},

@@ -18,6 +18,7 @@
 #include "io/hf_shared_keys.h"
 #include "io/model_family.h"
 #include "io/safetensors.h"
+#include "io_fixtures.h"
 #include "model/param_layout.h"
 #include "test_files.h"
 #include "test_util.h"
@@ -26,6 +27,7 @@ namespace gatedlm::io {
 namespace {
 
 using nlohmann::json;
+using testing::g1_gate;
 
 std::vector<std::string> registered_names() {
   std::vector<std::string> names;
@@ -60,7 +62,6 @@ json base_model() {
   return {{"vocab_size", 40}, {"d_model", 32}, {"n_layers", 4},   {"n_heads", 4},       {"n_kv_heads", 2},
           {"head_dim", 8},    {"ffn_hidden", 48}, {"max_seq_len", 64}, {"norm_eps", 1e-6}, {"rope_base", 5e5}};
 }
-json g1_gate() { return {{"position", "sdpa"}, {"granularity", "elementwise"}, {"activation", "sigmoid"}}; }
 json hybrid_model() {
   json j = base_model();
   j["gate"] = g1_gate();

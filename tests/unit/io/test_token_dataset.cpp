@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/sha256.h"
 #include "io/token_dataset.h"
+#include "io_fixtures.h"
 #include "test_files.h"
 
 namespace gatedlm::io {
@@ -21,12 +22,9 @@ namespace {
 using testing::contains;
 using testing::error_of;
 using testing::read_file;
+using testing::with_threads;
 using testing::write_file;
 
-TokenizerTrainOptions with_threads(TokenizerTrainOptions o, int threads) {
-  o.threads = threads;
-  return o;
-}
 PrepareOptions forced(PrepareOptions o) {
   o.force = true;
   return o;

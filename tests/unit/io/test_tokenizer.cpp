@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "io/text_corpus.h"
 #include "io/tokenizer.h"
+#include "io_fixtures.h"
 #include "test_files.h"
 
 namespace gatedlm::io {
@@ -18,12 +19,9 @@ namespace {
 
 using testing::contains;
 using testing::error_of;
+using testing::with_threads;
 using testing::write_file;
 
-TokenizerTrainOptions with_threads(TokenizerTrainOptions o, int threads) {
-  o.threads = threads;
-  return o;
-}
 namespace fs = std::filesystem;
 
 fs::path fresh_dir(const std::string& tag) {

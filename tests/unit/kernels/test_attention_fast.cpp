@@ -20,11 +20,11 @@ using testing::rel_error;
 
 std::vector<double> to_double(const std::vector<float>& x) { return {x.begin(), x.end()}; }
 
-struct Case {
+struct FastCase {
   int64_t batch, seq, n_q, n_kv, head_dim;
 };
 
-std::string name(const Case& c) {
+std::string name(const FastCase& c) {
   return "b" + std::to_string(c.batch) + " s" + std::to_string(c.seq) + " h" + std::to_string(c.n_q) + "/" +
          std::to_string(c.n_kv) + " d" + std::to_string(c.head_dim);
 }
@@ -32,7 +32,7 @@ std::string name(const Case& c) {
 // Runs the float kernels and the double reference on the same float inputs (gated when
 // `gated`), and compares every output. dq/dk/dv start from a nonzero value on both sides,
 // so the accumulate (+=) contract is checked too.
-void check_case(const Case& c, bool gated, uint64_t seed) {
+void check_case(const FastCase& c, bool gated, uint64_t seed) {
   const AttentionShape s{c.batch, c.seq, c.n_q, c.n_kv, c.head_dim, 1.0 / std::sqrt(double(c.head_dim))};
   const int64_t nq = c.batch * c.seq * c.n_q * c.head_dim, nkv = c.batch * c.seq * c.n_kv * c.head_dim;
   const int64_t nl = c.batch * c.n_q * c.seq;
@@ -77,7 +77,7 @@ void check_case(const Case& c, bool gated, uint64_t seed) {
   }
 }
 
-const Case kCases[] = {
+const FastCase kCases[] = {
     {1, 1, 1, 1, 64},     // a single token
     {2, 1, 4, 2, 16},     // a single token, GQA
     {2, 7, 3, 1, 5},      // tiny, head_dim < 16, 3 heads per kv head
@@ -93,12 +93,12 @@ const Case kCases[] = {
 
 TEST(AttentionFastTest, MatchesTheReferenceKernels) {
   uint64_t seed = 100;
-  for (const Case& c : kCases) check_case(c, false, seed += 10);
+  for (const FastCase& c : kCases) check_case(c, false, seed += 10);
 }
 
 TEST(AttentionFastTest, GateEpilogueMatchesTheReferenceAndAnExplicitMultiply) {
   uint64_t seed = 500;
-  for (const Case& c : kCases) check_case(c, true, seed += 10);
+  for (const FastCase& c : kCases) check_case(c, true, seed += 10);
 }
 
 // Few (batch, kv head) pairs: the backward splits each pair's key blocks into ranges and
@@ -108,7 +108,8 @@ TEST(AttentionFastTest, KeyBlockSplitBackwardMatchesTheReference) {
   uint64_t seed = 900;
   for (int threads : {2, 3}) {
     omp_set_num_threads(threads);
-    for (const Case& c : {Case{1, 300, 4, 1, 64}, Case{3, 130, 2, 1, 32}, Case{1, 129, 6, 3, 16}, Case{1, 5, 2, 1, 8}}) {
+    for (const FastCase& c :
+         {FastCase{1, 300, 4, 1, 64}, FastCase{3, 130, 2, 1, 32}, FastCase{1, 129, 6, 3, 16}, FastCase{1, 5, 2, 1, 8}}) {
       check_case(c, false, seed += 10);
       check_case(c, true, seed += 10);
     }

@@ -21,7 +21,7 @@ using testing::rel_error;
 
 // Inputs as a layer hands them over: q, k L2-normalised per head, q scaled by 1/sqrt(d_k),
 // g = log decay in about [-1.3, -0.01] (decays 0.27 to 0.99), beta in (0, 1).
-struct Problem {
+struct DeltaProblem {
   DeltaRuleShape shape;
   std::vector<double> q, k, v, g, beta, initial;  // initial empty: none
 };
@@ -34,9 +34,9 @@ void normalise_rows(std::vector<double>& x, int64_t width, double scale) {
   }
 }
 
-Problem make_problem(DeltaRuleShape s, bool with_initial, uint64_t seed) {
+DeltaProblem make_delta_problem(DeltaRuleShape s, bool with_initial, uint64_t seed) {
   const int64_t rows = s.batch * s.seq * s.heads;
-  Problem p{s, random_vector(rows * s.key_dim, seed), random_vector(rows * s.key_dim, seed + 1),
+  DeltaProblem p{s, random_vector(rows * s.key_dim, seed), random_vector(rows * s.key_dim, seed + 1),
             random_vector(rows * s.value_dim, seed + 2), std::vector<double>(rows), std::vector<double>(rows), {}};
   normalise_rows(p.q, s.key_dim, 1 / std::sqrt(static_cast<double>(s.key_dim)));
   normalise_rows(p.k, s.key_dim, 1.0);
@@ -58,7 +58,7 @@ std::vector<To> cast(const std::vector<From>& x) {
 template <typename T>
 struct Typed {
   std::vector<T> q, k, v, g, beta, initial;
-  explicit Typed(const Problem& p)
+  explicit Typed(const DeltaProblem& p)
       : q(cast<T>(p.q)), k(cast<T>(p.k)), v(cast<T>(p.v)), g(cast<T>(p.g)), beta(cast<T>(p.beta)),
         initial(cast<T>(p.initial)) {}
   DeltaRuleInputs<T> inputs() const {
@@ -75,7 +75,7 @@ size_t state_size(const DeltaRuleShape& s) { return s.batch * s.heads * s.key_di
 
 // chunk_size 0: the recurrence.
 template <typename T>
-Result run_forward(const Problem& p, int64_t chunk_size) {
+Result run_forward(const DeltaProblem& p, int64_t chunk_size) {
   const Typed<T> in(p);
   std::vector<T> out(out_size(p.shape)), state(state_size(p.shape));
   if (chunk_size == 0)
@@ -92,7 +92,7 @@ struct Grads {
 
 // chunk_size 0: the recurrence's backward.
 template <typename T>
-Grads run_backward(const Problem& p, const std::vector<double>& d_out, const std::vector<double>* d_final,
+Grads run_backward(const DeltaProblem& p, const std::vector<double>& d_out, const std::vector<double>* d_final,
                    int64_t chunk_size = 0) {
   const Typed<T> in(p);
   const DeltaRuleShape& s = p.shape;
@@ -124,7 +124,7 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
 
 // A shape with every dimension distinct (d_k != d_v), several heads and sequences, and a
 // length that no chunk size below divides except 1 and 5.
-constexpr DeltaRuleShape kShape{.batch = 2, .seq = 45, .heads = 3, .key_dim = 8, .value_dim = 12};
+constexpr DeltaRuleShape kDeltaShape{.batch = 2, .seq = 45, .heads = 3, .key_dim = 8, .value_dim = 12};
 
 // In double the two forms are the same function, up to rounding: the bound 1e-11 is far
 // above double rounding over these sums (measured 7e-16) and far below any mistake in a
@@ -133,7 +133,7 @@ constexpr DeltaRuleShape kShape{.batch = 2, .seq = 45, .heads = 3, .key_dim = 8,
 // and 64 (one chunk shorter than C).
 TEST(DeltaRuleTest, ChunkedMatchesRecurrenceInDouble) {
   for (bool with_initial : {false, true}) {
-    const Problem p = make_problem(kShape, with_initial, 11);
+    const DeltaProblem p = make_delta_problem(kDeltaShape, with_initial, 11);
     const Result reference = run_forward<double>(p, 0);
     for (int64_t chunk : {1, 5, 16, 32, 64}) {
       SCOPED_TRACE(::testing::Message() << "chunk " << chunk << " initial state " << with_initial);
@@ -150,7 +150,7 @@ TEST(DeltaRuleTest, ChunkedMatchesRecurrenceInDouble) {
 // another summation order on another CPU; a wrong factor anywhere gives 1e-2 or more.
 TEST(DeltaRuleTest, FloatFormsMatchDoubleRecurrence) {
   const DeltaRuleShape shape{.batch = 2, .seq = 200, .heads = 4, .key_dim = 32, .value_dim = 48};
-  const Problem p = make_problem(shape, true, 21);
+  const DeltaProblem p = make_delta_problem(shape, true, 21);
   const Result reference = run_forward<double>(p, 0);
   for (int64_t chunk : {0, 32, 64}) {
     SCOPED_TRACE(::testing::Message() << "chunk " << chunk << " (0: recurrence)");
@@ -163,33 +163,34 @@ TEST(DeltaRuleTest, FloatFormsMatchDoubleRecurrence) {
 // Prefill then decode: the chunked form over the first 29 tokens hands its final state to
 // the recurrence over the last 16; together they equal one pass over all 45 tokens.
 TEST(DeltaRuleTest, StateCarriesFromChunkedPrefillToRecurrentDecode) {
-  const Problem whole = make_problem(kShape, true, 31);
+  const DeltaProblem whole = make_delta_problem(kDeltaShape, true, 31);
   const int64_t split = 29;
   auto part = [&](int64_t t0, int64_t t1, std::vector<double> initial) {
-    Problem p{{kShape.batch, t1 - t0, kShape.heads, kShape.key_dim, kShape.value_dim}, {}, {}, {}, {}, {}, initial};
+    const DeltaRuleShape shape{kDeltaShape.batch, t1 - t0, kDeltaShape.heads, kDeltaShape.key_dim, kDeltaShape.value_dim};
+    DeltaProblem p{shape, {}, {}, {}, {}, {}, initial};
     auto take = [&](const std::vector<double>& x, std::vector<double>& into, int64_t width) {
-      for (int64_t b = 0; b < kShape.batch; ++b)
-        into.insert(into.end(), x.begin() + (b * kShape.seq + t0) * kShape.heads * width,
-                    x.begin() + (b * kShape.seq + t1) * kShape.heads * width);
+      for (int64_t b = 0; b < kDeltaShape.batch; ++b)
+        into.insert(into.end(), x.begin() + (b * kDeltaShape.seq + t0) * kDeltaShape.heads * width,
+                    x.begin() + (b * kDeltaShape.seq + t1) * kDeltaShape.heads * width);
     };
-    take(whole.q, p.q, kShape.key_dim);
-    take(whole.k, p.k, kShape.key_dim);
-    take(whole.v, p.v, kShape.value_dim);
+    take(whole.q, p.q, kDeltaShape.key_dim);
+    take(whole.k, p.k, kDeltaShape.key_dim);
+    take(whole.v, p.v, kDeltaShape.value_dim);
     take(whole.g, p.g, 1);
     take(whole.beta, p.beta, 1);
     return p;
   };
   const Result reference = run_forward<double>(whole, 0);
   const Result prefill = run_forward<double>(part(0, split, whole.initial), 16);
-  const Result decode = run_forward<double>(part(split, kShape.seq, prefill.state), 0);
+  const Result decode = run_forward<double>(part(split, kDeltaShape.seq, prefill.state), 0);
   EXPECT_LT(rel_error(decode.state, reference.state), 1e-11);
-  const int64_t row = kShape.heads * kShape.value_dim;
-  for (int64_t b = 0; b < kShape.batch; ++b) {
+  const int64_t row = kDeltaShape.heads * kDeltaShape.value_dim;
+  for (int64_t b = 0; b < kDeltaShape.batch; ++b) {
     std::vector<double> joined(prefill.out.begin() + b * split * row, prefill.out.begin() + (b + 1) * split * row);
-    joined.insert(joined.end(), decode.out.begin() + b * (kShape.seq - split) * row,
-                  decode.out.begin() + (b + 1) * (kShape.seq - split) * row);
-    const std::vector<double> expected(reference.out.begin() + b * kShape.seq * row,
-                                       reference.out.begin() + (b + 1) * kShape.seq * row);
+    joined.insert(joined.end(), decode.out.begin() + b * (kDeltaShape.seq - split) * row,
+                  decode.out.begin() + (b + 1) * (kDeltaShape.seq - split) * row);
+    const std::vector<double> expected(reference.out.begin() + b * kDeltaShape.seq * row,
+                                       reference.out.begin() + (b + 1) * kDeltaShape.seq * row);
     EXPECT_LT(rel_error(joined, expected), 1e-11) << "sequence " << b;
   }
 }
@@ -197,7 +198,7 @@ TEST(DeltaRuleTest, StateCarriesFromChunkedPrefillToRecurrentDecode) {
 // The recurrence with its final state written over its initial state (a decode step's
 // carried state): the same bits as into a separate buffer.
 TEST(DeltaRuleTest, RecurrentStateUpdatesInPlace) {
-  const Problem p = make_problem(kShape, true, 37);
+  const DeltaProblem p = make_delta_problem(kDeltaShape, true, 37);
   const Typed<float> in(p);
   std::vector<float> out(out_size(p.shape)), separate(state_size(p.shape));
   delta_rule_recurrent_forward(out.data(), separate.data(), in.inputs(), p.shape);
@@ -220,7 +221,7 @@ void check_backward_against_finite_differences(bool with_initial, bool with_fina
   SCOPED_TRACE(::testing::Message() << "initial state " << with_initial << ", final-state gradient "
                                     << with_final_grad);
   const DeltaRuleShape shape{.batch = 2, .seq = 70, .heads = 2, .key_dim = 3, .value_dim = 4};
-  Problem p = make_problem(shape, true, 41);
+  DeltaProblem p = make_delta_problem(shape, true, 41);
   if (!with_initial) std::fill(p.initial.begin(), p.initial.end(), 0.0);
   const std::vector<double> w_out = random_vector(out_size(shape), 42);
   const std::vector<double> w_state = random_vector(state_size(shape), 43);
@@ -228,7 +229,7 @@ void check_backward_against_finite_differences(bool with_initial, bool with_fina
     const Result r = run_forward<double>(p, 0);
     return dot(w_out, r.out) + (with_final_grad ? dot(w_state, r.state) : 0.0);
   };
-  Problem as_given = p;
+  DeltaProblem as_given = p;
   if (!with_initial) as_given.initial.clear();  // null initial state: the gradient at zero
   const Grads grads = run_backward<double>(as_given, w_out, with_final_grad ? &w_state : nullptr);
   const std::pair<std::vector<double>*, const std::vector<double>*> checks[] = {
@@ -251,7 +252,7 @@ TEST(DeltaRuleTest, RecurrentBackwardMatchesFiniteDifferences) {
 // or more.
 TEST(DeltaRuleTest, FloatBackwardMatchesDouble) {
   const DeltaRuleShape shape{.batch = 1, .seq = 200, .heads = 3, .key_dim = 16, .value_dim = 24};
-  const Problem p = make_problem(shape, true, 51);
+  const DeltaProblem p = make_delta_problem(shape, true, 51);
   const std::vector<double> d_out = random_vector(out_size(shape), 52);
   const std::vector<double> d_final = random_vector(state_size(shape), 53);
   const Grads reference = run_backward<double>(p, d_out, &d_final);
@@ -268,9 +269,9 @@ TEST(DeltaRuleTest, FloatBackwardMatchesDouble) {
 TEST(DeltaRuleTest, ChunkedBackwardMatchesRecurrentBackwardInDouble) {
   for (bool with_initial : {false, true})
     for (bool with_final_grad : {false, true}) {
-      const Problem p = make_problem(kShape, with_initial, 71);
-      const std::vector<double> d_out = random_vector(out_size(kShape), 72);
-      const std::vector<double> d_final = random_vector(state_size(kShape), 73);
+      const DeltaProblem p = make_delta_problem(kDeltaShape, with_initial, 71);
+      const std::vector<double> d_out = random_vector(out_size(kDeltaShape), 72);
+      const std::vector<double> d_final = random_vector(state_size(kDeltaShape), 73);
       const std::vector<double>* d_final_given = with_final_grad ? &d_final : nullptr;
       const Grads reference = run_backward<double>(p, d_out, d_final_given);
       for (int64_t chunk : {1, 5, 16, 32, 64}) {
@@ -287,7 +288,7 @@ TEST(DeltaRuleTest, ChunkedBackwardMatchesRecurrentBackwardInDouble) {
 TEST(DeltaRuleTest, ChunkedBackwardFromKeptChunkStatesIsTheSame) {
   const DeltaRuleShape shape{.batch = 3, .seq = 100, .heads = 2, .key_dim = 16, .value_dim = 8};
   const int64_t chunk = 32;
-  const Problem p = make_problem(shape, true, 81);
+  const DeltaProblem p = make_delta_problem(shape, true, 81);
   const Typed<float> in(p);
   std::vector<float> out(out_size(shape)), states(delta_rule_chunk_states_size(shape, chunk), -1.0f);
   ASSERT_EQ(states.size(), static_cast<size_t>(3 * 4 * 2 * 16 * 8));  // 4 chunks of 32, 32, 32, 4
@@ -310,7 +311,7 @@ TEST(DeltaRuleTest, ChunkedBackwardFromKeptChunkStatesIsTheSame) {
 // four groups) give the same bits on one thread and on two, forward and backward.
 TEST(DeltaRuleTest, ChunkedFormGivesTheSameBitsOnOneAndTwoThreads) {
   const DeltaRuleShape shape{.batch = 1, .seq = 70, .heads = 4, .key_dim = 16, .value_dim = 8};
-  const Problem p = make_problem(shape, true, 91);
+  const DeltaProblem p = make_delta_problem(shape, true, 91);
   const std::vector<double> d_out = random_vector(out_size(shape), 92);
   const int before = omp_get_max_threads();
   std::vector<Result> forward;
@@ -328,11 +329,11 @@ TEST(DeltaRuleTest, ChunkedFormGivesTheSameBitsOnOneAndTwoThreads) {
 }
 
 TEST(DeltaRuleTest, RejectsBadChunkSizeAndShape) {
-  const Problem p = make_problem(kShape, false, 61);
+  const DeltaProblem p = make_delta_problem(kDeltaShape, false, 61);
   const Typed<double> in(p);
-  std::vector<double> out(out_size(kShape));
-  EXPECT_THROW(delta_rule_chunked_forward<double>(out.data(), nullptr, in.inputs(), kShape, 0), Error);
-  DeltaRuleShape bad = kShape;
+  std::vector<double> out(out_size(kDeltaShape));
+  EXPECT_THROW(delta_rule_chunked_forward<double>(out.data(), nullptr, in.inputs(), kDeltaShape, 0), Error);
+  DeltaRuleShape bad = kDeltaShape;
   bad.key_dim = 0;
   EXPECT_THROW(delta_rule_recurrent_forward<double>(out.data(), nullptr, in.inputs(), bad), Error);
 }

@@ -95,7 +95,7 @@ struct TiledProblem {
   QuantWeights tiled_weights() const { return {format, tiled.data(), n, k, tiled_rows}; }
 };
 
-TiledProblem make_problem(ElementType format, int64_t m, int64_t n, int64_t k, uint64_t seed) {
+TiledProblem make_tiled_problem(ElementType format, int64_t m, int64_t n, int64_t k, uint64_t seed) {
   TiledProblem p{format, m, n, k, n / 16 * 16, random_vector<float>(m * k, seed, 1.0), blocks_of(format, n, k, seed + 1), {}};
   p.tiled = p.rows;
   quant_tile_rows(format, p.tiled.data(), n / 16, k);
@@ -133,7 +133,7 @@ TEST(QuantTiles, EveryPathReadsTiledWeights) {
         for (auto [n, k] : {std::pair<int64_t, int64_t>{67, 32 * 3}, {32, 32 * 17}, {16, 64}}) {
           SCOPED_TRACE(::testing::Message() << quant_path_name(path) << " " << element_name(format) << " in "
                                             << kernel_set_summary() << ": m=" << m << " n=" << n << " k=" << k);
-          const TiledProblem p = make_problem(format, m, n, k, 10 * m + n);
+          const TiledProblem p = make_tiled_problem(format, m, n, k, 10 * m + n);
           const QuantPath resolved = path == QuantPath::automatic ? quant_best_path(format, m) : path;
           const bool reads_tiles = quant_path_reads_tiles(resolved, format);
           const std::vector<float> tiled = product(p, path, p.tiled_weights()), rows = product(p, path, p.row_weights());
@@ -156,7 +156,7 @@ TEST(QuantTiles, SameBitsWhateverTheThreadCount) {
   const int threads = omp_get_max_threads();
   for (ElementType format : kTiledFormats)
     for (int64_t m : {1, 3, 8, 17}) {
-      const TiledProblem p = make_problem(format, m, 16 * 21 + 5, 32 * 5, 19);
+      const TiledProblem p = make_tiled_problem(format, m, 16 * 21 + 5, 32 * 5, 19);
       omp_set_num_threads(1);
       const std::vector<float> one = product(p, QuantPath::automatic, p.tiled_weights());
       omp_set_num_threads(3);
@@ -169,7 +169,7 @@ TEST(QuantTiles, SameBitsWhateverTheThreadCount) {
 
 TEST(QuantTiles, ReferenceAndExpandedRowsReadTiles) {
   for (ElementType format : kTiledFormats) {
-    const TiledProblem p = make_problem(format, 2, 37, 64, 29);
+    const TiledProblem p = make_tiled_problem(format, 2, 37, 64, 29);
     std::vector<float> tiled(static_cast<size_t>(2 * 37)), rows(tiled.size());
     quant_matmul_reference(tiled.data(), p.a.data(), 2, p.tiled_weights());
     quant_matmul_reference(rows.data(), p.a.data(), 2, p.row_weights());
@@ -182,7 +182,7 @@ TEST(QuantTiles, ReferenceAndExpandedRowsReadTiles) {
 }
 
 TEST(QuantTiles, RefusesTiledRowsThatAreNotWholeTiles) {
-  const TiledProblem p = make_problem(ElementType::q8_0, 1, 40, 64, 31);
+  const TiledProblem p = make_tiled_problem(ElementType::q8_0, 1, 40, 64, 31);
   std::vector<float> C(40);
   for (int64_t tiled_rows : {8, 48, -16})
     EXPECT_THROW(quant_matmul(C.data(), p.a.data(), 1, QuantWeights{ElementType::q8_0, p.tiled.data(), 40, 64, tiled_rows}),

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config_checks.h"
 #include "core/error.h"
 #include "model/config.h"
 #include "test_files.h"
@@ -11,18 +12,11 @@
 namespace gatedlm::model {
 namespace {
 
+using testing::expect_config_rejected;
+
 nlohmann::json base() {
   return {{"vocab_size", 100}, {"d_model", 16}, {"n_layers", 2},   {"n_heads", 4},
           {"n_kv_heads", 2},   {"head_dim", 8}, {"ffn_hidden", 32}, {"max_seq_len", 64}};
-}
-
-// Expects config_from_json(base + patch) to throw a message containing `needle`.
-void expect_rejected(const nlohmann::json& patch, const std::string& needle) {
-  nlohmann::json j = base();
-  j.merge_patch(patch);
-  const std::string message = testing::error_of([&] { config_from_json(j, "cfg.json"); });
-  EXPECT_TRUE(testing::contains(message, needle)) << patch.dump() << ": " << message;
-  EXPECT_TRUE(testing::contains(message, "cfg.json")) << message;
 }
 
 TEST(ConfigTest, DefaultsAreTheDocumentedOnes) {
@@ -67,27 +61,27 @@ TEST(ConfigTest, RoundTripsThroughJson) {
 }
 
 TEST(ConfigTest, RejectsBadInputNamingTheKey) {
-  expect_rejected({{"colour", "red"}}, "\"colour\"");
-  expect_rejected({{"gate", {{"positon", "sdpa"}}}}, "\"positon\"");
-  expect_rejected({{"vocab_size", nullptr}}, "\"vocab_size\"");  // merge_patch null deletes: missing key
-  expect_rejected({{"n_heads", 3}}, "\"n_heads\"");
-  expect_rejected({{"head_dim", 7}}, "\"head_dim\"");
-  expect_rejected({{"rope_dims", 10}}, "\"rope_dims\"");
-  expect_rejected({{"rope_dims", 3}}, "\"rope_dims\"");
-  expect_rejected({{"d_model", "16"}}, "\"d_model\"");
-  expect_rejected({{"qk_norm", 1}}, "\"qk_norm\"");
-  expect_rejected({{"gate", {{"position", "middle"}}}}, "middle");
-  expect_rejected({{"gate", {{"position", "key"}, {"granularity", "headwise"}}}}, "gate.granularity");
-  expect_rejected({{"gate", {{"position", "query"}, {"granularity", "headwise"}}}}, "gate.granularity");
-  expect_rejected({{"gate", {{"position", "dense"}, {"head_shared", true}}}}, "gate.head_shared");
-  expect_rejected({{"gate", {{"position", "sdpa"}, {"head_shared", true}, {"granularity", "headwise"}}}},
+  expect_config_rejected(base(), {{"colour", "red"}}, "\"colour\"");
+  expect_config_rejected(base(), {{"gate", {{"positon", "sdpa"}}}}, "\"positon\"");
+  expect_config_rejected(base(), {{"vocab_size", nullptr}}, "\"vocab_size\"");  // merge_patch null deletes: missing key
+  expect_config_rejected(base(), {{"n_heads", 3}}, "\"n_heads\"");
+  expect_config_rejected(base(), {{"head_dim", 7}}, "\"head_dim\"");
+  expect_config_rejected(base(), {{"rope_dims", 10}}, "\"rope_dims\"");
+  expect_config_rejected(base(), {{"rope_dims", 3}}, "\"rope_dims\"");
+  expect_config_rejected(base(), {{"d_model", "16"}}, "\"d_model\"");
+  expect_config_rejected(base(), {{"qk_norm", 1}}, "\"qk_norm\"");
+  expect_config_rejected(base(), {{"gate", {{"position", "middle"}}}}, "middle");
+  expect_config_rejected(base(), {{"gate", {{"position", "key"}, {"granularity", "headwise"}}}}, "gate.granularity");
+  expect_config_rejected(base(), {{"gate", {{"position", "query"}, {"granularity", "headwise"}}}}, "gate.granularity");
+  expect_config_rejected(base(), {{"gate", {{"position", "dense"}, {"head_shared", true}}}}, "gate.head_shared");
+  expect_config_rejected(base(), {{"gate", {{"position", "sdpa"}, {"head_shared", true}, {"granularity", "headwise"}}}},
                   "gate.head_shared");
-  expect_rejected({{"gate", {{"position", "sdpa"}, {"input_dims", 17}}}}, "gate.input_dims");
-  expect_rejected({{"gate", {{"position", "sdpa"}, {"input", "constant"}, {"input_dims", 4}}}},
+  expect_config_rejected(base(), {{"gate", {{"position", "sdpa"}, {"input_dims", 17}}}}, "gate.input_dims");
+  expect_config_rejected(base(), {{"gate", {{"position", "sdpa"}, {"input", "constant"}, {"input_dims", 4}}}},
                   "gate.input_dims");
-  expect_rejected({{"sdpa_transform", "layernorm"}}, "sdpa_transform");
-  expect_rejected({{"residual_clip", -1.0}}, "\"residual_clip\"");
-  expect_rejected({{"norm_eps", 0.0}}, "\"norm_eps\"");
+  expect_config_rejected(base(), {{"sdpa_transform", "layernorm"}}, "sdpa_transform");
+  expect_config_rejected(base(), {{"residual_clip", -1.0}}, "\"residual_clip\"");
+  expect_config_rejected(base(), {{"norm_eps", 0.0}}, "\"norm_eps\"");
 }
 // Hardening, third round, row 2: with full_attention_interval the list of layer kinds was
 // built before n_layers was checked, and 3e9 layers grew the process to 8 GB before it was
@@ -103,7 +97,7 @@ TEST(ConfigTest, AHugeLayerCountIsRefusedBeforeItsLayerListIsBuilt) {
                                       nlohmann::json{{"layer_types", nlohmann::json::array()}}}) {
     nlohmann::json patch{{"n_layers", 3'000'000'000LL}, {"linear_attention", linear}};
     patch.update(kinds);
-    expect_rejected(patch, "n_layers must be in 1..1048576, got 3000000000");
+    expect_config_rejected(base(), patch, "n_layers must be in 1..1048576, got 3000000000");
   }
   rusage after{};
   getrusage(RUSAGE_SELF, &after);

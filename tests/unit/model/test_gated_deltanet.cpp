@@ -16,11 +16,11 @@ using testing::rel_error;
 
 // All of one layer's weights in one buffer, with views.
 template <typename T>
-struct LayerWeights {
+struct OneLayerWeights {
   DeltaNetShape shape;
   std::vector<T> data;
   int64_t in_proj, conv, dt_bias, A_log, norm, out_proj;
-  explicit LayerWeights(const DeltaNetShape& s, uint64_t seed) : shape(s) {
+  explicit OneLayerWeights(const DeltaNetShape& s, uint64_t seed) : shape(s) {
     const LinearAttentionConfig& la = s.la;
     int64_t at = 0;
     auto take = [&](int64_t size) { return std::exchange(at, at + size); };
@@ -49,7 +49,7 @@ DeltaNetShape shape_of(int64_t n_k, int64_t n_v) {
 }
 
 // loss = sum(out * R): d loss / d out = R.
-double layer_loss(const LayerWeights<double>& w, const std::vector<double>& h, const std::vector<double>& R,
+double layer_loss(const OneLayerWeights<double>& w, const std::vector<double>& h, const std::vector<double>& R,
                   int64_t batch, int64_t seq) {
   DeltaNetActivations<double> a;
   std::vector<double> out(R.size());
@@ -70,7 +70,7 @@ TEST_P(DeltaNetGradient, MatchesFiniteDifferencesOverTwoChunks) {
   const auto [n_k, n_v] = GetParam();
   const DeltaNetShape s = shape_of(n_k, n_v);
   const int64_t batch = 2, seq = 70;  // the chunk is 64: the state crosses a chunk boundary
-  LayerWeights<double> w(s, 3);
+  OneLayerWeights<double> w(s, 3);
   std::vector<double> h = random_vector<double>(batch * seq * s.d_model, 4);
   const std::vector<double> R = random_vector<double>(batch * seq * s.d_model, 5);
 
@@ -104,7 +104,7 @@ INSTANTIATE_TEST_SUITE_P(KeyAndValueHeads, DeltaNetGradient,
 // training-shaped forward of the whole sequence.
 void expect_runs_match_forward(const std::vector<int64_t>& lengths) {
   const DeltaNetShape s = shape_of(1, 2);
-  LayerWeights<float> w(s, 8);
+  OneLayerWeights<float> w(s, 8);
   int64_t total = 0;
   for (int64_t len : lengths) total += len;
   const std::vector<float> h = random_vector<float>(total * s.d_model, 9);

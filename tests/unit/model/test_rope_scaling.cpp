@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "config_checks.h"
 #include "core/error.h"
 #include "model/config.h"
 #include "model/init.h"
@@ -158,13 +159,6 @@ nlohmann::json base_config() {
           {"n_kv_heads", 1},  {"head_dim", 8}, {"ffn_hidden", 24}, {"max_seq_len", 32}};
 }
 
-void expect_rejected(const nlohmann::json& patch, const std::string& needle) {
-  nlohmann::json j = base_config();
-  j.merge_patch(patch);
-  const std::string message = testing::error_of([&] { config_from_json(j, "cfg.json"); });
-  EXPECT_TRUE(testing::contains(message, needle)) << patch.dump() << ": " << message;
-}
-
 TEST(RopeScalingConfigTest, DefaultsAndRoundTrip) {
   const ModelConfig plain = config_from_json(base_config());
   EXPECT_EQ(plain.rope_scaling.type, RopeScalingType::none);
@@ -190,6 +184,9 @@ TEST(RopeScalingConfigTest, DefaultsAndRoundTrip) {
 }
 
 TEST(RopeScalingConfigTest, RejectsBadValuesNamingTheKey) {
+  auto expect_rejected = [](const nlohmann::json& patch, const std::string& needle) {
+    testing::expect_config_rejected(base_config(), patch, needle);
+  };
   expect_rejected({{"rope_scaling", {{"type", "dynamic"}}}}, "\"type\"");
   expect_rejected({{"rope_scaling", {{"type", "yarn"}, {"factr", 2}}}}, "\"factr\"");
   expect_rejected({{"rope_scaling", {{"type", "linear"}, {"factor", 0.5}}}}, "rope_scaling.factor");

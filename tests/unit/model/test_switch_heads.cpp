@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "config_checks.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "model/config.h"
@@ -22,44 +23,42 @@ namespace {
 
 using nlohmann::json;
 
-json tiny_json(const json& overrides) {
+json small_json(const json& overrides) {
   json j{{"vocab_size", 11}, {"d_model", 8},      {"n_layers", 2},  {"n_heads", 2},
          {"n_kv_heads", 1},  {"head_dim", 4},     {"ffn_hidden", 12}, {"max_seq_len", 8},
          {"init_std", 0.5},  {"rope_base", 100.0}};
   j.merge_patch(overrides);
   return j;
 }
-ModelConfig tiny_config(const json& overrides) { return config_from_json(tiny_json(overrides), "tiny"); }
+ModelConfig small_config(const json& overrides) { return config_from_json(small_json(overrides), "tiny"); }
 json switch_heads(int64_t experts, int64_t top_k, const char* on) {
   return {{"switch_heads", {{"n_experts", experts}, {"top_k", top_k}, {"experts_on", on}}}};
 }
 
 // ---- config ---------------------------------------------------------------------------
 
-void expect_rejected(const json& patch, const std::string& needle) {
-  const std::string message = testing::error_of([&] { config_from_json(tiny_json(patch), "sw.json"); });
-  EXPECT_TRUE(testing::contains(message, needle)) << patch.dump() << ": " << message;
-  EXPECT_TRUE(testing::contains(message, "sw.json")) << message;
-}
 
 TEST(SwitchHeadsConfig, ParsesRoundTripsAndDescribes) {
-  const ModelConfig c = tiny_config(switch_heads(8, 2, "kv"));
+  const ModelConfig c = small_config(switch_heads(8, 2, "kv"));
   EXPECT_EQ(c.switch_heads.n_experts, 8);
   EXPECT_EQ(c.switch_heads.top_k, 2);
   EXPECT_TRUE(c.switch_heads.switches_k());
   EXPECT_EQ(describe_switch_heads(c), "switch kv, 8top2");
   EXPECT_EQ(config_to_json(config_from_json(config_to_json(c))), config_to_json(c));
   // experts_on defaults to v; a config without the object has none and writes none.
-  const ModelConfig v = tiny_config({{"switch_heads", {{"n_experts", 1}, {"top_k", 1}}}});
+  const ModelConfig v = small_config({{"switch_heads", {{"n_experts", 1}, {"top_k", 1}}}});
   EXPECT_EQ(v.switch_heads.experts_on, SwitchTarget::v);
   EXPECT_FALSE(v.switch_heads.switches_k());
-  const ModelConfig plain = tiny_config(json::object());
+  const ModelConfig plain = small_config(json::object());
   EXPECT_FALSE(plain.switch_heads.on());
   EXPECT_FALSE(config_to_json(plain).contains("switch_heads"));
   EXPECT_EQ(describe_switch_heads(plain), "none");
 }
 
 TEST(SwitchHeadsConfig, RejectsBadInputNamingTheKey) {
+  auto expect_rejected = [](const json& patch, const std::string& needle) {
+    testing::expect_config_rejected(small_json(json::object()), patch, needle);
+  };
   expect_rejected({{"switch_heads", {{"n_experts", 0}, {"top_k", 1}}}}, "\"n_experts\"");
   expect_rejected({{"switch_heads", {{"n_experts", 4}, {"top_k", 5}}}}, "switch_heads.top_k");
   expect_rejected({{"switch_heads", {{"n_experts", 4}, {"top_k", 0}}}}, "switch_heads.top_k");
@@ -75,7 +74,7 @@ TEST(SwitchHeadsConfig, RejectsBadInputNamingTheKey) {
 }
 
 TEST(SwitchHeadsConfig, LayoutNamesAndCounts) {
-  const ModelConfig kv = tiny_config(switch_heads(3, 2, "kv"));
+  const ModelConfig kv = small_config(switch_heads(3, 2, "kv"));
   const ParamLayout l(kv);
   EXPECT_EQ(l.find("model.layers.0.self_attn.v_proj.weight"), nullptr);
   EXPECT_EQ(l.find("model.layers.0.self_attn.k_proj.weight"), nullptr);
@@ -91,10 +90,10 @@ TEST(SwitchHeadsConfig, LayoutNamesAndCounts) {
   EXPECT_EQ(n.experts_active, 2 * 2 * 2 * 4 * 8);
   EXPECT_EQ(l.count(ParamKind::switch_router), n.router);
   // Against the plain model: v_proj and k_proj (2 x 32 per layer) become 6 experts and a router.
-  const ParamLayout plain(tiny_config(json::object()));
+  const ParamLayout plain(small_config(json::object()));
   EXPECT_EQ(l.total() - plain.total(), 2 * (6 * 32 + 24 - 64));
 
-  const ModelConfig v = tiny_config(switch_heads(2, 1, "v"));
+  const ModelConfig v = small_config(switch_heads(2, 1, "v"));
   const ParamLayout lv(v);
   EXPECT_NE(lv.find("model.layers.0.self_attn.k_proj.weight"), nullptr);
   EXPECT_EQ(lv.find("model.layers.0.self_attn.v_proj.weight"), nullptr);
@@ -175,7 +174,7 @@ void check_layer(const ModelConfig& c, std::vector<double> router, int64_t n, ui
 TEST(SwitchHeadsLayer, MatchesNaiveDenseReference) {
   for (const char* on : {"v", "kv"})
     for (auto [E, K] : {std::pair{1, 1}, {4, 1}, {4, 2}, {3, 3}, {8, 2}}) {
-      ModelConfig c = tiny_config(switch_heads(E, K, on));
+      ModelConfig c = small_config(switch_heads(E, K, on));
       c.n_kv_heads = 2, c.n_heads = 4, c.d_model = 16;
       SCOPED_TRACE(cat(on, " ", E, "top", K));
       check_layer(c, testing::random_vector<double>(2 * E * 16, 17 + E * K), 37, 5);
@@ -185,7 +184,7 @@ TEST(SwitchHeadsLayer, MatchesNaiveDenseReference) {
 TEST(SwitchHeadsLayer, TiesGoToTheLowerIndexAndEmptyExpertsAreSkipped) {
   // A zero router scores every expert 0 (sigmoid 0.5): experts 0..k-1 are chosen for every
   // token, the others get no tokens at all.
-  ModelConfig c = tiny_config(switch_heads(5, 2, "kv"));
+  ModelConfig c = small_config(switch_heads(5, 2, "kv"));
   c.n_kv_heads = 2, c.n_heads = 2;
   check_layer(c, std::vector<double>(2 * 5 * 8, 0.0), 9, 3);
   SwitchHeadsState<float> st;
@@ -234,14 +233,14 @@ double min_selection_gap(const Model<T>& m) {
   return gap;
 }
 
-struct Variant {
+struct SwitchVariant {
   const char* name;
   json overrides;
 };
-class SwitchHeadsGradientTest : public ::testing::TestWithParam<Variant> {};
+class SwitchHeadsGradientTest : public ::testing::TestWithParam<SwitchVariant> {};
 
 TEST_P(SwitchHeadsGradientTest, AnalyticGradientsMatchFiniteDifferences) {
-  const ModelConfig c = tiny_config(GetParam().overrides);
+  const ModelConfig c = small_config(GetParam().overrides);
   Model<double> m(c);
   std::vector<double> w;
   init_params(w, m.layout(), c, 11);
@@ -282,23 +281,23 @@ TEST_P(SwitchHeadsGradientTest, AnalyticGradientsMatchFiniteDifferences) {
   EXPECT_GT(nonzero_experts, 0);
 }
 
-json with(json a, const json& b) {
+json merged(json a, const json& b) {
   a.merge_patch(b);
   return a;
 }
 
-const Variant kVariants[] = {
+const SwitchVariant kSwitchVariants[] = {
     {"v_1top1", switch_heads(1, 1, "v")},
     {"v_4top2", switch_heads(4, 2, "v")},
     {"v_3top3", switch_heads(3, 3, "v")},
     {"kv_4top1", switch_heads(4, 1, "kv")},
-    {"kv_3top2_gqa2", with(switch_heads(3, 2, "kv"), {{"n_heads", 4}, {"n_kv_heads", 2}})},
-    {"kv_2top2_no_qknorm", with(switch_heads(2, 2, "kv"), {{"qk_norm", false}})},
-    {"v_4top2_sdpa_gate", with(switch_heads(4, 2, "v"), {{"gate", {{"position", "sdpa"}}}})},
-    {"v_2top1_value_gate", with(switch_heads(2, 1, "v"), {{"gate", {{"position", "value"}, {"input_dims", 5}}}})},
-    {"kv_2top1_key_gate", with(switch_heads(2, 1, "kv"), {{"gate", {{"position", "key"}}}})},
+    {"kv_3top2_gqa2", merged(switch_heads(3, 2, "kv"), {{"n_heads", 4}, {"n_kv_heads", 2}})},
+    {"kv_2top2_no_qknorm", merged(switch_heads(2, 2, "kv"), {{"qk_norm", false}})},
+    {"v_4top2_sdpa_gate", merged(switch_heads(4, 2, "v"), {{"gate", {{"position", "sdpa"}}}})},
+    {"v_2top1_value_gate", merged(switch_heads(2, 1, "v"), {{"gate", {{"position", "value"}, {"input_dims", 5}}}})},
+    {"kv_2top1_key_gate", merged(switch_heads(2, 1, "kv"), {{"gate", {{"position", "key"}}}})},
 };
-INSTANTIATE_TEST_SUITE_P(Variants, SwitchHeadsGradientTest, ::testing::ValuesIn(kVariants),
+INSTANTIATE_TEST_SUITE_P(Variants, SwitchHeadsGradientTest, ::testing::ValuesIn(kSwitchVariants),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // ---- switch v, 1top1 == the headwise value gate ---------------------------------------
@@ -308,8 +307,9 @@ INSTANTIATE_TEST_SUITE_P(Variants, SwitchHeadsGradientTest, ::testing::ValuesIn(
 template <typename T>
 void expect_1top1_equals_value_gate(double tolerance) {
   const json common{{"n_heads", 4}, {"n_kv_heads", 2}, {"init_std", 0.4}};
-  const ModelConfig gated = tiny_config(with(common, {{"gate", {{"position", "value"}, {"granularity", "headwise"}}}}));
-  const ModelConfig sw = tiny_config(with(common, switch_heads(1, 1, "v")));
+  const ModelConfig gated =
+      small_config(merged(common, {{"gate", {{"position", "value"}, {"granularity", "headwise"}}}}));
+  const ModelConfig sw = small_config(merged(common, switch_heads(1, 1, "v")));
   Model<T> a(gated), b(sw);
   std::vector<T> wa;
   init_params(wa, a.layout(), gated, 21);
