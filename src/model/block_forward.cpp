@@ -28,6 +28,15 @@ void add_clipped(T* out, const T* resid, const T* branch, int64_t size, double c
     out[i] = resid[i] + (clip > 0 ? std::clamp(branch[i], -c, c) : branch[i]);
 }
 
+// Takes the router hook off a MoE block when the forward leaves it, a throwing hook included.
+template <typename T>
+struct RouterHookReset {
+  MoeBlock<T>* moe;
+  ~RouterHookReset() {
+    if (moe) moe->set_router_hook({});
+  }
+};
+
 }  // namespace
 
 // The layer's kind decides only what its mixer computes between the input norm and the
@@ -77,6 +86,10 @@ void Model<T>::ffn_forward(int64_t l) {
 
   k::rmsnorm_forward(a.h2.data(), a.rstd_ffn.data(), a.mid.data(), w.ffn_norm, n, d, c.norm_eps);
   if (MoeBlock<T>* moe = s.moe[l].get()) {
+    const bool hooked = s.hooks.wants(l, HookPoint::mlp_router);
+    if (hooked)
+      moe->set_router_hook([&](T* logits, int64_t) { s.hooks.forward(l, HookPoint::mlp_router, logits, {c.moe.n_experts}); });
+    const RouterHookReset<T> reset{hooked ? moe : nullptr};
     moe->forward(a.f0.data(), a.h2.data(), n,
                  MoeWeights<T>{w.moe_router, w.moe_experts, w.moe_shared, w.moe_shared_down, w.moe_shared_gate},
                  s.for_backward);

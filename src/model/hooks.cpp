@@ -32,6 +32,7 @@ constexpr PointName kNames[] = {
     {HookPoint::lin_state, "linear_attn.hook_state"},
     {HookPoint::attn_out, "hook_attn_out"},
     {HookPoint::resid_mid, "hook_resid_mid"},
+    {HookPoint::mlp_router, "mlp.hook_router"},
     {HookPoint::mlp_pre, "mlp.hook_pre"},
     {HookPoint::mlp_post, "mlp.hook_post"},
     {HookPoint::mlp_out, "hook_mlp_out"},
@@ -64,6 +65,7 @@ bool layer_has(const ModelConfig& c, int64_t l, HookPoint p) {
   }
   if (is_linear_point(p)) return caps.recurrent_state;
   if (p == HookPoint::mlp_pre || p == HookPoint::mlp_post) return !c.moe.is_moe_layer(l);
+  if (p == HookPoint::mlp_router) return c.moe.is_moe_layer(l);
   return p != HookPoint::logits;
 }
 

@@ -36,6 +36,7 @@ enum class HookPoint : uint8_t {
   lin_state,      // blocks.{l}.linear_attn.hook_state     [B, Hv, dk, dv] the state after the last token (read only)
   attn_out,       // blocks.{l}.hook_attn_out         [B, S, d]        the token mixer's output (every kind)
   resid_mid,      // blocks.{l}.hook_resid_mid        [B, S, d]        after the mixer's residual add
+  mlp_router,     // blocks.{l}.mlp.hook_router       [B, S, E]        MoE router logits (before softmax, top-k)
   mlp_pre,        // blocks.{l}.mlp.hook_pre          [B, S, 2 f]      gate_proj | up_proj outputs (dense FFN)
   mlp_post,       // blocks.{l}.mlp.hook_post         [B, S, f]        SwiGLU output (dense FFN)
   mlp_out,        // blocks.{l}.hook_mlp_out          [B, S, d]        the FFN's (or MoE block's) output

@@ -62,6 +62,7 @@ void MoeBlock<T>::route(const T* h, int64_t n, const MoeWeights<T>& w) {
   chosen_.resize(n * K);
   grow(weight_, n * K);
   k::linear_forward(logits_.data(), h, w.router, n, d_, E);
+  if (router_hook_) router_hook_(logits_.data(), n);
 #pragma omp parallel for schedule(static) if (k::elementwise_in_parallel(n * E))
   for (int64_t t = 0; t < n; ++t) {
     const T* z = logits_.data() + t * E;

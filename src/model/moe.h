@@ -25,6 +25,7 @@
 //                 forward's n tokens. LB = 1 when both are uniform (Switch Transformer).
 //   router z-loss Z = mean over the n tokens of (logsumexp_j z_j)^2 (ST-MoE).
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -64,6 +65,10 @@ class MoeBlock {
   // y [n, d] (overwritten) = the block applied to h [n, d]. With keep, saves what
   // backward needs (h itself stays the caller's and must be passed to backward).
   void forward(T* y, const T* h, int64_t n, const MoeWeights<T>& w, bool keep);
+  // Called with the router's logits [n, n_experts] before the softmax and the top-k (the
+  // activation hook blocks.{l}.mlp.hook_router, model/hooks.h): what it leaves is what routes.
+  // Empty: none (the default).
+  void set_router_hook(std::function<void(T* logits, int64_t n)> hook) { router_hook_ = std::move(hook); }
   // dh [n, d] (overwritten) = d loss / d h; parameter gradients are added into g.
   // dy [n, d] = d loss / d y; lb_weight [E] = d loss / d P_i; z_weight = d loss / d Z.
   void backward(T* dh, const MoeGrads<T>& g, const T* dy, const T* h, const MoeWeights<T>& w,
@@ -79,6 +84,7 @@ class MoeBlock {
   bool batched() const { return uniform_; }
 
  private:
+  std::function<void(T*, int64_t)> router_hook_;
   void route(const T* h, int64_t n, const MoeWeights<T>& w);
   void group();
   // backward's parts, in its order (moe.cpp).

@@ -10,6 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,8 @@ TEST(Hooks, EveryNameParsesBackToItsSite) {
     // The MoE layer (1) has no dense FFN's hook_pre; the hybrid's layer 1 has no attention points.
     EXPECT_FALSE(parse_hook_name("blocks.1.mlp.hook_pre", c));
     EXPECT_TRUE(parse_hook_name("blocks.0.mlp.hook_pre", c));
+    EXPECT_TRUE(parse_hook_name("blocks.1.mlp.hook_router", c));
+    EXPECT_FALSE(parse_hook_name("blocks.0.mlp.hook_router", c));
     EXPECT_EQ(parse_hook_name("blocks.1.attn.hook_z", c).has_value(), !hybrid);
     EXPECT_EQ(parse_hook_name("blocks.1.linear_attn.hook_beta", c).has_value(), hybrid);
   }
@@ -224,6 +227,27 @@ TEST(Hooks, AChangedSdpaOutputFeedsTheGateAndRefusesBackward) {
   m.set_hooks(nullptr);  // the next forward without the change may go backward again
   loss_of(m);
   EXPECT_NO_THROW(m.backward());
+}
+
+// Router logits changed by hook_router decide the experts: every token goes to experts 2 and 3.
+TEST(Hooks, TheRouterHookRoutes) {
+  const ModelConfig c = hooks_config({{"moe", {{"n_experts", 4}, {"top_k", 2}, {"every", 2}, {"expert_hidden", 6}}}});
+  Model<double> m = hooks_model(c, 9), plain = hooks_model(c, 9);
+  TestHooks hooks;
+  hooks.on_forward["blocks.1.mlp.hook_router"] = [](const HookSite&, const HookTensor<double>& t) {
+    ASSERT_EQ(t.shape, (std::vector<int64_t>{2, 6, 4}));
+    for (int64_t r = 0; r < 12; ++r)
+      for (int64_t e = 0; e < 4; ++e) t.data[r * 4 + e] = e == 2 ? 5.0 : e == 3 ? 4.0 : 0.0;
+  };
+  m.set_hooks(&hooks);
+  EXPECT_NE(loss_of(m), loss_of(plain));
+  const std::span<const int32_t> chosen = m.moe_block(1)->chosen();
+  for (size_t i = 0; i < chosen.size(); ++i) EXPECT_EQ(chosen[i], i % 2 == 0 ? 2 : 3);
+  EXPECT_NO_THROW(m.backward());  // routing changes keep the backward consistent
+  m.set_hooks(nullptr);           // and the block forgets the hook
+  loss_of(m);
+  EXPECT_NE(std::vector<int32_t>(m.moe_block(1)->chosen().begin(), m.moe_block(1)->chosen().end()),
+            std::vector<int32_t>(chosen.size(), 2));
 }
 
 // A seeded backward is the gradient of one logit: at hook_logits it is the seed itself, and
