@@ -11,6 +11,7 @@
 #include "kernels/attention_decode.h"
 #include "model/init.h"
 #include "test_util.h"
+#include "seeded_model.h"
 
 namespace gatedlm::infer {
 namespace {
@@ -47,13 +48,7 @@ model::ModelConfig small_config(int64_t layers) {
   return c;
 }
 
-model::Model<float> random_model(const model::ModelConfig& c) {
-  model::Model<float> m(c);
-  std::vector<float> p(m.layout().total());
-  model::init_params(p, m.layout(), c, 7);
-  m.load_params(p);
-  return m;
-}
+model::Model<float> random_model(const model::ModelConfig& c) { return gatedlm::testing::seeded_model(c, 7); }
 
 std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint64_t seed) {
   Rng rng(seed);

@@ -16,6 +16,7 @@
 #include "infer/scheduler.h"
 #include "model/init.h"
 #include "test_util.h"
+#include "seeded_model.h"
 
 namespace gatedlm::infer {
 namespace {
@@ -107,13 +108,7 @@ model::ModelConfig prefix_moe_config() {
   return c;
 }
 
-model::Model<float> prefix_random_model(const model::ModelConfig& c) {
-  model::Model<float> m(c);
-  std::vector<float> p(m.layout().total());
-  model::init_params(p, m.layout(), c, 21);
-  m.load_params(p);
-  return m;
-}
+model::Model<float> prefix_random_model(const model::ModelConfig& c) { return gatedlm::testing::seeded_model(c, 21); }
 
 std::vector<int32_t> prefix_random_tokens(int64_t n, int64_t vocab, uint64_t seed) {
   Rng rng(seed);

@@ -20,6 +20,7 @@
 #include "model/hooks.h"
 #include "model/init.h"
 #include "model/model.h"
+#include "seeded_model.h"
 
 namespace gatedlm::model {
 namespace {
@@ -39,13 +40,7 @@ ModelConfig hooks_config(const nlohmann::json& extra, bool hybrid = false) {
   return c;
 }
 
-Model<double> hooks_model(const ModelConfig& c, uint64_t seed) {
-  Model<double> m(c);
-  std::vector<double> w;
-  init_params(w, m.layout(), c, seed);
-  m.load_params(w);
-  return m;
-}
+Model<double> hooks_model(const ModelConfig& c, uint64_t seed) { return gatedlm::testing::seeded_model<double>(c, seed); }
 
 // Hooks from lambdas, recording the gradients asked for.
 class TestHooks : public ActivationHooks<double> {

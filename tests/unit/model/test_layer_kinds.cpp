@@ -16,6 +16,7 @@
 #include "model/model.h"
 #include "test_util.h"
 #include "toy_layer_kind.h"
+#include "seeded_model.h"
 
 namespace gatedlm::model {
 namespace {
@@ -31,14 +32,9 @@ ModelConfig three_layers(std::vector<LayerKind> kinds) {
   return c;
 }
 
-// A model with init_params' weights of `seed`.
 template <typename T>
 Model<T> initialised(const ModelConfig& c, uint64_t seed) {
-  Model<T> m(c);
-  std::vector<T> w;
-  init_params(w, m.layout(), c, seed);
-  m.load_params(w);
-  return m;
+  return gatedlm::testing::seeded_model<T>(c, seed);
 }
 
 // The names of one layer's tensors, in layout order, without the "model.layers.{i}." prefix.
