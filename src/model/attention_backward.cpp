@@ -84,7 +84,7 @@ void AttentionMixer<T>::backward(const MixerPass<T>& p, const T* d_branch) const
 template <typename T>
 void AttentionMixer<T>::report_z_gradient(const MixerPass<T>& p, const T* dy) const {
   const HookCaller<T>& hooks = p.s.hooks;
-  if (!hooks.hooks || !hooks.hooks->wants_gradient({p.layer, HookPoint::attn_z})) return;
+  if (!hooks.wants_gradient(p.layer, HookPoint::attn_z)) return;
   const int64_t size = p.s.n * p.c.q_dim();
   std::vector<T> dz(dy, dy + size);
   if (gate_in_attention_epilogue(p.c))

@@ -148,7 +148,7 @@ bool HookCaller<T>::forward_shaped(int64_t layer, HookPoint p, T* data, std::vec
 
 template <typename T>
 void HookCaller<T>::gradient(int64_t layer, HookPoint p, const T* d, std::initializer_list<int64_t> inner) const {
-  if (!hooks || !hooks->wants_gradient({layer, p})) return;
+  if (!wants_gradient(layer, p)) return;
   std::vector<int64_t> shape{batch, seq};
   shape.insert(shape.end(), inner.begin(), inner.end());
   hooks->gradient({layer, p}, HookTensor<const T>{d, std::move(shape)});

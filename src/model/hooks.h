@@ -90,6 +90,7 @@ struct HookCaller {
   ActivationHooks<T>* hooks = nullptr;  // null: every call is a no-op
   int64_t batch = 0, seq = 0;
   bool wants(int64_t layer, HookPoint p) const { return hooks && hooks->wants({layer, p}); }
+  bool wants_gradient(int64_t layer, HookPoint p) const { return hooks && hooks->wants_gradient({layer, p}); }
   // Calls the forward hook on data [batch, seq, inner...] when it is wanted; returns whether it was.
   bool forward(int64_t layer, HookPoint p, T* data, std::initializer_list<int64_t> inner) const;
   // The same with a shape of the caller's (hook_pattern's [B, H, S, S], hook_state's).
