@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -172,6 +174,13 @@ void close_gently(socket_t sock, bool body_left_unread) {
 GuardedServer::GuardedServer(const ConnectionLimits& limits) : limits_(limits) {
   const size_t workers = static_cast<size_t>(limits.max_connections + kHealthSpares + kRefusalSpares);
   new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+}
+
+void GuardedServer::widen_listen_backlog() {
+  // listen() on a listening socket only changes its backlog (Linux, the BSDs).
+  if (svr_sock_ != INVALID_SOCKET && ::listen(svr_sock_, SOMAXCONN) != 0)
+    std::fprintf(stderr, "serve: could not widen the listen backlog (%s); bursts of connections may wait\n",
+                 std::strerror(errno));
 }
 
 GuardedServer::Admission GuardedServer::admit(socket_t sock, const std::string& client) {

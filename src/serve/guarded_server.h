@@ -31,6 +31,12 @@ struct ConnectionLimits {
 class GuardedServer : public httplib::Server {
  public:
   explicit GuardedServer(const ConnectionLimits& limits);
+  // After bind_to_port: lets SOMAXCONN finished handshakes wait for accept() instead of the
+  // 5 that Debian's compiled cpp-httplib listens with. A burst of clients (40 at once in the
+  // tests) overflowed that queue; the kernel then drops their handshakes' last packets and
+  // the retransmitted request bytes can arrive after a refused connection was closed, which
+  // answers them with a reset that destroys the 503 before the client reads it.
+  void widen_listen_backlog();
 
  private:
   enum class Admission { admitted, health, refused };

@@ -138,6 +138,7 @@ void listen_until_stopped(GuardedServer& svr, const ServeOptions& o, infer::Sche
   std::signal(SIGPIPE, SIG_IGN);
   const int port = o.port == 0 ? svr.bind_to_any_port(o.host) : (svr.bind_to_port(o.host, o.port) ? o.port : -1);
   if (port < 0) fail("serve: cannot listen on ", o.host, ":", o.port, " (in use, or not a local address)");
+  svr.widen_listen_backlog();
   std::fprintf(stderr, "listening on http://%s:%d (max batch %lld, queue %lld, context %lld, prefix cache %s)\n",
                o.host.c_str(), port, static_cast<long long>(o.max_batch), static_cast<long long>(o.max_queue),
                static_cast<long long>(scheduler.context()), scheduler.prefix_cache_status().c_str());
