@@ -123,6 +123,12 @@ TEST(StrictJson, RefusesOverflowDuplicatesAndDirectories) {
   // The same key in two different objects is fine.
   write_file(dir / "c.json", R"({"x": {"y": 1}, "z": {"y": 2}, "y": 3})");
   EXPECT_EQ(read_json_file((dir / "c.json").string())["y"], 3);
+  // A key given twice after a nested object in an array's element (each object counts its
+  // own keys), and the same shape without the repeat.
+  write_file(dir / "nested_dup.json", R"({"a": [{"k": 1}, {"k": 2, "m": {"k": 3, "n": 0}, "k": 4}]})");
+  EXPECT_TRUE(contains(error_of([&] { read_json_file((dir / "nested_dup.json").string()); }), "\"k\" appears twice"));
+  write_file(dir / "nested_ok.json", R"({"a": [{"k": 1}, {"k": 2, "m": {"k": 3, "n": 0}, "j": 4}]})");
+  EXPECT_EQ(read_json_file((dir / "nested_ok.json").string())["a"][1]["j"], 4);
   std::filesystem::create_directories(dir / "d.json");
   EXPECT_TRUE(contains(error_of([&] { model::load_config((dir / "d.json").string()); }), "is a directory"));
 }
