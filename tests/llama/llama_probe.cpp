@@ -244,9 +244,12 @@ int main(int argc, char** argv) {
   // Room for every token fed (llama.cpp's default 512 would stop a longer reference run).
   const auto positions = static_cast<uint32_t>(std::max<size_t>(512, tokens.size() + std::max(generate, 0)));
   void* ctx = new_sized_context(l, model, positions, 512);
-  // LLAMA_PROBE_THREADS: llama.cpp's thread count (default: llama.cpp's own). Its threads
-  // spin while they wait, so on a loaded machine more threads than free cores stall it.
-  if (const char* threads = std::getenv("LLAMA_PROBE_THREADS")) l.set_threads(ctx, std::atoi(threads), std::atoi(threads));
+  // LLAMA_PROBE_THREADS: llama.cpp's thread count (default 1, not llama.cpp's own 4). Its
+  // threads spin while they wait, so more threads than free cores stall it: its default
+  // took 63 s on a 2-core machine for a run that one thread does in 0.1 s.
+  const char* threads_set = std::getenv("LLAMA_PROBE_THREADS");
+  const int threads = threads_set ? std::max(1, std::atoi(threads_set)) : 1;
+  l.set_threads(ctx, threads, threads);
   const int32_t vocab = l.n_tokens(l.get_vocab(model));
   auto step = [&](int32_t token) {
     decode_or_die(l, ctx, &token, 1);

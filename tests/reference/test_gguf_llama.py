@@ -134,9 +134,6 @@ def main(argv=None):
         print(f"SKIP: llama.cpp's libraries are unavailable ({why})")
         return SKIP
     binary, probe = os.path.abspath(args.gatedlm), os.path.abspath(args.probe)
-    # One llama.cpp thread: its threads spin while they wait, and on a loaded machine two of
-    # them on the quantised files took 13 s where one takes 0.06 s.
-    os.environ.setdefault("LLAMA_PROBE_THREADS", "1")
     work, tmp = work_directory(args.workdir, "gatedlm_gguf_")
     failures = []
     try:
