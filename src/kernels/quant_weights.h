@@ -42,7 +42,7 @@ struct QuantWeights {
 //                (bench/RESULTS.md, "Quantised products: the kernels"): on Zen 4,
 //                int8_vnni for Q8_0 / Q4_0 at every m (twice oneDNN's fp32 speed even at
 //                512 rows), bf16_dot for BF16, int8_madd for the K-quants above; without
-//                those instructions int8_madd, fp32_expand up to 4 rows and fp32_tiles above.
+//                those instructions int8_madd, fp32_expand up to 8 rows and fp32_tiles above.
 enum class QuantPath { automatic, fp32_expand, int8_madd, int8_vnni, bf16_dot, fp32_tiles };
 
 }  // namespace gatedlm::kernels
