@@ -171,6 +171,7 @@ struct RowsWanted {
   bool one_row_per_lane;  // lanes and corrections: group_times_weight_row
   bool nibble_quads;      // the Q4_0 kernel of 1-3 rows
   bool weight_tiles;      // signed_q and corrections: the weight-tile kernels
+  bool corrections;       // corrections alone: the vpmaddubsw kernel of tiled Q4_0 weights
   int offset_shift;       // the weights' offset 1 << offset_shift (Q8_0 7, Q4_0 3)
   bool split;
 };
@@ -184,7 +185,7 @@ Int8Rows quantize_rows(const float* A, int64_t lda, int64_t m, int64_t k, const 
   const bool with_q = want.rows_of_q || want.one_row_per_lane || want.nibble_quads;  // the arrangements copy q
   if (with_q) q.resize(static_cast<size_t>(m * k));
   scales.assign(static_cast<size_t>(padded * blocks), 0.0f);
-  const bool with_sums = want.one_row_per_lane || want.weight_tiles;
+  const bool with_sums = want.one_row_per_lane || want.weight_tiles || want.corrections;
   if (with_sums) sums.assign(static_cast<size_t>(padded * blocks), 0);
   thread_local std::vector<int8_t> unbiased;  // Int8Rows::signed_q
   if (want.weight_tiles) unbiased.resize(static_cast<size_t>(m * k));
@@ -297,7 +298,10 @@ void int8_product(bool vnni, const QuantOutput& out, const float* A, int64_t lda
   // So do the weight-tile kernels: 4-8 rows against kTileRows weight rows stored as rows
   // of blocks, any rows against weights in quant_tiles.h's layout.
   want.weight_tiles = GATEDLM_KSET_AVX512 && vnni && ((m >= 4 && W.rows >= kTileRows) || W.tiled_rows > 0);
-  if (W.tiled_rows > 0 && !want.weight_tiles) fail("int8 product: tiled weights reach a kernel that reads rows of blocks");
+  // Without VNNI, tiled Q4_0 weights take the vpmaddubsw tile kernel (q4_tiled_madd).
+  want.corrections = !vnni && W.format == ElementType::q4_0 && W.tiled_rows > 0;
+  if (W.tiled_rows > 0 && !want.weight_tiles && !want.corrections)
+    fail("int8 product: tiled weights reach a kernel that reads rows of blocks");
   // The one-row-per-lane arrangement serves group_times_weight_row, which with weight
   // tiles takes only the weight rows past the last whole tile.
   want.one_row_per_lane = vnni && m >= 4 && !(want.weight_tiles && W.rows % kTileRows == 0);

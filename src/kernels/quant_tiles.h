@@ -1,6 +1,7 @@
 #pragma once
 // Q8_0 / Q4_0 weight rows arranged in tiles of 16 rows, the layout the AVX-512 VNNI
-// kernels read (quant_int8_kernels.inc, rows_times_tiled): one weight row per 32-bit lane,
+// kernels read (quant_int8_kernels.inc, rows_times_tiled), and for Q4_0 the AVX2 one
+// (q4_tiled_madd, two 256-bit halves of 8 rows): one weight row per 32-bit lane,
 // so a block's 4-byte groups of all 16 rows are one 64-byte load instead of 16 loads and a
 // transpose, and the tiles follow each other as one stream (prefetched a tile ahead).
 //

@@ -138,8 +138,11 @@ TEST(QuantTiles, EveryPathReadsTiledWeights) {
           const bool reads_tiles = quant_path_reads_tiles(resolved, format);
           const std::vector<float> tiled = product(p, path, p.tiled_weights()), rows = product(p, path, p.row_weights());
           // Where both sides take whole tiles of 16 weight rows through the same arithmetic
-          // (groups of 4-8 rows), or where tiles are copied back to rows: the same bits.
-          const bool same_kernels = !reads_tiles || (m % 8 == 0 || m % 8 >= 4);
+          // (vpdpbusd's groups of 4-8 rows), or where tiles are copied back to rows: the
+          // same bits. (vpmaddubsw's tile kernel sums each block in one lane, its row
+          // kernels across lanes: the same dots, fp32 sums in another order.)
+          const bool same_kernels =
+              !reads_tiles || (resolved == QuantPath::int8_vnni && (m % 8 == 0 || m % 8 >= 4));
           std::vector<float> w(static_cast<size_t>(n * k));
           for (int64_t o = 0; o < n; ++o)
             element_to_f32(format, w.data() + o * k, p.rows.data() + o * element_row_bytes(format, k), k);
