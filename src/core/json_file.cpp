@@ -15,10 +15,8 @@ namespace gatedlm {
 using nlohmann::json;
 
 namespace {
-constexpr int kMaxJsonDepth = 256;
-}  // namespace
 
-namespace {
+constexpr int kMaxJsonDepth = 256;
 
 // The first key given twice in one object, or "" (the slow pass: a set of keys per open
 // object; run only once the fast pass has seen an object lose a key).
