@@ -6,6 +6,7 @@
 #error "quant_kernels.h belongs to a kernel set: include kernel_set_begin.h first"
 #endif
 #include "kernels/quant_matmul.h"
+#include "kernels/quant_tiles.h"
 
 namespace gatedlm::kernels::GATEDLM_KSET {
 
@@ -69,6 +70,18 @@ void for_each_row_group(int64_t n, int64_t m, int64_t row_bytes, int64_t k, Grou
   }
 #pragma omp parallel for schedule(static) if (worth_threads(m, n, k))
   for (int64_t t = 0; t < tiles; ++t) visit(t);
+}
+
+// f(r0, rows, o0, end) for each group of rows of A (1-8, from r0) and tile of 16 weight
+// rows of W, [o0, end) (the last one short when W.rows % 16): for_each_row_group over tiles,
+// for the kernels that read W a tile at a time (tiled, or transposed on the fly).
+template <class F>
+void for_each_tile_group(const QuantWeights& W, int64_t m, int64_t row_bytes, bool in_team, F&& f) {
+  const int64_t tiles = (W.rows + kQuantTileRows - 1) / kQuantTileRows;
+  for_each_row_group(tiles, m, kQuantTileRows * row_bytes, kQuantTileRows * W.cols, [&](int64_t t, int64_t r0, int64_t rows) {
+    const int64_t o0 = kQuantTileRows * t;
+    f(r0, rows, o0, std::min(W.rows, o0 + kQuantTileRows));
+  }, in_team);
 }
 
 // The next tile's bytes (contiguous, right after this one's) fetched while this one is

@@ -21,6 +21,7 @@
 #include "kernels/kernel_sets.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "core/error.h"
@@ -317,6 +318,180 @@ void rows_times_weight_row(const QuantOutput& out, const Q8KRows& A, int64_t r0,
   }
 }
 
+// Q4_K weights in quant_tiles.h's tiled layout: 16 weight rows a tile, one per
+// 32-bit lane (rows 0-7 in the low 256-bit half of each 64-byte vector, 8-15 in the high
+// one), so each broadcast of 4 activations serves 16 rows and each lane ends a super-block
+// holding its row's whole dot: no sums across lanes.
+
+// vpshufb indices that put bytes `first` and `second` (0-3) of each 32-bit lane, zero-
+// extended, in its low and high int16 halves: a table of constants, so that no kernel
+// builds them.
+struct alignas(32) LaneBytes {
+  uint8_t index[32];
+};
+constexpr LaneBytes lane_byte_pairs(int first, int second) {
+  LaneBytes m{};
+  for (int lane = 0; lane < 8; ++lane) {  // indices count from each 128-bit half's start
+    m.index[4 * lane + 0] = static_cast<uint8_t>(4 * (lane % 4) + first);
+    m.index[4 * lane + 1] = 0x80;
+    m.index[4 * lane + 2] = static_cast<uint8_t>(4 * (lane % 4) + second);
+    m.index[4 * lane + 3] = 0x80;
+  }
+  return m;
+}
+// [b]: byte b in both halves; [4 + t]: bytes 2t and 2t + 1.
+constexpr LaneBytes kLaneBytes[6] = {lane_byte_pairs(0, 0), lane_byte_pairs(1, 1), lane_byte_pairs(2, 2),
+                                     lane_byte_pairs(3, 3), lane_byte_pairs(0, 1), lane_byte_pairs(2, 3)};
+inline __m256i pick_lane_bytes(__m256i v, int which) {
+  return _mm256_shuffle_epi8(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(kLaneBytes[which].index)));
+}
+
+// The bytes of 8 rows' groups of 4 in one 256-bit half of a tile's 64-byte vector.
+inline __m256i tile_half(const uint8_t* vector, int h) { return load32(vector + 32 * h); }
+
+// 4 activations (row r of A, from `a`) in every 32-bit lane.
+inline __m256i broadcast4(const int8_t* a) {
+  int32_t four;
+  std::memcpy(&four, a, 4);
+  return _mm256_set1_epi32(four);
+}
+
+// Q4_K (tile super-block: d, dmin, 3 words of packed scales, 32 groups of nibbles). Group s
+// of the nibbles belongs to pair p = s / 8 of sub-blocks: its low nibbles are elements
+// 64p + 4 (s % 8) + 0..3 (sub-block 2p), its high ones those 32 further on (2p + 1). The
+// vpmaddubsw pairs of a sub-block are summed in int16 over its 8 groups (at most
+// 8 * 2 * 15 * 127 = 30480), then vpmaddwd'ed by each lane's sub-block scale into int32;
+// the minimums' part sum_j min_j * (sum of a over sub-block j) is a vpmaddwd per two
+// sub-blocks against the activations' bsums.
+struct Q4KTiles {
+  using Block = BlockQ4_K;
+  // One 256-bit half (8 rows) of a super-block: each lane's 8 six-bit scales and minimums
+  // (k4_scales_and_mins's bits, 4 to a 32-bit lane: scales 0-3, 4-7, minimums 0-3, 4-7),
+  // and its d and dmin.
+  struct Half {
+    __m256i scales[2], mins[2];
+    __m256 d, dmin;
+    Half(const uint8_t* super, int h) {
+      const __m256i six = _mm256_set1_epi8(0x3F), nibble = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
+      const __m256i w0 = tile_half(super + 64, h), w1 = tile_half(super + 128, h), w2 = tile_half(super + 192, h);
+      scales[0] = _mm256_and_si256(w0, six);
+      mins[0] = _mm256_and_si256(w1, six);
+      const auto top_two = [&](__m256i w) { return _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(w, 6), two), 4); };
+      scales[1] = _mm256_or_si256(_mm256_and_si256(w2, nibble), top_two(w0));
+      mins[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w2, 4), nibble), top_two(w1));
+      d = _mm256_cvtph_ps(load16(super + 16 * h));
+      dmin = _mm256_cvtph_ps(load16(super + 32 + 16 * h));
+    }
+    // Sub-block j's scale in both int16 halves of each lane (vpmaddwd's operand).
+    __m256i scale_pair(int j) const { return pick_lane_bytes(scales[j / 4], j % 4); }
+    // Minimums 2t and 2t + 1 as the lane's two int16 halves.
+    __m256i min_pair(int t) const { return pick_lane_bytes(mins[t / 2], 4 + t % 2); }
+  };
+  // offsets[r][h] = each lane's sum_j min_j * (sum of row r's a over sub-block j).
+  template <int R>
+  static void offsets(const Half* halves, const int16_t* const* sums, __m256i (*offsets)[2]) {
+    for (int r = 0; r < R; ++r) {
+      alignas(16) int32_t sum_pairs[4];  // the sums over each sub-block of 32, two to a word
+      _mm_store_si128(reinterpret_cast<__m128i*>(sum_pairs), _mm_hadd_epi16(load16(sums[r]), load16(sums[r] + 8)));
+      for (int h = 0; h < 2; ++h) {
+        offsets[r][h] = _mm256_setzero_si256();
+        for (int t = 0; t < 4; ++t)
+          offsets[r][h] = _mm256_add_epi32(offsets[r][h], _mm256_madd_epi16(halves[h].min_pair(t), _mm256_set1_epi32(sum_pairs[t])));
+      }
+    }
+  }
+  // dots[r][h] += each lane's sum_j scale_j * sum(q * a) over sub-block j (a half at a time:
+  // the accumulators of both halves for 2 rows would not fit AVX2's 16 registers).
+  template <int R>
+  static void dots(const uint8_t* super, const Half* halves, const int8_t* const* rows, __m256i (*dots)[2]) {
+    const __m256i nibble = _mm256_set1_epi8(0x0F);
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p)
+      for (int h = 0; h < 2; ++h) {
+        __m256i low_sums[R], high_sums[R];
+        for (int r = 0; r < R; ++r) low_sums[r] = high_sums[r] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int g = 0; g < 8; ++g) {
+          const __m256i packed = tile_half(super + 256 + 64 * (8 * p + g), h);
+          const __m256i low = _mm256_and_si256(packed, nibble), high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble);
+          for (int r = 0; r < R; ++r) {
+            low_sums[r] = _mm256_add_epi16(low_sums[r], _mm256_maddubs_epi16(low, broadcast4(rows[r] + 64 * p + 4 * g)));
+            high_sums[r] = _mm256_add_epi16(high_sums[r], _mm256_maddubs_epi16(high, broadcast4(rows[r] + 64 * p + 32 + 4 * g)));
+          }
+        }
+        const __m256i scale_low = halves[h].scale_pair(2 * p), scale_high = halves[h].scale_pair(2 * p + 1);
+        for (int r = 0; r < R; ++r)
+          dots[r][h] = _mm256_add_epi32(dots[r][h], _mm256_add_epi32(_mm256_madd_epi16(low_sums[r], scale_low),
+                                                                     _mm256_madd_epi16(high_sums[r], scale_high)));
+      }
+  }
+};
+
+// out[r0 + r, o0 + i] for R (1 or 2) rows of A and the 16 weight rows of a tile: per
+// super-block the integer dots and minimums' offsets of each lane, then d * d_a and
+// dmin * d_a in fp32, as the rows kernel scales them. (Tiles: the format's layout and
+// integer arithmetic, Q4KTiles; Q6_K in tiles measured no faster than its rows kernel on
+// Zen 3, bench/RESULTS.md.)
+template <class Tiles, int R>
+void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t o0, const uint8_t* tile) {
+  constexpr int64_t kSuperTile = kQuantTileRows * static_cast<int64_t>(sizeof(typename Tiles::Block));
+  const int64_t supers = A.supers();
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  const TilePrefetch prefetch(tile, supers * kSuperTile, supers);
+  for (int64_t i = 0; i < supers; ++i) {
+    prefetch.share(i);
+    const uint8_t* super = tile + i * kSuperTile;
+    const typename Tiles::Half halves[2] = {typename Tiles::Half(super, 0), typename Tiles::Half(super, 1)};
+    const int8_t* rows[R];
+    const int16_t* sums[R];
+    for (int r = 0; r < R; ++r) {
+      rows[r] = A.values(r0 + r, i);
+      sums[r] = A.sums16(r0 + r, i);
+    }
+    __m256i dots[R][2], offsets[R][2];
+    for (int r = 0; r < R; ++r) dots[r][0] = dots[r][1] = _mm256_setzero_si256();
+    Tiles::template offsets<R>(halves, sums, offsets);
+    Tiles::template dots<R>(super, halves, rows, dots);
+    for (int r = 0; r < R; ++r) {
+      const __m256 activation_scale = _mm256_set1_ps(A.group_scales(r0 + r, i)[(r0 + r) % kGroupRows]);
+      for (int h = 0; h < 2; ++h) {
+        acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[r][h]), _mm256_mul_ps(halves[h].d, activation_scale), acc[r][h]);
+        acc[r][h] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(offsets[r][h]), _mm256_mul_ps(halves[h].dmin, activation_scale),
+                                     acc[r][h]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    alignas(32) float lanes[kQuantTileRows];
+    _mm256_store_ps(lanes, acc[r][0]);
+    _mm256_store_ps(lanes + 8, acc[r][1]);
+    for (int64_t i = 0; i < kQuantTileRows; ++i) out.store(r0 + r, o0 + i, lanes[i]);
+  }
+}
+
+// Weights with tiles: whole tiles through tiled_rows (activation rows two at a time: more
+// accumulators than AVX2's 16 registers would spill), the rows past the last whole tile
+// through the rows kernel.
+template <class Tiles, class Dot>
+void tiled_product(const QuantOutput& out, const Q8KRows& A, int64_t m, const QuantWeights& W, bool in_team) {
+  using Block = typename Tiles::Block;
+  const int64_t row_bytes = element_row_bytes(W.format, W.cols);
+  const auto* data = static_cast<const uint8_t*>(W.data);
+  for_each_tile_group(W, m, row_bytes, in_team, [&](int64_t r0, int64_t rows, int64_t o0, int64_t end) {
+    if (o0 < W.tiled_rows) {
+      for (int64_t r = 0; r < rows; r += 2)
+        if (rows - r >= 2) tiled_rows<Tiles, 2>(out, A, r0 + r, o0, data + o0 * row_bytes);
+        else tiled_rows<Tiles, 1>(out, A, r0 + r, o0, data + o0 * row_bytes);
+      return;
+    }
+    with_row_count(rows, [&]<int R>() {
+      for (int64_t o = o0; o < end; ++o)
+        rows_times_weight_row<Dot, R>(out, A, r0, o, reinterpret_cast<const Block*>(data + o * row_bytes));
+    });
+  });
+}
+
 template <class Dot, class Block>
 void product_of(const QuantOutput& out, const Q8KRows& A, int64_t m, const QuantWeights& W, bool in_team) {
   const int64_t row_bytes = element_row_bytes(W.format, W.cols);
@@ -330,7 +505,9 @@ void product_of(const QuantOutput& out, const Q8KRows& A, int64_t m, const Quant
 
 void multiply(const QuantOutput& out, const Q8KRows& A, int64_t m, const QuantWeights& W, bool in_team) {
   switch (W.format) {
-    case ElementType::q4_k: return product_of<Q4KDot, BlockQ4_K>(out, A, m, W, in_team);
+    case ElementType::q4_k:
+      if (W.tiled_rows > 0) return tiled_product<Q4KTiles, Q4KDot>(out, A, m, W, in_team);
+      return product_of<Q4KDot, BlockQ4_K>(out, A, m, W, in_team);
     case ElementType::q5_k: return product_of<Q5KDot, BlockQ5_K>(out, A, m, W, in_team);
     case ElementType::q6_k: return product_of<Q6KDot, BlockQ6_K>(out, A, m, W, in_team);
     case ElementType::iq4_xs: return product_of<Iq4XsDot, BlockIq4Xs>(out, A, m, W, in_team);
@@ -341,7 +518,8 @@ void multiply(const QuantOutput& out, const Q8KRows& A, int64_t m, const QuantWe
 }  // namespace
 
 void kquant_int8_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
-  if (W.tiled_rows > 0) fail("K-quant int8 product: ", element_name(W.format), " weights have no tiled layout");
+  if (W.tiled_rows > 0 && W.format != ElementType::q4_k)
+    fail("K-quant int8 product: ", element_name(W.format), " weights have no tiled layout");
   with_decode_team(m, W, [&](bool in_team) {
     // In a team every thread rounds all the rows itself (quant_kernels.h says why).
     multiply(out, quantize_rows(A, lda, m, W.cols, !in_team), m, W, in_team);

@@ -61,7 +61,7 @@ void expanded_tiles_product(float* C, int64_t ldc, const float* A, int64_t lda, 
   tile.resize(static_cast<size_t>(tile_rows * W.cols));
   for (int64_t o = 0; o < W.rows; o += tile_rows) {
     const int64_t rows = std::min(tile_rows, W.rows - o);
-    quant_dequantize_rows_of_set(tile.data(), W, o, rows);
+    quant_dequantize_rows(tile.data(), W, o, rows);  // the public one: it reads tiles
     MatmulShape s{m, rows, W.cols};
     s.trans_b = true;
     s.lda = lda;
@@ -110,13 +110,14 @@ void quant_matmul_path(QuantPath path, float* C, int64_t ldc, const float* A, in
          " weights in kernel set ", kernel_set_name(active_kernel_set()), " on this CPU");
   if (m == 0 || W.rows == 0) return;
   if (path == QuantPath::automatic) path = quant_best_path(W.format, m);
+  // fp32 tiles expand W a slice at a time, tiled or not (prefill of many rows on Q4_K tiles).
+  if (path == QuantPath::fp32_tiles) return expanded_tiles_product(C, ldc, A, lda, m, W, accumulate);
   if (W.tiled_rows > 0 && !quant_path_reads_tiles(path, W.format)) {
     // A path that reads rows of blocks (another kernel set than the one the weights were
     // arranged for, or a path asked for by name): on a row-major copy.
     thread_local std::vector<uint8_t> rows;
     return quant_matmul_path(path, C, ldc, A, lda, m, untiled(W, rows), accumulate);
   }
-  if (path == QuantPath::fp32_tiles) return expanded_tiles_product(C, ldc, A, lda, m, W, accumulate);
   quant_matmul_path_of_set(path, C, ldc, A, lda, m, W, accumulate);
 }
 

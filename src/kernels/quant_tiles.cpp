@@ -6,33 +6,66 @@
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/quant_blocks.h"
+#include "kernels/element_types.h"
 
 namespace gatedlm::kernels {
 namespace {
 
-// Where the bytes of one block of one row sit in a tile: the 2 scale bytes, and the
-// value bytes in `dwords` groups of 4 (each XORed with `bias` when stored).
-struct TileGeometry {
-  int64_t count;       // blocks a row
-  int64_t row_bytes;   // bytes of a row of blocks
-  int64_t block_bytes; // 18 (Q4_0) or 34 (Q8_0)
-  int dwords;          // 4-byte groups of values a block: 4 or 8
-  uint8_t bias;        // Q8_0's values are stored + 128
-  TileGeometry(ElementType format, int64_t cols)
-      : count(cols / kQuantBlockValues),
-        row_bytes(element_row_bytes(format, cols)),
-        block_bytes(row_bytes / count),
-        dwords(format == ElementType::q4_0 ? 4 : 8),
-        bias(format == ElementType::q8_0 ? 0x80 : 0) {}
-  int64_t scale_at(int64_t row, int64_t b) const { return count * kQuantTileRows * 4 * dwords + (b * kQuantTileRows + row) * 2; }
-  int64_t value_at(int64_t row, int64_t b, int s) const { return ((b * dwords + s) * kQuantTileRows + row) * 4; }
+// A field of a block (its scale, its values, ...): `units` runs of `unit_bytes` bytes at
+// `block_offset` in the block. In a tile, unit u of row i's block b sits at
+// region_base + b * region_stride + (u * 16 + i) * unit_bytes (all 16 rows' unit u side by
+// side), each byte XORed with `bias`.
+struct TileField {
+  int64_t block_offset, units, unit_bytes, region_base, region_stride;
+  uint8_t bias = 0;
+  int64_t tiled_at(int64_t row, int64_t b, int64_t u) const {
+    return region_base + b * region_stride + (u * kQuantTileRows + row) * unit_bytes;
+  }
 };
+
+// The fields of a format's blocks and where quant_tiles.h puts them in a tile.
+struct TileGeometry {
+  int64_t count;        // blocks a row
+  int64_t row_bytes;    // bytes of a row of blocks
+  int64_t block_bytes;  // 18 (Q4_0), 34 (Q8_0), 144 (Q4_K)
+  std::vector<TileField> fields;
+  TileGeometry(ElementType format, int64_t cols)
+      : count(cols / element_traits(format).block_values), row_bytes(element_row_bytes(format, cols)), block_bytes(row_bytes / count) {
+    const int64_t rows = kQuantTileRows;
+    if (format == ElementType::q4_k) {
+      // Super-block by super-block: d, dmin (fp16), the 3 words of packed scales, the 32
+      // 4-byte groups of nibbles: 16 * 144 bytes.
+      const int64_t stride = rows * block_bytes;
+      fields = {{0, 1, 2, 0, stride}, {2, 1, 2, 2 * rows, stride}, {4, 3, 4, 4 * rows, stride},
+                {16, 32, 4, 16 * rows, stride}};
+      return;
+    }
+    // Q4_0 / Q8_0: every block's values, then every block's fp16 scale.
+    const int64_t dwords = format == ElementType::q4_0 ? 4 : 8, values = dwords * 4 * rows;
+    const uint8_t bias = format == ElementType::q8_0 ? 0x80 : 0;
+    fields = {{2, dwords, 4, 0, values, bias}, {0, 1, 2, count * values, 2 * rows}};
+  }
+  // f(block byte offset, tiled byte offset, bytes, bias) for every unit of row `row`'s blocks.
+  template <class F>
+  void for_each_unit(int64_t row, F&& f) const {
+    for (int64_t b = 0; b < count; ++b)
+      for (const TileField& field : fields)
+        for (int64_t u = 0; u < field.units; ++u)
+          f(b * block_bytes + field.block_offset + u * field.unit_bytes, field.tiled_at(row, b, u), field.unit_bytes,
+            field.bias);
+  }
+};
+
+// n bytes from `from` to `to`, each XORed with bias.
+void move_unit(uint8_t* to, const uint8_t* from, int64_t n, uint8_t bias) {
+  for (int64_t j = 0; j < n; ++j) to[j] = from[j] ^ bias;
+}
 
 void check_tiles(ElementType format, int64_t cols) {
   if (!quant_format_tiles(format)) fail("quantised tiles: ", element_name(format), " has no tiled layout");
-  if (cols <= 0 || cols % kQuantBlockValues != 0)
-    fail("quantised tiles: ", cols, " columns is not a positive multiple of ", kQuantBlockValues);
+  const int64_t block = element_traits(format).block_values;
+  if (cols <= 0 || cols % block != 0)
+    fail("quantised tiles: ", cols, " columns is not a positive multiple of ", block, " (", element_name(format), ")");
 }
 
 // One tile, rows of blocks -> tiles (to_tiles) or back, through a scratch copy.
@@ -41,16 +74,11 @@ void rearrange_tile(const TileGeometry& g, uint8_t* tile, bool to_tiles) {
   scratch.assign(tile, tile + kQuantTileRows * g.row_bytes);
   const uint8_t* from = scratch.data();
   for (int64_t i = 0; i < kQuantTileRows; ++i)
-    for (int64_t b = 0; b < g.count; ++b) {
-      const int64_t block = i * g.row_bytes + b * g.block_bytes, scale = g.scale_at(i, b);
-      std::memcpy(tile + (to_tiles ? scale : block), from + (to_tiles ? block : scale), 2);
-      for (int s = 0; s < g.dwords; ++s)
-        for (int j = 0; j < 4; ++j) {
-          const int64_t value = block + 2 + 4 * s + j, tiled = g.value_at(i, b, s) + j;
-          if (to_tiles) tile[tiled] = from[value] ^ g.bias;
-          else tile[value] = from[tiled] ^ g.bias;
-        }
-    }
+    g.for_each_unit(i, [&](int64_t block, int64_t tiled, int64_t n, uint8_t bias) {
+      const int64_t row = i * g.row_bytes + block;
+      if (to_tiles) move_unit(tile + tiled, from + row, n, bias);
+      else move_unit(tile + row, from + tiled, n, bias);
+    });
 }
 
 void rearrange(ElementType format, void* data, int64_t tiles, int64_t cols, bool to_tiles) {
@@ -63,10 +91,13 @@ void rearrange(ElementType format, void* data, int64_t tiles, int64_t cols, bool
 
 }  // namespace
 
-bool quant_format_tiles(ElementType format) { return format == ElementType::q8_0 || format == ElementType::q4_0; }
+bool quant_format_tiles(ElementType format) {
+  return format == ElementType::q8_0 || format == ElementType::q4_0 || format == ElementType::q4_k;
+}
 
 int64_t quant_tile_value_bytes(ElementType format) {
   if (!quant_format_tiles(format)) fail("quantised tiles: ", element_name(format), " has no tiled layout");
+  if (format == ElementType::q4_k) return kQuantTileRows * 128;
   return kQuantTileRows * (format == ElementType::q4_0 ? 16 : 32);
 }
 
@@ -99,13 +130,9 @@ void quant_copy_rows(void* out, const QuantWeights& W, int64_t row0, int64_t row
       continue;
     }
     const uint8_t* tile = data + r / kQuantTileRows * kQuantTileRows * row_bytes;
-    const int64_t i = r % kQuantTileRows;
-    for (int64_t b = 0; b < g.count; ++b) {
-      uint8_t* block = row + b * g.block_bytes;
-      std::memcpy(block, tile + g.scale_at(i, b), 2);
-      for (int s = 0; s < g.dwords; ++s)
-        for (int j = 0; j < 4; ++j) block[2 + 4 * s + j] = tile[g.value_at(i, b, s) + j] ^ g.bias;
-    }
+    g.for_each_unit(r % kQuantTileRows, [&](int64_t block, int64_t tiled, int64_t n, uint8_t bias) {
+      move_unit(row + block, tile + tiled, n, bias);
+    });
   }
 }
 

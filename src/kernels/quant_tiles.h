@@ -1,7 +1,8 @@
 #pragma once
-// Q8_0 / Q4_0 weight rows arranged in tiles of 16 rows, the layout the AVX-512 VNNI
-// kernels read (quant_int8_kernels.inc, rows_times_tiled), and for Q4_0 the AVX2 one
-// (q4_tiled_madd, two 256-bit halves of 8 rows): one weight row per 32-bit lane,
+// Q8_0 / Q4_0 / Q4_K weight rows arranged in tiles of 16 rows, the layout the AVX-512 VNNI
+// kernels read (quant_int8_kernels.inc, rows_times_tiled), and for Q4_0 and Q4_K the
+// vpmaddubsw ones (q4_tiled_madd, quant_kint8.cpp's tiled_rows; two 256-bit halves of 8
+// rows): one weight row per 32-bit lane,
 // so a block's 4-byte groups of all 16 rows are one 64-byte load instead of 16 loads and a
 // transpose, and the tiles follow each other as one stream (prefetched a tile ahead).
 //
@@ -14,6 +15,11 @@
 //           unsigned operand of vpdpbusd).
 //   scales  then count groups of 16 fp16 scales (32 bytes): d of row i's block b at
 //           entry 16b + i.
+// Q4_K (k = 256 * count): super-block b of the 16 rows at 16 * 144 * b, 2304 bytes:
+//   [0, 32) the rows' d (fp16, row i at 2i), [32, 64) their dmin, [64, 256) the 12 bytes of
+//   packed scales and minimums as 3 vectors of 64 bytes (vector w: bytes 4w..4w+3 of row i
+//   at 4i), [256, 2304) the 128 bytes of nibbles as 32 vectors (vector s: bytes 4s..4s+3 of
+//   row i at 4i), as stored.
 // The layout lives in memory only (attached models, model/quantized_weights.h): files and
 // GGUF keep rows of blocks.
 #include <cstdint>
@@ -24,9 +30,9 @@ namespace gatedlm::kernels {
 
 inline constexpr int64_t kQuantTileRows = 16;
 
-// Whether the format has a tiled layout (Q8_0, Q4_0).
+// Whether the format has a tiled layout (Q8_0, Q4_0, Q4_K).
 bool quant_format_tiles(ElementType format);
-// Bytes of one block's values in a tile (all 16 rows): Q4_0 256, Q8_0 512.
+// Bytes of one block's values in a tile (all 16 rows): Q4_0 256, Q8_0 512, Q4_K 2048.
 int64_t quant_tile_value_bytes(ElementType format);
 
 // The first `tiles` tiles of a matrix of rows of blocks (`cols` values a row), in place:

@@ -13,8 +13,9 @@ struct QuantWeights {
   const void* data;  // rows * element_row_bytes(format, cols) bytes
   int64_t rows;      // n, the outputs
   int64_t cols;      // k, the inputs
-  // Rows [0, tiled_rows) are arranged in tiles of 16 rows for the AVX-512 VNNI kernels
-  // (quant_tiles.h; a multiple of 16, at most rows), the rest are rows of blocks as above.
+  // Rows [0, tiled_rows) are arranged in tiles of 16 rows for the kernels that read them
+  // (quant_tiles.h, quant_path_reads_tiles; a multiple of 16, at most rows), the rest are rows
+  // of blocks as above.
   // Every path reads both: the kernels that do not read tiles get a row-major copy.
   int64_t tiled_rows = 0;
 };

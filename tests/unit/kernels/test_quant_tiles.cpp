@@ -1,6 +1,6 @@
-// The tiled layout of Q8_0 / Q4_0 weights (quant_tiles.h): the bytes land where the header
-// says, rows come back unchanged, and every product path gives the same results on tiled
-// weights as on rows of blocks: the paths that read tiles (the AVX-512 VNNI kernels) the
+// The tiled layout of Q8_0 / Q4_0 / Q4_K weights (quant_tiles.h): the bytes land where the
+// header says, rows come back unchanged, and every product path gives the same results on
+// tiled weights as on rows of blocks: the paths that read tiles (the AVX-512 VNNI kernels) the
 // same bits as their row-block kernels where those take whole tiles too (4-8 rows), within
 // the int8 bound of the reference at every m; every other path through its row-major copy
 // (the kernels_* entries repeat this suite once per kernel set).
@@ -24,7 +24,11 @@ namespace {
 
 using testing::random_vector;
 
-constexpr ElementType kTiledFormats[] = {ElementType::q8_0, ElementType::q4_0};
+constexpr ElementType kTiledFormats[] = {ElementType::q8_0, ElementType::q4_0, ElementType::q4_k};
+
+// Values per block of the format (32, or a Q4_K super-block's 256): the sizes below are
+// counted in these.
+int64_t unit(ElementType format) { return element_traits(format).block_values; }
 
 // n rows of k values quantised, as rows of blocks.
 std::vector<uint8_t> blocks_of(ElementType format, int64_t n, int64_t k, uint64_t seed) {
@@ -37,7 +41,7 @@ std::vector<uint8_t> blocks_of(ElementType format, int64_t n, int64_t k, uint64_
 
 TEST(QuantTiles, BytesWhereTheLayoutSays) {
   const int64_t k = 96, count = k / 32, n = 35;  // two tiles and 3 rows of blocks past them
-  for (ElementType format : kTiledFormats) {
+  for (ElementType format : {ElementType::q8_0, ElementType::q4_0}) {
     const std::vector<uint8_t> rows = blocks_of(format, n, k, 3);
     std::vector<uint8_t> tiled = rows;
     quant_tile_rows(format, tiled.data(), 2, k);
@@ -64,9 +68,45 @@ TEST(QuantTiles, BytesWhereTheLayoutSays) {
   }
 }
 
+// The K-quants: super-block b of a tile at 16 * block_bytes * b, its fields one after
+// another, each as units of all 16 rows side by side (quant_tiles.h): Q4_K d, dmin, the 3
+// words of packed scales, 32 groups of nibbles.
+TEST(QuantTiles, KQuantBytesWhereTheLayoutSays) {
+  struct Field {
+    const char* name;
+    int64_t block_offset, units, unit_bytes, tile_offset;
+  };
+  const std::pair<ElementType, std::vector<Field>> layouts[] = {
+      {ElementType::q4_k, {{"d", 0, 1, 2, 0}, {"dmin", 2, 1, 2, 32}, {"scales", 4, 3, 4, 64}, {"qs", 16, 32, 4, 256}}}};
+  const int64_t k = 512, count = 2, n = 21;  // one tile and 5 rows of blocks past it
+  for (const auto& [format, fields] : layouts) {
+    const std::vector<uint8_t> rows = blocks_of(format, n, k, 4);
+    std::vector<uint8_t> tiled = rows;
+    quant_tile_rows(format, tiled.data(), 1, k);
+    const int64_t row_bytes = element_row_bytes(format, k), block_bytes = row_bytes / count;
+    int64_t covered = 0;
+    for (const Field& f : fields) covered += f.units * f.unit_bytes;
+    ASSERT_EQ(covered, block_bytes) << element_name(format) << ": the fields are the whole block";
+    for (int64_t i = 0; i < 16; ++i)
+      for (int64_t b = 0; b < count; ++b)
+        for (const Field& f : fields)
+          for (int64_t u = 0; u < f.units; ++u) {
+            const uint8_t* block = rows.data() + i * row_bytes + b * block_bytes + f.block_offset + u * f.unit_bytes;
+            const uint8_t* tile = tiled.data() + b * 16 * block_bytes + f.tile_offset + (16 * u + i) * f.unit_bytes;
+            ASSERT_EQ(std::memcmp(tile, block, static_cast<size_t>(f.unit_bytes)), 0)
+                << element_name(format) << " " << f.name << " unit " << u << " of row " << i << " super-block " << b;
+          }
+    EXPECT_EQ(std::memcmp(tiled.data() + 16 * row_bytes, rows.data() + 16 * row_bytes, 5 * row_bytes), 0);
+    quant_untile_rows(format, tiled.data(), 1, k);
+    EXPECT_EQ(tiled, rows) << element_name(format);
+    EXPECT_THROW(quant_tile_rows(format, tiled.data(), 1, 128), Error) << "not whole super-blocks";
+  }
+}
+
 TEST(QuantTiles, CopyRowsReadsTilesAndRows) {
-  const int64_t k = 64, n = 53;
+  const int64_t n = 53;
   for (ElementType format : kTiledFormats) {
+    const int64_t k = 2 * unit(format);
     const std::vector<uint8_t> rows = blocks_of(format, n, k, 5);
     std::vector<uint8_t> tiled = rows;
     quant_tile_rows(format, tiled.data(), 3, k);
@@ -109,11 +149,13 @@ std::vector<float> product(const TiledProblem& p, QuantPath path, const QuantWei
 }
 
 // The int8 bound of test_quant_matmul.cpp (activations rounded to int8 blocks) for out[r, o].
+// (K-quants: the activations rounded per super-block of 256, as Q8_K.)
 double int8_bound(const TiledProblem& p, const std::vector<float>& w, int64_t r, int64_t o) {
   double magnitude = 0.0, activation_term = 0.0;
-  for (int64_t b = 0; b < p.k; b += 32) {
+  const int64_t block = unit(p.format);
+  for (int64_t b = 0; b < p.k; b += block) {
     double amax = 0.0, wsum = 0.0;
-    for (int64_t j = b; j < b + 32; ++j) {
+    for (int64_t j = b; j < b + block; ++j) {
       magnitude += std::fabs(static_cast<double>(p.a[r * p.k + j]) * w[o * p.k + j]);
       amax = std::max(amax, std::fabs(static_cast<double>(p.a[r * p.k + j])));
       wsum += std::fabs(w[o * p.k + j]);
@@ -130,7 +172,8 @@ TEST(QuantTiles, EveryPathReadsTiledWeights) {
       if (!quant_path_runnable(path, format)) continue;
       // n: tiles and rows past them, whole tiles only; k: odd numbers of blocks.
       for (int64_t m : {1, 2, 3, 4, 7, 8, 9, 12, 40})
-        for (auto [n, k] : {std::pair<int64_t, int64_t>{67, 32 * 3}, {32, 32 * 17}, {16, 64}}) {
+        for (auto [n, blocks] : {std::pair<int64_t, int64_t>{67, 3}, {32, 17}, {16, 2}}) {
+          const int64_t k = blocks * unit(format);
           SCOPED_TRACE(::testing::Message() << quant_path_name(path) << " " << element_name(format) << " in "
                                             << kernel_set_summary() << ": m=" << m << " n=" << n << " k=" << k);
           const TiledProblem p = make_tiled_problem(format, m, n, k, 10 * m + n);
@@ -155,11 +198,39 @@ TEST(QuantTiles, EveryPathReadsTiledWeights) {
     }
 }
 
+// The largest integer sums the tile kernels keep in int16: weights at the ends of their
+// range (every value +-1 with one of the other sign a block, so the codes sit at 0 and at
+// their maximum) against activations all +-1 (int8 127): a kernel that sums more groups in
+// int16 than fit wraps around and misses by far more than the bound.
+TEST(QuantTiles, ExtremeBlocksDoNotOverflow) {
+  for (ElementType format : kTiledFormats)
+    for (float sign : {1.0f, -1.0f}) {
+      const int64_t m = 2, n = 32, k = 2 * unit(format);
+      TiledProblem p{format, m, n, k, n, std::vector<float>(static_cast<size_t>(m * k)), {}, {}};
+      for (int64_t i = 0; i < m * k; ++i) p.a[i] = (i / k == 0 ? 1.0f : -1.0f);
+      std::vector<float> values(static_cast<size_t>(n * k));
+      for (int64_t i = 0; i < n * k; ++i) values[i] = (i % 32 == 0 ? -sign : sign);
+      const int64_t row_bytes = element_row_bytes(format, k);
+      p.rows.resize(static_cast<size_t>(n * row_bytes));
+      for (int64_t o = 0; o < n; ++o) element_from_f32(format, p.rows.data() + o * row_bytes, values.data() + o * k, k);
+      p.tiled = p.rows;
+      quant_tile_rows(format, p.tiled.data(), n / 16, k);
+      std::vector<float> w(static_cast<size_t>(n * k)), expected(static_cast<size_t>(m * n));
+      for (int64_t o = 0; o < n; ++o) element_to_f32(format, w.data() + o * k, p.rows.data() + o * row_bytes, k);
+      quant_matmul_reference(expected.data(), p.a.data(), m, p.row_weights());
+      const std::vector<float> tiled = product(p, QuantPath::automatic, p.tiled_weights());
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t o = 0; o < n; ++o)
+          ASSERT_NEAR(tiled[r * n + o], expected[r * n + o], int8_bound(p, w, r, o))
+              << element_name(format) << " sign " << sign << " row " << r << " col " << o;
+    }
+}
+
 TEST(QuantTiles, SameBitsWhateverTheThreadCount) {
   const int threads = omp_get_max_threads();
   for (ElementType format : kTiledFormats)
     for (int64_t m : {1, 3, 8, 17}) {
-      const TiledProblem p = make_tiled_problem(format, m, 16 * 21 + 5, 32 * 5, 19);
+      const TiledProblem p = make_tiled_problem(format, m, 16 * 21 + 5, unit(format) * 5, 19);
       omp_set_num_threads(1);
       const std::vector<float> one = product(p, QuantPath::automatic, p.tiled_weights());
       omp_set_num_threads(3);
@@ -172,12 +243,13 @@ TEST(QuantTiles, SameBitsWhateverTheThreadCount) {
 
 TEST(QuantTiles, ReferenceAndExpandedRowsReadTiles) {
   for (ElementType format : kTiledFormats) {
-    const TiledProblem p = make_tiled_problem(format, 2, 37, 64, 29);
+    const int64_t k = 2 * unit(format);
+    const TiledProblem p = make_tiled_problem(format, 2, 37, k, 29);
     std::vector<float> tiled(static_cast<size_t>(2 * 37)), rows(tiled.size());
     quant_matmul_reference(tiled.data(), p.a.data(), 2, p.tiled_weights());
     quant_matmul_reference(rows.data(), p.a.data(), 2, p.row_weights());
     EXPECT_EQ(tiled, rows) << element_name(format);
-    std::vector<float> expanded_tiled(static_cast<size_t>(20 * 64)), expanded_rows(expanded_tiled.size());
+    std::vector<float> expanded_tiled(static_cast<size_t>(20 * k)), expanded_rows(expanded_tiled.size());
     quant_dequantize_rows(expanded_tiled.data(), p.tiled_weights(), 14, 20);
     quant_dequantize_rows(expanded_rows.data(), p.row_weights(), 14, 20);
     EXPECT_EQ(expanded_tiled, expanded_rows) << element_name(format);
