@@ -369,16 +369,16 @@ bool quant_path_runnable(QuantPath path, ElementType format) {
   return false;
 }
 
-// The weight-tile kernels of the AVX-512 VNNI region, and the vpmaddubsw ones of Q4_0 and
-// Q4_K, read the tiled layout (quant_int8_kernels.inc, quant_kint8.cpp).
+// The weight-tile kernels of the AVX-512 VNNI region, and the vpmaddubsw ones of Q4_0, Q4_K
+// and Q5_K, read the tiled layout (quant_int8_kernels.inc, quant_kint8.cpp).
 // (BF16 in tiles of 16 rows, one row per lane with vdpbf16ps's broadcast operand, measured
 // 1.3x slower than bf16_rows_pair at 8 rows on Zen 4: not kept.)
 bool quant_path_reads_tiles(QuantPath path, ElementType format) {
-  // vpdpbusd (AVX-512 VNNI) reads Q8_0 and Q4_0 tiles; vpmaddubsw (AVX2) those of Q4_0 and
-  // Q4_K (quant_kint8.cpp), not Q8_0's: they hold q + 128, whose vpmaddubsw pairs
+  // vpdpbusd (AVX-512 VNNI) reads Q8_0 and Q4_0 tiles; vpmaddubsw (AVX2) those of Q4_0,
+  // Q4_K and Q5_K (quant_kint8.cpp), not Q8_0's: they hold q + 128, whose vpmaddubsw pairs
   // (255 * 127 * 2) would saturate int16.
   if (GATEDLM_KSET_AVX2 && path == QuantPath::int8_madd &&
-      (format == ElementType::q4_0 || format == ElementType::q4_k))
+      (format == ElementType::q4_0 || format == ElementType::q4_k || format == ElementType::q5_k))
     return true;
   return GATEDLM_KSET_AVX512 && path == QuantPath::int8_vnni && quant_format_tiles(format) && int8_vnni_runnable();
 }

@@ -318,7 +318,7 @@ void rows_times_weight_row(const QuantOutput& out, const Q8KRows& A, int64_t r0,
   }
 }
 
-// Q4_K weights in quant_tiles.h's tiled layout: 16 weight rows a tile, one per
+// Q4_K and Q5_K weights in quant_tiles.h's tiled layout: 16 weight rows a tile, one per
 // 32-bit lane (rows 0-7 in the low 256-bit half of each 64-byte vector, 8-15 in the high
 // one), so each broadcast of 4 activations serves 16 rows and each lane ends a super-block
 // holding its row's whole dot: no sums across lanes.
@@ -356,15 +356,20 @@ inline __m256i broadcast4(const int8_t* a) {
   return _mm256_set1_epi32(four);
 }
 
-// Q4_K (tile super-block: d, dmin, 3 words of packed scales, 32 groups of nibbles). Group s
-// of the nibbles belongs to pair p = s / 8 of sub-blocks: its low nibbles are elements
-// 64p + 4 (s % 8) + 0..3 (sub-block 2p), its high ones those 32 further on (2p + 1). The
-// vpmaddubsw pairs of a sub-block are summed in int16 over its 8 groups (at most
-// 8 * 2 * 15 * 127 = 30480), then vpmaddwd'ed by each lane's sub-block scale into int32;
-// the minimums' part sum_j min_j * (sum of a over sub-block j) is a vpmaddwd per two
-// sub-blocks against the activations' bsums.
-struct Q4KTiles {
-  using Block = BlockQ4_K;
+// Q4_K (tile super-block: d, dmin, 3 words of packed scales, 32 groups of nibbles) and
+// Q5_K (the same with 8 groups of fifth bits before the nibbles). Group s of the nibbles
+// belongs to pair p = s / 8 of sub-blocks: its low nibbles are elements 64p + 4 (s % 8) + 0..3
+// (sub-block 2p), its high ones those 32 further on (2p + 1); Q5_K's fifth bits of both are
+// bits 2p and 2p + 1 of its group s % 8 of qh. The vpmaddubsw pairs of a sub-block are
+// summed in int16 over as many groups as cannot overflow (Q4_K all 8: at most
+// 8 * 2 * 15 * 127 = 30480; Q5_K 4: 4 * 2 * 31 * 127 = 31496), then vpmaddwd'ed by each
+// lane's sub-block scale into int32; the minimums' part sum_j min_j * (sum of a over
+// sub-block j) is a vpmaddwd per two sub-blocks against the activations' bsums.
+template <class BlockType, bool kFifthBit>
+struct K4Tiles {
+  using Block = BlockType;
+  static constexpr int64_t kHighBits = 256, kNibbles = kFifthBit ? kHighBits + 8 * 64 : 256;
+  static constexpr int kGroupsInInt16 = kFifthBit ? 4 : 8;
   // One 256-bit half (8 rows) of a super-block: each lane's 8 six-bit scales and minimums
   // (k4_scales_and_mins's bits, 4 to a 32-bit lane: scales 0-3, 4-7, minimums 0-3, 4-7),
   // and its d and dmin.
@@ -404,33 +409,43 @@ struct Q4KTiles {
   // the accumulators of both halves for 2 rows would not fit AVX2's 16 registers).
   template <int R>
   static void dots(const uint8_t* super, const Half* halves, const int8_t* const* rows, __m256i (*dots)[2]) {
-    const __m256i nibble = _mm256_set1_epi8(0x0F);
+    const __m256i nibble = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p)
       for (int h = 0; h < 2; ++h) {
+        const __m256i scale_low = halves[h].scale_pair(2 * p), scale_high = halves[h].scale_pair(2 * p + 1);
         __m256i low_sums[R], high_sums[R];
         for (int r = 0; r < R; ++r) low_sums[r] = high_sums[r] = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int g = 0; g < 8; ++g) {
-          const __m256i packed = tile_half(super + 256 + 64 * (8 * p + g), h);
-          const __m256i low = _mm256_and_si256(packed, nibble), high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble);
+          const __m256i packed = tile_half(super + kNibbles + 64 * (8 * p + g), h);
+          __m256i low = _mm256_and_si256(packed, nibble), high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble);
+          if constexpr (kFifthBit) {
+            const __m256i fifth = tile_half(super + kHighBits + 64 * g, h);
+            low = _mm256_or_si256(low, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(fifth, 2 * p), one), 4));
+            high = _mm256_or_si256(high, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(fifth, 2 * p + 1), one), 4));
+          }
           for (int r = 0; r < R; ++r) {
             low_sums[r] = _mm256_add_epi16(low_sums[r], _mm256_maddubs_epi16(low, broadcast4(rows[r] + 64 * p + 4 * g)));
             high_sums[r] = _mm256_add_epi16(high_sums[r], _mm256_maddubs_epi16(high, broadcast4(rows[r] + 64 * p + 32 + 4 * g)));
           }
+          if ((g + 1) % kGroupsInInt16 == 0)  // into int32 by the scales before the int16 sums could overflow
+            for (int r = 0; r < R; ++r) {
+              dots[r][h] = _mm256_add_epi32(dots[r][h], _mm256_add_epi32(_mm256_madd_epi16(low_sums[r], scale_low),
+                                                                         _mm256_madd_epi16(high_sums[r], scale_high)));
+              low_sums[r] = high_sums[r] = _mm256_setzero_si256();
+            }
         }
-        const __m256i scale_low = halves[h].scale_pair(2 * p), scale_high = halves[h].scale_pair(2 * p + 1);
-        for (int r = 0; r < R; ++r)
-          dots[r][h] = _mm256_add_epi32(dots[r][h], _mm256_add_epi32(_mm256_madd_epi16(low_sums[r], scale_low),
-                                                                     _mm256_madd_epi16(high_sums[r], scale_high)));
       }
   }
 };
+using Q4KTiles = K4Tiles<BlockQ4_K, false>;
+using Q5KTiles = K4Tiles<BlockQ5_K, true>;
 
 // out[r0 + r, o0 + i] for R (1 or 2) rows of A and the 16 weight rows of a tile: per
 // super-block the integer dots and minimums' offsets of each lane, then d * d_a and
 // dmin * d_a in fp32, as the rows kernel scales them. (Tiles: the format's layout and
-// integer arithmetic, Q4KTiles; Q6_K in tiles measured no faster than its rows kernel on
+// integer arithmetic, K4Tiles; Q6_K in tiles measured no faster than its rows kernel on
 // Zen 3, bench/RESULTS.md.)
 template <class Tiles, int R>
 void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t o0, const uint8_t* tile) {
@@ -508,7 +523,9 @@ void multiply(const QuantOutput& out, const Q8KRows& A, int64_t m, const QuantWe
     case ElementType::q4_k:
       if (W.tiled_rows > 0) return tiled_product<Q4KTiles, Q4KDot>(out, A, m, W, in_team);
       return product_of<Q4KDot, BlockQ4_K>(out, A, m, W, in_team);
-    case ElementType::q5_k: return product_of<Q5KDot, BlockQ5_K>(out, A, m, W, in_team);
+    case ElementType::q5_k:
+      if (W.tiled_rows > 0) return tiled_product<Q5KTiles, Q5KDot>(out, A, m, W, in_team);
+      return product_of<Q5KDot, BlockQ5_K>(out, A, m, W, in_team);
     case ElementType::q6_k: return product_of<Q6KDot, BlockQ6_K>(out, A, m, W, in_team);
     case ElementType::iq4_xs: return product_of<Iq4XsDot, BlockIq4Xs>(out, A, m, W, in_team);
     default: fail("the K-quant int8 products take Q4_K, Q5_K, Q6_K or IQ4_XS weights, not ", element_name(W.format));
@@ -518,7 +535,7 @@ void multiply(const QuantOutput& out, const Q8KRows& A, int64_t m, const QuantWe
 }  // namespace
 
 void kquant_int8_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
-  if (W.tiled_rows > 0 && W.format != ElementType::q4_k)
+  if (W.tiled_rows > 0 && W.format != ElementType::q4_k && W.format != ElementType::q5_k)
     fail("K-quant int8 product: ", element_name(W.format), " weights have no tiled layout");
   with_decode_team(m, W, [&](bool in_team) {
     // In a team every thread rounds all the rows itself (quant_kernels.h says why).

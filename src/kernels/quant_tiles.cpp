@@ -27,17 +27,22 @@ struct TileField {
 struct TileGeometry {
   int64_t count;        // blocks a row
   int64_t row_bytes;    // bytes of a row of blocks
-  int64_t block_bytes;  // 18 (Q4_0), 34 (Q8_0), 144 (Q4_K)
+  int64_t block_bytes;  // 18 (Q4_0), 34 (Q8_0), 144 (Q4_K), 176 (Q5_K)
   std::vector<TileField> fields;
   TileGeometry(ElementType format, int64_t cols)
       : count(cols / element_traits(format).block_values), row_bytes(element_row_bytes(format, cols)), block_bytes(row_bytes / count) {
     const int64_t rows = kQuantTileRows;
+    const int64_t stride = rows * block_bytes;  // the K-quants: super-block by super-block
     if (format == ElementType::q4_k) {
-      // Super-block by super-block: d, dmin (fp16), the 3 words of packed scales, the 32
-      // 4-byte groups of nibbles: 16 * 144 bytes.
-      const int64_t stride = rows * block_bytes;
+      // d, dmin (fp16), the 3 words of packed scales, the 32 4-byte groups of nibbles: 16 * 144 bytes.
       fields = {{0, 1, 2, 0, stride}, {2, 1, 2, 2 * rows, stride}, {4, 3, 4, 4 * rows, stride},
                 {16, 32, 4, 16 * rows, stride}};
+      return;
+    }
+    if (format == ElementType::q5_k) {
+      // The same with the 8 groups of fifth bits before the nibbles: 16 * 176 bytes.
+      fields = {{0, 1, 2, 0, stride}, {2, 1, 2, 2 * rows, stride}, {4, 3, 4, 4 * rows, stride},
+                {16, 8, 4, 16 * rows, stride}, {48, 32, 4, 48 * rows, stride}};
       return;
     }
     // Q4_0 / Q8_0: every block's values, then every block's fp16 scale.
@@ -92,12 +97,14 @@ void rearrange(ElementType format, void* data, int64_t tiles, int64_t cols, bool
 }  // namespace
 
 bool quant_format_tiles(ElementType format) {
-  return format == ElementType::q8_0 || format == ElementType::q4_0 || format == ElementType::q4_k;
+  return format == ElementType::q8_0 || format == ElementType::q4_0 || format == ElementType::q4_k ||
+         format == ElementType::q5_k;
 }
 
 int64_t quant_tile_value_bytes(ElementType format) {
   if (!quant_format_tiles(format)) fail("quantised tiles: ", element_name(format), " has no tiled layout");
   if (format == ElementType::q4_k) return kQuantTileRows * 128;
+  if (format == ElementType::q5_k) return kQuantTileRows * 160;
   return kQuantTileRows * (format == ElementType::q4_0 ? 16 : 32);
 }
 

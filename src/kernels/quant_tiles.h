@@ -1,8 +1,8 @@
 #pragma once
-// Q8_0 / Q4_0 / Q4_K weight rows arranged in tiles of 16 rows, the layout the AVX-512 VNNI
-// kernels read (quant_int8_kernels.inc, rows_times_tiled), and for Q4_0 and Q4_K the
-// vpmaddubsw ones (q4_tiled_madd, quant_kint8.cpp's tiled_rows; two 256-bit halves of 8
-// rows): one weight row per 32-bit lane,
+// Q8_0 / Q4_0 / Q4_K / Q5_K weight rows arranged in tiles of 16 rows, the layout the
+// AVX-512 VNNI kernels read (quant_int8_kernels.inc, rows_times_tiled), and for Q4_0, Q4_K
+// and Q5_K the vpmaddubsw ones (q4_tiled_madd, quant_kint8.cpp's tiled_rows; two 256-bit
+// halves of 8 rows): one weight row per 32-bit lane,
 // so a block's 4-byte groups of all 16 rows are one 64-byte load instead of 16 loads and a
 // transpose, and the tiles follow each other as one stream (prefetched a tile ahead).
 //
@@ -20,6 +20,8 @@
 //   packed scales and minimums as 3 vectors of 64 bytes (vector w: bytes 4w..4w+3 of row i
 //   at 4i), [256, 2304) the 128 bytes of nibbles as 32 vectors (vector s: bytes 4s..4s+3 of
 //   row i at 4i), as stored.
+// Q5_K: the same, 2816 bytes a super-block, with the 32 bytes of fifth bits as 8 vectors at
+//   [256, 768) before the nibbles at [768, 2816).
 // The layout lives in memory only (attached models, model/quantized_weights.h): files and
 // GGUF keep rows of blocks.
 #include <cstdint>
@@ -30,9 +32,10 @@ namespace gatedlm::kernels {
 
 inline constexpr int64_t kQuantTileRows = 16;
 
-// Whether the format has a tiled layout (Q8_0, Q4_0, Q4_K).
+// Whether the format has a tiled layout (Q8_0, Q4_0, Q4_K, Q5_K).
 bool quant_format_tiles(ElementType format);
-// Bytes of one block's values in a tile (all 16 rows): Q4_0 256, Q8_0 512, Q4_K 2048.
+// Bytes of one block's values in a tile (all 16 rows): Q4_0 256, Q8_0 512, Q4_K 2048,
+// Q5_K 2560 (fifth bits and nibbles).
 int64_t quant_tile_value_bytes(ElementType format);
 
 // The first `tiles` tiles of a matrix of rows of blocks (`cols` values a row), in place:

@@ -1,4 +1,4 @@
-// The tiled layout of Q8_0 / Q4_0 / Q4_K weights (quant_tiles.h): the bytes land where the
+// The tiled layout of Q8_0 / Q4_0 / Q4_K / Q5_K weights (quant_tiles.h): the bytes land where the
 // header says, rows come back unchanged, and every product path gives the same results on
 // tiled weights as on rows of blocks: the paths that read tiles (the AVX-512 VNNI kernels) the
 // same bits as their row-block kernels where those take whole tiles too (4-8 rows), within
@@ -24,7 +24,7 @@ namespace {
 
 using testing::random_vector;
 
-constexpr ElementType kTiledFormats[] = {ElementType::q8_0, ElementType::q4_0, ElementType::q4_k};
+constexpr ElementType kTiledFormats[] = {ElementType::q8_0, ElementType::q4_0, ElementType::q4_k, ElementType::q5_k};
 
 // Values per block of the format (32, or a Q4_K super-block's 256): the sizes below are
 // counted in these.
@@ -70,14 +70,17 @@ TEST(QuantTiles, BytesWhereTheLayoutSays) {
 
 // The K-quants: super-block b of a tile at 16 * block_bytes * b, its fields one after
 // another, each as units of all 16 rows side by side (quant_tiles.h): Q4_K d, dmin, the 3
-// words of packed scales, 32 groups of nibbles.
+// words of packed scales, 32 groups of nibbles; Q5_K the same with 8 groups of fifth bits
+// before the nibbles.
 TEST(QuantTiles, KQuantBytesWhereTheLayoutSays) {
   struct Field {
     const char* name;
     int64_t block_offset, units, unit_bytes, tile_offset;
   };
   const std::pair<ElementType, std::vector<Field>> layouts[] = {
-      {ElementType::q4_k, {{"d", 0, 1, 2, 0}, {"dmin", 2, 1, 2, 32}, {"scales", 4, 3, 4, 64}, {"qs", 16, 32, 4, 256}}}};
+      {ElementType::q4_k, {{"d", 0, 1, 2, 0}, {"dmin", 2, 1, 2, 32}, {"scales", 4, 3, 4, 64}, {"qs", 16, 32, 4, 256}}},
+      {ElementType::q5_k,
+       {{"d", 0, 1, 2, 0}, {"dmin", 2, 1, 2, 32}, {"scales", 4, 3, 4, 64}, {"qh", 16, 8, 4, 256}, {"qs", 48, 32, 4, 768}}}};
   const int64_t k = 512, count = 2, n = 21;  // one tile and 5 rows of blocks past it
   for (const auto& [format, fields] : layouts) {
     const std::vector<uint8_t> rows = blocks_of(format, n, k, 4);
