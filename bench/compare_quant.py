@@ -5,8 +5,8 @@ Q4_0 checkpoints against llama.cpp on GGUF files of the same weights, in one run
 Accuracy (--ppl-checkpoint CK, an ungated trained checkpoint, e.g. the demo's baseline):
   the held-out text (--ppl-text) is tokenised with --ppl-tokenizer and cut into --ppl-windows
   windows of --ppl-len tokens; gatedlm scores them (`gatedlm score`, F32 checkpoint and
-  `gatedlm quantize` of it), llama.cpp runs the same windows on `gatedlm export --format gguf
-  --dtype` files of the same checkpoint (tests/llama/llama_probe prints its logits) and the
+  `gatedlm quantize` of it, and the GGUF file itself), llama.cpp runs the same windows on
+  `gatedlm export --format gguf --dtype` files of the same checkpoint (tests/llama/llama_probe prints its logits) and the
   perplexity is computed here from its logits. The GGUF needs a vocabulary to load: a
   byte-level tokenizer.json of the model's vocab_size stands in (ids go in directly).
 Speed (--shapes): a random model of each config (`gatedlm init --seed 1`), quantised and
@@ -93,6 +93,8 @@ def perplexity(a, libdir, work, types):
     for t in types:
         ck, gguf = files[t]
         ours = last_json(run([a.gatedlm, "score", "--checkpoint", ck, "--token-ids", tok, "--json"], a.threads))
+        # gatedlm on the very file llama.cpp reads (its blocks as loaded, no conversion).
+        ours_gguf = last_json(run([a.gatedlm, "score", "--checkpoint", gguf, "--token-ids", tok, "--json"], a.threads))
         nll, count = 0.0, 0
         for w in windows:
             lines = run([a.llama_probe, libdir, gguf, "0"] + list(map(str, w)))
@@ -100,12 +102,15 @@ def perplexity(a, libdir, work, types):
                                if ln.startswith("logits")])
             nll += float(log_softmax_nll(logits[:-1].astype(np.float64), np.array(w[1:])).sum())
             count += len(w) - 1
-        rows.append((t, math.exp(ours["mean_loss"]), math.exp(nll / count), ours["tokens"]))
+        rows.append((t, math.exp(ours["mean_loss"]), math.exp(ours_gguf["mean_loss"]), math.exp(nll / count)))
     print(f"\n## Perplexity: {a.ppl_checkpoint} on {len(windows)} windows of {a.ppl_len} tokens of {a.ppl_text}\n")
-    print("| weights | gatedlm ppl | llama.cpp ppl (same GGUF weights) | difference |")
-    print("| --- | ---: | ---: | ---: |")
-    for t, ours, theirs, _ in rows:
-        print(f"| {t} | {ours:.3f} | {theirs:.3f} | {100 * (ours / theirs - 1):+.2f} % |")
+    print("| weights | gatedlm ppl (its quantised checkpoint) | gatedlm ppl (the GGUF) | llama.cpp ppl (the GGUF) | "
+          "difference (GGUF) | vs f32 (llama.cpp) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    base = next((theirs for t, _, _, theirs in rows if t == "f32"), None)
+    for t, ours, ours_gguf, theirs in rows:
+        vs = f"{100 * (theirs / base - 1):+.2f} %" if base else "-"
+        print(f"| {t} | {ours:.3f} | {ours_gguf:.3f} | {theirs:.3f} | {100 * (ours_gguf / theirs - 1):+.2f} % | {vs} |")
 
 
 def read_bandwidth_gbs(gatedlm, threads):
