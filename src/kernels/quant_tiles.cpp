@@ -30,7 +30,9 @@ struct TileGeometry {
   int64_t block_bytes;  // 18 (Q4_0), 34 (Q8_0), 144 (Q4_K), 176 (Q5_K)
   std::vector<TileField> fields;
   TileGeometry(ElementType format, int64_t cols)
-      : count(cols / element_traits(format).block_values), row_bytes(element_row_bytes(format, cols)), block_bytes(row_bytes / count) {
+      : count(cols / element_traits(format).block_values),
+        row_bytes(element_row_bytes(format, cols)),
+        block_bytes(row_bytes / count) {
     const int64_t rows = kQuantTileRows;
     const int64_t stride = rows * block_bytes;  // the K-quants: super-block by super-block
     if (format == ElementType::q4_k) {

@@ -7,8 +7,11 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
 #include "core/error.h"
@@ -246,6 +249,22 @@ void install_token_routes(GuardedServer& svr, const ServeOptions& o, const io::T
   });
 }
 
+// The scheduler, whose KV cache holds --max-batch requests of the context each. A cache that
+// does not fit is refused naming the flags that size it: a Qwen3.5 model's max_seq_len of
+// 262144 tokens (--context 0) for 8 requests is tens of GB.
+std::unique_ptr<infer::Scheduler> start_scheduler(model::Model<float>& model, const ServeOptions& o) {
+  try {
+    return std::make_unique<infer::Scheduler>(
+        model, infer::SchedulerOptions{o.max_batch, o.max_queue, o.context, o.packed_weights, o.prefix_cache_bytes});
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  const int64_t context = o.context > 0 ? o.context : model.config().max_seq_len;
+  fail("serve: the KV cache of --max-batch ", o.max_batch, " requests of ", context, " tokens each",
+       o.context > 0 ? "" : " (--context 0: the model's max_seq_len)",
+       " does not fit in memory: give a shorter --context (e.g. 4096) or a smaller --max-batch");
+}
+
 }  // namespace
 
 void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const ServeOptions& o) {
@@ -255,7 +274,8 @@ void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const Ser
   // per-thread arenas (bench/hostile_load.py: RSS 39 -> 133 MiB, held after the load). A fixed
   // threshold sends every buffer past 256 KiB to the OS and back (peak 59 MiB).
   mallopt(M_MMAP_THRESHOLD, 256 << 10);
-  infer::Scheduler scheduler(model, {o.max_batch, o.max_queue, o.context, o.packed_weights, o.prefix_cache_bytes});
+  const std::unique_ptr<infer::Scheduler> owned = start_scheduler(model, o);
+  infer::Scheduler& scheduler = *owned;
   const int64_t context = scheduler.context();
   std::random_device entropy;
   CompletionService service(scheduler, (static_cast<uint64_t>(entropy()) << 32) ^ entropy());

@@ -16,7 +16,8 @@ soon as the bytes received pass the limit, before it ends; a Content-Length over
 is refused from the headers (also behind Expect: 100-continue); 40 clients sending half a
 body neither hold every worker nor keep /health or another client waiting: past the
 per-client cap they get 503 at once, the rest 408 at --request-timeout; a key given twice
-in a body is a 400 naming it; negative --max-body-bytes and --context are refused.
+in a body is a 400 naming it; negative --max-body-bytes and --context are refused, and so is a
+--context whose KV cache cannot be allocated.
 
 Usage: /usr/bin/python3 tests/serve/test_server.py --gatedlm build/gatedlm
 """
@@ -429,8 +430,9 @@ def post_head(path, headers):
 
 
 def run_flag_checks(binary, ckpt):
-    for flag, value in [("--max-body-bytes", "-1"), ("--context", "-5"), ("--max-connections", "0"),
-                        ("--request-timeout", "0")]:
+    # (--context 1e14: a KV cache that cannot be had is refused naming the flag, not a bare "out of memory".)
+    for flag, value in [("--max-body-bytes", "-1"), ("--context", "-5"), ("--context", "100000000000000"),
+                        ("--max-connections", "0"), ("--request-timeout", "0")]:
         try:
             out = subprocess.run([binary, "serve", "--checkpoint", ckpt, "--tokenizer", "byte", "--port", "0", flag,
                                   value], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=20)
