@@ -392,8 +392,11 @@ QuantPath quant_best_path(ElementType format, int64_t m) {
   // vpdpbusd 2x, vpmaddubsw 1.1-1.4x).
   if (runnable(QuantPath::int8_vnni)) return QuantPath::int8_vnni;
   // The K-quants' vpmaddubsw kernels (Q8_K activations) beat fp32 tiles 4x at 1 row and 2x
-  // at 8, break even at 64 rows and lose 15 % at 256 (Zen 3, 100M and 1B shapes).
-  if (kquant_int8_format(format) && m > 64) return QuantPath::fp32_tiles;
+  // at 8, break even at 64 rows and lose 15 % at 256 (Zen 3, 100M and 1B shapes; on the
+  // AVX2 Zen 4 of bench/RESULTS.md's twentieth session they win at every m up to 512). The
+  // formats kept in tiles take them at every m: fp32 tiles would first copy the blocks out
+  // of the tiles (Q4_K at 96 rows, 1B shape: 556 ms against 387 on rows, 310 for int8).
+  if (kquant_int8_format(format) && m > 64 && !quant_format_tiles(format)) return QuantPath::fp32_tiles;
   if (runnable(QuantPath::int8_madd)) return QuantPath::int8_madd;
   // BF16: vdpbf16ps (activations rounded to bf16, as llama.cpp does) at every m: as fast
   // as the fp32 expansion at 1 row of the 100M shape, 1.3x at the 1B shape, 1.5x at 8 rows.

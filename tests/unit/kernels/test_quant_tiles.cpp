@@ -174,7 +174,7 @@ TEST(QuantTiles, EveryPathReadsTiledWeights) {
                            QuantPath::automatic}) {
       if (!quant_path_runnable(path, format)) continue;
       // n: tiles and rows past them, whole tiles only; k: odd numbers of blocks.
-      for (int64_t m : {1, 2, 3, 4, 7, 8, 9, 12, 40})
+      for (int64_t m : {1, 2, 3, 4, 7, 8, 9, 12, 40, 96})
         for (auto [n, blocks] : {std::pair<int64_t, int64_t>{67, 3}, {32, 17}, {16, 2}}) {
           const int64_t k = blocks * unit(format);
           SCOPED_TRACE(::testing::Message() << quant_path_name(path) << " " << element_name(format) << " in "
