@@ -1,6 +1,6 @@
 #pragma once
 // Horizontal work on AVX2 vectors that the int8 products share (quant_int8.cpp,
-// quant_kint8.cpp). A per-set header, like fast_math.h: include it after
+// quant_kint8.cpp), and the broadcast of their tile kernels. A per-set header, like fast_math.h: include it after
 // kernel_set_begin.h, in sets with AVX2 only.
 #ifndef GATEDLM_KSET
 #error "int8_lanes.h belongs to a kernel set: include kernel_set_begin.h first"
@@ -8,6 +8,8 @@
 #if !GATEDLM_KSET_AVX2
 #error "int8_lanes.h needs AVX2: include it in the avx2 and avx512 sets only"
 #endif
+
+#include <cstring>
 
 namespace gatedlm::kernels::GATEDLM_KSET {
 
@@ -41,6 +43,14 @@ inline int32_t add8_epi32(__m256i v) {
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
   return _mm_cvtsi128_si32(s);
+}
+
+// 4 int8 values (a[0..3]) in every 32-bit lane: the broadcast operand of the tile kernels,
+// where one load of activations serves a weight row per lane.
+inline __m256i broadcast4(const int8_t* a) {
+  int32_t four;
+  std::memcpy(&four, a, 4);
+  return _mm256_set1_epi32(four);
 }
 
 }  // namespace gatedlm::kernels::GATEDLM_KSET

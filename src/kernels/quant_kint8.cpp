@@ -349,13 +349,6 @@ inline __m256i pick_lane_bytes(__m256i v, int which) {
 // The bytes of 8 rows' groups of 4 in one 256-bit half of a tile's 64-byte vector.
 inline __m256i tile_half(const uint8_t* vector, int h) { return load32(vector + 32 * h); }
 
-// 4 activations (row r of A, from `a`) in every 32-bit lane.
-inline __m256i broadcast4(const int8_t* a) {
-  int32_t four;
-  std::memcpy(&four, a, 4);
-  return _mm256_set1_epi32(four);
-}
-
 // Q4_K (tile super-block: d, dmin, 3 words of packed scales, 32 groups of nibbles) and
 // Q5_K (the same with 8 groups of fifth bits before the nibbles). Group s of the nibbles
 // belongs to pair p = s / 8 of sub-blocks: its low nibbles are elements 64p + 4 (s % 8) + 0..3

@@ -5,8 +5,11 @@
 // inside the cache).
 #include <gtest/gtest.h>
 
+#include <new>
+
 #include "core/error.h"
 #include "infer/decoder.h"
+#include "infer/kv_cache.h"
 #include "kernels/attention.h"
 #include "kernels/attention_decode.h"
 #include "model/init.h"
@@ -151,6 +154,16 @@ TEST(Decoder, RejectsOverflowAndBadChunks) {
   EXPECT_THROW(dec.step(std::vector<Chunk>{{2, std::span(five).first(1)}}), Error);
   EXPECT_THROW(dec.step(std::vector<Chunk>{{0, std::span(five).first(1)}, {0, std::span(five).first(1)}}), Error);
   EXPECT_THROW(Decoder(m, {1, 0, 0, 2}), Error);  // sinks without a window
+}
+
+// A cache larger than the machine's memory is refused as a failed allocation before it is
+// asked for (serve names the flags that size it), and one that fits is made. Without the
+// check the allocator itself would throw here in Release, but the sanitized pass (which runs
+// this test) would abort on the request: that is what the check is for.
+TEST(KvCacheSize, PastTheMachinesMemoryIsRefusedBeforeAllocating) {
+  EXPECT_THROW(KvCache(CacheGeometry{4, 2, 64, 8, int64_t{1} << 40}), std::bad_alloc);
+  const KvCache fits(CacheGeometry{4, 2, 64, 8, 128});
+  EXPECT_EQ(fits.geometry().capacity, 128);
 }
 
 }  // namespace

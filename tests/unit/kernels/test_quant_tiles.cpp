@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -90,6 +91,10 @@ TEST(QuantTiles, KQuantBytesWhereTheLayoutSays) {
     int64_t covered = 0;
     for (const Field& f : fields) covered += f.units * f.unit_bytes;
     ASSERT_EQ(covered, block_bytes) << element_name(format) << ": the fields are the whole block";
+    int64_t values = 0;  // the value fields (all but d, dmin and the scales), all 16 rows
+    for (const Field& f : fields)
+      if (f.unit_bytes == 4 && std::string(f.name) != "scales") values += 16 * f.units * f.unit_bytes;
+    EXPECT_EQ(quant_tile_value_bytes(format), values) << element_name(format);
     for (int64_t i = 0; i < 16; ++i)
       for (int64_t b = 0; b < count; ++b)
         for (const Field& f : fields)
