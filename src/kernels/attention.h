@@ -18,7 +18,7 @@ struct AttentionShape {
   // Softpick (arXiv 2504.20966; config attention_normalizer) instead of softmax: a query's
   // weights are relu(e^a - 1) / sum |e^a - 1| over the keys it sees, a = scale q.k; a row may
   // sum to less than 1. lse then holds L = log sum |e^a - 1| (+infinity for a row whose sum is
-  // 0: it has no weights). It runs on the simple kernels below in float as in double.
+  // 0: it has no weights). The blocked float kernels keep it online as they keep softmax.
   bool softpick = false;
   // The first key query t sees.
   int64_t first_key(int64_t t) const { return window > 0 && t >= window ? t - window + 1 : 0; }
@@ -71,7 +71,7 @@ void attention_backward<double>(double*, double*, double*, const double*, const 
                                 double*, GateGradLayout);
 
 // The simple kernels with the gate epilogue of attention_forward / attention_backward around
-// them: the fp64 path, and softpick's in float.
+// them: the fp64 path, and the float oracle of the tests.
 template <typename T>
 void attention_forward_simple(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s,
                               const T* gate_score, T* gated_out);

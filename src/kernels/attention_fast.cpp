@@ -26,6 +26,11 @@
 // and, on the tiles the window's lower edge crosses, masks the keys j <= t - W: before the
 // online softmax (so they raise no maximum) and after it, and after grad_tile in the backward.
 // Only those few edge tiles pay for it.
+//
+// Softpick (AttentionShape::softpick) runs through the same tiles: the online max starts at 0
+// instead of -infinity and the tile's terms are e^(a-m) - e^(-m) (normalize_tile<true>); the
+// backward's P = e^(a - L) gives softpick's weights and dS by the sign of each score
+// (grad_tile<true>).
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
 // GCC 12 flags the deliberately undefined vectors inside its own AVX-512 intrinsics
 // (_mm512_undefined_ps, GCC bug 105593) once they are inlined here.
@@ -34,6 +39,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "kernels/attention.h"
@@ -88,9 +94,17 @@ inline __m256 visible_mask8(int64_t j, int64_t c, int64_t off) {
 // t0 + i). Replaces St by the unnormalised probabilities (zero where masked), updates the
 // running max m and sum l of every query, and leaves in corr the factor by which the
 // output accumulated so far must be rescaled.
-void softmax_tile(float* St, int64_t cols, int64_t off, float* m, float* l, float* corr) {
+//
+// kSoftpick: the same online form of softpick (attention.h). With m the running max of 0 and
+// the scores (the caller starts m at 0), a key's term is e = e^(a-m) - e^(-m), i.e. (e^a - 1)
+// e^(-m); the tile keeps relu(e) and l sums |e|. A change of m rescales both by e^(m_old - m)
+// as softmax's do. Scores of kOutside (beyond a sliding window) count for nothing: unlike
+// softmax's, their e would be -e^(-m), not 0.
+template <bool kSoftpick>
+void normalize_tile(float* St, int64_t cols, int64_t off, float* m, float* l, float* corr) {
   const bool diag = off + cols - 1 > 0;  // some key in the tile is later than query t0
 #if GATEDLM_KSET_AVX512
+  const __m512 zero = _mm512_setzero_ps(), lowest = _mm512_set1_ps(kMinusBig);
   for (int64_t c = 0; c < kB / 16; ++c) {
     const __m512 m_old = _mm512_loadu_ps(m + 16 * c);
     __m512 mx = m_old;
@@ -99,20 +113,30 @@ void softmax_tile(float* St, int64_t cols, int64_t off, float* m, float* l, floa
       mx = _mm512_mask_max_ps(mx, vis, mx, _mm512_loadu_ps(St + j * kB + 16 * c));
     }
     const __m512 cr = exp_approx16(_mm512_sub_ps(m_old, mx));
-    __m512 sum = _mm512_setzero_ps();
+    const __m512 below = kSoftpick ? exp_approx16(_mm512_sub_ps(zero, mx)) : zero;
+    __m512 sum = zero;
     for (int64_t j = 0; j < cols; ++j) {
-      const __mmask16 vis = diag ? visible_mask(j, c, off) : __mmask16(0xFFFF);
+      __mmask16 vis = diag ? visible_mask(j, c, off) : __mmask16(0xFFFF);
       float* sp = St + j * kB + 16 * c;
-      const __m512 p = vis ? _mm512_maskz_mov_ps(vis, exp_approx16(_mm512_sub_ps(_mm512_loadu_ps(sp), mx)))
-                           : _mm512_setzero_ps();
+      const __m512 sv = _mm512_loadu_ps(sp);
+      if constexpr (kSoftpick) vis &= _mm512_cmp_ps_mask(sv, lowest, _CMP_GT_OQ);
+      __m512 p = vis ? _mm512_maskz_mov_ps(vis, exp_approx16(_mm512_sub_ps(sv, mx))) : zero;
+      if constexpr (kSoftpick) {
+        p = _mm512_maskz_sub_ps(vis, p, below);
+        sum = _mm512_add_ps(sum, _mm512_abs_ps(p));
+        p = _mm512_max_ps(p, zero);
+      } else {
+        sum = _mm512_add_ps(sum, p);
+      }
       _mm512_storeu_ps(sp, p);
-      sum = _mm512_add_ps(sum, p);
     }
     _mm512_storeu_ps(l + 16 * c, _mm512_fmadd_ps(_mm512_loadu_ps(l + 16 * c), cr, sum));
     _mm512_storeu_ps(m + 16 * c, mx);
     _mm512_storeu_ps(corr + 16 * c, cr);
   }
 #elif GATEDLM_KSET_AVX2
+  const __m256 zero = _mm256_setzero_ps(), lowest = _mm256_set1_ps(kMinusBig);
+  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   for (int64_t c = 0; c < kB / 8; ++c) {
     const __m256 m_old = _mm256_loadu_ps(m + 8 * c);
     __m256 mx = m_old;
@@ -121,20 +145,30 @@ void softmax_tile(float* St, int64_t cols, int64_t off, float* m, float* l, floa
       mx = diag ? _mm256_blendv_ps(mx, top, visible_mask8(j, c, off)) : top;
     }
     const __m256 cr = exp_approx8(_mm256_sub_ps(m_old, mx));
-    __m256 sum = _mm256_setzero_ps();
+    const __m256 below = kSoftpick ? exp_approx8(_mm256_sub_ps(zero, mx)) : zero;
+    __m256 sum = zero;
     for (int64_t j = 0; j < cols; ++j) {
       float* sp = St + j * kB + 8 * c;
-      __m256 p = exp_approx8(_mm256_sub_ps(_mm256_loadu_ps(sp), mx));
-      if (diag) p = _mm256_and_ps(p, visible_mask8(j, c, off));
+      const __m256 sv = _mm256_loadu_ps(sp);
+      __m256 p = exp_approx8(_mm256_sub_ps(sv, mx));
+      if constexpr (kSoftpick) {
+        __m256 keep = _mm256_cmp_ps(sv, lowest, _CMP_GT_OQ);
+        if (diag) keep = _mm256_and_ps(keep, visible_mask8(j, c, off));
+        p = _mm256_and_ps(_mm256_sub_ps(p, below), keep);
+        sum = _mm256_add_ps(sum, _mm256_and_ps(p, magnitude));
+        p = _mm256_max_ps(p, zero);
+      } else {
+        if (diag) p = _mm256_and_ps(p, visible_mask8(j, c, off));
+        sum = _mm256_add_ps(sum, p);
+      }
       _mm256_storeu_ps(sp, p);
-      sum = _mm256_add_ps(sum, p);
     }
     _mm256_storeu_ps(l + 8 * c, _mm256_fmadd_ps(_mm256_loadu_ps(l + 8 * c), cr, sum));
     _mm256_storeu_ps(m + 8 * c, mx);
     _mm256_storeu_ps(corr + 8 * c, cr);
   }
 #else
-  float mx[kB], sum[kB];
+  float mx[kB], sum[kB], below[kB];
   for (int64_t i = 0; i < kB; ++i) {
     mx[i] = m[i];
     sum[i] = 0.0f;
@@ -144,14 +178,22 @@ void softmax_tile(float* St, int64_t cols, int64_t off, float* m, float* l, floa
     const int64_t first = diag ? std::clamp<int64_t>(j + off, 0, kB) : 0;
     for (int64_t i = first; i < kB; ++i) mx[i] = std::max(mx[i], sr[i]);
   }
+  for (int64_t i = 0; i < kB; ++i) below[i] = kSoftpick ? exp_approx(-mx[i]) : 0.0f;
   for (int64_t j = 0; j < cols; ++j) {
     float* sr = St + j * kB;
     const int64_t first = diag ? std::clamp<int64_t>(j + off, 0, kB) : 0;
     for (int64_t i = 0; i < first; ++i) sr[i] = 0.0f;
 #pragma omp simd
     for (int64_t i = first; i < kB; ++i) {
-      sr[i] = exp_approx(sr[i] - mx[i]);
-      sum[i] += sr[i];
+      const float p = exp_approx(sr[i] - mx[i]);
+      if constexpr (kSoftpick) {
+        const float e = sr[i] > kMinusBig ? p - below[i] : 0.0f;
+        sum[i] += std::abs(e);
+        sr[i] = std::max(e, 0.0f);
+      } else {
+        sr[i] = p;
+        sum[i] += p;
+      }
     }
   }
   for (int64_t i = 0; i < kB; ++i) {
@@ -165,65 +207,66 @@ void softmax_tile(float* St, int64_t cols, int64_t off, float* m, float* l, floa
 // Backward tile, queries in rows: St [rows, cols] raw scores Q K^T -> P = exp(scale S - lse),
 // dPt [rows, cols] -> dS = P (dP - D) scale, both zero where masked (off = j0 - t0). lse and
 // di are the tile's per-query statistics.
+//
+// kSoftpick (lse holds L = log sum |e^a - 1|, attention.h): with P = e^(a - L), a = scale S,
+// the weight is p = P - e^(-L) where a > 0 (else 0) and dS = P scale (dP - D) where a > 0,
+// P scale D where a < 0 (d|e^a - 1|/da = sign(a) e^a), 0 at a = 0. A row with L = +inf has
+// no weights and passes no gradient.
+template <bool kSoftpick>
 void grad_tile(float* St, float* dPt, int64_t rows, int64_t cols, int64_t off, const float* lse, const float* di,
                float scale) {
-#if GATEDLM_KSET_AVX512
-  const __m512 sc = _mm512_set1_ps(scale);
   for (int64_t i = 0; i < rows; ++i) {
-    const __m512 lv = _mm512_set1_ps(lse[i]), dv = _mm512_set1_ps(di[i]);
-    const int64_t visible = std::min(cols, i - off + 1);  // keys j < visible
     float* sr = St + i * kB;
     float* dr = dPt + i * kB;
-    for (int64_t j = 0; j < cols; j += 16) {
-      const __mmask16 vis = tail_mask(std::max<int64_t>(visible - j, 0));
-      const __mmask16 keep = tail_mask(cols - j);
-      if (!vis) {
-        _mm512_mask_storeu_ps(sr + j, keep, _mm512_setzero_ps());
-        _mm512_mask_storeu_ps(dr + j, keep, _mm512_setzero_ps());
-        continue;
-      }
-      const __m512 p =
-          _mm512_maskz_mov_ps(vis, exp_approx16(_mm512_fmsub_ps(_mm512_loadu_ps(sr + j), sc, lv)));
-      const __m512 ds = _mm512_mul_ps(_mm512_mul_ps(p, sc), _mm512_sub_ps(_mm512_loadu_ps(dr + j), dv));
-      _mm512_mask_storeu_ps(sr + j, keep, p);
-      _mm512_mask_storeu_ps(dr + j, keep, _mm512_maskz_mov_ps(vis, ds));
-    }
-  }
-#elif GATEDLM_KSET_AVX2
-  const __m256 sc = _mm256_set1_ps(scale);
-  for (int64_t i = 0; i < rows; ++i) {
-    const int64_t visible = std::clamp<int64_t>(i - off + 1, 0, cols);
-    float* sr = St + i * kB;
-    float* dr = dPt + i * kB;
-    const __m256 lv = _mm256_set1_ps(lse[i]), dv = _mm256_set1_ps(di[i]);
+    const bool no_weights = kSoftpick && !(lse[i] < std::numeric_limits<float>::infinity());
+    const int64_t visible = no_weights ? 0 : std::clamp<int64_t>(i - off + 1, 0, cols);  // keys j < visible
+    const float below = kSoftpick && !no_weights ? std::exp(-lse[i]) : 0.0f;
     int64_t j = 0;
-    for (; j + 8 <= visible; j += 8) {
-      const __m256 p = exp_approx8(_mm256_fmsub_ps(_mm256_loadu_ps(sr + j), sc, lv));
-      _mm256_storeu_ps(dr + j, _mm256_mul_ps(_mm256_mul_ps(p, sc), _mm256_sub_ps(_mm256_loadu_ps(dr + j), dv)));
-      _mm256_storeu_ps(sr + j, p);
+#if GATEDLM_KSET_AVX512
+    const __m512 sc = _mm512_set1_ps(scale), lv = _mm512_set1_ps(lse[i]), dv = _mm512_set1_ps(di[i]);
+    for (; j < visible; j += 16) {
+      const __mmask16 vis = tail_mask(visible - j);
+      const __m512 sv = _mm512_loadu_ps(sr + j), dp = _mm512_loadu_ps(dr + j);  // sign(a) = sign(S)
+      const __m512 p = exp_approx16(_mm512_fmsub_ps(sv, sc, lv));
+      __m512 w = p, g = _mm512_sub_ps(dp, dv);
+      if constexpr (kSoftpick) {
+        const __mmask16 pos = _mm512_cmp_ps_mask(sv, _mm512_setzero_ps(), _CMP_GT_OQ);
+        const __mmask16 neg = _mm512_cmp_ps_mask(sv, _mm512_setzero_ps(), _CMP_LT_OQ);
+        w = _mm512_maskz_sub_ps(pos, p, _mm512_set1_ps(below));
+        g = _mm512_mask_mov_ps(_mm512_maskz_mov_ps(pos, g), neg, dv);
+      }
+      _mm512_mask_storeu_ps(sr + j, vis, w);
+      _mm512_mask_storeu_ps(dr + j, vis, _mm512_mul_ps(_mm512_mul_ps(p, sc), g));
     }
+    j = visible;
+#elif GATEDLM_KSET_AVX2
+    const __m256 sc = _mm256_set1_ps(scale), lv = _mm256_set1_ps(lse[i]), dv = _mm256_set1_ps(di[i]);
+    for (; j + 8 <= visible; j += 8) {
+      const __m256 sv = _mm256_loadu_ps(sr + j), dp = _mm256_loadu_ps(dr + j);  // sign(a) = sign(S)
+      const __m256 p = exp_approx8(_mm256_fmsub_ps(sv, sc, lv));
+      __m256 w = p, g = _mm256_sub_ps(dp, dv);
+      if constexpr (kSoftpick) {
+        const __m256 pos = _mm256_cmp_ps(sv, _mm256_setzero_ps(), _CMP_GT_OQ);
+        const __m256 neg = _mm256_cmp_ps(sv, _mm256_setzero_ps(), _CMP_LT_OQ);
+        w = _mm256_and_ps(_mm256_sub_ps(p, _mm256_set1_ps(below)), pos);
+        g = _mm256_or_ps(_mm256_and_ps(g, pos), _mm256_and_ps(dv, neg));
+      }
+      _mm256_storeu_ps(sr + j, w);
+      _mm256_storeu_ps(dr + j, _mm256_mul_ps(_mm256_mul_ps(p, sc), g));
+    }
+#endif
     for (; j < visible; ++j) {
-      const float p = exp_approx(sr[j] * scale - lse[i]);
-      sr[j] = p;
-      dr[j] = p * (dr[j] - di[i]) * scale;
+      const float sv = sr[j], p = exp_approx(sv * scale - lse[i]);
+      float w = p, g = dr[j] - di[i];
+      if constexpr (kSoftpick) {
+        w = sv > 0.0f ? p - below : 0.0f;
+        g = sv > 0.0f ? g : sv < 0.0f ? di[i] : 0.0f;
+      }
+      sr[j] = w;
+      dr[j] = p * scale * g;
     }
     for (; j < cols; ++j) sr[j] = dr[j] = 0.0f;
   }
-#else
-  for (int64_t i = 0; i < rows; ++i) {
-    const int64_t visible = std::clamp<int64_t>(i - off + 1, 0, cols);
-    float* sr = St + i * kB;
-    float* dr = dPt + i * kB;
-    const float l = lse[i], d = di[i];
-#pragma omp simd
-    for (int64_t j = 0; j < visible; ++j) {
-      const float p = exp_approx(sr[j] * scale - l);
-      sr[j] = p;
-      dr[j] = p * (dr[j] - d) * scale;
-    }
-    for (int64_t j = visible; j < cols; ++j) sr[j] = dr[j] = 0.0f;
-  }
-#endif
 }
 
 }  // namespace
@@ -243,7 +286,7 @@ void attention_forward_f32(float* out, float* lse, const float* q, const float* 
           const int64_t g = h / group, t0 = blk * kB, rows = std::min(kB, S - t0);
           if (rows < kB) std::fill(qt.begin(), qt.end(), 0.0f);  // padding queries
           attn::transpose(qt.data(), kB, q + (b * S + t0) * ldq + h * D, ldq, rows, D, scale);
-          std::fill(m.begin(), m.end(), kMinusBig);
+          std::fill(m.begin(), m.end(), s.softpick ? 0.0f : kMinusBig);  // softpick's max starts at 0
           std::fill(l.begin(), l.end(), 0.0f);
           const int64_t j_first = s.first_key(t0) / kB * kB;  // the first key block the window leaves
           for (int64_t j0 = j_first; j0 < t0 + rows; j0 += kB) {
@@ -256,7 +299,10 @@ void attention_forward_f32(float* out, float* lse, const float* q, const float* 
             if (diag) trim.n_lo_off = off;
             tile_gemm(cols, kB, D, kb, ldk, 1, qt.data(), kB, st.data(), kB, false, nullptr, trim);
             if (edge) fill_outside_window(st.data(), kB, cols, j0, t0, s.window, true, kOutside);
-            softmax_tile(st.data(), cols, off, m.data(), l.data(), corr.data());
+            if (s.softpick)
+              normalize_tile<true>(st.data(), cols, off, m.data(), l.data(), corr.data());
+            else
+              normalize_tile<false>(st.data(), cols, off, m.data(), l.data(), corr.data());
             if (edge) fill_outside_window(st.data(), kB, cols, j0, t0, s.window, true, 0.0f);
             // O^T [D, kB] = O^T * corr + V^T P^T. On the diagonal, keys 16 s .. 16 s + 15 are
             // seen by query vectors s.. only.
@@ -270,7 +316,7 @@ void attention_forward_f32(float* out, float* lse, const float* q, const float* 
               }
             }
           }
-          for (int64_t i = 0; i < kB; ++i) corr[i] = 1.0f / l[i];
+          for (int64_t i = 0; i < kB; ++i) corr[i] = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;  // softpick: 0 = no weights
           for (int64_t d = 0; d < D; ++d) {
             float* o = ot.data() + d * kB;
 #pragma omp simd
@@ -286,7 +332,8 @@ void attention_forward_f32(float* out, float* lse, const float* q, const float* 
 #pragma omp simd
               for (int64_t d = 0; d < D; ++d) go[d] = dst[d] * gs[d];
             }
-            lse[(b * s.n_q + h) * S + t0 + i] = m[i] + std::log(l[i]);
+            lse[(b * s.n_q + h) * S + t0 + i] =
+                l[i] > 0.0f ? m[i] + std::log(l[i]) : std::numeric_limits<float>::infinity();
           }
         }
   }
@@ -302,6 +349,7 @@ struct BackwardArgs {
   int64_t batch, S, n_q, D, group, ldq, ldk;
   float scale;
   int64_t window;  // AttentionShape::window
+  bool softpick;   // AttentionShape::softpick
 };
 
 // Pre-pass for (batch b, kv head g): per head hh of the group, D_i -> di [hh * S + t], lse
@@ -372,7 +420,8 @@ void backward_key_block(const BackwardArgs& a, int64_t b, int64_t g, int64_t j0,
       const int64_t ldo = a.gate_score ? D : ldq;
       tile_gemm(rows, cols, D, qb, ldq, 1, w.kt.data(), kB, w.st.data(), kB, false, nullptr, s_trim);
       tile_gemm(rows, cols, D, dob, ldo, 1, w.vt.data(), kB, w.dpt.data(), kB, false, nullptr, s_trim);
-      grad_tile(w.st.data(), w.dpt.data(), rows, cols, off, ls + hh * S + t0, di + hh * S + t0, a.scale);
+      (a.softpick ? grad_tile<true> : grad_tile<false>)(w.st.data(), w.dpt.data(), rows, cols, off, ls + hh * S + t0,
+                                                        di + hh * S + t0, a.scale);
       if (crosses_window_edge(j0, t0, a.window)) {
         fill_outside_window(w.st.data(), rows, cols, j0, t0, a.window, false, 0.0f);
         fill_outside_window(w.dpt.data(), rows, cols, j0, t0, a.window, false, 0.0f);
@@ -440,7 +489,7 @@ void attention_backward_f32(float* dq, float* dk, float* dv, const float* dout, 
   const int64_t D = s.head_dim, group = s.n_q / s.n_kv, S = s.seq;
   if (dgate_layout.ld == 0) dgate_layout.ld = s.n_q * D;
   const BackwardArgs a{dq, dk, dv, dout, q, k, v, out, lse, gate_score, dgate_score, dgate_layout,
-                       s.batch, S, s.n_q, D, group, s.n_q * D, s.n_kv * D, static_cast<float>(s.scale), s.window};
+                       s.batch, S, s.n_q, D, group, s.n_q * D, s.n_kv * D, static_cast<float>(s.scale), s.window, s.softpick};
   const int64_t tasks = s.batch * s.n_kv, k_blocks = (S + kB - 1) / kB;
   const int64_t per_head = group * S, dor_size = gate_score ? group * S * D : 0;
   const int64_t n = s.batch * S * s.n_q * D;

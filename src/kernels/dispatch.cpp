@@ -75,15 +75,12 @@ void rope_apply(T* x, const RopeTable& table, int64_t batch, int64_t seq, int64_
 template <>
 void attention_forward<float>(float* out, float* lse, const float* q, const float* k, const float* v,
                               const AttentionShape& s, const float* gate_score, float* gated_out) {
-  if (s.softpick) return attention_forward_simple(out, lse, q, k, v, s, gate_score, gated_out);  // no blocked kernel yet
   GATEDLM_DISPATCH(attention_forward_f32(out, lse, q, k, v, s, gate_score, gated_out));
 }
 template <>
 void attention_backward<float>(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
                                const float* v, const float* out, const float* lse, const AttentionShape& s,
                                const float* gate_score, float* dgate_score, GateGradLayout dgate_layout) {
-  if (s.softpick)
-    return attention_backward_simple(dq, dk, dv, dout, q, k, v, out, lse, s, gate_score, dgate_score, dgate_layout);
   GATEDLM_DISPATCH(attention_backward_f32(dq, dk, dv, dout, q, k, v, out, lse, s, gate_score, dgate_score, dgate_layout));
 }
 template <>

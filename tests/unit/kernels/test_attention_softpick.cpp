@@ -1,10 +1,12 @@
 // Softpick attention (AttentionShape::softpick, DecodeShape::softpick): the kernels against the
 // definition relu(e^a - 1) / sum |e^a - 1| computed naively in fp64, the backward against
 // central differences, scores far beyond e^88, a row of zero scores (no weights), the
-// probabilities (rows summing to less than 1) and decode over a cache, with a window too.
+// probabilities (rows summing to less than 1) and decode over a cache, with a window too; the
+// blocked float kernels of every kernel set against the fp64 reference.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "kernels/attention.h"
@@ -55,6 +57,7 @@ std::vector<double> naive_softpick(const PickInputs<T>& in, const AttentionShape
         const std::vector<double> a = row_scores(in, s, b, h, t);
         double z = 0;
         for (double x : a) z += std::abs(std::expm1(x));
+        if (z == 0) continue;  // every score 0: no weights, output 0
         const int64_t first = s.first_key(t);
         for (int64_t j = first; j <= t; ++j)
           for (int64_t e = 0; e < D; ++e)
@@ -149,6 +152,69 @@ TEST(AttentionSoftpickTest, BackwardMatchesFiniteDifferences) {
       EXPECT_LT(rel_error(dgate, testing::numeric_grad(in.gate, loss)), 1e-7);
     }
   }
+}
+
+// The gradients of L = sum(w * y) (y the gated output when gated) from the fp64 reference
+// kernels, checked by finite differences above: dq, dk, dv, and dgate when gated.
+std::vector<std::vector<double>> reference_grads(const PickInputs<double>& in, const std::vector<double>& w,
+                                                 const AttentionShape& s, bool gated) {
+  std::vector<double> out(in.q.size()), lse(s.batch * s.n_q * s.seq), y(in.q.size());
+  attention_forward<double>(out.data(), lse.data(), in.q.data(), in.k.data(), in.v.data(), s,
+                            gated ? in.gate.data() : nullptr, gated ? y.data() : nullptr);
+  std::vector<double> dq(in.q.size()), dk(in.k.size()), dv(in.v.size()), dgate(in.q.size());
+  attention_backward<double>(dq.data(), dk.data(), dv.data(), w.data(), in.q.data(), in.k.data(), in.v.data(),
+                             out.data(), lse.data(), s, gated ? in.gate.data() : nullptr,
+                             gated ? dgate.data() : nullptr);
+  return {dq, dk, dv, dgate, lse};
+}
+
+// The blocked float kernels of every kernel set against the definition (forward) and the
+// fp64 reference (lse and gradients): three 64-query blocks, windows inside a block, on its
+// edge and across blocks, GQA, gated and not, and one query row whose scores are all 0 (no
+// weights: lse +inf, output and gradient 0).
+TEST(AttentionSoftpickTest, BlockedKernelsMatchTheReferenceInEveryKernelSet) {
+  const KernelSet keep = active_kernel_set();
+  for (KernelSet set : runnable_kernel_sets()) {
+    use_kernel_set(set);
+    for (int64_t window : {0, 5, 64, 100}) {
+      const AttentionShape s{2, 150, 4, 2, 16, 0.35, window, true};
+      const bool gated = window == 0 || window == 64;
+      const int64_t zero_row = 70 * s.n_q * s.head_dim;  // batch 0, query 70, head 0
+      PickInputs<float> inf(s, 51 + window);
+      std::fill_n(inf.q.begin() + zero_row, s.head_dim, 0.0f);
+      PickInputs<double> ind(s, 0);
+      ind.q.assign(inf.q.begin(), inf.q.end());
+      ind.k.assign(inf.k.begin(), inf.k.end());
+      ind.v.assign(inf.v.begin(), inf.v.end());
+      ind.gate.assign(inf.gate.begin(), inf.gate.end());
+      const std::string where = std::string(kernel_set_name(set)) + ", W " + std::to_string(window);
+
+      std::vector<float> out(inf.q.size()), lse(s.batch * s.n_q * s.seq), y(inf.q.size());
+      attention_forward<float>(out.data(), lse.data(), inf.q.data(), inf.k.data(), inf.v.data(), s,
+                               gated ? inf.gate.data() : nullptr, gated ? y.data() : nullptr);
+      EXPECT_LT(rel_error(out, naive_softpick(inf, s)), 1e-5) << where;
+      const std::vector<double> w = random_vector<double>(ind.q.size(), 53);
+      const std::vector<std::vector<double>> want = reference_grads(ind, w, s, gated);
+      EXPECT_TRUE(std::isinf(lse[70]) && lse[70] > 0) << where;
+      for (size_t i = 0; i < lse.size(); ++i)
+        if (i != 70) ASSERT_NEAR(lse[i], want[4][i], 1e-5 * (1 + std::abs(want[4][i]))) << where << ", row " << i;
+
+      const std::vector<float> wf(w.begin(), w.end());
+      std::vector<float> dq(inf.q.size()), dk(inf.k.size()), dv(inf.v.size()), dgate(inf.q.size());
+      attention_backward<float>(dq.data(), dk.data(), dv.data(), wf.data(), inf.q.data(), inf.k.data(), inf.v.data(),
+                                out.data(), lse.data(), s, gated ? inf.gate.data() : nullptr,
+                                gated ? dgate.data() : nullptr);
+      EXPECT_LT(rel_error(dq, want[0]), 2e-5) << where;
+      EXPECT_LT(rel_error(dk, want[1]), 2e-5) << where;
+      EXPECT_LT(rel_error(dv, want[2]), 2e-5) << where;
+      if (gated) EXPECT_LT(rel_error(dgate, want[3]), 2e-5) << where;
+      for (int64_t e = 0; e < s.head_dim; ++e) {
+        ASSERT_EQ(out[zero_row + e], 0.0f) << where;
+        ASSERT_EQ(dq[zero_row + e], 0.0f) << where;
+      }
+    }
+  }
+  use_kernel_set(keep);
 }
 
 // Rows of probabilities sum to at most 1, and the output is their weighted sum of values.
