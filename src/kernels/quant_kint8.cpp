@@ -1,6 +1,6 @@
 // The int8 path (int8_madd) of the quantised products for the K-quants and IQ4_XS
-// (kquant_blocks.h: Q4_K, Q5_K, Q6_K, IQ4_XS), compiled once per kernel set; the avx2
-// and avx512 sets have it, the generic set not.
+// (kquant_blocks.h: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS), compiled once per kernel set;
+// the avx2 and avx512 sets have it, the generic set not.
 //
 // Each row of A is first quantised to int8 super-blocks of 256 exactly as ggml quantises
 // activations for these weights (quantize_row_q8_K_ref, its block_q8_K): max = the value
@@ -14,10 +14,10 @@
 //
 // The fp16 scales are converted by F16C's vcvtph2ps (every CPU with AVX2 has it).
 //
-// The dot of unsigned weights (Q4_K and Q5_K q, Q6_K's q + 32) and signed activations is
-// vpmaddubsw (pairs summed to int16: at most 2 * 63 * 127, no saturation), then vpmaddwd by
-// the sub-block's scale to int32. IQ4_XS weights are signed (kIq4Values): vpmaddubsw of |w|
-// by a with w's sign (at most 2 * 127 * 127).
+// The dot of unsigned weights (Q2_K q, Q3_K's q + 4, Q4_K and Q5_K q, Q6_K's q + 32) and
+// signed activations is vpmaddubsw (pairs summed to int16: at most 2 * 63 * 127, no
+// saturation), then vpmaddwd by the sub-block's scale to int32. IQ4_XS weights are signed
+// (kIq4Values): vpmaddubsw of |w| by a with w's sign (at most 2 * 127 * 127).
 #include "kernels/kernel_sets.h"
 
 #include <algorithm>
@@ -37,7 +37,8 @@
 namespace gatedlm::kernels::GATEDLM_KSET {
 
 bool kquant_int8_format(ElementType format) {
-  return GATEDLM_KSET_AVX2 && (format == ElementType::q4_k || format == ElementType::q5_k ||
+  return GATEDLM_KSET_AVX2 && (format == ElementType::q2_k || format == ElementType::q3_k ||
+                               format == ElementType::q4_k || format == ElementType::q5_k ||
                                format == ElementType::q6_k || format == ElementType::iq4_xs);
 }
 
@@ -249,6 +250,71 @@ struct Q6KDot {
           dots[r] = _mm256_add_epi32(dots[r], scaled_dot(quarters[t], load32(rows[r] + 128 * half + 32 * t), scale16));
       }
     }
+  }
+};
+
+// Q2_K and Q3_K's 2-bit parts (kquant_dequantize.cpp): in each half of 128 values, byte l
+// of the half's 32 bytes holds element 32t + l at bits 2t; with kHighBit (Q3_K) element e's
+// third bit is bit e / 32 of hmask[e % 32]. Sub-block j (of 16) takes scale j of scales16
+// (16 int16): dots[r] += sum_j scale_j * sum(q * a) over sub-block j, q in [0, 3] or [0, 7].
+template <bool kHighBit, int R>
+void two_bit_dots(const uint8_t* qs, const uint8_t* hmask, __m256i scales16, const int8_t* const* rows, __m256i* dots) {
+  const __m256i two_bits = _mm256_set1_epi8(3);
+  [[maybe_unused]] __m256i high;
+  if constexpr (kHighBit) high = load32(hmask);
+#pragma GCC unroll 2
+  for (int half = 0; half < 2; ++half) {
+    const __m256i bits = load32(qs + 32 * half);
+    const __m256i half_scales = _mm256_broadcastsi128_si256(half ? _mm256_extracti128_si256(scales16, 1)
+                                                                  : _mm256_castsi256_si128(scales16));
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; ++t) {
+      __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * t), two_bits);
+      if constexpr (kHighBit) {
+        const __m256i third = _mm256_and_si256(_mm256_srli_epi16(high, 4 * half + t), _mm256_set1_epi8(1));
+        q = _mm256_or_si256(q, _mm256_slli_epi16(third, 2));
+      }
+      const __m256i scale16 = spread_int16(half_scales, 2 * t, 2 * t + 1);
+      for (int r = 0; r < R; ++r)
+        dots[r] = _mm256_add_epi32(dots[r], scaled_dot(q, load32(rows[r] + 128 * half + 32 * t), scale16));
+    }
+  }
+}
+
+// Q2_K: value d * scale_j * q - dmin * min_j, q in [0, 3], the 4-bit scale and minimum of
+// sub-block j (of 16) in the low and high nibbles of scales[j].
+struct Q2KDot {
+  static constexpr bool kMinimums = true;
+  static float d(const BlockQ2_K& x) { return _cvtsh_ss(x.d); }
+  static float dmin(const BlockQ2_K& x) { return _cvtsh_ss(x.dmin); }
+  template <int R>
+  static void dots(const BlockQ2_K& x, const int8_t* const* rows, const int16_t* const* sums, __m256i* dots,
+                   int32_t* offsets) {
+    const __m128i bytes = load16(x.scales), nibble = _mm_set1_epi8(0x0F);
+    const __m256i scales16 = _mm256_cvtepu8_epi16(_mm_and_si128(bytes, nibble));
+    const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(bytes, 4), nibble));
+    for (int r = 0; r < R; ++r) offsets[r] = add8_epi32(_mm256_madd_epi16(mins16, load32(sums[r])));
+    two_bit_dots<false, R>(x.qs, nullptr, scales16, rows, dots);
+  }
+};
+
+// Q3_K: value d * scale_j * (q - 4), q = the 2 low bits | the high bit << 2 in [0, 7], scale_j
+// in [-32, 31] (q3_k_scale). As Q6_K's, the dot takes q as it is and the offset's 4 *
+// sum_j scale_j * (sum of a over sub-block j) off in int32 (exact).
+struct Q3KDot {
+  static constexpr bool kMinimums = false;
+  static float d(const BlockQ3_K& x) { return _cvtsh_ss(x.d); }
+  static float dmin(const BlockQ3_K&) { return 0.0f; }
+  template <int R>
+  static void dots(const BlockQ3_K& x, const int8_t* const* rows, const int16_t* const* sums, __m256i* dots, int32_t*) {
+    alignas(32) int16_t scales[16];
+    for (int j = 0; j < 16; ++j) scales[j] = static_cast<int16_t>(q3_k_scale(x.scales, j));
+    const __m256i scales16 = _mm256_load_si256(reinterpret_cast<const __m256i*>(scales));
+    for (int r = 0; r < R; ++r) {
+      const int32_t offset = 4 * add8_epi32(_mm256_madd_epi16(scales16, load32(sums[r])));
+      dots[r] = _mm256_sub_epi32(dots[r], _mm256_setr_epi32(offset, 0, 0, 0, 0, 0, 0, 0));
+    }
+    two_bit_dots<true, R>(x.qs, x.hmask, scales16, rows, dots);
   }
 };
 
@@ -519,9 +585,13 @@ void multiply(const QuantOutput& out, const Q8KRows& A, int64_t m, const QuantWe
     case ElementType::q5_k:
       if (W.tiled_rows > 0) return tiled_product<Q5KTiles, Q5KDot>(out, A, m, W, in_team);
       return product_of<Q5KDot, BlockQ5_K>(out, A, m, W, in_team);
+    case ElementType::q2_k: return product_of<Q2KDot, BlockQ2_K>(out, A, m, W, in_team);
+    case ElementType::q3_k: return product_of<Q3KDot, BlockQ3_K>(out, A, m, W, in_team);
     case ElementType::q6_k: return product_of<Q6KDot, BlockQ6_K>(out, A, m, W, in_team);
     case ElementType::iq4_xs: return product_of<Iq4XsDot, BlockIq4Xs>(out, A, m, W, in_team);
-    default: fail("the K-quant int8 products take Q4_K, Q5_K, Q6_K or IQ4_XS weights, not ", element_name(W.format));
+    default:
+      fail("the K-quant int8 products take Q2_K, Q3_K, Q4_K, Q5_K, Q6_K or IQ4_XS weights, not ",
+           element_name(W.format));
   }
 }
 

@@ -186,7 +186,8 @@ void ggml_q8_k_block(float* out, const float* x) {
 // The same for the K-quants and IQ4_XS against Q8_K super-blocks (ggml_vec_dot_q4_K_q8_K and
 // its siblings), rows of zeros and a row whose largest values tie in magnitude included.
 TEST(QuantMatmul, KQuantInt8PathIsGgmlsQ8K) {
-  for (ElementType format : {ElementType::q4_k, ElementType::q5_k, ElementType::q6_k, ElementType::iq4_xs}) {
+  for (ElementType format : {ElementType::q2_k, ElementType::q3_k, ElementType::q4_k, ElementType::q5_k,
+                             ElementType::q6_k, ElementType::iq4_xs}) {
     if (!quant_path_runnable(QuantPath::int8_madd, format)) continue;
     Problem p = make_problem(format, 10, 23, 256 * 3, 31);
     std::fill_n(p.a.begin() + 2 * p.k, p.k, 0.0f);  // row 2: zeros
@@ -289,9 +290,9 @@ constexpr ElementType kExpandedFormats[] = {ElementType::q4_1, ElementType::q5_0
 TEST(QuantMatmul, ExpandedFormatsMatchTheReference) {
   const int threads = omp_get_max_threads();
   for (ElementType format : kExpandedFormats) {
-    // The K-quants of the usual mixes and IQ4_XS have the int8 path wherever Q8_0 has it.
-    const bool int8 = format == ElementType::q4_k || format == ElementType::q5_k || format == ElementType::q6_k ||
-                      format == ElementType::iq4_xs;
+    // The K-quants and IQ4_XS have the int8 path wherever Q8_0 has it.
+    const bool int8 = format == ElementType::q2_k || format == ElementType::q3_k || format == ElementType::q4_k ||
+                      format == ElementType::q5_k || format == ElementType::q6_k || format == ElementType::iq4_xs;
     EXPECT_EQ(quant_path_runnable(QuantPath::int8_madd, format),
               int8 && quant_path_runnable(QuantPath::int8_madd, ElementType::q8_0))
         << element_name(format);
