@@ -5,7 +5,7 @@
 // Qwen3-shaped model, enough layers that they do not fit in the caches.
 //
 //   build-x/quant_matmul_speed [--shape 100m|1b|cached] [--batch 1,8] [--reps 7] [--cpu-time] [--automatic-only]
-//                              [--formats f32,bf16,q8_0,q4_0,q4_k,q5_k,q6_k,iq4_xs]
+//                              [--formats f32,bf16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,iq4_xs]
 //   GATEDLM_KERNELS=avx2 build-x/quant_matmul_speed ...   (another kernel set)
 // Prints a markdown table; bench/RESULTS.md, "Quantised products: the kernels", has the figures.
 #include <immintrin.h>
@@ -187,8 +187,8 @@ void bench_format(const Shape& shape, const char* label, k::ElementType format, 
 }
 
 constexpr k::ElementType kBenchFormats[] = {k::ElementType::bf16, k::ElementType::q8_0, k::ElementType::q4_0,
-                                            k::ElementType::q4_k,  k::ElementType::q5_k, k::ElementType::q6_k,
-                                            k::ElementType::iq4_xs};
+                                            k::ElementType::q2_k,  k::ElementType::q3_k, k::ElementType::q4_k,
+                                            k::ElementType::q5_k,  k::ElementType::q6_k, k::ElementType::iq4_xs};
 
 std::vector<std::string> split_list(const std::string& list) {
   std::vector<std::string> items;

@@ -305,11 +305,21 @@ struct Q3KDot {
   static constexpr bool kMinimums = false;
   static float d(const BlockQ3_K& x) { return _cvtsh_ss(x.d); }
   static float dmin(const BlockQ3_K&) { return 0.0f; }
+  // The 16 six-bit scales + 32 as bytes, four words at a time (q3_k_scale's bits): scales 0-3
+  // and 4-7 the low nibbles of words 0 and 1, 8-11 and 12-15 their high nibbles, with the
+  // top 2 bits from word 2's bit pairs 0, 1, 2 and 3 of each byte.
+  static __m128i scales_plus_32(const uint8_t* packed) {
+    uint32_t w[3];
+    std::memcpy(w, packed, 12);
+    const uint32_t nibbles = 0x0F0F0F0F, pairs = 0x03030303;
+    return _mm_setr_epi32(static_cast<int>((w[0] & nibbles) | ((w[2] & pairs) << 4)),
+                          static_cast<int>((w[1] & nibbles) | (((w[2] >> 2) & pairs) << 4)),
+                          static_cast<int>(((w[0] >> 4) & nibbles) | (((w[2] >> 4) & pairs) << 4)),
+                          static_cast<int>(((w[1] >> 4) & nibbles) | (((w[2] >> 6) & pairs) << 4)));
+  }
   template <int R>
   static void dots(const BlockQ3_K& x, const int8_t* const* rows, const int16_t* const* sums, __m256i* dots, int32_t*) {
-    alignas(32) int16_t scales[16];
-    for (int j = 0; j < 16; ++j) scales[j] = static_cast<int16_t>(q3_k_scale(x.scales, j));
-    const __m256i scales16 = _mm256_load_si256(reinterpret_cast<const __m256i*>(scales));
+    const __m256i scales16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(scales_plus_32(x.scales)), _mm256_set1_epi16(32));
     for (int r = 0; r < R; ++r) {
       const int32_t offset = 4 * add8_epi32(_mm256_madd_epi16(scales16, load32(sums[r])));
       dots[r] = _mm256_sub_epi32(dots[r], _mm256_setr_epi32(offset, 0, 0, 0, 0, 0, 0, 0));
