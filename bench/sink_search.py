@@ -14,7 +14,7 @@ Runs one after another under `nice -n 10` (the machine is shared) with passive O
 waiting; budgets are steps, never wall-clock.
 
 Usage: bench/sink_search.py [--gatedlm build/gatedlm] [--work /tmp/gatedlm_sink_search]
-                            [--log bench/sink_search.jsonl] [--list] [POINT ...]
+                            [--log bench/sink_search.jsonl] [--gated-if F] [--list] [--table] [POINT ...]
 """
 import argparse
 import json
@@ -46,6 +46,8 @@ BASE = {
 
 # The grid, in the order it was tried (bench/RESULTS.md tells what each showed).
 TINY = {"d_model": 64, "n_layers": 1, "n_heads": 1, "head_dim": 64, "ffn_hidden": 256}
+TEXT2 = {"task": "text", "d_model": 64, "n_layers": 2, "n_heads": 4, "head_dim": 16, "ffn_hidden": 256,
+         "seq_len": 64, "batch_size": 64, "lr": 1e-2, "min_lr": 1e-3, "steps": 3000, "saves": 6}
 GRID = {
     # Tried, in this order (bench/RESULTS.md tells what each showed; bb-L2-H2-d128's gated run
     # was stopped once its baseline showed no sink):
@@ -91,6 +93,30 @@ GRID = {
     "bb-moby-byte-L1-H1-d64-seq64-lr1e-2-3k": {**TINY, "corpus": MOBY_DICK, "data_tokens": 16_000_000,
                                                "seq_len": 64, "batch_size": 64, "lr": 1e-2, "min_lr": 1e-3,
                                                "steps": 3000, "saves": 6},
+    # Natural text with BOS at position 0 of every window (issue 37: at least 2 layers, at most
+    # 30 minutes per model pair on 2 cores; wanted: baseline F-Attn >= 0.3, G1 <= 0.1). 64-token
+    # windows and lr 1e-2 grew the Bigram-Backcopy sink fastest, so the search starts there and
+    # moves one knob at a time: heads per layer, weight decay, window, learning rate, depth,
+    # FFN width, tokenizer, length of training.
+    "text-L2-H4-d64-seq64-lr1e-2-3k": TEXT2,
+    "text-L2-H4-d64-seq64-lr1e-2-wd0.5-3k": {**TEXT2, "weight_decay": 0.5},
+    "text-L2-H1-d64-seq64-lr1e-2-3k": {**TEXT2, "n_heads": 1, "head_dim": 64},
+    "text-L2-H8-d128-seq64-lr1e-2-3k": {**TEXT2, "d_model": 128, "n_heads": 8, "head_dim": 16, "ffn_hidden": 512},
+    "text-L2-H4-d64-seq32-lr1e-2-3k": {**TEXT2, "seq_len": 32, "batch_size": 128},
+    "text-L2-H4-d64-seq128-lr1e-2-3k": {**TEXT2, "seq_len": 128, "batch_size": 32},
+    "text-L2-H4-d64-seq64-lr3e-2-3k": {**TEXT2, "lr": 3e-2, "min_lr": 3e-3},
+    "text-L2-H4-d64-seq64-lr3e-3-3k": {**TEXT2, "lr": 3e-3, "min_lr": 3e-4},
+    "text-L4-H4-d64-seq64-lr1e-2-3k": {**TEXT2, "n_layers": 4},
+    "text-L2-H4-d64-seq64-lr1e-2-ffn32-3k": {**TEXT2, "ffn_hidden": 32},
+    "text-bpe512-L2-H4-d64-seq64-lr1e-2-3k": {**TEXT2, "tokenizer": "bpe:512"},
+    "text-L2-H4-d64-seq64-lr1e-2-wd0-3k": {**TEXT2, "weight_decay": 0.0},
+    "text-L2-H4-d64-seq64-lr1e-2-10k": {**TEXT2, "steps": 10000, "saves": 5},
+    # Without positions (NoPE), BOS is the one landmark a causal head can find by content.
+    "text-L2-H4-d64-seq64-lr1e-2-nope-3k": {**TEXT2, "rope_dims": 0},
+    "text-L6-H4-d64-seq64-lr1e-2-3k": {**TEXT2, "n_layers": 6},
+    # The knobs that raised F-Attn above, together: many narrow heads, weight decay 0.5.
+    "text-L2-H16-d128-seq64-lr1e-2-wd0.5-3k": {**TEXT2, "d_model": 128, "n_heads": 16, "head_dim": 8,
+                                               "ffn_hidden": 512, "weight_decay": 0.5},
 }
 
 
@@ -140,6 +166,8 @@ def model_config(p, vocab, gated):
     c = {"vocab_size": vocab, "d_model": p["d_model"], "n_layers": p["n_layers"], "n_heads": p["n_heads"],
          "n_kv_heads": p["n_heads"], "head_dim": p["head_dim"], "ffn_hidden": p["ffn_hidden"],
          "max_seq_len": p["seq_len"], "qk_norm": p["qk_norm"]}
+    if p.get("rope_dims") is not None:
+        c["rope_dims"] = p["rope_dims"]  # 0: no positional encoding (NoPE)
     if gated:
         c["gate"] = {"position": "sdpa", "granularity": "elementwise", "activation": "sigmoid"}
     return c
@@ -154,13 +182,27 @@ def done_records(log):
     return seen
 
 
-def search_point(name, gatedlm, work, log):
+def last_f_attn(log, name, model):
+    """F-Attn at the last analysed step of (point, model) in the log, or None."""
+    last = None
+    if os.path.exists(log):
+        for line in open(log):
+            r = json.loads(line)
+            if r["point"] == name and r["model"] == model and (last is None or r["step"] >= last["step"]):
+                last = r
+    return None if last is None else last["f_attn"]
+
+
+def search_point(name, gatedlm, work, log, gated_if=None):
     p = dict(BASE, **GRID[name])
     data = dataset(gatedlm, work, p)
     vocab = json.load(open(os.path.join(data, "manifest.json")))["vocab_size"]
     seen = done_records(log)
     save_every = max(1, p["steps"] // p["saves"])
     for model in ("baseline", "gated"):
+        if model == "gated" and gated_if is not None and (last_f_attn(log, name, "baseline") or 0) < gated_if:
+            print(f"[{name}] gated model not trained: the baseline's last F-Attn is below {gated_if}", flush=True)
+            return
         rd = os.path.join(work, "runs", name, model)
         cfg = os.path.join(work, "runs", name, model + ".json")
         os.makedirs(os.path.dirname(rd), exist_ok=True)
@@ -208,24 +250,52 @@ def search_point(name, gatedlm, work, log):
                   f"sink rate {rec['sink_rate']:5.1f}%  M-Act {rec['m_act']:.1f}", flush=True)
 
 
+def table(log, points):
+    """A markdown table of the points' records in the log: per model its last step's tokens,
+    validation loss, F-Attn (its largest head, each layer's), sink rate and M-Act, then F-Attn
+    over the saved steps."""
+    runs = {}
+    for line in open(log):
+        r = json.loads(line)
+        if not points or r["point"] in points:
+            runs.setdefault((r["point"], r["model"]), []).append(r)
+    print("| point | model | tokens | val loss | F-Attn (max head) | per layer | sink rate % | M-Act | F-Attn over training |")
+    print("| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |")
+    for (point, model), recs in runs.items():
+        recs.sort(key=lambda r: r["step"])
+        last = recs[-1]
+        loss = "" if last["val_loss"] is None else f"{last['val_loss']:.3f}"
+        trail = ", ".join(f"{r['f_attn']:.3f}" for r in recs)
+        layers = " ".join(f"{f:.2f}" for f in last["f_attn_per_layer"])
+        print(f"| `{point}` | {model} | {last['tokens'] / 1e6:.1f}M | {loss} | **{last['f_attn']:.3f}** "
+              f"({last['f_attn_max_head']:.3f}) | {layers} | {last['sink_rate']:.0f} | {last['m_act']:.1f} | {trail} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gatedlm", default=os.path.join(ROOT, "build", "gatedlm"))
     ap.add_argument("--work", default="/tmp/gatedlm_sink_search")
     ap.add_argument("--log", default=os.path.join(ROOT, "bench", "sink_search.jsonl"))
     ap.add_argument("--list", action="store_true", help="print the grid and exit")
+    ap.add_argument("--gated-if", type=float, metavar="F",
+                    help="train a point's gated model only when its baseline's last F-Attn is at least F")
+    ap.add_argument("--table", action="store_true",
+                    help="print the log's records of the points (default: all) as a markdown table and exit")
     ap.add_argument("points", nargs="*", help="grid points to run (default: all, in order)")
     a = ap.parse_args()
     if a.list:
         for k, v in GRID.items():
             print(k, json.dumps(v))
         return
+    if a.table:
+        table(a.log, set(a.points))
+        return
     for name in a.points or GRID:
         if name not in GRID:
             sys.exit(f"sink_search: no grid point {name!r} (--list shows them)")
     os.makedirs(a.work, exist_ok=True)
     for name in a.points or GRID:
-        search_point(name, os.path.abspath(a.gatedlm), a.work, a.log)
+        search_point(name, os.path.abspath(a.gatedlm), a.work, a.log, a.gated_if)
 
 
 if __name__ == "__main__":
