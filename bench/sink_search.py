@@ -114,6 +114,14 @@ GRID = {
     # Without positions (NoPE), BOS is the one landmark a causal head can find by content.
     "text-L2-H4-d64-seq64-lr1e-2-nope-3k": {**TEXT2, "rope_dims": 0},
     "text-L6-H4-d64-seq64-lr1e-2-3k": {**TEXT2, "n_layers": 6},
+    # BPE pieces instead of bytes: fewer local dependencies per head (text-bpe512 above reached
+    # 0.24 with 3 heads sinking); then the knobs around it.
+    "text-bpe2048-L2-H4-d64-seq64-lr1e-2-3k": {**TEXT2, "tokenizer": "bpe:2048"},
+    "text-bpe512-L2-H4-d64-seq64-lr1e-2-wd0.5-3k": {**TEXT2, "tokenizer": "bpe:512", "weight_decay": 0.5},
+    "text-bpe512-L2-H4-d64-seq64-lr1e-2-8k": {**TEXT2, "tokenizer": "bpe:512", "steps": 8000, "saves": 4},
+    "text-bpe512-L2-H8-d128-seq64-lr1e-2-3k": {**TEXT2, "tokenizer": "bpe:512", "d_model": 128, "n_heads": 8,
+                                               "head_dim": 16, "ffn_hidden": 512},
+    "text-bpe512-L2-H4-d64-seq128-lr1e-2-3k": {**TEXT2, "tokenizer": "bpe:512", "seq_len": 128, "batch_size": 32},
     # The knobs that raised F-Attn above, together: many narrow heads, weight decay 0.5.
     "text-L2-H16-d128-seq64-lr1e-2-wd0.5-3k": {**TEXT2, "d_model": 128, "n_heads": 16, "head_dim": 8,
                                                "ffn_hidden": 512, "weight_decay": 0.5},

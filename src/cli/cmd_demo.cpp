@@ -33,8 +33,9 @@ void register_demo(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   sub->add_option("--preset", opt->demo.preset,
                   "smoke | small (2-core laptop, 15 min) | medium (8+ cores) | large (16+ cores, hours) | sink "
-                  "(the attention sink on Bigram-Backcopy data generated from the corpus, ~10 min), or a preset "
-                  "JSON file (configs/demo/)")
+                  "(the attention sink on Bigram-Backcopy data generated from the corpus, ~10 min) | sink-text (the "
+                  "attention sink on the corpus's own text: 2 layers, a 512-piece BPE, weight decay 0.5, ~10 min; "
+                  "use --corpus tinyshakespeare.txt) | moe, or a preset JSON file (configs/demo/)")
       ->capture_default_str();
   sub->add_option("--corpus", opt->demo.corpus,
                   "your own UTF-8 text (a file or a directory of .txt files) instead of the State of the Union");
