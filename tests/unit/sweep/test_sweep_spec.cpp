@@ -148,6 +148,22 @@ TEST(SweepSpec, PresetsShareVariantsAndPairLearningRates) {
   EXPECT_TRUE(contains(spec_error(j), "not both")) << spec_error(j);
 }
 
+// Every preset shipped in configs/sweep/ parses and plans (each variant a valid model whose
+// parameter count is matched), so a preset whose patch does not fit its base (a layer_types
+// list of the wrong length, say) fails here rather than an hour into a user's sweep.
+TEST(SweepSpec, EveryShippedPresetPlans) {
+  int presets = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(GATEDLM_SOURCE_DIR) + "/configs/sweep")) {
+    if (entry.path().extension() != ".json") continue;
+    ++presets;
+    const sweep::SweepSpec spec = sweep::load_spec_file(entry.path().string());
+    const sweep::Plan plan = sweep::plan_variants(spec, 512);
+    EXPECT_GE(plan.variants.size(), 2u) << entry.path();
+    for (const sweep::PlannedVariant& v : plan.variants) EXPECT_GT(v.params, 0) << entry.path() << " " << v.variant.name;
+  }
+  EXPECT_GE(presets, 9);  // table1, table1-smoke, table6, lr-stability(-smoke), hybrid, sinks, sinks-bigram, sinks-text
+}
+
 TEST(SweepSpec, EveryRunGetsTheSameScheduleForItsSeed) {
   const sweep::SweepSpec s = sweep::parse_spec(tiny_spec(), "spec.json", "");
   const train::TrainConfig a = sweep::train_config_for(s, s.variants[0], 7);
