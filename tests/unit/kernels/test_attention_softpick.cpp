@@ -196,8 +196,10 @@ TEST(AttentionSoftpickTest, BlockedKernelsMatchTheReferenceInEveryKernelSet) {
       const std::vector<double> w = random_vector<double>(ind.q.size(), 53);
       const std::vector<std::vector<double>> want = reference_grads(ind, w, s, gated);
       EXPECT_TRUE(std::isinf(lse[70]) && lse[70] > 0) << where;
-      for (size_t i = 0; i < lse.size(); ++i)
-        if (i != 70) ASSERT_NEAR(lse[i], want[4][i], 1e-5 * (1 + std::abs(want[4][i]))) << where << ", row " << i;
+      for (size_t i = 0; i < lse.size(); ++i) {
+        if (i == 70) continue;
+        ASSERT_NEAR(lse[i], want[4][i], 1e-5 * (1 + std::abs(want[4][i]))) << where << ", row " << i;
+      }
 
       const std::vector<float> wf(w.begin(), w.end());
       std::vector<float> dq(inf.q.size()), dk(inf.k.size()), dv(inf.v.size()), dgate(inf.q.size());
@@ -207,7 +209,9 @@ TEST(AttentionSoftpickTest, BlockedKernelsMatchTheReferenceInEveryKernelSet) {
       EXPECT_LT(rel_error(dq, want[0]), 2e-5) << where;
       EXPECT_LT(rel_error(dk, want[1]), 2e-5) << where;
       EXPECT_LT(rel_error(dv, want[2]), 2e-5) << where;
-      if (gated) EXPECT_LT(rel_error(dgate, want[3]), 2e-5) << where;
+      if (gated) {
+        EXPECT_LT(rel_error(dgate, want[3]), 2e-5) << where;
+      }
       for (int64_t e = 0; e < s.head_dim; ++e) {
         ASSERT_EQ(out[zero_row + e], 0.0f) << where;
         ASSERT_EQ(dq[zero_row + e], 0.0f) << where;
