@@ -100,10 +100,11 @@ inline __m256 visible_mask8(int64_t j, int64_t c, int64_t off) {
 // e^(-m); the tile keeps relu(e) and l sums |e|. A change of m rescales both by e^(m_old - m)
 // as softmax's do. Scores of kOutside (beyond a sliding window) count for nothing: unlike
 // softmax's, their e would be -e^(-m), not 0.
+// One definition per kernel set (the sets' vector widths differ).
+#if GATEDLM_KSET_AVX512
 template <bool kSoftpick>
 void normalize_tile(float* St, int64_t cols, int64_t off, float* m, float* l, float* corr) {
   const bool diag = off + cols - 1 > 0;  // some key in the tile is later than query t0
-#if GATEDLM_KSET_AVX512
   const __m512 zero = _mm512_setzero_ps(), lowest = _mm512_set1_ps(kMinusBig);
   for (int64_t c = 0; c < kB / 16; ++c) {
     const __m512 m_old = _mm512_loadu_ps(m + 16 * c);
@@ -134,7 +135,11 @@ void normalize_tile(float* St, int64_t cols, int64_t off, float* m, float* l, fl
     _mm512_storeu_ps(m + 16 * c, mx);
     _mm512_storeu_ps(corr + 16 * c, cr);
   }
+}
 #elif GATEDLM_KSET_AVX2
+template <bool kSoftpick>
+void normalize_tile(float* St, int64_t cols, int64_t off, float* m, float* l, float* corr) {
+  const bool diag = off + cols - 1 > 0;  // some key in the tile is later than query t0
   const __m256 zero = _mm256_setzero_ps(), lowest = _mm256_set1_ps(kMinusBig);
   const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   for (int64_t c = 0; c < kB / 8; ++c) {
@@ -167,7 +172,11 @@ void normalize_tile(float* St, int64_t cols, int64_t off, float* m, float* l, fl
     _mm256_storeu_ps(m + 8 * c, mx);
     _mm256_storeu_ps(corr + 8 * c, cr);
   }
+}
 #else
+template <bool kSoftpick>
+void normalize_tile(float* St, int64_t cols, int64_t off, float* m, float* l, float* corr) {
+  const bool diag = off + cols - 1 > 0;  // some key in the tile is later than query t0
   float mx[kB], sum[kB], below[kB];
   for (int64_t i = 0; i < kB; ++i) {
     mx[i] = m[i];
@@ -201,8 +210,8 @@ void normalize_tile(float* St, int64_t cols, int64_t off, float* m, float* l, fl
     l[i] = l[i] * corr[i] + sum[i];
     m[i] = mx[i];
   }
-#endif
 }
+#endif
 
 // Backward tile, queries in rows: St [rows, cols] raw scores Q K^T -> P = exp(scale S - lse),
 // dPt [rows, cols] -> dS = P (dP - D) scale, both zero where masked (off = j0 - t0). lse and
