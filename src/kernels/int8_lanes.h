@@ -53,4 +53,12 @@ inline __m256i broadcast4(const int8_t* a) {
   return _mm256_set1_epi32(four);
 }
 
+// An accumulator updated in a loop kept as one running sum in one register. Integer adds
+// are associative, so GCC's reassociation is free to regroup an unrolled loop's sums into
+// wide trees: it then computes every product of the loop first and spills them all to the
+// stack (perf: Q4_K's tile kernel at 8 rows held 64 products live, a third of its
+// instructions stack traffic). The empty asm says the value changed here, so each update
+// must be done before the next one starts. (Measured: that kernel 35 -> 26 ms per step.)
+inline void keep_running(__m256i& sum) { __asm__("" : "+x"(sum)); }
+
 }  // namespace gatedlm::kernels::GATEDLM_KSET

@@ -205,6 +205,7 @@ struct K4Dot {
         const int8_t* a = rows[r] + 64 * pair;
         dots[r] = _mm256_add_epi32(dots[r], _mm256_add_epi32(scaled_dot(low, load32(a), scale_low),
                                                              scaled_dot(high, load32(a + 32), scale_high)));
+        keep_running(dots[r]);
       }
     }
   }
@@ -246,8 +247,10 @@ struct Q6KDot {
 #pragma GCC unroll 4
       for (int t = 0; t < 4; ++t) {
         const __m256i scale16 = spread_int16(half_scales, 2 * t, 2 * t + 1);
-        for (int r = 0; r < R; ++r)
+        for (int r = 0; r < R; ++r) {
           dots[r] = _mm256_add_epi32(dots[r], scaled_dot(quarters[t], load32(rows[r] + 128 * half + 32 * t), scale16));
+          keep_running(dots[r]);
+        }
       }
     }
   }
@@ -275,8 +278,10 @@ void two_bit_dots(const uint8_t* qs, const uint8_t* hmask, __m256i scales16, con
         q = _mm256_or_si256(q, _mm256_slli_epi16(third, 2));
       }
       const __m256i scale16 = spread_int16(half_scales, 2 * t, 2 * t + 1);
-      for (int r = 0; r < R; ++r)
+      for (int r = 0; r < R; ++r) {
         dots[r] = _mm256_add_epi32(dots[r], scaled_dot(q, load32(rows[r] + 128 * half + 32 * t), scale16));
+        keep_running(dots[r]);
+      }
     }
   }
 }
@@ -346,8 +351,10 @@ struct Iq4XsDot {
       const __m256i magnitude = _mm256_sign_epi8(w, w);
       const int ls = ((x.scales_l[s / 2] >> (4 * (s % 2))) & 0xF) | (((x.scales_h >> (2 * s)) & 3) << 4);
       const __m256i scale16 = _mm256_set1_epi16(static_cast<int16_t>(ls - 32));
-      for (int r = 0; r < R; ++r)
+      for (int r = 0; r < R; ++r) {
         dots[r] = _mm256_add_epi32(dots[r], scaled_dot(magnitude, _mm256_sign_epi8(load32(rows[r] + 32 * s), w), scale16));
+        keep_running(dots[r]);
+      }
     }
   }
 };
@@ -477,7 +484,7 @@ struct K4Tiles {
   // dots[r][h] += each lane's sum_j scale_j * sum(q * a) over sub-block j (a half at a time:
   // the accumulators of both halves for 2 rows would not fit AVX2's 16 registers).
   template <int R>
-  static void dots(const uint8_t* super, const Half* halves, const int8_t* const* rows, __m256i (*dots)[2]) {
+  __attribute__((noinline)) static void dots(const uint8_t* super, const Half* halves, const int8_t* const* rows, __m256i (*dots)[2]) {
     const __m256i nibble = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p)
@@ -497,6 +504,8 @@ struct K4Tiles {
           for (int r = 0; r < R; ++r) {
             low_sums[r] = _mm256_add_epi16(low_sums[r], _mm256_maddubs_epi16(low, broadcast4(rows[r] + 64 * p + 4 * g)));
             high_sums[r] = _mm256_add_epi16(high_sums[r], _mm256_maddubs_epi16(high, broadcast4(rows[r] + 64 * p + 32 + 4 * g)));
+            keep_running(low_sums[r]);
+            keep_running(high_sums[r]);
           }
           if ((g + 1) % kGroupsInInt16 == 0)  // into int32 by the scales before the int16 sums could overflow
             for (int r = 0; r < R; ++r) {
@@ -511,51 +520,60 @@ struct K4Tiles {
 using Q4KTiles = K4Tiles<BlockQ4_K, false>;
 using Q5KTiles = K4Tiles<BlockQ5_K, true>;
 
-// out[r0 + r, o0 + i] for R (1 or 2) rows of A and the 16 weight rows of a tile: per
-// super-block the integer dots and minimums' offsets of each lane, then d * d_a and
-// dmin * d_a in fp32, as the rows kernel scales them. (Tiles: the format's layout and
-// integer arithmetic, K4Tiles; Q6_K in tiles measured no faster than its rows kernel on
-// Zen 3, bench/RESULTS.md.)
+// The integer work of R (1 or 2) activation rows against one super-block of a tile, scaled
+// into acc[r] (16 fp32 lanes, one per weight row): each lane's dots and minimums' offsets, then
+// d * d_a and dmin * d_a in fp32, as the rows kernel scales them.
 template <class Tiles, int R>
-void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t o0, const uint8_t* tile) {
+void super_block_rows(const Q8KRows& A, int64_t r0, int64_t i, const uint8_t* super, const typename Tiles::Half* halves,
+                      float (*acc)[kQuantTileRows]) {
+  const int8_t* rows[R];
+  const int16_t* sums[R];
+  for (int r = 0; r < R; ++r) {
+    rows[r] = A.values(r0 + r, i);
+    sums[r] = A.sums16(r0 + r, i);
+  }
+  __m256i dots[R][2], offsets[R][2];
+  for (int r = 0; r < R; ++r) dots[r][0] = dots[r][1] = _mm256_setzero_si256();
+  Tiles::template offsets<R>(halves, sums, offsets);
+  Tiles::template dots<R>(super, halves, rows, dots);
+  for (int r = 0; r < R; ++r) {
+    const __m256 activation_scale = _mm256_set1_ps(A.group_scales(r0 + r, i)[(r0 + r) % kGroupRows]);
+    for (int h = 0; h < 2; ++h) {
+      __m256 sum = _mm256_load_ps(acc[r] + 8 * h);
+      sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[r][h]), _mm256_mul_ps(halves[h].d, activation_scale), sum);
+      sum = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(offsets[r][h]), _mm256_mul_ps(halves[h].dmin, activation_scale), sum);
+      _mm256_store_ps(acc[r] + 8 * h, sum);
+    }
+  }
+}
+
+// out[r0 + r, o0 + i] for the group's rows (1 to 8) of A and the 16 weight rows of a tile,
+// super-block by super-block, every row of the group against a super-block before the next
+// (it is unpacked once and stays in L1 while the rows pass; a whole tile of a long row, 72
+// KiB for ffn_down at 1B, would not), two activation rows at a time (the accumulators of
+// more would not fit AVX2's 16 registers). (Tiles: the format's layout and integer
+// arithmetic, K4Tiles; Q6_K in tiles measured no faster than its rows kernel on Zen 3,
+// bench/RESULTS.md.)
+template <class Tiles>
+void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t rows, int64_t o0, const uint8_t* tile) {
   constexpr int64_t kSuperTile = kQuantTileRows * static_cast<int64_t>(sizeof(typename Tiles::Block));
   const int64_t supers = A.supers();
-  __m256 acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  alignas(32) float acc[kQuantDecodeRows][kQuantTileRows] = {};
   const TilePrefetch prefetch(tile, supers * kSuperTile, supers);
   for (int64_t i = 0; i < supers; ++i) {
     prefetch.share(i);
     const uint8_t* super = tile + i * kSuperTile;
     const typename Tiles::Half halves[2] = {typename Tiles::Half(super, 0), typename Tiles::Half(super, 1)};
-    const int8_t* rows[R];
-    const int16_t* sums[R];
-    for (int r = 0; r < R; ++r) {
-      rows[r] = A.values(r0 + r, i);
-      sums[r] = A.sums16(r0 + r, i);
-    }
-    __m256i dots[R][2], offsets[R][2];
-    for (int r = 0; r < R; ++r) dots[r][0] = dots[r][1] = _mm256_setzero_si256();
-    Tiles::template offsets<R>(halves, sums, offsets);
-    Tiles::template dots<R>(super, halves, rows, dots);
-    for (int r = 0; r < R; ++r) {
-      const __m256 activation_scale = _mm256_set1_ps(A.group_scales(r0 + r, i)[(r0 + r) % kGroupRows]);
-      for (int h = 0; h < 2; ++h) {
-        acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[r][h]), _mm256_mul_ps(halves[h].d, activation_scale), acc[r][h]);
-        acc[r][h] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(offsets[r][h]), _mm256_mul_ps(halves[h].dmin, activation_scale),
-                                     acc[r][h]);
-      }
-    }
+    for (int64_t r = 0; r < rows;)
+      if (rows - r >= 4) super_block_rows<Tiles, 4>(A, r0 + r, i, super, halves, acc + r), r += 4;
+      else if (rows - r >= 2) super_block_rows<Tiles, 2>(A, r0 + r, i, super, halves, acc + r), r += 2;
+      else super_block_rows<Tiles, 1>(A, r0 + r, i, super, halves, acc + r), r += 1;
   }
-  for (int r = 0; r < R; ++r) {
-    alignas(32) float lanes[kQuantTileRows];
-    _mm256_store_ps(lanes, acc[r][0]);
-    _mm256_store_ps(lanes + 8, acc[r][1]);
-    for (int64_t i = 0; i < kQuantTileRows; ++i) out.store(r0 + r, o0 + i, lanes[i]);
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < kQuantTileRows; ++o) out.store(r0 + r, o0 + o, acc[r][o]);
 }
 
-// Weights with tiles: whole tiles through tiled_rows (activation rows two at a time: more
-// accumulators than AVX2's 16 registers would spill), the rows past the last whole tile
+// Weights with tiles: whole tiles through tiled_rows, the rows past the last whole tile
 // through the rows kernel.
 template <class Tiles, class Dot>
 void tiled_product(const QuantOutput& out, const Q8KRows& A, int64_t m, const QuantWeights& W, bool in_team) {
@@ -563,12 +581,7 @@ void tiled_product(const QuantOutput& out, const Q8KRows& A, int64_t m, const Qu
   const int64_t row_bytes = element_row_bytes(W.format, W.cols);
   const auto* data = static_cast<const uint8_t*>(W.data);
   for_each_tile_group(W, m, row_bytes, in_team, [&](int64_t r0, int64_t rows, int64_t o0, int64_t end) {
-    if (o0 < W.tiled_rows) {
-      for (int64_t r = 0; r < rows; r += 2)
-        if (rows - r >= 2) tiled_rows<Tiles, 2>(out, A, r0 + r, o0, data + o0 * row_bytes);
-        else tiled_rows<Tiles, 1>(out, A, r0 + r, o0, data + o0 * row_bytes);
-      return;
-    }
+    if (o0 < W.tiled_rows) return tiled_rows<Tiles>(out, A, r0, rows, o0, data + o0 * row_bytes);
     with_row_count(rows, [&]<int R>() {
       for (int64_t o = o0; o < end; ++o)
         rows_times_weight_row<Dot, R>(out, A, r0, o, reinterpret_cast<const Block*>(data + o * row_bytes));
