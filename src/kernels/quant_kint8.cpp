@@ -446,13 +446,15 @@ struct K4Tiles {
   using Block = BlockType;
   static constexpr int64_t kHighBits = 256, kNibbles = kFifthBit ? kHighBits + 8 * 64 : 256;
   static constexpr int kGroupsInInt16 = kFifthBit ? 4 : 8;
-  // One 256-bit half (8 rows) of a super-block: each lane's 8 six-bit scales and minimums
-  // (k4_scales_and_mins's bits, 4 to a 32-bit lane: scales 0-3, 4-7, minimums 0-3, 4-7),
-  // and its d and dmin.
+  // One 256-bit half (8 rows) of a super-block: each lane's 8 six-bit scales as int16 pairs
+  // (vpmaddwd's operand, one vector per sub-block) and its minimums two to a lane, unpacked
+  // once for every activation row that passes; its d and dmin.
   struct Half {
-    __m256i scales[2], mins[2];
+    __m256i scale_pairs[8], min_pairs[4];
     __m256 d, dmin;
     Half(const uint8_t* super, int h) {
+      // k4_scales_and_mins's bits, 4 to a 32-bit lane: scales 0-3, 4-7, minimums 0-3, 4-7.
+      __m256i scales[2], mins[2];
       const __m256i six = _mm256_set1_epi8(0x3F), nibble = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
       const __m256i w0 = tile_half(super + 64, h), w1 = tile_half(super + 128, h), w2 = tile_half(super + 192, h);
       scales[0] = _mm256_and_si256(w0, six);
@@ -462,11 +464,9 @@ struct K4Tiles {
       mins[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w2, 4), nibble), top_two(w1));
       d = _mm256_cvtph_ps(load16(super + 16 * h));
       dmin = _mm256_cvtph_ps(load16(super + 32 + 16 * h));
+      for (int j = 0; j < 8; ++j) scale_pairs[j] = pick_lane_bytes(scales[j / 4], j % 4);  // scale j, twice
+      for (int t = 0; t < 4; ++t) min_pairs[t] = pick_lane_bytes(mins[t / 2], 4 + t % 2);  // minimums 2t, 2t + 1
     }
-    // Sub-block j's scale in both int16 halves of each lane (vpmaddwd's operand).
-    __m256i scale_pair(int j) const { return pick_lane_bytes(scales[j / 4], j % 4); }
-    // Minimums 2t and 2t + 1 as the lane's two int16 halves.
-    __m256i min_pair(int t) const { return pick_lane_bytes(mins[t / 2], 4 + t % 2); }
   };
   // offsets[r][h] = each lane's sum_j min_j * (sum of row r's a over sub-block j).
   template <int R>
@@ -477,7 +477,7 @@ struct K4Tiles {
       for (int h = 0; h < 2; ++h) {
         offsets[r][h] = _mm256_setzero_si256();
         for (int t = 0; t < 4; ++t)
-          offsets[r][h] = _mm256_add_epi32(offsets[r][h], _mm256_madd_epi16(halves[h].min_pair(t), _mm256_set1_epi32(sum_pairs[t])));
+          offsets[r][h] = _mm256_add_epi32(offsets[r][h], _mm256_madd_epi16(halves[h].min_pairs[t], _mm256_set1_epi32(sum_pairs[t])));
       }
     }
   }
@@ -491,7 +491,7 @@ struct K4Tiles {
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p)
       for (int h = 0; h < 2; ++h) {
-        const __m256i scale_low = halves[h].scale_pair(2 * p), scale_high = halves[h].scale_pair(2 * p + 1);
+        const __m256i scale_low = halves[h].scale_pairs[2 * p], scale_high = halves[h].scale_pairs[2 * p + 1];
         __m256i low_sums[R], high_sums[R];
         for (int r = 0; r < R; ++r) low_sums[r] = high_sums[r] = _mm256_setzero_si256();
 #pragma GCC unroll 8
