@@ -522,7 +522,7 @@ struct K4Tiles {
 using Q4KTiles = K4Tiles<BlockQ4_K, false>;
 using Q5KTiles = K4Tiles<BlockQ5_K, true>;
 
-// The integer work of R (1 or 2) activation rows against one super-block of a tile, scaled
+// The integer work of R (1, 2 or 4) activation rows against one super-block of a tile, scaled
 // into acc[r] (16 fp32 lanes, one per weight row): each lane's dots and minimums' offsets, then
 // d * d_a and dmin * d_a in fp32, as the rows kernel scales them.
 template <class Tiles, int R>
@@ -552,9 +552,10 @@ void super_block_rows(const Q8KRows& A, int64_t r0, int64_t i, const uint8_t* su
 // out[r0 + r, o0 + i] for the group's rows (1 to 8) of A and the 16 weight rows of a tile,
 // super-block by super-block, every row of the group against a super-block before the next
 // (it is unpacked once and stays in L1 while the rows pass; a whole tile of a long row, 72
-// KiB for ffn_down at 1B, would not), two activation rows at a time (the accumulators of
-// more would not fit AVX2's 16 registers). (Tiles: the format's layout and integer
-// arithmetic, K4Tiles; Q6_K in tiles measured no faster than its rows kernel on Zen 3,
+// KiB for ffn_down at 1B, would not), four activation rows at a time, then two, then one
+// (the int16 sums of more would not fit AVX2's 16 registers). (Tiles: the format's layout
+// and integer arithmetic, K4Tiles. Q6_K in tiles, tried twice: no faster than its rows
+// kernel at 1 row on Zen 3; 1.2x faster at 8 rows but 10 % slower at 1 on an AVX2 Zen 4,
 // bench/RESULTS.md.)
 template <class Tiles>
 void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t rows, int64_t o0, const uint8_t* tile) {
