@@ -223,10 +223,8 @@ struct Q6KDot {
   template <int R>
   static void dots(const BlockQ6_K& x, const int8_t* const* rows, const int16_t* const* sums, __m256i* dots, int32_t*) {
     const __m256i scales16 = _mm256_cvtepi8_epi16(load16(x.scales));
-    for (int r = 0; r < R; ++r) {
-      const int32_t offset = 32 * add8_epi32(_mm256_madd_epi16(scales16, load32(sums[r])));
-      dots[r] = _mm256_sub_epi32(dots[r], _mm256_setr_epi32(offset, 0, 0, 0, 0, 0, 0, 0));
-    }
+    for (int r = 0; r < R; ++r)  // in the lanes, which the caller sums
+      dots[r] = _mm256_sub_epi32(dots[r], _mm256_slli_epi32(_mm256_madd_epi16(scales16, load32(sums[r])), 5));
     const __m256i nibble = _mm256_set1_epi8(0x0F), two_bits = _mm256_set1_epi8(3);
 #pragma GCC unroll 2
     for (int half = 0; half < 2; ++half) {  // elements 128 half ..: ql 64 bytes, qh 32, scales 8
@@ -325,10 +323,8 @@ struct Q3KDot {
   template <int R>
   static void dots(const BlockQ3_K& x, const int8_t* const* rows, const int16_t* const* sums, __m256i* dots, int32_t*) {
     const __m256i scales16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(scales_plus_32(x.scales)), _mm256_set1_epi16(32));
-    for (int r = 0; r < R; ++r) {
-      const int32_t offset = 4 * add8_epi32(_mm256_madd_epi16(scales16, load32(sums[r])));
-      dots[r] = _mm256_sub_epi32(dots[r], _mm256_setr_epi32(offset, 0, 0, 0, 0, 0, 0, 0));
-    }
+    for (int r = 0; r < R; ++r)  // in the lanes, which the caller sums
+      dots[r] = _mm256_sub_epi32(dots[r], _mm256_slli_epi32(_mm256_madd_epi16(scales16, load32(sums[r])), 2));
     two_bit_dots<true, R>(x.qs, x.hmask, scales16, rows, dots);
   }
 };
