@@ -229,24 +229,23 @@ struct Q6KDot {
 #pragma GCC unroll 2
     for (int half = 0; half < 2; ++half) {  // elements 128 half ..: ql 64 bytes, qh 32, scales 8
       const uint8_t* ql = x.ql + 64 * half;
-      const __m256i high_bits = load32(x.qh + 32 * half), ql0 = load32(ql), ql1 = load32(ql + 32);
-      // Quarter t: elements 32t..32t+31 of the half, scales 2t (first 16) and 2t + 1.
-      const __m256i quarters[4] = {
-          _mm256_or_si256(_mm256_and_si256(ql0, nibble), _mm256_slli_epi16(_mm256_and_si256(high_bits, two_bits), 4)),
-          _mm256_or_si256(_mm256_and_si256(ql1, nibble),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bits, 2), two_bits), 4)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), nibble),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bits, 4), two_bits), 4)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), nibble),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bits, 6), two_bits), 4))};
+      // Quarter t: elements 32t..32t+31 of the half, scales 2t (first 16) and 2t + 1: the low
+      // (t < 2) or high nibbles of ql's 32 bytes t % 2, with bits 2t, 2t + 1 of qh's 32 as
+      // bits 4 and 5. Made where it is used: 8 rows' sums and 4 quarters would not fit AVX2's
+      // 16 registers together.
+      const auto quarter = [&](int t) {
+        const __m256i low = _mm256_srli_epi16(load32(ql + 32 * (t % 2)), 4 * (t / 2));
+        const __m256i high = _mm256_srli_epi16(load32(x.qh + 32 * half), 2 * t);
+        return _mm256_or_si256(_mm256_and_si256(low, nibble), _mm256_slli_epi16(_mm256_and_si256(high, two_bits), 4));
+      };
       // The half's 8 scales as int16 in both 128-bit halves.
       const __m256i half_scales = _mm256_broadcastsi128_si256(half ? _mm256_extracti128_si256(scales16, 1)
                                                                     : _mm256_castsi256_si128(scales16));
 #pragma GCC unroll 4
       for (int t = 0; t < 4; ++t) {
-        const __m256i scale16 = spread_int16(half_scales, 2 * t, 2 * t + 1);
+        const __m256i scale16 = spread_int16(half_scales, 2 * t, 2 * t + 1), q = quarter(t);
         for (int r = 0; r < R; ++r) {
-          dots[r] = _mm256_add_epi32(dots[r], scaled_dot(quarters[t], load32(rows[r] + 128 * half + 32 * t), scale16));
+          dots[r] = _mm256_add_epi32(dots[r], scaled_dot(q, load32(rows[r] + 128 * half + 32 * t), scale16));
           keep_running(dots[r]);
         }
       }
