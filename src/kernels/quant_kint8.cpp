@@ -476,10 +476,11 @@ struct K4Tiles {
       }
     }
   }
-  // dots[r][h] += each lane's sum_j scale_j * sum(q * a) over sub-block j (a half at a time:
-  // the accumulators of both halves for 2 rows would not fit AVX2's 16 registers). Out of
-  // line: inlined, GCC interleaves it with the caller's scales and sums and spills (measured
-  // 26 -> 34 ms per 1B step of Q4_K at 8 rows, one thread).
+  // dots[r][h] += each lane's sum_j scale_j * sum(q * a) over sub-block j, for R (1, 2 or 4)
+  // rows, a half at a time (the int16 sums of both halves for 4 rows, 16 vectors, would not
+  // fit AVX2's 16 registers beside the unpacking). Out of line: inlined, GCC interleaves it
+  // with the caller's scales and sums and spills (measured 26 -> 34 ms per 1B step of Q4_K
+  // at 8 rows, one thread).
   template <int R>
   __attribute__((noinline)) static void dots(const uint8_t* super, const Half* halves, const int8_t* const* rows, __m256i (*dots)[2]) {
     const __m256i nibble = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
