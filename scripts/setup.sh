@@ -43,6 +43,16 @@ fi
 [[ "${GATEDLM_SKIP_BUILD:-0}" == 1 ]] && exit 0
 BUILD_DIR=${GATEDLM_BUILD_DIR:-build}
 if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
+  # A first build writes about 2 GiB (a Release build/ is 1.9 GiB, its precompiled headers
+  # alone a few hundred MiB): refuse at once, naming the space, rather than let the compiler
+  # fail half-way with "No space left on device" (CI's first run of stop 49 did, on a disk
+  # with 0.8 GiB free).
+  parent=$(dirname "$(realpath -m "$BUILD_DIR")")
+  free_kib=$(df --output=avail -k "$parent" 2>/dev/null | tail -1 | tr -d ' ')
+  if [[ "$free_kib" =~ ^[0-9]+$ ]] && ((free_kib < 3 * 1024 * 1024)); then
+    echo "setup: only $((free_kib / 1024)) MiB free on the disk of $parent; building $BUILD_DIR needs about 3 GiB" >&2
+    exit 1
+  fi
   # GATEDLM_CMAKE_ARGS: extra options (scripts/test.sh --sanitize sets -DGATEDLM_SANITIZE=ON).
   # shellcheck disable=SC2086
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${GATEDLM_CMAKE_ARGS:-} >/dev/null
