@@ -50,10 +50,14 @@ inline int64_t quant_tile_rows(int64_t m, int64_t row_bytes) {
 inline bool worth_threads(int64_t m, int64_t n, int64_t k) { return m * n * k >= (int64_t{1} << 16); }
 
 // group(o, r0, rows) for every weight row o < n and group of activation rows [r0, r0 +
-// rows), rows <= kQuantDecodeRows: OpenMP over tiles of weight rows (static), each tile
-// visited by every group in turn; in_team: the caller's team of threads shares the loop
-// (called by every thread of its parallel region), else a region of its own. Which call
-// computes an element of C depends on the shapes only, never on the threads.
+// rows), rows <= kQuantDecodeRows: OpenMP over tiles of weight rows, each tile visited by
+// every group in turn; in_team: the caller's team of threads shares the loop (called by
+// every thread of its parallel region), else a region of its own. Which call computes an
+// element of C depends on the shapes only, never on the threads. Guided, not static: each
+// thread first takes a large contiguous share and the last ones are handed out small, so a
+// thread the host holds up (a VM's other tenants, an interrupt) does not leave the other
+// spinning at the barrier (libgomp's share of a 1B Q4_K_M decode 6.1 % -> 3.6 % at batch 1,
+// 5.1 % -> 3.5 % at batch 8; bench/RESULTS.md).
 template <class Group>
 void for_each_row_group(int64_t n, int64_t m, int64_t row_bytes, int64_t k, Group&& group, bool in_team = false) {
   const int64_t tile = quant_tile_rows(m, row_bytes);
@@ -64,11 +68,11 @@ void for_each_row_group(int64_t n, int64_t m, int64_t row_bytes, int64_t k, Grou
       for (int64_t o = t * tile; o < end; ++o) group(o, r0, std::min(kQuantDecodeRows, m - r0));
   };
   if (in_team) {
-#pragma omp for schedule(static)
+#pragma omp for schedule(guided)
     for (int64_t t = 0; t < tiles; ++t) visit(t);
     return;
   }
-#pragma omp parallel for schedule(static) if (worth_threads(m, n, k))
+#pragma omp parallel for schedule(guided) if (worth_threads(m, n, k))
   for (int64_t t = 0; t < tiles; ++t) visit(t);
 }
 
