@@ -1,5 +1,6 @@
 #include "core/progress.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <unistd.h>
 
@@ -30,6 +31,8 @@ void Progress::update(int64_t done, const std::string& extra) {
 
 void Progress::finish(const std::string& extra) { draw(total_, extra, true); }
 
+void Progress::stop(int64_t done, const std::string& extra) { draw(std::min(done, total_), extra, true); }
+
 void Progress::draw(int64_t done, const std::string& extra, bool final) {
   drawn_ = true;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -41,7 +44,7 @@ void Progress::draw(int64_t done, const std::string& extra, bool final) {
   std::fprintf(stderr, "%s%s [%s] %3.0f%% %lld/%lld  %s  elapsed %s  eta %s%s", tty_ ? "\r\033[K" : "",
                label_.c_str(), bar.c_str(), frac * 100.0, static_cast<long long>(done),
                static_cast<long long>(total_), extra.c_str(), format_duration(elapsed).c_str(),
-               final ? "0m00s" : format_duration(eta).c_str(), (final || !tty_) ? "\n" : "");
+               final ? (done < total_ ? "-" : "0m00s") : format_duration(eta).c_str(), (final || !tty_) ? "\n" : "");
   std::fflush(stderr);
 }
 

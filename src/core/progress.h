@@ -13,6 +13,9 @@ class Progress {
   // done: units finished so far; extra: text shown after the bar (loss, tokens/s...).
   void update(int64_t done, const std::string& extra = "");
   void finish(const std::string& extra = "");
+  // A last line at `done` when the work stops short of its total (a paused segment): the
+  // bar where it stopped, no ETA.
+  void stop(int64_t done, const std::string& extra = "");
   static std::string format_duration(double seconds);
 
  private:

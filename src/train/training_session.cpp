@@ -253,9 +253,13 @@ void TrainingSession::bookkeeping_after_step(const Step& step) {
 // The end of the segment without a signal: a pause (checkpoint, "paused") or the end of
 // the run (final probe and evaluation, checkpoint, "completed").
 TrainOutcome TrainingSession::finish() {
-  if (rank0_) progress_->finish(cat("step ", state_.step));
-  if ((out_of_time_ || (at_stop_step() && !req_.stop_is_final)) &&
-      (state_.planned_steps == 0 || state_.step < state_.planned_steps)) {
+  const bool pause = (out_of_time_ || (at_stop_step() && !req_.stop_is_final)) &&
+                     (state_.planned_steps == 0 || state_.step < state_.planned_steps);
+  if (rank0_) {
+    if (pause) progress_->stop(state_.step, cat("paused at step ", state_.step));
+    else progress_->finish(cat("step ", state_.step));
+  }
+  if (pause) {
     if (!saved_at_step_) save();
     write_summary("paused");
     return TrainOutcome::paused;
