@@ -35,15 +35,24 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A scratch directory per process, reused by every input.
-const fs::path& scratch() {
-  static const fs::path dir = [] {
+// A scratch directory per process, reused by every input, removed when the process exits
+// normally (a crash leaves it, with the files of the input that crashed).
+struct ScratchDir {
+  fs::path path;
+  ScratchDir() {
     const char* tmp = std::getenv("TMPDIR");
-    fs::path d = fs::path(tmp && *tmp ? tmp : "/tmp") / ("gatedlm_fuzz_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
+    path = fs::path(tmp && *tmp ? tmp : "/tmp") / ("gatedlm_fuzz_" + std::to_string(::getpid()));
+    fs::create_directories(path);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+const fs::path& scratch() {
+  static const ScratchDir dir;
+  return dir.path;
 }
 
 fs::path write(const std::string& name, const uint8_t* data, size_t size) {
