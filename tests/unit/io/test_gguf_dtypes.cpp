@@ -35,7 +35,9 @@ Checkpoint small_checkpoint(const nlohmann::json& extra = nlohmann::json::object
 testing::GgufTestFile export_as(const Checkpoint& ck, kernels::ElementType dtype, const std::string& file) {
   const std::string path = (std::filesystem::path(::testing::TempDir()) / file).string();
   export_gguf(ck, dtype, kByteVocabulary, path);
-  return testing::read_gguf_for_test(path);
+  testing::GgufTestFile f = testing::read_gguf_for_test(path);  // read whole into memory
+  std::filesystem::remove(path);
+  return f;
 }
 
 std::vector<float> values(const Checkpoint& ck, const std::string& name) {

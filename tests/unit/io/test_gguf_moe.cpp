@@ -43,7 +43,8 @@ TEST(GgufMoe, ExpertsAreStackedUnderQwen3MoeNames) {
   ck.params = testing::random_vector<float>(layout.total(), 5);
   const std::string path = (std::filesystem::path(::testing::TempDir()) / "moe.gguf").string();
   export_gguf(ck, kernels::ElementType::f32, kByteVocabulary, path);
-  const GgufRead g = read_gguf(path);
+  const GgufRead g = read_gguf(path);  // read whole into memory
+  std::filesystem::remove(path);
   EXPECT_EQ(g.architecture, "qwen3moe");
   auto values = [&](const std::string& name) {
     const model::ParamSpec* s = layout.find(name);

@@ -176,7 +176,8 @@ TEST(GgufQwen35, ForcedExportWritesQwen35Keys) {
   const std::string path = (std::filesystem::path(::testing::TempDir()) / "forced.gguf").string();
   export_gguf(ck, kernels::ElementType::f32, kByteVocabulary, path);
   ::unsetenv("GATEDLM_GGUF_FORCE_ALL_FULL_QWEN35");
-  const testing::GgufTestFile f = testing::read_gguf_for_test(path);
+  const testing::GgufTestFile f = testing::read_gguf_for_test(path);  // read whole into memory
+  std::filesystem::remove(path);
   EXPECT_EQ(f.architecture, "qwen35");
   EXPECT_EQ(std::get<uint32_t>(f.metadata.at("qwen35.rope.dimension_count")), 4u);
   EXPECT_EQ(std::get<std::vector<int32_t>>(f.metadata.at("qwen35.rope.dimension_sections")),
