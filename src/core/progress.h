@@ -16,6 +16,8 @@ class Progress {
   // A last line at `done` when the work stops short of its total (a paused segment): the
   // bar where it stopped, no ETA.
   void stop(int64_t done, const std::string& extra = "");
+  // The total once it is known (a time budget's steps are planned after the first few).
+  void set_total(int64_t total) { total_ = total; }
   static std::string format_duration(double seconds);
 
  private:

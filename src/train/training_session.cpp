@@ -234,6 +234,7 @@ void TrainingSession::fix_minutes_budget() {
   const double per_step = (now - clock_.before()) / 3.0;
   const double left_s = std::max(0.0, tc_.minutes * 60.0 - now);
   state_.planned_steps = std::max<int64_t>(state_.step + 1, state_.step + static_cast<int64_t>(left_s / per_step));
+  if (progress_) progress_->set_total(state_.planned_steps);  // it was drawn against 1 until now
 }
 
 // The probe, evaluation and checkpoint due at this step, and the progress line.

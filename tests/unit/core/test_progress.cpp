@@ -36,5 +36,17 @@ TEST(ProgressTest, StopShowsWhereTheWorkStopped) {
   EXPECT_NE(last_line(printed).find("100% 585/585  past the end"), std::string::npos) << printed;
 }
 
+// A time budget's total is known only after a few steps: the line counts against it from then.
+TEST(ProgressTest, ATotalSetLaterIsTheOneDrawn) {
+  testing::internal::CaptureStderr();
+  Progress progress("train", 1);
+  progress.set_total(400);
+  progress.finish("step 400");
+  progress.stop(100, "paused");
+  const std::string printed = testing::internal::GetCapturedStderr();
+  EXPECT_NE(printed.find("100% 400/400  step 400"), std::string::npos) << printed;
+  EXPECT_NE(last_line(printed).find(" 25% 100/400  paused"), std::string::npos) << printed;
+}
+
 }  // namespace
 }  // namespace gatedlm
