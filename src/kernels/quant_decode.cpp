@@ -363,7 +363,8 @@ bool quant_path_runnable(QuantPath path, ElementType format) {
     case QuantPath::fp32_expand:
     case QuantPath::fp32_tiles: return true;
     case QuantPath::int8_madd: return (blocks && GATEDLM_KSET_AVX2) || kquant_int8_format(format);
-    case QuantPath::int8_vnni: return blocks && int8_vnni_runnable();
+    case QuantPath::int8_vnni: return (blocks || kquant_vnni_format(format)) && int8_vnni_runnable();
+    case QuantPath::int8_vnni_emulated: return kquant_vnni_format(format);
     case QuantPath::bf16_dot: return format == ElementType::bf16 && cpu_has_bf16_dot();
   }
   return false;
@@ -374,13 +375,18 @@ bool quant_path_runnable(QuantPath path, ElementType format) {
 // (BF16 in tiles of 16 rows, one row per lane with vdpbf16ps's broadcast operand, measured
 // 1.3x slower than bf16_rows_pair at 8 rows on Zen 4: not kept.)
 bool quant_path_reads_tiles(QuantPath path, ElementType format) {
-  // vpdpbusd (AVX-512 VNNI) reads Q8_0 and Q4_0 tiles; vpmaddubsw (AVX2) those of Q4_0,
-  // Q4_K and Q5_K (quant_kint8.cpp), not Q8_0's: they hold q + 128, whose vpmaddubsw pairs
+  // vpdpbusd reads Q8_0 and Q4_0 tiles (AVX-512 VNNI) and those of Q4_K and Q5_K (either
+  // VNNI, quant_kint8_vnni.inc, and its emulation); vpmaddubsw (AVX2) those of Q4_0, Q4_K and
+  // Q5_K (quant_kint8.cpp), not Q8_0's: they hold q + 128, whose vpmaddubsw pairs
   // (255 * 127 * 2) would saturate int16.
-  if (GATEDLM_KSET_AVX2 && path == QuantPath::int8_madd &&
-      (format == ElementType::q4_0 || format == ElementType::q4_k || format == ElementType::q5_k))
-    return true;
-  return GATEDLM_KSET_AVX512 && path == QuantPath::int8_vnni && quant_format_tiles(format) && int8_vnni_runnable();
+  const bool k4 = kquant_vnni_format(format);
+  switch (path) {
+    case QuantPath::int8_madd: return GATEDLM_KSET_AVX2 && (format == ElementType::q4_0 || k4);
+    case QuantPath::int8_vnni:
+      return int8_vnni_runnable() && (k4 || (GATEDLM_KSET_AVX512 && quant_format_tiles(format)));
+    case QuantPath::int8_vnni_emulated: return k4;
+    default: return false;
+  }
 }
 
 QuantPath quant_best_path(ElementType format, int64_t m) {
@@ -389,7 +395,8 @@ QuantPath quant_best_path(ElementType format, int64_t m) {
   // find the public functions of the same names.
   const auto runnable = [format](QuantPath path) { return GATEDLM_KSET::quant_path_runnable(path, format); };
   // The int8 kernels beat fp32 tiles through oneDNN at every m measured (8-512 rows:
-  // vpdpbusd 2x, vpmaddubsw 1.1-1.4x).
+  // vpdpbusd 2x, vpmaddubsw 1.1-1.4x). (Q4_K / Q5_K on vpdpbusd: not timed, no VNNI CPU at
+  // hand; the same integers as vpmaddubsw's in half its instructions, docs/quantization.md.)
   if (runnable(QuantPath::int8_vnni)) return QuantPath::int8_vnni;
   // The K-quants' vpmaddubsw kernels (Q8_K activations) beat fp32 tiles 4x at 1 row and 2x
   // at 8, break even at 64 rows and lose 15 % at 256 (Zen 3, 100M and 1B shapes; on the
@@ -417,9 +424,13 @@ void quant_matmul_path(QuantPath path, float* C, int64_t ldc, const float* A, in
     case QuantPath::fp32_expand: return fp32_expand_product(out, A, lda, m, W);
     case QuantPath::fp32_tiles: break;  // quant_matmul.cpp's (it calls matmul<float>)
     case QuantPath::int8_madd:
-      if (kquant_int8_format(W.format)) return kquant_int8_product(out, A, lda, m, W);
+      if (kquant_int8_format(W.format)) return kquant_int8_product(out, A, lda, m, W, KQuantTileDot::madd);
       return int8_product(false, out, A, lda, m, W);
-    case QuantPath::int8_vnni: return int8_product(true, out, A, lda, m, W);
+    case QuantPath::int8_vnni:
+      if (kquant_int8_format(W.format)) return kquant_int8_product(out, A, lda, m, W, KQuantTileDot::vnni);
+      return int8_product(true, out, A, lda, m, W);
+    case QuantPath::int8_vnni_emulated:
+      return kquant_int8_product(out, A, lda, m, W, KQuantTileDot::vnni_emulated);
     case QuantPath::bf16_dot:
 #if GATEDLM_QUANT_BF16_DOT
       return bf16_dot_product(out, A, lda, m, W);

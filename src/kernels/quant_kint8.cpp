@@ -17,7 +17,8 @@
 // The dot of unsigned weights (Q2_K q, Q3_K's q + 4, Q4_K and Q5_K q, Q6_K's q + 32) and
 // signed activations is vpmaddubsw (pairs summed to int16: at most 2 * 63 * 127, no
 // saturation), then vpmaddwd by the sub-block's scale to int32. IQ4_XS weights are signed
-// (kIq4Values): vpmaddubsw of |w| by a with w's sign (at most 2 * 127 * 127).
+// (kIq4Values): vpmaddubsw of |w| by a with w's sign (at most 2 * 127 * 127). Tiled Q4_K and
+// Q5_K can take vpdpbusd instead (quant_kint8_vnni.inc, KQuantTileDot): the same integers.
 #include "kernels/kernel_sets.h"
 
 #include <algorithm>
@@ -439,6 +440,7 @@ inline __m256i tile_half(const uint8_t* vector, int h) { return load32(vector + 
 template <class BlockType, bool kFifthBit>
 struct K4Tiles {
   using Block = BlockType;
+  static constexpr bool kFifth = kFifthBit;
   static constexpr int64_t kHighBits = 256, kNibbles = kFifthBit ? kHighBits + 8 * 64 : 256;
   static constexpr int kGroupsInInt16 = kFifthBit ? 4 : 8;
   // One 256-bit half (8 rows) of a super-block: each lane's 8 six-bit scales as int16 pairs
@@ -518,10 +520,48 @@ struct K4Tiles {
 using Q4KTiles = K4Tiles<BlockQ4_K, false>;
 using Q5KTiles = K4Tiles<BlockQ5_K, true>;
 
+// The same tile dots on vpdpbusd (quant_kint8_vnni.inc): emulated by AVX2 instructions, and
+// where the compiler has GCC's target pragma, in a region with the VNNI extension.
+#define GATEDLM_KQUANT_VNNI 0
+namespace emulated_vnni {
+#include "kernels/quant_kint8_vnni.inc"
+}
+#undef GATEDLM_KQUANT_VNNI
+#if !defined(__clang__)
+#define GATEDLM_KQUANT_VNNI 1
+#pragma GCC push_options
+#if GATEDLM_KSET_AVX512
+#pragma GCC target("avx512vnni")
+#else
+#pragma GCC target("avxvnni")
+#endif
+namespace vnni {
+#include "kernels/quant_kint8_vnni.inc"
+}
+#pragma GCC pop_options
+#undef GATEDLM_KQUANT_VNNI
+#endif
+
+// The integer work of a tile's super-block for R rows, by the instruction the caller chose.
+template <KQuantTileDot kTileDot, class Tiles, int R>
+void tile_dots(const uint8_t* super, const typename Tiles::Half* halves, const int8_t* const* rows, __m256i (*dots)[2]) {
+  if constexpr (kTileDot == KQuantTileDot::vnni_emulated) {
+    emulated_vnni::k4_tile_dots<Tiles, R>(super, halves, rows, dots);
+  } else if constexpr (kTileDot == KQuantTileDot::vnni) {
+#if !defined(__clang__)
+    vnni::k4_tile_dots<Tiles, R>(super, halves, rows, dots);
+#else
+    fail("the VNNI K-quant kernels are compiled by GCC only");
+#endif
+  } else {
+    Tiles::template dots<R>(super, halves, rows, dots);
+  }
+}
+
 // The integer work of R (1, 2 or 4) activation rows against one super-block of a tile, scaled
 // into acc[r] (16 fp32 lanes, one per weight row): each lane's dots and minimums' offsets, then
 // d * d_a and dmin * d_a in fp32, as the rows kernel scales them.
-template <class Tiles, int R>
+template <KQuantTileDot kTileDot, class Tiles, int R>
 void super_block_rows(const Q8KRows& A, int64_t r0, int64_t i, const uint8_t* super, const typename Tiles::Half* halves,
                       float (*acc)[kQuantTileRows]) {
   const int8_t* rows[R];
@@ -533,7 +573,7 @@ void super_block_rows(const Q8KRows& A, int64_t r0, int64_t i, const uint8_t* su
   __m256i dots[R][2], offsets[R][2];
   for (int r = 0; r < R; ++r) dots[r][0] = dots[r][1] = _mm256_setzero_si256();
   Tiles::template offsets<R>(halves, sums, offsets);
-  Tiles::template dots<R>(super, halves, rows, dots);
+  tile_dots<kTileDot, Tiles, R>(super, halves, rows, dots);
   for (int r = 0; r < R; ++r) {
     const __m256 activation_scale = _mm256_set1_ps(A.group_scales(r0 + r, i)[(r0 + r) % kGroupRows]);
     for (int h = 0; h < 2; ++h) {
@@ -553,7 +593,7 @@ void super_block_rows(const Q8KRows& A, int64_t r0, int64_t i, const uint8_t* su
 // and integer arithmetic, K4Tiles. Q6_K in tiles, tried twice: no faster than its rows
 // kernel at 1 row on Zen 3; 1.2x faster at 8 rows but 10 % slower at 1 on an AVX2 Zen 4,
 // bench/RESULTS.md.)
-template <class Tiles>
+template <KQuantTileDot kTileDot, class Tiles>
 void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t rows, int64_t o0, const uint8_t* tile) {
   constexpr int64_t kSuperTile = kQuantTileRows * static_cast<int64_t>(sizeof(typename Tiles::Block));
   const int64_t supers = A.supers();
@@ -564,9 +604,9 @@ void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t ro
     const uint8_t* super = tile + i * kSuperTile;
     const typename Tiles::Half halves[2] = {typename Tiles::Half(super, 0), typename Tiles::Half(super, 1)};
     for (int64_t r = 0; r < rows;)
-      if (rows - r >= 4) super_block_rows<Tiles, 4>(A, r0 + r, i, super, halves, acc + r), r += 4;
-      else if (rows - r >= 2) super_block_rows<Tiles, 2>(A, r0 + r, i, super, halves, acc + r), r += 2;
-      else super_block_rows<Tiles, 1>(A, r0 + r, i, super, halves, acc + r), r += 1;
+      if (rows - r >= 4) super_block_rows<kTileDot, Tiles, 4>(A, r0 + r, i, super, halves, acc + r), r += 4;
+      else if (rows - r >= 2) super_block_rows<kTileDot, Tiles, 2>(A, r0 + r, i, super, halves, acc + r), r += 2;
+      else super_block_rows<kTileDot, Tiles, 1>(A, r0 + r, i, super, halves, acc + r), r += 1;
   }
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t o = 0; o < kQuantTileRows; ++o) out.store(r0 + r, o0 + o, acc[r][o]);
@@ -574,13 +614,13 @@ void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t ro
 
 // Weights with tiles: whole tiles through tiled_rows, the rows past the last whole tile
 // through the rows kernel.
-template <class Tiles, class Dot>
+template <KQuantTileDot kTileDot, class Tiles, class Dot>
 void tiled_product(const QuantOutput& out, const Q8KRows& A, int64_t m, const QuantWeights& W, bool in_team) {
   using Block = typename Tiles::Block;
   const int64_t row_bytes = element_row_bytes(W.format, W.cols);
   const auto* data = static_cast<const uint8_t*>(W.data);
   for_each_tile_group(W, m, row_bytes, in_team, [&](int64_t r0, int64_t rows, int64_t o0, int64_t end) {
-    if (o0 < W.tiled_rows) return tiled_rows<Tiles>(out, A, r0, rows, o0, data + o0 * row_bytes);
+    if (o0 < W.tiled_rows) return tiled_rows<kTileDot, Tiles>(out, A, r0, rows, o0, data + o0 * row_bytes);
     with_row_count(rows, [&]<int R>() {
       for (int64_t o = o0; o < end; ++o)
         rows_times_weight_row<Dot, R>(out, A, r0, o, reinterpret_cast<const Block*>(data + o * row_bytes));
@@ -599,14 +639,25 @@ void product_of(const QuantOutput& out, const Q8KRows& A, int64_t m, const Quant
   }, in_team);
 }
 
-void multiply(const QuantOutput& out, const Q8KRows& A, int64_t m, const QuantWeights& W, bool in_team) {
+// Tiled Q4_K / Q5_K weights by the tile dot asked for; rows past the tiles and weights
+// without tiles through the rows kernel.
+template <class Tiles, class Dot>
+void tiled_or_rows(KQuantTileDot tile_dot, const QuantOutput& out, const Q8KRows& A, int64_t m, const QuantWeights& W,
+                   bool in_team) {
+  if (W.tiled_rows == 0) return product_of<Dot, typename Tiles::Block>(out, A, m, W, in_team);
+  switch (tile_dot) {
+    case KQuantTileDot::madd: return tiled_product<KQuantTileDot::madd, Tiles, Dot>(out, A, m, W, in_team);
+    case KQuantTileDot::vnni: return tiled_product<KQuantTileDot::vnni, Tiles, Dot>(out, A, m, W, in_team);
+    case KQuantTileDot::vnni_emulated:
+      return tiled_product<KQuantTileDot::vnni_emulated, Tiles, Dot>(out, A, m, W, in_team);
+  }
+}
+
+void multiply(KQuantTileDot tile_dot, const QuantOutput& out, const Q8KRows& A, int64_t m, const QuantWeights& W,
+              bool in_team) {
   switch (W.format) {
-    case ElementType::q4_k:
-      if (W.tiled_rows > 0) return tiled_product<Q4KTiles, Q4KDot>(out, A, m, W, in_team);
-      return product_of<Q4KDot, BlockQ4_K>(out, A, m, W, in_team);
-    case ElementType::q5_k:
-      if (W.tiled_rows > 0) return tiled_product<Q5KTiles, Q5KDot>(out, A, m, W, in_team);
-      return product_of<Q5KDot, BlockQ5_K>(out, A, m, W, in_team);
+    case ElementType::q4_k: return tiled_or_rows<Q4KTiles, Q4KDot>(tile_dot, out, A, m, W, in_team);
+    case ElementType::q5_k: return tiled_or_rows<Q5KTiles, Q5KDot>(tile_dot, out, A, m, W, in_team);
     case ElementType::q2_k: return product_of<Q2KDot, BlockQ2_K>(out, A, m, W, in_team);
     case ElementType::q3_k: return product_of<Q3KDot, BlockQ3_K>(out, A, m, W, in_team);
     case ElementType::q6_k: return product_of<Q6KDot, BlockQ6_K>(out, A, m, W, in_team);
@@ -619,18 +670,26 @@ void multiply(const QuantOutput& out, const Q8KRows& A, int64_t m, const QuantWe
 
 }  // namespace
 
-void kquant_int8_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
+bool kquant_vnni_format(ElementType format) {
+  return GATEDLM_KSET_AVX2 && (format == ElementType::q4_k || format == ElementType::q5_k);
+}
+
+void kquant_int8_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W,
+                         KQuantTileDot tile_dot) {
   if (W.tiled_rows > 0 && W.format != ElementType::q4_k && W.format != ElementType::q5_k)
     fail("K-quant int8 product: ", element_name(W.format), " weights have no tiled layout");
+  if (tile_dot != KQuantTileDot::madd && !kquant_vnni_format(W.format))
+    fail("K-quant int8 product: no vpdpbusd kernel for ", element_name(W.format), " weights");
   with_decode_team(m, W, [&](bool in_team) {
     // In a team every thread rounds all the rows itself (quant_kernels.h says why).
-    multiply(out, quantize_rows(A, lda, m, W.cols, !in_team), m, W, in_team);
+    multiply(tile_dot, out, quantize_rows(A, lda, m, W.cols, !in_team), m, W, in_team);
   });
 }
 
 #else  // no AVX2: the generic set has no int8 path
 
-void kquant_int8_product(const QuantOutput&, const float*, int64_t, int64_t, const QuantWeights&) {
+bool kquant_vnni_format(ElementType) { return false; }
+void kquant_int8_product(const QuantOutput&, const float*, int64_t, int64_t, const QuantWeights&, KQuantTileDot) {
   fail("the int8 quantised products need AVX2 (this is the generic kernel set)");
 }
 

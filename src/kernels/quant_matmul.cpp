@@ -82,6 +82,7 @@ const char* quant_path_name(QuantPath path) {
     case QuantPath::int8_vnni: return "int8_vnni";
     case QuantPath::bf16_dot: return "bf16_dot";
     case QuantPath::fp32_tiles: return "fp32_tiles";
+    case QuantPath::int8_vnni_emulated: return "int8_vnni_emulated";
   }
   return "?";
 }

@@ -34,6 +34,11 @@ struct QuantWeights {
 //                each row of A to ggml's Q8_K super-blocks (256 values, an fp32 scale
 //                d = max / -127: |a - q d| <= amax (1/254 + 2^-20)), then vpmaddubsw per
 //                sub-block times its integer scale (quant_kint8.cpp): llama.cpp's arithmetic.
+//                int8_vnni takes Q4_K and Q5_K too, where the CPU has VNNI: vpdpbusd on
+//                their tiles (quant_kint8_vnni.inc), the same integers, so the same bits.
+//   int8_vnni_emulated  Q4_K / Q5_K: int8_vnni's tile kernel with each vpdpbusd done by AVX2
+//                instructions, exactly (avx2 and avx512 sets): how CPUs without VNNI test
+//                that kernel's arithmetic. Slower than both; never automatic.
 //   bf16_dot     BF16: the rows of A rounded to bf16, then AVX512-BF16's vdpbf16ps
 //                (avx512 set, CPUs with AVX512-BF16); error <= 2^-9 * sum |a w| + fp32 sums.
 //   fp32_tiles   tiles of W expanded to fp32 (quant_dequantize_rows), each multiplied by
@@ -44,6 +49,6 @@ struct QuantWeights {
 //                int8_vnni for Q8_0 / Q4_0 at every m (twice oneDNN's fp32 speed even at
 //                512 rows), bf16_dot for BF16, int8_madd for the K-quants above; without
 //                those instructions int8_madd, fp32_expand up to 8 rows and fp32_tiles above.
-enum class QuantPath { automatic, fp32_expand, int8_madd, int8_vnni, bf16_dot, fp32_tiles };
+enum class QuantPath { automatic, fp32_expand, int8_madd, int8_vnni, bf16_dot, fp32_tiles, int8_vnni_emulated };
 
 }  // namespace gatedlm::kernels

@@ -97,7 +97,7 @@ double bound(const Problem& p, QuantPath path, int64_t r, int64_t o) {
                                     : (amax * (1.0 / 254 + 0x1p-11 + 0x1p-20) + 127 * 0x1p-25) * wsum;
   }
   const double fp32_term = p.k * 0x1p-24 * magnitude * 1.01 + 1e-30;
-  const bool int8 = path == QuantPath::int8_madd || path == QuantPath::int8_vnni ||
+  const bool int8 = path == QuantPath::int8_madd || path == QuantPath::int8_vnni || path == QuantPath::int8_vnni_emulated ||
                     (path == QuantPath::automatic && quant_path_runnable(QuantPath::int8_madd, p.format));
   const bool bf16 = path == QuantPath::bf16_dot || (path == QuantPath::automatic && p.format == ElementType::bf16);
   if (int8) return activation_term + fp32_term;
@@ -296,8 +296,16 @@ TEST(QuantMatmul, ExpandedFormatsMatchTheReference) {
     EXPECT_EQ(quant_path_runnable(QuantPath::int8_madd, format),
               int8 && quant_path_runnable(QuantPath::int8_madd, ElementType::q8_0))
         << element_name(format);
-    EXPECT_FALSE(quant_path_runnable(QuantPath::int8_vnni, format)) << element_name(format);
-    for (QuantPath path : {QuantPath::fp32_expand, QuantPath::fp32_tiles, QuantPath::int8_madd, QuantPath::automatic}) {
+    // Q4_K and Q5_K have vpdpbusd tile kernels (and their emulation) wherever Q8_0 has VNNI (AVX2).
+    const bool k4 = format == ElementType::q4_k || format == ElementType::q5_k;
+    EXPECT_EQ(quant_path_runnable(QuantPath::int8_vnni, format),
+              k4 && quant_path_runnable(QuantPath::int8_vnni, ElementType::q8_0))
+        << element_name(format);
+    EXPECT_EQ(quant_path_runnable(QuantPath::int8_vnni_emulated, format),
+              k4 && quant_path_runnable(QuantPath::int8_madd, ElementType::q8_0))
+        << element_name(format);
+    for (QuantPath path : {QuantPath::fp32_expand, QuantPath::fp32_tiles, QuantPath::int8_madd, QuantPath::int8_vnni,
+                           QuantPath::int8_vnni_emulated, QuantPath::automatic}) {
       if (!quant_path_runnable(path, format)) continue;
       for (int64_t m : {1, 3, 8, 13, 40})
         for (auto [n, k] : {std::pair<int64_t, int64_t>{7, 256}, {33, 768}, {5, 1280}}) {

@@ -176,7 +176,7 @@ double int8_bound(const TiledProblem& p, const std::vector<float>& w, int64_t r,
 TEST(QuantTiles, EveryPathReadsTiledWeights) {
   for (ElementType format : kTiledFormats)
     for (QuantPath path : {QuantPath::fp32_expand, QuantPath::int8_madd, QuantPath::int8_vnni, QuantPath::fp32_tiles,
-                           QuantPath::automatic}) {
+                           QuantPath::int8_vnni_emulated, QuantPath::automatic}) {
       if (!quant_path_runnable(path, format)) continue;
       // n: tiles and rows past them, whole tiles only; k: odd numbers of blocks.
       for (int64_t m : {1, 2, 3, 4, 7, 8, 9, 12, 40, 96})
@@ -189,11 +189,12 @@ TEST(QuantTiles, EveryPathReadsTiledWeights) {
           const bool reads_tiles = quant_path_reads_tiles(resolved, format);
           const std::vector<float> tiled = product(p, path, p.tiled_weights()), rows = product(p, path, p.row_weights());
           // Where both sides take whole tiles of 16 weight rows through the same arithmetic
-          // (vpdpbusd's groups of 4-8 rows), or where tiles are copied back to rows: the
-          // same bits. (vpmaddubsw's tile kernel sums each block in one lane, its row
-          // kernels across lanes: the same dots, fp32 sums in another order.)
+          // (Q8_0 / Q4_0 on vpdpbusd, groups of 4-8 rows), or where tiles are copied back to
+          // rows: the same bits. (The K-quant and vpmaddubsw tile kernels sum each block in
+          // one lane, their row kernels across lanes: the same dots, fp32 sums in another order.)
+          const bool blocks_of_32 = format == ElementType::q8_0 || format == ElementType::q4_0;
           const bool same_kernels =
-              !reads_tiles || (resolved == QuantPath::int8_vnni && (m % 8 == 0 || m % 8 >= 4));
+              !reads_tiles || (resolved == QuantPath::int8_vnni && blocks_of_32 && (m % 8 == 0 || m % 8 >= 4));
           std::vector<float> w(static_cast<size_t>(n * k));
           for (int64_t o = 0; o < n; ++o)
             element_to_f32(format, w.data() + o * k, p.rows.data() + o * element_row_bytes(format, k), k);
@@ -232,6 +233,45 @@ TEST(QuantTiles, ExtremeBlocksDoNotOverflow) {
           ASSERT_NEAR(tiled[r * n + o], expected[r * n + o], int8_bound(p, w, r, o))
               << element_name(format) << " sign " << sign << " row " << r << " col " << o;
     }
+}
+
+// The vpdpbusd tile kernel of Q4_K / Q5_K (quant_kint8_vnni.inc) computes the integers of the
+// vpmaddubsw one and scales them by the same fp32 code: the same bits, for every count of
+// activation rows (passes of 4, 2 and 1), tiles and rows past them, long rows, and the
+// extreme blocks of the overflow test. Its emulation runs on every AVX2 CPU; the VNNI
+// instructions themselves where the CPU has them.
+TEST(QuantTiles, VnniTileKernelGivesTheBitsOfTheMaddOne) {
+  int checked = 0;
+  for (ElementType format : {ElementType::q4_k, ElementType::q5_k})
+    for (QuantPath path : {QuantPath::int8_vnni_emulated, QuantPath::int8_vnni}) {
+      if (!quant_path_runnable(path, format)) continue;
+      ASSERT_TRUE(quant_path_reads_tiles(path, format)) << quant_path_name(path);
+      for (int64_t m : {1, 2, 3, 4, 5, 7, 8, 9, 13, 40})
+        for (auto [n, blocks] : {std::pair<int64_t, int64_t>{67, 3}, {32, 1}, {16, 7}}) {
+          SCOPED_TRACE(::testing::Message() << quant_path_name(path) << " " << element_name(format) << " in "
+                                            << kernel_set_summary() << ": m=" << m << " n=" << n);
+          TiledProblem p = make_tiled_problem(format, m, n, blocks * unit(format), 3 * m + n);
+          if (m == 2) {  // extreme codes: every weight +-1 with one of the other sign a block, activations +-1
+            std::vector<float> values(static_cast<size_t>(n * p.k));
+            for (size_t i = 0; i < values.size(); ++i) values[i] = (i % 32 == 0 ? -1.0f : 1.0f);
+            const int64_t row_bytes = element_row_bytes(format, p.k);
+            for (int64_t o = 0; o < n; ++o)
+              element_from_f32(format, p.rows.data() + o * row_bytes, values.data() + o * p.k, p.k);
+            p.tiled = p.rows;
+            quant_tile_rows(format, p.tiled.data(), n / 16, p.k);
+            for (int64_t i = 0; i < m * p.k; ++i) p.a[i] = (i / p.k == 0 ? 1.0f : -1.0f);
+          }
+          const std::vector<float> vnni = product(p, path, p.tiled_weights());
+          const std::vector<float> madd = product(p, QuantPath::int8_madd, p.tiled_weights());
+          for (size_t i = 0; i < vnni.size(); ++i) ASSERT_EQ(vnni[i], madd[i]) << "element " << i;
+          ++checked;
+        }
+    }
+  if (quant_path_runnable(QuantPath::int8_madd, ElementType::q4_k)) {
+    EXPECT_GT(checked, 0) << "the emulated kernel runs wherever vpmaddubsw's does";
+  } else {
+    GTEST_SKIP() << "no int8 K-quant kernels in " << kernel_set_summary();
+  }
 }
 
 TEST(QuantTiles, SameBitsWhateverTheThreadCount) {
