@@ -36,8 +36,9 @@ struct DecoderOptions {
   int64_t window = 0;    // > 0: streaming window of the last `window` tokens ...
   int64_t sinks = 0;     // ... plus the first `sinks`
   // Decode steps of more than kernels::kSkinnyRows sequences multiply by copies of the
-  // weight matrices in oneDNN's blocked layout (kernels::PackedWeights: 1.5x faster
-  // products at 8 rows, as much memory again as the weights, made at the first such step).
+  // weight matrices in oneDNN's blocked layout, or on AVX2 in panels of 8 rows
+  // (kernels::PackedWeights: 1.5x faster products at 8 rows, 1.6x more on AVX2; as much
+  // memory again as the weights, made at the first such step).
   bool packed_weights = true;
 };
 

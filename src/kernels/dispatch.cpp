@@ -94,6 +94,11 @@ void skinny_matmul_f32(float* C, int64_t ldc, const float* A, int64_t lda, const
                        int64_t N, int64_t K, bool accumulate) {
   GATEDLM_DISPATCH(skinny_matmul_f32(C, ldc, A, lda, B, ldb, M, N, K, accumulate));
 }
+bool panel_matmul_pays() { GATEDLM_DISPATCH(panel_matmul_pays()); }
+void panel_matmul_f32(float* C, int64_t ldc, const float* A, int64_t lda, const float* panels, int64_t M, int64_t N,
+                      int64_t K, bool accumulate) {
+  GATEDLM_DISPATCH(panel_matmul_f32(C, ldc, A, lda, panels, M, N, K, accumulate));
+}
 bool quant_path_runnable(QuantPath path, ElementType format) { GATEDLM_DISPATCH(quant_path_runnable(path, format)); }
 bool quant_path_reads_tiles(QuantPath path, ElementType format) {
   GATEDLM_DISPATCH(quant_path_reads_tiles(path, format));

@@ -152,6 +152,7 @@ struct PackedWeights::Store {
   };
   std::mutex mutex;
   std::map<Key, std::vector<Copy>> copies;
+  std::map<Key, std::vector<float>> panels;  // pack_panels's copies
   int64_t matrices = 0, bytes = 0;
 };
 
@@ -182,7 +183,32 @@ struct PackedWeightsAccess {
     store.bytes += static_cast<int64_t>(layout.get_size());
     return copies.emplace_back(PackedWeights::Store::Copy{layout, packed}).memory;
   }
+
+  // B's copy in panels (pack_panels), made on first use.
+  static const float* panels_of(PackedWeights& w, const float* B, const MatmulShape& s) {
+    PackedWeights::Store& store = *w.store_;
+    std::lock_guard<std::mutex> lock(store.mutex);
+    std::vector<float>& panels = store.panels[{B, s.N, s.K, s.ldb}];
+    if (panels.empty()) {
+      panels.resize(static_cast<size_t>(panel_floats(s.N, s.K)));
+      pack_panels(panels.data(), B, s.ldb, s.N, s.K);
+      store.matrices += 1;
+      store.bytes += static_cast<int64_t>(panels.size() * sizeof(float));
+    }
+    return panels.data();
+  }
 };
+
+void pack_panels(float* out, const float* B, int64_t ldb, int64_t N, int64_t K) {
+  const int64_t count = (N + kPanelColumns - 1) / kPanelColumns;
+#pragma omp parallel for schedule(static) if (N * K >= (int64_t{1} << 18))
+  for (int64_t p = 0; p < count; ++p)
+    for (int64_t j = 0; j < kPanelColumns; ++j) {
+      const int64_t row = p * kPanelColumns + j;
+      float* column = out + p * K * kPanelColumns + j;
+      for (int64_t k = 0; k < K; ++k) column[k * kPanelColumns] = row < N ? B[row * ldb + k] : 0.0f;
+    }
+}
 
 PackedWeights::PackedWeights(std::span<const float> region) : region_(region), store_(std::make_unique<Store>()) {}
 PackedWeights::~PackedWeights() = default;
@@ -197,6 +223,7 @@ int64_t PackedWeights::bytes() const {
 void PackedWeights::clear() {
   std::lock_guard<std::mutex> lock(store_->mutex);
   store_->copies.clear();
+  store_->panels.clear();
   store_->matrices = store_->bytes = 0;
 }
 
@@ -241,9 +268,13 @@ void matmul<float>(float* C, const float* A, const float* B, MatmulShape s) {
     skinny_matmul_f32(C, s.ldc, A, s.lda, B, s.ldb, s.M, s.N, s.K, s.accumulate);
     return;
   }
+  const bool packable = !t_bf16 && t_packed && !s.trans_a && s.trans_b && PackedWeightsAccess::covers(*t_packed, B, s);
+  if (packable && s.M <= kPanelRows && panel_matmul_pays()) {
+    panel_matmul_f32(C, s.ldc, A, s.lda, PackedWeightsAccess::panels_of(*t_packed, B, s), s.M, s.N, s.K, s.accumulate);
+    return;
+  }
   OneDnn& dnn = OneDnn::get();
-  if (!t_bf16 && t_packed && !s.trans_a && s.trans_b && s.M <= kPackedRows &&
-      PackedWeightsAccess::covers(*t_packed, B, s)) {
+  if (packable && s.M <= kPackedRows) {
     const OneDnn::Entry& e = dnn.primitive(s, /*bf16=*/false, /*packed_b=*/true);
     dnn.run(e, A, PackedWeightsAccess::copy_of(*t_packed, B, s, e.pd.weights_desc()), C);
     return;

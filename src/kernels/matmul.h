@@ -57,6 +57,10 @@ class MatmulPrecisionScope {
 // kPackedRows and B inside the region use a packed copy of B, made on first use and kept
 // until clear() or destruction. The copies cost as much memory as the matrices they pack.
 // The region's values must not change while copies exist (clear() after changing them).
+// Where the kernel set has the panel kernel (panel_matmul_pays: the avx2 set), products of
+// kSkinnyRows < M <= kPanelRows rows use a copy in panels instead (pack_panels): oneDNN's
+// AVX2 kernels read a packed B twice for 8 rows, the panels once (bench/RESULTS.md,
+// "Decode batches of F32 weights on AVX2").
 inline constexpr int64_t kPackedRows = 64;
 class PackedWeights {
  public:
@@ -97,6 +101,17 @@ void to_bf16(uint16_t* out, const float* in, int64_t n);
 // product of decoding (M = the batch, B a weight matrix stored [out, in]), which
 // matmul<float> takes for M <= kSkinnyRows outside a bf16 scope. Exposed for the tests.
 inline constexpr int64_t kSkinnyRows = 4;  // measured: oneDNN wins from about 5 rows on Zen 4
+// B[N, K] (row stride ldb) as panels of kPanelColumns rows: panel p holds, k by k, the
+// values of B's rows 8p..8p+7 at column k, out[(p * K + k) * 8 + j] = B[(8p + j) * ldb + k]
+// (rows past N are zeros): the operand of panel_matmul_f32. out has panel_floats(N, K) floats.
+inline constexpr int64_t kPanelColumns = 8, kPanelRows = 8;
+inline int64_t panel_floats(int64_t N, int64_t K) { return (N + kPanelColumns - 1) / kPanelColumns * kPanelColumns * K; }
+void pack_panels(float* out, const float* B, int64_t ldb, int64_t N, int64_t K);
+// C[M,N] (+)= A[M,K] B^T for kSkinnyRows < M <= kPanelRows with B as pack_panels wrote it;
+// every output summed over k in order by one thread. Only where panel_matmul_pays().
+bool panel_matmul_pays();
+void panel_matmul_f32(float* C, int64_t ldc, const float* A, int64_t lda, const float* panels, int64_t M, int64_t N,
+                      int64_t K, bool accumulate);
 void skinny_matmul_f32(float* C, int64_t ldc, const float* A, int64_t lda, const float* B, int64_t ldb, int64_t M,
                        int64_t N, int64_t K, bool accumulate);
 

@@ -1,8 +1,11 @@
 // kernels::PackedWeights: products C = A B^T that read a packed copy of B (oneDNN's
-// blocked layout) against the naive reference, and when copies are made, reused and not
-// used at all (outside the scope, outside the region, few or many rows, bf16, transposes).
+// blocked layout, or the panels of the avx2 set's decode batches) against the naive
+// reference, and when copies are made, reused and not used at all (outside the scope,
+// outside the region, few or many rows, bf16, transposes).
 #include <gtest/gtest.h>
+#include <omp.h>
 
+#include "core/error.h"
 #include "kernels/matmul.h"
 #include "test_util.h"
 
@@ -81,6 +84,55 @@ TEST(PackedWeights, OnlyDecodeShapedProductsOfTheRegionInsideTheScopeUseCopies) 
   PackedWeightsScope scope(&packed);
   EXPECT_LT(product_error(r.matrix(0), 8, r, r.N, false), 1e-5);
   EXPECT_EQ(packed.matrices(), 1);
+}
+
+// pack_panels: value j of step k of panel p is B[8p + j, k]; rows past N are zeros.
+TEST(PackedWeights, PanelsHoldEightRowsOfBColumnByColumn) {
+  const int64_t N = 19, K = 5, ldb = 7;
+  const std::vector<float> B = random_vector<float>(N * ldb, 11);
+  std::vector<float> panels(static_cast<size_t>(panel_floats(N, K)), NAN);
+  ASSERT_EQ(panels.size(), static_cast<size_t>(3 * 8 * K));
+  pack_panels(panels.data(), B.data(), ldb, N, K);
+  for (int64_t p = 0; p < 3; ++p)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < 8; ++j) {
+        const int64_t row = 8 * p + j;
+        EXPECT_EQ(panels[(p * K + k) * 8 + j], row < N ? B[row * ldb + k] : 0.0f) << "panel " << p << " k " << k << " j " << j;
+      }
+}
+
+// The panel kernel against the reference for every row count it takes, a last panel of 6
+// real columns, row strides, accumulation, and the same bits at 1 and 3 threads; sets without
+// it refuse by name.
+TEST(PackedWeights, PanelProductsMatchTheReference) {
+  const int64_t N = 70, K = 45, lda = 48, ldc = 73;
+  const std::vector<float> B = random_vector<float>(N * K, 12);
+  std::vector<float> panels(static_cast<size_t>(panel_floats(N, K)));
+  pack_panels(panels.data(), B.data(), K, N, K);
+  if (!panel_matmul_pays()) {
+    std::vector<float> C(static_cast<size_t>(8 * ldc));
+    const std::vector<float> A = random_vector<float>(8 * lda, 13);
+    EXPECT_THROW(panel_matmul_f32(C.data(), ldc, A.data(), lda, panels.data(), 8, N, K, false), Error);
+    GTEST_SKIP() << "no panel kernel in this kernel set";
+  }
+  const int threads = omp_get_max_threads();
+  for (int64_t M = kSkinnyRows + 1; M <= kPanelRows; ++M)
+    for (const bool accumulate : {false, true}) {
+      const std::vector<float> A = random_vector<float>(M * lda, 13 + M);
+      const std::vector<float> C0 = random_vector<float>(M * ldc, 14);
+      std::vector<float> want = C0, one = C0, three = C0;
+      const MatmulShape s{.M = M, .N = N, .K = K, .trans_b = true, .lda = lda, .ldb = K, .ldc = ldc, .accumulate = accumulate};
+      matmul_reference(want.data(), A.data(), B.data(), s);
+      omp_set_num_threads(1);
+      panel_matmul_f32(one.data(), ldc, A.data(), lda, panels.data(), M, N, K, accumulate);
+      omp_set_num_threads(3);
+      panel_matmul_f32(three.data(), ldc, A.data(), lda, panels.data(), M, N, K, accumulate);
+      omp_set_num_threads(threads);
+      EXPECT_LT(rel_error(one, want), 1e-5) << "M " << M << " accumulate " << accumulate;
+      EXPECT_EQ(one, three) << "M " << M;
+      for (int64_t m = 0; m < M; ++m)  // the columns past N untouched
+        for (int64_t j = N; j < ldc; ++j) ASSERT_EQ(one[m * ldc + j], C0[m * ldc + j]) << "row " << m << " col " << j;
+    }
 }
 
 }  // namespace
