@@ -239,10 +239,75 @@ void bf16_expanded_rows(const QuantOutput& out, const float* A, int64_t lda, int
     out.store(r0 + r, o, sum8(acc[0][r]));
   }
 }
+
+// BF16 weights in quant_tiles.h's tiles: out[r0 + r, o0 + i] for R rows of A and the 16
+// weight rows of a tile, one per 32-bit lane. A 256-bit load holds 8 rows' values 2s and
+// 2s + 1 of a block; the low bf16 of each lane shifted up and the high one masked are those
+// values in fp32, each multiplied by every row's activation (broadcast) into the row's
+// accumulator of 8 outputs: the weights are read once for all R rows and nothing is summed
+// across lanes (bf16_expanded_rows reads each weight row once per group of rows and sums 8
+// lanes per output: at 8 rows it ran at 2x batch 1, bench/RESULTS.md). Up to 4 rows both
+// halves of the tile go together (2R accumulators, 2 FMA chains at one row), from 5 rows a
+// half at a time (R accumulators; the second half re-reads the tile from L1 or L2).
+template <int R>
+void bf16_tile_rows(const QuantOutput& out, const float* A, int64_t lda, int64_t r0, int64_t o0, int64_t k,
+                    const uint8_t* tile) {
+  constexpr int kHalves = R <= 4 ? 2 : 1;  // halves of the tile per pass
+  constexpr int64_t kBlockBytes = kQuantTileRows * 2 * kBlock;
+  const __m256i high_bf16 = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+  const int64_t blocks = k / kBlock;
+  const TilePrefetch prefetch(tile, blocks * kBlockBytes, blocks);
+  constexpr int U = R <= 2 ? 2 : 1;  // sums per row and half: the odd values' apart at 1-2 rows (4-8 FMA chains)
+  for (int h0 = 0; h0 < 2; h0 += kHalves) {
+    __m256 acc[kHalves][R], odd_acc[kHalves][R];
+    for (int h = 0; h < kHalves; ++h)
+      for (int r = 0; r < R; ++r) acc[h][r] = odd_acc[h][r] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < blocks; ++b) {
+      if (h0 == 0) prefetch.share(b);
+      const uint8_t* block = tile + b * kBlockBytes;
+      const float* a = A + r0 * lda + b * kBlock;
+      for (int s = 0; s < kBlock / 2; ++s)
+        for (int h = 0; h < kHalves; ++h) {
+          const __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 64 * s + 32 * (h0 + h)));
+          const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
+          const __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(pairs, high_bf16));
+          for (int r = 0; r < R; ++r) {
+            acc[h][r] = _mm256_fmadd_ps(_mm256_set1_ps(a[r * lda + 2 * s]), even, acc[h][r]);
+            __m256& odd_sum = U == 2 ? odd_acc[h][r] : acc[h][r];
+            odd_sum = _mm256_fmadd_ps(_mm256_set1_ps(a[r * lda + 2 * s + 1]), odd, odd_sum);
+          }
+        }
+    }
+    alignas(32) float lanes[kHalves][R][8];
+    for (int h = 0; h < kHalves; ++h)
+      for (int r = 0; r < R; ++r) _mm256_store_ps(lanes[h][r], U == 2 ? _mm256_add_ps(acc[h][r], odd_acc[h][r]) : acc[h][r]);
+    for (int h = 0; h < kHalves; ++h)
+      for (int r = 0; r < R; ++r)
+        for (int i = 0; i < 8; ++i) out.store(r0 + r, o0 + 8 * (h0 + h) + i, lanes[h][r][i]);
+  }
+}
+
+// BF16 weights with tiles: whole tiles through bf16_tile_rows, the rows past the last
+// whole tile through bf16_expanded_rows.
+void bf16_tiled_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
+  const int64_t row_bytes = element_row_bytes(W.format, W.cols);
+  const auto* data = static_cast<const uint8_t*>(W.data);
+  for_each_tile_group(W, m, row_bytes, false, [&](int64_t r0, int64_t rows, int64_t o0, int64_t end) {
+    with_row_count(rows, [&]<int R>() {
+      if (o0 < W.tiled_rows) return bf16_tile_rows<R>(out, A, lda, r0, o0, W.cols, data + o0 * row_bytes);
+      for (int64_t o = o0; o < end; ++o)
+        bf16_expanded_rows<R>(out, A, lda, r0, o, W.cols, reinterpret_cast<const uint16_t*>(data + o * row_bytes));
+    });
+  });
+}
 #endif
 
 template <typename Format>
 void expand_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W) {
+#if GATEDLM_KSET_AVX2
+  if constexpr (std::is_same_v<Format, Bf16Format>)
+    if (W.tiled_rows > 0) return bf16_tiled_product(out, A, lda, m, W);
+#endif
   const auto* data = static_cast<const unsigned char*>(W.data);
   const int64_t row_bytes = element_row_bytes(W.format, W.cols);
   for_each_row_group(W.rows, m, row_bytes, W.cols, [&](int64_t o, int64_t r0, int64_t rows) {
@@ -381,6 +446,7 @@ bool quant_path_reads_tiles(QuantPath path, ElementType format) {
   // (255 * 127 * 2) would saturate int16.
   const bool k4 = kquant_vnni_format(format);
   switch (path) {
+    case QuantPath::fp32_expand: return GATEDLM_KSET_AVX2 && format == ElementType::bf16;  // bf16_tile_rows
     case QuantPath::int8_madd: return GATEDLM_KSET_AVX2 && (format == ElementType::q4_0 || k4);
     case QuantPath::int8_vnni:
       return int8_vnni_runnable() && (k4 || (GATEDLM_KSET_AVX512 && quant_format_tiles(format)));

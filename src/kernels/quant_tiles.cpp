@@ -23,18 +23,27 @@ struct TileField {
   }
 };
 
+// Values per block of a tiled row: the format's blocks, and for BF16 (no blocks) 32 values.
+int64_t tile_block_values(ElementType format) {
+  return format == ElementType::bf16 ? kQuantBlockValues : element_traits(format).block_values;
+}
+
 // The fields of a format's blocks and where quant_tiles.h puts them in a tile.
 struct TileGeometry {
   int64_t count;        // blocks a row
   int64_t row_bytes;    // bytes of a row of blocks
-  int64_t block_bytes;  // 18 (Q4_0), 34 (Q8_0), 144 (Q4_K), 176 (Q5_K)
+  int64_t block_bytes;  // 18 (Q4_0), 34 (Q8_0), 144 (Q4_K), 176 (Q5_K), 64 (BF16)
   std::vector<TileField> fields;
   TileGeometry(ElementType format, int64_t cols)
-      : count(cols / element_traits(format).block_values),
+      : count(cols / tile_block_values(format)),
         row_bytes(element_row_bytes(format, cols)),
         block_bytes(row_bytes / count) {
     const int64_t rows = kQuantTileRows;
-    const int64_t stride = rows * block_bytes;  // the K-quants: super-block by super-block
+    const int64_t stride = rows * block_bytes;  // the K-quants and BF16: block by block
+    if (format == ElementType::bf16) {  // the 16 4-byte groups (2 values each): 16 * 64 bytes
+      fields = {{0, 16, 4, 0, stride}};
+      return;
+    }
     if (format == ElementType::q4_k) {
       // d, dmin (fp16), the 3 words of packed scales, the 32 4-byte groups of nibbles: 16 * 144 bytes.
       fields = {{0, 1, 2, 0, stride}, {2, 1, 2, 2 * rows, stride}, {4, 3, 4, 4 * rows, stride},
@@ -70,7 +79,7 @@ void move_unit(uint8_t* to, const uint8_t* from, int64_t n, uint8_t bias) {
 
 void check_tiles(ElementType format, int64_t cols) {
   if (!quant_format_tiles(format)) fail("quantised tiles: ", element_name(format), " has no tiled layout");
-  const int64_t block = element_traits(format).block_values;
+  const int64_t block = tile_block_values(format);
   if (cols <= 0 || cols % block != 0)
     fail("quantised tiles: ", cols, " columns is not a positive multiple of ", block, " (", element_name(format), ")");
 }
@@ -100,13 +109,14 @@ void rearrange(ElementType format, void* data, int64_t tiles, int64_t cols, bool
 
 bool quant_format_tiles(ElementType format) {
   return format == ElementType::q8_0 || format == ElementType::q4_0 || format == ElementType::q4_k ||
-         format == ElementType::q5_k;
+         format == ElementType::q5_k || format == ElementType::bf16;
 }
 
 int64_t quant_tile_value_bytes(ElementType format) {
   if (!quant_format_tiles(format)) fail("quantised tiles: ", element_name(format), " has no tiled layout");
   if (format == ElementType::q4_k) return kQuantTileRows * 128;
   if (format == ElementType::q5_k) return kQuantTileRows * 160;
+  if (format == ElementType::bf16) return kQuantTileRows * 64;
   return kQuantTileRows * (format == ElementType::q4_0 ? 16 : 32);
 }
 

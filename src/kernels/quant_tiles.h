@@ -23,6 +23,9 @@
 //   row i at 4i), as stored.
 // Q5_K: the same, 2816 bytes a super-block, with the 32 bytes of fifth bits as 8 vectors at
 //   [256, 768) before the nibbles at [768, 2816).
+// BF16 (the fp32_expand kernel of the AVX2 code, quant_decode.cpp; k = 32 * count): block b
+//   of 32 values of the 16 rows at 1024 * b, 16 vectors of 64 bytes (vector s: values 2s and
+//   2s + 1 of row i at 4i), so one 256-bit load widens to two steps of 8 rows' weights.
 // The layout lives in memory only (attached models, model/quantized_weights.h): files and
 // GGUF keep rows of blocks.
 #include <cstdint>
@@ -33,10 +36,10 @@ namespace gatedlm::kernels {
 
 inline constexpr int64_t kQuantTileRows = 16;
 
-// Whether the format has a tiled layout (Q8_0, Q4_0, Q4_K, Q5_K).
+// Whether the format has a tiled layout (Q8_0, Q4_0, Q4_K, Q5_K, BF16).
 bool quant_format_tiles(ElementType format);
 // Bytes of one block's values in a tile (all 16 rows): Q4_0 256, Q8_0 512, Q4_K 2048,
-// Q5_K 2560 (fifth bits and nibbles).
+// Q5_K 2560 (fifth bits and nibbles), BF16 1024 (32 values).
 int64_t quant_tile_value_bytes(ElementType format);
 
 // The first `tiles` tiles of a matrix of rows of blocks (`cols` values a row), in place:

@@ -25,11 +25,14 @@ namespace {
 
 using testing::random_vector;
 
-constexpr ElementType kTiledFormats[] = {ElementType::q8_0, ElementType::q4_0, ElementType::q4_k, ElementType::q5_k};
+constexpr ElementType kTiledFormats[] = {ElementType::q8_0, ElementType::q4_0, ElementType::q4_k, ElementType::q5_k,
+                                         ElementType::bf16};
 
-// Values per block of the format (32, or a Q4_K super-block's 256): the sizes below are
-// counted in these.
-int64_t unit(ElementType format) { return element_traits(format).block_values; }
+// Values per block of the format (32, or a Q4_K super-block's 256; BF16, which has no
+// blocks, is tiled 32 values at a time): the sizes below are counted in these.
+int64_t unit(ElementType format) {
+  return format == ElementType::bf16 ? 32 : element_traits(format).block_values;
+}
 
 // n rows of k values quantised, as rows of blocks.
 std::vector<uint8_t> blocks_of(ElementType format, int64_t n, int64_t k, uint64_t seed) {
@@ -67,6 +70,28 @@ TEST(QuantTiles, BytesWhereTheLayoutSays) {
     quant_untile_rows(format, tiled.data(), 2, k);
     EXPECT_EQ(tiled, rows) << element_name(format);
   }
+}
+
+// BF16: block b (32 values) of a tile at 1024 * b, 16 vectors of 64 bytes, vector s holding
+// bytes 4s..4s+3 (values 2s, 2s + 1) of row i at 4i.
+TEST(QuantTiles, Bf16BytesWhereTheLayoutSays) {
+  const int64_t k = 96, count = 3, n = 35, row_bytes = 2 * k;
+  const std::vector<uint8_t> rows = blocks_of(ElementType::bf16, n, k, 3);
+  ASSERT_EQ(static_cast<int64_t>(rows.size()), n * row_bytes);
+  EXPECT_EQ(quant_tile_value_bytes(ElementType::bf16), 1024);
+  std::vector<uint8_t> tiled = rows;
+  quant_tile_rows(ElementType::bf16, tiled.data(), 2, k);
+  for (int64_t t = 0; t < 2; ++t)
+    for (int64_t i = 0; i < 16; ++i)
+      for (int64_t b = 0; b < count; ++b)
+        for (int64_t s = 0; s < 16; ++s)
+          for (int64_t j = 0; j < 4; ++j)
+            ASSERT_EQ(tiled[t * 16 * row_bytes + 1024 * b + 64 * s + 4 * i + j], rows[(16 * t + i) * row_bytes + 64 * b + 4 * s + j])
+                << "tile " << t << " row " << i << " block " << b << " group " << s << " byte " << j;
+  EXPECT_EQ(std::memcmp(tiled.data() + 32 * row_bytes, rows.data() + 32 * row_bytes, 3 * row_bytes), 0);
+  quant_untile_rows(ElementType::bf16, tiled.data(), 2, k);
+  EXPECT_EQ(tiled, rows);
+  EXPECT_THROW(quant_tile_rows(ElementType::bf16, tiled.data(), 1, 48), Error) << "not whole blocks of 32";
 }
 
 // The K-quants: super-block b of a tile at 16 * block_bytes * b, its fields one after
@@ -130,8 +155,8 @@ TEST(QuantTiles, CopyRowsReadsTilesAndRows) {
     EXPECT_THROW(quant_copy_rows(copy.data(), W, 53, 1), Error);
     EXPECT_THROW(quant_copy_rows(copy.data(), QuantWeights{format, tiled.data(), n, k, 40}, 0, 1), Error);
   }
-  std::vector<uint8_t> bf16(64 * 64 * 2);
-  EXPECT_THROW(quant_tile_rows(ElementType::bf16, bf16.data(), 1, 64), Error);
+  std::vector<uint8_t> q6(static_cast<size_t>(16 * element_row_bytes(ElementType::q6_k, 256)));
+  EXPECT_THROW(quant_tile_rows(ElementType::q6_k, q6.data(), 1, 256), Error) << "Q6_K has no tiled layout";
 }
 
 struct TiledProblem {
@@ -232,6 +257,30 @@ TEST(QuantTiles, ExtremeBlocksDoNotOverflow) {
         for (int64_t o = 0; o < n; ++o)
           ASSERT_NEAR(tiled[r * n + o], expected[r * n + o], int8_bound(p, w, r, o))
               << element_name(format) << " sign " << sign << " row " << r << " col " << o;
+    }
+}
+
+// BF16 tiles through the path that reads them (fp32_expand: bf16_tile_rows) against the
+// oracle within fp32 sums (the weights are exact): 1-8 rows (both halves of a tile at once up
+// to 4, one at a time above), many rows, tiles and rows past them, one and 17 blocks.
+TEST(QuantTiles, Bf16TilesMatchTheReference) {
+  if (!quant_path_reads_tiles(QuantPath::fp32_expand, ElementType::bf16))
+    GTEST_SKIP() << "no BF16 tile kernel in " << kernel_set_summary();
+  for (int64_t m : {1, 2, 3, 4, 5, 7, 8, 9, 40})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{67, 96}, {32, 32}, {16, 32 * 17}}) {
+      SCOPED_TRACE(::testing::Message() << "m=" << m << " n=" << n << " k=" << k);
+      const TiledProblem p = make_tiled_problem(ElementType::bf16, m, n, k, 5 * m + n);
+      const std::vector<float> tiled = product(p, QuantPath::fp32_expand, p.tiled_weights());
+      std::vector<float> reference(static_cast<size_t>(m * n));
+      quant_matmul_reference(reference.data(), p.a.data(), m, p.row_weights());
+      std::vector<float> w(static_cast<size_t>(n * k));
+      for (int64_t o = 0; o < n; ++o) element_to_f32(ElementType::bf16, w.data() + o * k, p.rows.data() + o * 2 * k, k);
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t o = 0; o < n; ++o) {
+          double magnitude = 0.0;
+          for (int64_t j = 0; j < k; ++j) magnitude += std::fabs(static_cast<double>(p.a[r * k + j]) * w[o * k + j]);
+          ASSERT_NEAR(tiled[r * n + o], reference[r * n + o], k * 0x1p-24 * magnitude + 1e-30) << "row " << r << " col " << o;
+        }
     }
 }
 
