@@ -475,7 +475,7 @@ QuantPath quant_best_path(ElementType format, int64_t m) {
   // as the fp32 expansion at 1 row of the 100M shape, 1.3x at the 1B shape, 1.5x at 8 rows.
   if (format == ElementType::bf16 && runnable(QuantPath::bf16_dot)) return QuantPath::bf16_dot;
   // Without those instructions, the rows expanded in registers up to a decode batch (8
-  // rows), fp32 tiles through oneDNN above. At 5-8 rows the tiles (expanded by the calling
+  // rows; BF16 on AVX2 from its tiles, bf16_tile_rows), fp32 tiles through oneDNN above. At 5-8 rows the tiles (expanded by the calling
   // thread, then one oneDNN call per 1 MiB tile) were 1.6-3.8x slower for BF16 at the 100M
   // shape and 3.7x at 1B on Zen 3 (bench/RESULTS.md, "Decode at 1B: where a step goes").
   return m > kQuantDecodeRows ? QuantPath::fp32_tiles : QuantPath::fp32_expand;

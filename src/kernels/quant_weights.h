@@ -23,6 +23,7 @@ struct QuantWeights {
 // How a product meets the weights (the kernels of the active kernel set, kernel_set.h):
 //   fp32_expand  each block expanded to fp32 in registers, the activations used as given
 //                (every set, every format): the reference's result up to fp32 summation order.
+//                BF16 in the avx2 and avx512 sets reads tiles (quant_tiles.h) where it has them.
 //   int8_madd    Q8_0 / Q4_0: each row of A first quantised to int8 blocks of 32 with an
 //   int8_vnni    fp16 scale (GGUF's Q8_0, as llama.cpp's CPU backend does), then int8 dot
 //                products per block, scaled in fp32: AVX2's vpmaddubsw (avx2 and avx512
