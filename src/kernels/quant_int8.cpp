@@ -256,16 +256,11 @@ namespace int8_madd {
 #undef GATEDLM_QUANT_VNNI
 #if !defined(__clang__)
 #define GATEDLM_QUANT_VNNI 1
-#pragma GCC push_options
-#if GATEDLM_KSET_AVX512
-#pragma GCC target("avx512vnni")
-#else
-#pragma GCC target("avxvnni")
-#endif
+#include "kernels/vnni_region_begin.h"
 namespace int8_vnni {
 #include "kernels/quant_int8_kernels.inc"
 }
-#pragma GCC pop_options
+#include "kernels/vnni_region_end.h"
 #undef GATEDLM_QUANT_VNNI
 #endif
 

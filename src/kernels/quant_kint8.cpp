@@ -529,16 +529,11 @@ namespace emulated_vnni {
 #undef GATEDLM_KQUANT_VNNI
 #if !defined(__clang__)
 #define GATEDLM_KQUANT_VNNI 1
-#pragma GCC push_options
-#if GATEDLM_KSET_AVX512
-#pragma GCC target("avx512vnni")
-#else
-#pragma GCC target("avxvnni")
-#endif
+#include "kernels/vnni_region_begin.h"
 namespace vnni {
 #include "kernels/quant_kint8_vnni.inc"
 }
-#pragma GCC pop_options
+#include "kernels/vnni_region_end.h"
 #undef GATEDLM_KQUANT_VNNI
 #endif
 
