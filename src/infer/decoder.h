@@ -36,9 +36,10 @@ struct DecoderOptions {
   int64_t window = 0;    // > 0: streaming window of the last `window` tokens ...
   int64_t sinks = 0;     // ... plus the first `sinks`
   // Decode steps of more than kernels::kSkinnyRows sequences multiply by copies of the
-  // weight matrices in oneDNN's blocked layout, or on AVX2 in panels of 8 rows
-  // (kernels::PackedWeights: 1.5x faster products at 8 rows, 1.6x more on AVX2; as much
-  // memory again as the weights, made at the first such step).
+  // weight matrices in oneDNN's blocked layout, or on AVX2 in panels of 8 rows up to 8
+  // sequences (kernels::PackedWeights: 1.5x faster products at 8 rows, 1.3-2.1x more on
+  // AVX2; as much memory again as the weights, made at the first such step; on AVX2 twice
+  // that when steps of both 5-8 and more than 8 sequences run, as serve --max-batch > 8 can).
   bool packed_weights = true;
 };
 

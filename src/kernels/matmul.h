@@ -58,9 +58,11 @@ class MatmulPrecisionScope {
 // until clear() or destruction. The copies cost as much memory as the matrices they pack.
 // The region's values must not change while copies exist (clear() after changing them).
 // Where the kernel set has the panel kernel (panel_matmul_pays: the avx2 set), products of
-// kSkinnyRows < M <= kPanelRows rows use a copy in panels instead (pack_panels): oneDNN's
-// AVX2 kernels read a packed B twice for 8 rows, the panels once (bench/RESULTS.md,
-// "Decode batches of F32 weights on AVX2").
+// kSkinnyRows < M <= kPanelRows rows use a copy in panels instead (pack_panels), read once
+// per product: oneDNN's AVX2 kernels on their packed copy ran 8 rows at 28 GFMA/s and 14
+// GB/s here, near neither bound; the panels 1.3-2.1x faster (bench/RESULTS.md, "Decode
+// batches of F32 weights on AVX2"). Products of more rows keep oneDNN's copy, so a run
+// that multiplies both 5-8 and 9-64 rows holds both copies.
 inline constexpr int64_t kPackedRows = 64;
 class PackedWeights {
  public:

@@ -438,7 +438,8 @@ bool quant_path_runnable(QuantPath path, ElementType format) {
 // The weight-tile kernels of the AVX-512 VNNI region, and the vpmaddubsw ones of Q4_0, Q4_K
 // and Q5_K, read the tiled layout (quant_int8_kernels.inc, quant_kint8.cpp).
 // (BF16 in tiles of 16 rows, one row per lane with vdpbf16ps's broadcast operand, measured
-// 1.3x slower than bf16_rows_pair at 8 rows on Zen 4: not kept.)
+// 1.3x slower than bf16_rows_pair at 8 rows on Zen 4: not kept. Without AVX512-BF16 the
+// fp32 expansion reads BF16 tiles: bf16_tile_rows.)
 bool quant_path_reads_tiles(QuantPath path, ElementType format) {
   // vpdpbusd reads Q8_0 and Q4_0 tiles (AVX-512 VNNI) and those of Q4_K and Q5_K (either
   // VNNI, quant_kint8_vnni.inc, and its emulation); vpmaddubsw (AVX2) those of Q4_0, Q4_K and
@@ -449,7 +450,8 @@ bool quant_path_reads_tiles(QuantPath path, ElementType format) {
     case QuantPath::fp32_expand: return GATEDLM_KSET_AVX2 && format == ElementType::bf16;  // bf16_tile_rows
     case QuantPath::int8_madd: return GATEDLM_KSET_AVX2 && (format == ElementType::q4_0 || k4);
     case QuantPath::int8_vnni:
-      return int8_vnni_runnable() && (k4 || (GATEDLM_KSET_AVX512 && quant_format_tiles(format)));
+      return int8_vnni_runnable() &&
+             (k4 || (GATEDLM_KSET_AVX512 && (format == ElementType::q8_0 || format == ElementType::q4_0)));
     case QuantPath::int8_vnni_emulated: return k4;
     default: return false;
   }
@@ -475,9 +477,10 @@ QuantPath quant_best_path(ElementType format, int64_t m) {
   // as the fp32 expansion at 1 row of the 100M shape, 1.3x at the 1B shape, 1.5x at 8 rows.
   if (format == ElementType::bf16 && runnable(QuantPath::bf16_dot)) return QuantPath::bf16_dot;
   // Without those instructions, the rows expanded in registers up to a decode batch (8
-  // rows; BF16 on AVX2 from its tiles, bf16_tile_rows), fp32 tiles through oneDNN above. At 5-8 rows the tiles (expanded by the calling
-  // thread, then one oneDNN call per 1 MiB tile) were 1.6-3.8x slower for BF16 at the 100M
-  // shape and 3.7x at 1B on Zen 3 (bench/RESULTS.md, "Decode at 1B: where a step goes").
+  // rows; BF16 on AVX2 from its tiles, bf16_tile_rows), fp32 tiles through oneDNN above.
+  // At 5-8 rows the tiles (expanded by the calling thread, then one oneDNN call per 1 MiB
+  // tile) were 1.6-3.8x slower for BF16 at the 100M shape and 3.7x at 1B on Zen 3
+  // (bench/RESULTS.md, "Decode at 1B: where a step goes").
   return m > kQuantDecodeRows ? QuantPath::fp32_tiles : QuantPath::fp32_expand;
 }
 
