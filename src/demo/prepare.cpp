@@ -32,7 +32,12 @@ void prepare_tokenizer(const fs::path& out, const Preset& preset, const TextSour
   to.inputs = texts.corpus_inputs;
   to.vocab_size = preset.vocab;
   to.out = d.tokenizer_path;
-  io::train_tokenizer(to);
+  to.raise_to_characters = true;  // a preset's vocabulary fits any corpus it is given
+  const int64_t trained = io::train_tokenizer(to);
+  if (trained != preset.vocab)
+    log.say("tokenizer", cat("vocabulary raised from ", preset.vocab, " to ", trained,
+                             ": the ids reserved for unk, BOS, EOS and the 256 byte pieces plus one per character of "
+                             "this corpus need that many"));
   write_stamp(stamp, key);
 }
 

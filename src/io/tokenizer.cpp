@@ -149,7 +149,60 @@ std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& path) {
 }
 
 
-void train_tokenizer(const TokenizerTrainOptions& options) {
+namespace {
+
+// Lossless settings: no normalisation, no whitespace folding, no dummy prefix, so
+// decode(encode(text)) == text for any valid UTF-8; characters outside the vocabulary
+// fall back to their UTF-8 bytes.
+std::unordered_map<std::string, std::string> sentencepiece_arguments(int64_t vocab_size, int threads) {
+  return {
+      {"model_type", "bpe"},
+      {"vocab_size", std::to_string(vocab_size)},
+      {"byte_fallback", "true"},
+      {"unk_id", "0"},
+      {"bos_id", "1"},
+      {"eos_id", "2"},
+      {"pad_id", "-1"},
+      {"normalization_rule_name", "identity"},
+      {"remove_extra_whitespaces", "false"},
+      {"add_dummy_prefix", "false"},
+      {"split_digits", "true"},
+      {"max_sentence_length", std::to_string(2 * LineIterator::kMaxSentence)},
+      // A sample of at most 2 M lines (a reservoir over all of them) keeps training on a
+      // large corpus to seconds; smaller corpora are used whole.
+      {"input_sentence_size", "2000000"},
+      {"shuffle_input_sentence", "true"},
+      {"num_threads", std::to_string(threads)},
+      {"minloglevel", "1"},
+  };
+}
+
+// One SentencePiece training run into `model`. Returns 0 when it trained; the vocabulary the
+// text's characters need when `vocab_size` is below it (SentencePiece's required_chars plus the
+// reserved ids); fails with a message naming the cause otherwise.
+int64_t run_sentencepiece(const std::vector<std::string>& files, int64_t vocab_size, int threads, std::string& model) {
+  sentencepiece::SetRandomGeneratorSeed(20250611);
+  LineIterator sentences(files);
+  const auto status =
+      sentencepiece::SentencePieceTrainer::Train(sentencepiece_arguments(vocab_size, threads), &sentences, &model);
+  if (!sentences.error().empty()) fail(sentences.error());
+  if (status.ok()) return 0;
+  const std::string message = status.message();
+  std::smatch m;
+  if (message.find("smaller than required_chars") != std::string::npos &&
+      std::regex_search(message, m, std::regex(R"((\d+) vs (\d+))")))
+    return std::stoll(m[2].str());
+  if (message.find("Vocabulary size too high") != std::string::npos &&
+      std::regex_search(message, m, std::regex(R"(<= (\d+))"))) {
+    fail("vocab size ", vocab_size, " is too large for this text: BPE finds only ", m[1].str(),
+         " pieces in it; give --vocab-size of at most ", m[1].str(), ", or train on more text");
+  }
+  fail("tokenizer training failed: ", message);
+}
+
+}  // namespace
+
+int64_t train_tokenizer(const TokenizerTrainOptions& options) {
   int threads = options.threads;
   if (options.out.empty()) fail("tokenizer training: no output file given");
   if (options.inputs.empty()) fail("tokenizer training: no input given");
@@ -174,51 +227,20 @@ void train_tokenizer(const TokenizerTrainOptions& options) {
     if (ec) fail(out.parent_path().string(), ": cannot create directory (", ec.message(), ")");
   }
 
-  // Lossless settings: no normalisation, no whitespace folding, no dummy prefix, so
-  // decode(encode(text)) == text for any valid UTF-8; characters outside the vocabulary
-  // fall back to their UTF-8 bytes.
-  const std::unordered_map<std::string, std::string> args = {
-      {"model_type", "bpe"},
-      {"vocab_size", std::to_string(options.vocab_size)},
-      {"byte_fallback", "true"},
-      {"unk_id", "0"},
-      {"bos_id", "1"},
-      {"eos_id", "2"},
-      {"pad_id", "-1"},
-      {"normalization_rule_name", "identity"},
-      {"remove_extra_whitespaces", "false"},
-      {"add_dummy_prefix", "false"},
-      {"split_digits", "true"},
-      {"max_sentence_length", std::to_string(2 * LineIterator::kMaxSentence)},
-      // A sample of at most 2 M lines (a reservoir over all of them) keeps training on a
-      // large corpus to seconds; smaller corpora are used whole.
-      {"input_sentence_size", "2000000"},
-      {"shuffle_input_sentence", "true"},
-      {"num_threads", std::to_string(threads)},
-      {"minloglevel", "1"},
-  };
-  sentencepiece::SetRandomGeneratorSeed(20250611);
-  LineIterator sentences(files);
+  int64_t vocab_size = options.vocab_size;
   std::string model;
-  const auto status = sentencepiece::SentencePieceTrainer::Train(args, &sentences, &model);
-  if (!sentences.error().empty()) fail(sentences.error());
-  if (!status.ok()) {
-    const std::string message = status.message();
-    std::smatch m;
-    if (message.find("smaller than required_chars") != std::string::npos &&
-        std::regex_search(message, m, std::regex(R"((\d+) vs (\d+))"))) {
-      fail("vocab size ", options.vocab_size, " is too small for this text: the ids reserved for unk, BOS, EOS and ",
-           "the 256 byte-fallback pieces plus one per distinct character come to ", m[2].str(),
-           "; give --vocab-size of at least ", m[2].str(), " (more to leave room for merges)");
-    }
-    if (message.find("Vocabulary size too high") != std::string::npos &&
-        std::regex_search(message, m, std::regex(R"(<= (\d+))"))) {
-      fail("vocab size ", options.vocab_size, " is too large for this text: BPE finds only ", m[1].str(),
-           " pieces in it; give --vocab-size of at most ", m[1].str(), ", or train on more text");
-    }
-    fail("tokenizer training failed: ", message);
+  int64_t needed = run_sentencepiece(files, vocab_size, threads, model);
+  if (needed > 0 && options.raise_to_characters) {
+    vocab_size = needed;
+    needed = run_sentencepiece(files, vocab_size, threads, model);
+  }
+  if (needed > 0) {
+    fail("vocab size ", vocab_size, " is too small for this text: the ids reserved for unk, BOS, EOS and ",
+         "the 256 byte-fallback pieces plus one per distinct character come to ", needed,
+         "; give --vocab-size of at least ", needed, " (more to leave room for merges)");
   }
   write_file_atomic(options.out, model);
+  return vocab_size;
 }
 
 }  // namespace gatedlm::io

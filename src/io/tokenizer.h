@@ -37,12 +37,17 @@ struct TokenizerTrainOptions {
   int64_t vocab_size = 8192;
   std::string out;  // the .model file to write (atomically)
   int threads = 0;  // <= 0: every core
+  // A vocab_size below what the text's characters need (the reserved ids plus one per
+  // character SentencePiece keeps) is raised to that need instead of refused: for a
+  // preset's vocabulary that must fit whatever corpus it is given (the demo's).
+  bool raise_to_characters = false;
 };
 
 // Smallest vocabulary train_tokenizer accepts: unk, BOS, EOS, the 256 byte-fallback
 // pieces and at least one more (the text's characters need more still).
 inline constexpr int64_t kMinTrainedVocab = 260;
-// Trains a SentencePiece BPE model with byte fallback and BOS/EOS ids.
-void train_tokenizer(const TokenizerTrainOptions& options);
+// Trains a SentencePiece BPE model with byte fallback and BOS/EOS ids; returns its
+// vocabulary size (options.vocab_size, or the need it was raised to).
+int64_t train_tokenizer(const TokenizerTrainOptions& options);
 
 }  // namespace gatedlm::io

@@ -191,6 +191,29 @@ TEST_F(SentencePieceTest, TrainingErrors) {
   EXPECT_TRUE(contains(error_of([&] { train_tokenizer(with_threads(o, 1)); }), "too large for this text"));
 }
 
+TEST_F(SentencePieceTest, RaisesTheVocabularyToTheTextsCharactersWhenAsked) {
+  // The demo's presets: a vocabulary below what the corpus's characters need is raised to
+  // that need (and said) instead of refused; one that fits is kept as given.
+  TokenizerTrainOptions o;
+  o.inputs = {(*dir_ / "corpus.txt").string()};
+  o.out = (*dir_ / "raised.model").string();
+  o.vocab_size = 265;  // below 259 + the text's characters, as in TrainingErrors
+  o.raise_to_characters = true;
+  const int64_t trained = train_tokenizer(with_threads(o, 1));
+  EXPECT_GT(trained, 265);
+  EXPECT_EQ(Tokenizer::load(o.out)->vocab_size(), trained);
+  // The need itself is a vocabulary that trains without raising.
+  o.raise_to_characters = false;
+  o.vocab_size = trained;
+  o.out = (*dir_ / "needed.model").string();
+  EXPECT_EQ(train_tokenizer(with_threads(o, 1)), trained);
+  o.vocab_size = trained - 1;
+  EXPECT_TRUE(contains(error_of([&] { train_tokenizer(with_threads(o, 1)); }), "too small for this text"));
+  o.vocab_size = trained + 40;
+  o.raise_to_characters = true;
+  EXPECT_EQ(train_tokenizer(with_threads(o, 1)), trained + 40);
+}
+
 TEST_F(SentencePieceTest, TrainsOnDirectoriesAndLongLines) {
   // A directory tree (hidden entries and binary files skipped) whose text is a single
   // 100 KB line: the trainer sees it cut into sentences rather than dropping it.
