@@ -9,6 +9,12 @@ Accuracy (--ppl-checkpoint CK, an ungated trained checkpoint, e.g. the demo's ba
   `gatedlm export --format gguf --dtype` files of the same checkpoint (tests/llama/llama_probe prints its logits) and the
   perplexity is computed here from its logits. The GGUF needs a vocabulary to load: a
   byte-level tokenizer.json of the model's vocab_size stands in (ids go in directly).
+Greedy continuation (--greedy-checkpoints CK1,CK2, trained checkpoints, e.g. a dense and a
+  hybrid model): each type's GGUF file is written by llama.cpp's own quantiser
+  (tests/llama/llama_requantize, --llama-requantize) from gatedlm's F32 export (gatedlm's own
+  export where llama.cpp has no file type of that name); `gatedlm generate --temperature 0` and
+  llama_probe's greedy decode continue --greedy-prompt on that same file, and the two
+  continuations are compared token by token (the first --greedy-tokens tokens, or up to an EOS).
 Speed (--shapes): a random model of each config (`gatedlm init --seed 1`), quantised and
   exported per type; batch-1 decode of gatedlm (`bench generate --checkpoint`) and llama.cpp
   (`llama_probe --bench`) alternated in --pairs pairs (median ratio, as compare_generate.py),
@@ -18,7 +24,9 @@ Speed (--shapes): a random model of each config (`gatedlm init --seed 1`), quant
 
 Usage: /usr/bin/python3 bench/compare_quant.py --gatedlm build/gatedlm --llama-probe build/tests/llama_probe
           [--threads 2] [--shapes bench/configs/qwen3_100m.json,...] [--types f32,bf16,q8_0,q4_0]
-          [--ppl-checkpoint CK --ppl-text FILE --ppl-tokenizer TOK.model] [--workdir DIR]
+          [--ppl-checkpoint CK --ppl-text FILE --ppl-tokenizer TOK.model]
+          [--greedy-checkpoints CK,... --greedy-prompt TEXT --llama-requantize build/tests/llama_requantize]
+          [--workdir DIR]
 Prints a markdown report (paste into bench/RESULTS.md with `lscpu`'s model name)."""
 import argparse
 import json
@@ -37,6 +45,7 @@ sys.dont_write_bytecode = True
 import numpy as np  # noqa: E402
 
 from test_gguf_llama import byte_level_tokenizer, fetch_llama_libs  # noqa: E402
+from test_quant_llama import LLAMA_FTYPES  # noqa: E402
 
 
 def run(args, threads=None, capture=True):
@@ -53,10 +62,13 @@ def last_json(text):
     return json.loads(text.strip().splitlines()[-1])
 
 
-def prepare(a, ck, work, tag, types):
-    """Quantised checkpoints and GGUF files of checkpoint ck: {type: (checkpoint, gguf)}."""
-    vocab_file = os.path.join(ck, "tokenizer.json")  # llama.cpp loads no model without a vocabulary
-    if not os.path.exists(vocab_file):
+def prepare(a, ck, work, tag, types, vocabulary=True):
+    """Quantised checkpoints and GGUF files of checkpoint ck: {type: (checkpoint, gguf)}. With
+    `vocabulary`, a checkpoint without a tokenizer.json gets a byte-level one (llama.cpp loads no
+    model without a vocabulary); without, the export writes the vocabulary the model was trained
+    with."""
+    vocab_file = os.path.join(ck, "tokenizer.json")
+    if vocabulary and not os.path.exists(vocab_file):
         with open(vocab_file, "w") as f:
             json.dump(byte_level_tokenizer(json.load(open(os.path.join(ck, "config.json")))["vocab_size"]), f)
     out = {}
@@ -111,6 +123,38 @@ def perplexity(a, libdir, work, types):
     for t, ours, ours_gguf, theirs in rows:
         vs = f"{100 * (theirs / base - 1):+.2f} %" if base else "-"
         print(f"| {t} | {ours:.3f} | {ours_gguf:.3f} | {theirs:.3f} | {100 * (ours_gguf / theirs - 1):+.2f} % | {vs} |")
+
+
+def llama_file(a, libdir, work, tag, t, f32_gguf, ours_gguf):
+    """The GGUF file of type t that both engines run: llama.cpp's quantiser's rewrite of the F32
+    export where it has a file type of that name, else gatedlm's own export."""
+    if t == "f32" or t not in LLAMA_FTYPES or not a.llama_requantize:
+        return ours_gguf, "gatedlm's export"
+    path = os.path.join(work, f"{tag}_llama_{t}.gguf")
+    if not os.path.exists(path):
+        run([a.llama_requantize, libdir, f32_gguf, path, str(LLAMA_FTYPES[t][0])])
+    return path, "llama.cpp's quantiser"
+
+
+def greedy(a, libdir, work, types):
+    """The greedy continuation of the same prompt on the same file: gatedlm against llama.cpp."""
+    print(f"\n## Greedy continuation of {a.greedy_prompt!r}, {a.greedy_tokens} tokens\n")
+    print("| checkpoint | weights | file written by | tokens compared | the same | first difference at |")
+    print("| --- | --- | --- | ---: | ---: | ---: |")
+    for i, ck in enumerate(a.greedy_checkpoints.split(",")):
+        files = prepare(a, ck, work, f"greedy{i}", sorted(set(types) | {"f32"}), vocabulary=False)
+        for t in types:
+            path, writer = llama_file(a, libdir, work, f"greedy{i}", t, files["f32"][1], files[t][1])
+            ours = last_json(run([a.gatedlm, "generate", "--checkpoint", path, "--prompt", a.greedy_prompt,
+                                  "--temperature", "0", "--max-tokens", str(a.greedy_tokens), "--json"], a.threads))
+            lines = run([a.llama_probe, libdir, path, str(a.greedy_tokens)] + list(map(str, ours["prompt_ids"])))
+            theirs = [int(v) for ln in lines.splitlines() if ln.startswith("greedy") for v in ln.split()[1:]]
+            n = min(len(ours["ids"]), len(theirs))  # gatedlm stops at an EOS, llama_probe does not
+            same = [x == y for x, y in zip(ours["ids"][:n], theirs[:n])]
+            first = "-" if all(same) else str(same.index(False))
+            print(f"| {ck} | {t} | {writer} | {n} | {sum(same)} | {first} |")
+            if not all(same):
+                print(f"\n    gatedlm   {ours['ids']}\n    llama.cpp {theirs}\n")
 
 
 def read_bandwidth_gbs(gatedlm, threads):
@@ -184,6 +228,10 @@ def main():
     ap.add_argument("--ppl-tokenizer")
     ap.add_argument("--ppl-windows", type=int, default=8)
     ap.add_argument("--ppl-len", type=int, default=256)
+    ap.add_argument("--greedy-checkpoints", help="comma-separated trained checkpoints")
+    ap.add_argument("--greedy-prompt", default="ROMEO:\n")
+    ap.add_argument("--greedy-tokens", type=int, default=32)
+    ap.add_argument("--llama-requantize", default=os.path.join(HERE, "..", "build", "tests", "llama_requantize"))
     ap.add_argument("--workdir")
     a = ap.parse_args()
     libdir, why = fetch_llama_libs()
@@ -195,6 +243,8 @@ def main():
     print(f"# Quantised weights: gatedlm vs llama.cpp (node-llama-cpp 3.22.1 prebuilt), {a.threads} threads")
     if a.ppl_checkpoint:
         perplexity(a, libdir, work, types)
+    if a.greedy_checkpoints:
+        greedy(a, libdir, work, types)
     if a.shapes:
         bandwidth = read_bandwidth_gbs(a.gatedlm, a.threads)
         print(f"\nread bound (`gatedlm bench bandwidth --threads {a.threads}`, best of 10 passes over 1 GiB): "

@@ -44,7 +44,8 @@ gatedlm runs each file directly (`--checkpoint FILE.gguf`), and
     rules of their own (MIX_SHAPES: a qwen35 hybrid, eight experts, 17 untied layers);
   - the hybrid's Q4_K_M file (llama.cpp's) runs in both: gatedlm four times closer to
     llama.cpp than its F32 model, 24 of 32 greedy tokens the same (check_hybrid_run says why
-    no tighter on a random hybrid);
+    no tighter on a random hybrid); and a hybrid trained here on a short text (check_trained_hybrid)
+    continues a prompt on llama.cpp's Q4_K_M file exactly as llama.cpp does, all 32 tokens;
   - `gatedlm import` of the Q4_K_M file keeps its types (Q4_K and Q6_K blocks in a quantised
     checkpoint) and decodes exactly the logits of the file run directly.
 Exit status 77 (ctest: skipped) with the reason when npm or the registry is unavailable.
@@ -241,6 +242,56 @@ def check_hybrid_run(args, libdir, work, ck, path, failures):
         failures.append("hybrid q4_k_m run")
 
 
+# A Qwen3.5-shaped hybrid small enough to train inside the test: 3 Gated DeltaNet layers and a
+# G1-gated softmax layer, every row a whole number of 256-value super-blocks (so Q4_K_M has its
+# K-quants everywhere), more value heads than key heads as in Qwen3.5.
+TRAINED_HYBRID = {"vocab_size": 258, "d_model": 256, "n_layers": 4, "n_heads": 4, "n_kv_heads": 1, "head_dim": 64,
+                  "ffn_hidden": 256, "max_seq_len": 256, "rope_dims": 16, "qk_norm": True, "norm_zero_centered": True,
+                  "full_attention_interval": 4, "gate": {"position": "sdpa"},
+                  "linear_attention": {"n_k_heads": 2, "n_v_heads": 4, "k_head_dim": 64, "v_head_dim": 64}}
+
+
+def memorable_text():
+    """About 4 KB: twelve seeded sentences said over in the same order, so that every next byte
+    follows from the ones before: text a small model learns by heart in a hundred steps."""
+    words = ("the king and queen of a land far away said to her his good lord my heart is not yours thou art "
+             "hence whither goest").split()
+    rng = np.random.default_rng(17)
+    lines = [" ".join(rng.choice(words, size=int(rng.integers(5, 11)))).capitalize() + "." for _ in range(12)]
+    return "\n".join(lines * 8) + "\n"
+
+
+def check_trained_hybrid(args, libdir, work, failures):
+    """Issue 36: on a trained hybrid, gatedlm's greedy continuation on llama.cpp's Q4_K_M file is
+    llama.cpp's, all 32 tokens (check_hybrid_run's random hybrid magnifies every rounding; a
+    trained one has margins). The hybrid learns memorable_text by heart (`gatedlm train`), its F32
+    export is rewritten as Q4_K_M by llama.cpp's quantiser, and both engines continue a line of
+    that text greedily: `gatedlm generate --temperature 0` and llama_probe on the same prompt ids."""
+    text, cfg = os.path.join(work, "trained_text.txt"), os.path.join(work, "trained_hybrid.json")
+    with open(text, "w") as f:
+        f.write(memorable_text())
+    with open(cfg, "w") as f:
+        json.dump(TRAINED_HYBRID, f)
+    data, run_dir, f32 = (os.path.join(work, f"trained_{tail}") for tail in ("data", "run", "f32"))
+    gguf.run([args.gatedlm, "data", "prepare", "--tokenizer", "byte", "--input", text, "--out", data,
+              "--val-fraction", "0.1"])
+    gguf.run([args.gatedlm, "train", "--config", cfg, "--data", data, "--out", run_dir, "--steps", "120",
+              "--batch-size", "4", "--seq-len", "128", "--lr", "0.003", "--min-lr", "0.0003", "--warmup", "12",
+              "--eval-every", "0", "--eval-tokens", "512", "--save-every", "0", "--seed", "1"])
+    gguf.run([args.gatedlm, "export", run_dir, "--format", "gguf", "--dtype", "f32", "--out", f32])
+    path = os.path.join(work, "trained_hybrid_q4_k_m.gguf")
+    gguf.run([args.requantize, libdir, os.path.join(f32, "model.gguf"), path, str(LLAMA_FTYPES["q4_k_m"][0])])
+    ours = json.loads(gguf.run([args.gatedlm, "generate", "--checkpoint", path, "--prompt", "The king and",
+                                "--temperature", "0", "--max-tokens", str(GENERATE), "--json"]).strip().splitlines()[-1])
+    _, theirs = llama_run(args.probe, libdir, path, ours["prompt_ids"])
+    ok = ours["ids"] == theirs and len(theirs) == GENERATE and len(set(theirs)) >= 4
+    print(f"trained hybrid q4_k_m (llama.cpp's file): greedy {sum(a == b for a, b in zip(ours['ids'], theirs))}/"
+          f"{len(theirs)} tokens the same, {ours['text']!r}  {'PASS' if ok else 'FAIL'}")
+    if not ok:
+        print(f"  llama.cpp {theirs}\n  gatedlm   {ours['ids']}")
+        failures.append("trained hybrid q4_k_m greedy")
+
+
 def check_llama_quantized(args, libdir, work, name, cfg, ftypes, failures):
     """llama.cpp quantises gatedlm's F32 export of `cfg`; both run each file. The tolerance
     is this model's own: ACT_FACTOR times what gatedlm's Q8_0 weights move its logits."""
@@ -392,6 +443,7 @@ def main(argv=None):
         check_llama_quantized(binaries, libdir, work, "narrow", gguf.DENSE, ["q4_k_m", "q5_k_m", "iq4_xs", "q2_k"],
                               failures)
         check_mix_shapes(binaries, libdir, work, failures)
+        check_trained_hybrid(binaries, libdir, work, failures)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
