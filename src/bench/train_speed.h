@@ -54,5 +54,9 @@ PairedSpeed measure_paired_speed(const model::ModelConfig& a, const model::Model
 double measure_sgemm_gflops(int64_t n, int reps);
 
 int64_t peak_rss_bytes();
+// Resets the peak that peak_rss_bytes() reads to the present resident size (Linux >= 4.0's
+// /proc/self/clear_refs; a no-op where it cannot): a benchmark whose own scratch (bench
+// generate's 1 GiB bandwidth buffer) would otherwise stand as the peak.
+void reset_peak_rss();
 
 }  // namespace gatedlm::bench
