@@ -13,8 +13,10 @@ Greedy continuation (--greedy-checkpoints CK1,CK2, trained checkpoints, e.g. a d
   hybrid model): each type's GGUF file is written by llama.cpp's own quantiser
   (tests/llama/llama_requantize, --llama-requantize) from gatedlm's F32 export (gatedlm's own
   export where llama.cpp has no file type of that name); `gatedlm generate --temperature 0` and
-  llama_probe's greedy decode continue --greedy-prompt on that same file, and the two
-  continuations are compared token by token (the first --greedy-tokens tokens, or up to an EOS).
+  llama_probe's greedy decode continue each --greedy-prompt on that same file, and the two
+  continuations are compared token by token (the first --greedy-tokens tokens, or up to an EOS);
+  where they part, llama.cpp's gap between its top two logits there is printed beside the
+  largest difference between the two engines' logits (a near tie, or not).
 Speed (--shapes): a random model of each config (`gatedlm init --seed 1`), quantised and
   exported per type; batch-1 decode of gatedlm (`bench generate --checkpoint`) and llama.cpp
   (`llama_probe --bench`) alternated in --pairs pairs (median ratio, as compare_generate.py),
@@ -136,25 +138,45 @@ def llama_file(a, libdir, work, tag, t, f32_gguf, ours_gguf):
     return path, "llama.cpp's quantiser"
 
 
+def first_difference_margins(a, libdir, work, path, prefix):
+    """At the step where the continuations part (prefix: the prompt and the tokens both chose):
+    llama.cpp's top logit minus its second, and the largest difference between the two engines'
+    logits there (a step is decided only when the first is well above the second)."""
+    from test_quant_llama import gatedlm_decode_logits, llama_run  # noqa: E402 (the test's own readers)
+    theirs, _ = llama_run(a.llama_probe, libdir, path, prefix)
+    ours = gatedlm_decode_logits(a.gatedlm, path, prefix, work, "greedy_margin")
+    top = np.sort(theirs[-1])[-2:]
+    return float(top[1] - top[0]), float(np.abs(theirs[-1] - ours[-1]).max())
+
+
 def greedy(a, libdir, work, types):
-    """The greedy continuation of the same prompt on the same file: gatedlm against llama.cpp."""
-    print(f"\n## Greedy continuation of {a.greedy_prompt!r}, {a.greedy_tokens} tokens\n")
-    print("| checkpoint | weights | file written by | tokens compared | the same | first difference at |")
-    print("| --- | --- | --- | ---: | ---: | ---: |")
+    """The greedy continuation of the same prompts on the same file: gatedlm against llama.cpp."""
+    prompts = a.greedy_prompt or ["ROMEO:\n"]
+    print(f"\n## Greedy continuations of {len(prompts)} prompts, {a.greedy_tokens} tokens each\n")
+    print("| checkpoint | weights | file written by | continuations the same | tokens the same | where they part: "
+          "step, llama.cpp's top-two gap, largest logit difference between the engines |")
+    print("| --- | --- | --- | ---: | ---: | --- |")
     for i, ck in enumerate(a.greedy_checkpoints.split(",")):
         files = prepare(a, ck, work, f"greedy{i}", sorted(set(types) | {"f32"}), vocabulary=False)
         for t in types:
             path, writer = llama_file(a, libdir, work, f"greedy{i}", t, files["f32"][1], files[t][1])
-            ours = last_json(run([a.gatedlm, "generate", "--checkpoint", path, "--prompt", a.greedy_prompt,
-                                  "--temperature", "0", "--max-tokens", str(a.greedy_tokens), "--json"], a.threads))
-            lines = run([a.llama_probe, libdir, path, str(a.greedy_tokens)] + list(map(str, ours["prompt_ids"])))
-            theirs = [int(v) for ln in lines.splitlines() if ln.startswith("greedy") for v in ln.split()[1:]]
-            n = min(len(ours["ids"]), len(theirs))  # gatedlm stops at an EOS, llama_probe does not
-            same = [x == y for x, y in zip(ours["ids"][:n], theirs[:n])]
-            first = "-" if all(same) else str(same.index(False))
-            print(f"| {ck} | {t} | {writer} | {n} | {sum(same)} | {first} |")
-            if not all(same):
-                print(f"\n    gatedlm   {ours['ids']}\n    llama.cpp {theirs}\n")
+            whole, same_tokens, compared, parts = 0, 0, 0, []
+            for prompt in prompts:
+                ours = last_json(run([a.gatedlm, "generate", "--checkpoint", path, "--prompt", prompt, "--temperature",
+                                      "0", "--max-tokens", str(a.greedy_tokens), "--json"], a.threads))
+                lines = run([a.llama_probe, libdir, path, str(a.greedy_tokens)] + list(map(str, ours["prompt_ids"])))
+                theirs = [int(v) for ln in lines.splitlines() if ln.startswith("greedy") for v in ln.split()[1:]]
+                n = min(len(ours["ids"]), len(theirs))  # gatedlm stops at an EOS, llama_probe does not
+                same = [x == y for x, y in zip(ours["ids"][:n], theirs[:n])]
+                compared += n
+                same_tokens += sum(same)
+                if all(same):
+                    whole += 1
+                    continue
+                d = same.index(False)
+                gap, diff = first_difference_margins(a, libdir, work, path, ours["prompt_ids"] + ours["ids"][:d])
+                parts.append(f"{d}, {gap:.3f}, {diff:.3f}")
+            print(f"| {ck} | {t} | {writer} | {whole}/{len(prompts)} | {same_tokens}/{compared} | {'; '.join(parts) or '-'} |")
 
 
 def read_bandwidth_gbs(gatedlm, threads):
@@ -229,7 +251,7 @@ def main():
     ap.add_argument("--ppl-windows", type=int, default=8)
     ap.add_argument("--ppl-len", type=int, default=256)
     ap.add_argument("--greedy-checkpoints", help="comma-separated trained checkpoints")
-    ap.add_argument("--greedy-prompt", default="ROMEO:\n")
+    ap.add_argument("--greedy-prompt", action="append", help="a prompt (repeatable; default ROMEO:\\n)")
     ap.add_argument("--greedy-tokens", type=int, default=32)
     ap.add_argument("--llama-requantize", default=os.path.join(HERE, "..", "build", "tests", "llama_requantize"))
     ap.add_argument("--workdir")
