@@ -8,7 +8,7 @@
 // aligned, its whole 2 MiB frames marked MADV_HUGEPAGE: where transparent huge pages are "madvise" (Debian's
 // default) the kernel then backs it with 2 MiB pages instead of 4 KiB ones, so streaming the
 // weights once per decode step takes one TLB entry per 2 MiB instead of 512. Measured on an
-// AVX2 Zen 4 (bench/RESULTS.md, "Weights on huge pages"): 1B Q4_K_M batch 1 about 7 % faster.
+// AVX2 Zen 4 (bench/RESULTS.md, "Weights on huge pages"): quantised decode 3-11 % faster.
 // GATEDLM_HUGE_PAGES=0 leaves out the mark (the kernel's default pages).
 #include <cstddef>
 #include <new>
