@@ -47,7 +47,7 @@ sys.dont_write_bytecode = True
 import numpy as np  # noqa: E402
 
 from test_gguf_llama import byte_level_tokenizer, fetch_llama_libs  # noqa: E402
-from test_quant_llama import LLAMA_FTYPES  # noqa: E402
+from test_quant_llama import LLAMA_FTYPES, gatedlm_decode_logits, llama_run  # noqa: E402
 
 
 def run(args, threads=None, capture=True):
@@ -142,7 +142,6 @@ def first_difference_margins(a, libdir, work, path, prefix):
     """At the step where the continuations part (prefix: the prompt and the tokens both chose):
     llama.cpp's top logit minus its second, and the largest difference between the two engines'
     logits there (a step is decided only when the first is well above the second)."""
-    from test_quant_llama import gatedlm_decode_logits, llama_run  # noqa: E402 (the test's own readers)
     theirs, _ = llama_run(a.llama_probe, libdir, path, prefix)
     ours = gatedlm_decode_logits(a.gatedlm, path, prefix, work, "greedy_margin")
     top = np.sort(theirs[-1])[-2:]
