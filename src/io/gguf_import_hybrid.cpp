@@ -134,7 +134,12 @@ void read_hybrid_config(GgufReader& f, const std::string& arch, model::ModelConf
   c.gate.position = model::GatePosition::sdpa;  // G1: elementwise sigmoid, reading all of d_model
   c.rope_dims = rope_dims(f, prefix, arch, c.head_dim);
   c.layer_types = layer_kinds(f, prefix, c.n_layers, mtp);
-  if (!c.layer_types.empty()) c.linear_attention = linear_attention(f, prefix);
+  if (!c.layer_types.empty()) {
+    c.linear_attention = linear_attention(f, prefix);
+    // qwen35's tiled value heads are kept (io/gguf_linear.h), so its tensors load as they are.
+    if (!gguf_traits(arch).grouped_linear_inputs && c.linear_attention.heads_per_key() > 1)
+      c.linear_attention.value_head_order = model::ValueHeadOrder::tiled;
+  }
   if (gguf_has_shared_expert(arch)) read_shared_expert(f, prefix, c);
 }
 

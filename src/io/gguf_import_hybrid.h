@@ -7,7 +7,8 @@
 //     full_attention_interval (llama.cpp's default 4 when neither is there);
 //   - the Gated DeltaNet shape from ssm.group_count (n_k_heads), ssm.time_step_rank
 //     (n_v_heads), ssm.state_size (k_head_dim = v_head_dim; ssm.inner_size must be
-//     n_v_heads * state_size), ssm.conv_kernel;
+//     n_v_heads * state_size), ssm.conv_kernel; the value heads in the file's order (qwen35's
+//     tiled, qwen3next's grouped), so that no tensor is reordered;
 //   - rope_dims from rope.dimension_count; qwen35's rope.dimension_sections must give every
 //     rotated pair the token's position (text M-RoPE = rotate-half RoPE);
 //   - qwen3next's linear layers as attn_qkv + attn_gate or, from older converters, ssm_in;

@@ -6,11 +6,13 @@
 //   in_proj_a -> ssm_alpha, conv1d [C, 1, K] -> ssm_conv1d [C, K], dt_bias -> ssm_dt.bias,
 //   A_log -> ssm_a = -exp(A_log), norm -> ssm_norm (plain, never zero-centred),
 //   out_proj -> ssm_out.
-// qwen35 / qwen35moe: the value heads reordered from Hugging Face's grouped order (key head j
-// serves value heads j*r .. j*r + r-1) to llama.cpp's tiled order (tiled head m*n_k + j is
-// grouped head j*r + m), which ggml's broadcasting repeats key heads in; r = n_v / n_k. The
-// value-head axis is the rows of v (in attn_qkv), attn_gate, ssm_beta, ssm_alpha, ssm_dt,
-// ssm_a and the v channels of ssm_conv1d, and the columns of ssm_out.
+// The value-head axis (model/value_heads.h: the rows of v in attn_qkv, attn_gate, ssm_beta,
+// ssm_alpha, ssm_dt, ssm_a and the v channels of ssm_conv1d, and the columns of ssm_out) is in
+// the architecture's order, the model's (model/hybrid_config.h's ValueHeadOrder) reordered to
+// it where they differ: qwen35 / qwen35moe tile the value heads (file head m*n_k + j is the
+// m-th head key head j serves), which ggml's broadcasting repeats key heads in; r = n_v / n_k.
+// A qwen35 import keeps the tiled order, so every tensor loads as it is (K-quant blocks of
+// ssm_out included); a Hugging Face model (grouped) is tiled as it is written.
 // qwen3next keeps the grouped order (its graph repeats key heads interleaved) and fuses beta
 // and alpha as Qwen3-Next's in_proj_ba: ssm_ba [2 * n_v, d], per key head j its r beta rows,
 // then its r alpha rows. Older qwen3next files (llama.cpp's converter before it split

@@ -11,6 +11,7 @@
 #include "core/json_file.h"
 #include "core/progress.h"
 #include "io/model_family.h"
+#include "model/value_heads.h"
 
 namespace gatedlm::io {
 
@@ -228,6 +229,11 @@ std::vector<TensorMapping> map_tensors(const model::ModelConfig& c, const model:
 }
 
 void export_hf(const Checkpoint& ck, HfFormat format, kernels::ElementType dtype, const std::string& out_dir) {
+  if (ck.config.linear_attention.value_head_order != model::ValueHeadOrder::grouped) {
+    Checkpoint grouped = ck;  // Hugging Face's linear layers are grouped (model/value_heads.h)
+    model::reorder_value_heads(grouped.config, grouped.params, model::ValueHeadOrder::grouped);
+    return export_hf(grouped, format, dtype, out_dir);
+  }
   const model::ModelConfig& c = ck.config;
   const char* torch_dtype = dtype == kernels::ElementType::f32 ? "float32" : dtype == kernels::ElementType::bf16 ? "bfloat16" : "float16";
   const nlohmann::ordered_json hf = config_to_hf(c, format, torch_dtype);

@@ -27,7 +27,8 @@ struct ImportedModel {
 // tensors, other dtypes, an lm_head.weight that differs from a tied embedding.
 ImportedModel import_hf(const std::string& src_dir, std::optional<HfFormat> format);
 
-// Writes `out_dir`/config.json and model.safetensors in `format`, weights in `dtype`.
+// Writes `out_dir`/config.json and model.safetensors in `format`, weights in `dtype` (a model
+// with tiled value heads, as a qwen35 GGUF imports, is written grouped, as Hugging Face reads it).
 // Refuses a config the format cannot express (io/hf_config.h) before writing anything.
 void export_hf(const Checkpoint& ck, HfFormat format, kernels::ElementType dtype, const std::string& out_dir);
 

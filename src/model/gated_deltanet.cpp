@@ -82,7 +82,7 @@ void conv_history_update(T* history, const T* proj, int64_t ld, int64_t count, b
 }
 
 // One row's q and k from act = SiLU(its convolution) [conv_dim]: L2-normalised per key head
-// (q also scaled by 1/sqrt(d_k)) and repeated to the value heads.
+// (q also scaled by 1/sqrt(d_k)) and repeated to the value heads it serves (la.value_head).
 template <typename T>
 void normalise_keys(DeltaNetActivations<T>& a, int64_t r, const T* act, const LinearAttentionConfig& la) {
   const int64_t nk = la.n_k_heads, nv = la.n_v_heads, dk = la.k_head_dim, rep = la.heads_per_key(), kd = la.key_dim();
@@ -96,8 +96,10 @@ void normalise_keys(DeltaNetActivations<T>& a, int64_t r, const T* act, const Li
       (which == 0 ? a.rnorm_q : a.rnorm_k)[r * nk + j] = rn;
       const T scale = rn * (which == 0 ? q_scale : T(1));
       T* dst = (which == 0 ? a.q : a.k).data();
-      for (int64_t h = j * rep; h < (j + 1) * rep; ++h)
+      for (int64_t m = 0; m < rep; ++m) {
+        const int64_t h = la.value_head(j, m);
         for (int64_t i = 0; i < dk; ++i) dst[(r * nv + h) * dk + i] = x[i] * scale;
+      }
     }
   }
 }

@@ -7,7 +7,8 @@
 //   act   = SiLU(causal depthwise conv of proj's q|k|v columns over each sequence's tokens,
 //                kernel K, no bias, zeros before the first token)            [n, conv_dim]
 //   q, k  = act's q, k columns per key head, L2-normalised (x / sqrt(|x|^2 + 1e-6)); q also
-//           times 1/sqrt(d_k); key head j serves value heads j r .. j r + r - 1 (r = n_v / n_k)
+//           times 1/sqrt(d_k); key head j serves r = n_v / n_k value heads: j r .. j r + r - 1
+//           (grouped) or j, j + n_k, ... (tiled; model/hybrid_config.h)
 //   v     = act's v columns per value head
 //   beta  = sigmoid(b),  g = -exp(A_log) softplus(a + dt_bias)              [n, n_v]
 //   o     = the gated delta rule (kernels/delta_rule.h) per sequence and value head

@@ -87,12 +87,14 @@ void unnormalise_keys(T* dact, const T* act, int64_t r, const DeltaNetScratch<T>
   const T q_scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(dk)));
   for (int64_t j = 0; j < nk; ++j) {
     for (int which = 0; which < 2; ++which) {  // q, then k
-      const T* grad = (which == 0 ? sc.dq : sc.dk).data() + (r * nv + j * rep) * dk;
+      const T* grad = (which == 0 ? sc.dq : sc.dk).data() + r * nv * dk;  // [n_v, d_k] of row r
       const int64_t c0 = which * kd + j * dk;
       T* du = dact + c0;
-      std::copy_n(grad, dk, du);
-      for (int64_t h = 1; h < rep; ++h)
-        for (int64_t i = 0; i < dk; ++i) du[i] += grad[h * dk + i];
+      std::copy_n(grad + la.value_head(j, 0) * dk, dk, du);
+      for (int64_t m = 1; m < rep; ++m) {
+        const T* g = grad + la.value_head(j, m) * dk;
+        for (int64_t i = 0; i < dk; ++i) du[i] += g[i];
+      }
       const T* x = act + c0;
       T dot = 0;
       for (int64_t i = 0; i < dk; ++i) dot += x[i] * du[i];

@@ -28,6 +28,8 @@ LayerKind kind_from_json(const json& v, const std::string& where) {
 
 }  // namespace
 
+const char* to_string(ValueHeadOrder order) { return order == ValueHeadOrder::tiled ? "tiled" : "grouped"; }
+
 const char* to_string(LayerKind kind) {
   switch (kind) {
     case LayerKind::linear_attention: return "linear_attention";
@@ -65,7 +67,8 @@ std::vector<LayerKind> layer_kinds_from_json(const json& config, int64_t n_layer
 
 LinearAttentionConfig linear_attention_from_json(const json& j, const std::string& where) {
   if (!j.is_object()) fail(where, ": expected a JSON object");
-  static const std::set<std::string> known = {"n_k_heads", "n_v_heads", "k_head_dim", "v_head_dim", "conv_kernel"};
+  static const std::set<std::string> known = {"n_k_heads",  "n_v_heads",  "k_head_dim",
+                                              "v_head_dim", "conv_kernel", "value_head_order"};
   for (auto& [key, value] : j.items())
     if (!known.count(key)) fail(where, ": unknown key \"", key, "\"");
   LinearAttentionConfig c;
@@ -74,6 +77,12 @@ LinearAttentionConfig linear_attention_from_json(const json& j, const std::strin
   c.k_head_dim = int_key(j, where, "k_head_dim", std::nullopt);
   c.v_head_dim = int_key(j, where, "v_head_dim", std::nullopt);
   c.conv_kernel = int_key(j, where, "conv_kernel", c.conv_kernel);
+  if (j.contains("value_head_order")) {
+    const json& order = j.at("value_head_order");
+    if (order == "tiled") c.value_head_order = ValueHeadOrder::tiled;
+    else if (order != "grouped")
+      fail(where, ": key \"value_head_order\" must be \"grouped\" or \"tiled\", got ", order.dump());
+  }
   return c;
 }
 
@@ -88,7 +97,8 @@ json linear_attention_to_json(const LinearAttentionConfig& c) {
               {"n_v_heads", c.n_v_heads},
               {"k_head_dim", c.k_head_dim},
               {"v_head_dim", c.v_head_dim},
-              {"conv_kernel", c.conv_kernel}};
+              {"conv_kernel", c.conv_kernel},
+              {"value_head_order", to_string(c.value_head_order)}};
 }
 
 void validate_linear_attention(const LinearAttentionConfig& c) {

@@ -9,7 +9,9 @@ not from gatedlm's code. Per linear layer, h = the block's normalised input [B, 
     q, k  = L2-normalised per key head (rsqrt(sum x^2 + 1e-6)); q /= sqrt(d_k)
     beta  = sigmoid(h W_b^T), g = -exp(A_log) * softplus(h W_a^T + dt_bias)   per value head
     S_t   = exp(g_t) S_{t-1};  S_t += k_t (beta_t (v_t - S_t^T k_t))^T;  o_t = S_t^T q_t
-            (key head j serves value heads j*r .. j*r+r-1, r = n_v / n_k)
+            (key head j serves value heads j*r .. j*r+r-1, r = n_v / n_k: "grouped", as
+            Hugging Face; or j, j+n_k, j+2n_k, ..: "tiled", as llama.cpp's qwen35 graph, which
+            repeats the key heads by broadcasting; linear_attention.value_head_order)
     y     = RMSNorm(o per head) * norm.weight * SiLU(h W_z^T);  out = y W_out^T
 
 The delta rule is written twice: the plain recurrence and the chunked WY / UT form (Yang et
@@ -39,6 +41,7 @@ class LinearAttentionConfig:
     k_head_dim: int
     v_head_dim: int
     conv_kernel: int = 4
+    value_head_order: str = "grouped"
 
     @classmethod
     def from_json(cls, d, config_error):
@@ -51,7 +54,12 @@ class LinearAttentionConfig:
         for key in known[:4]:
             if key not in d:
                 raise config_error(f"linear_attention: missing required key {key}")
+        if d.get("value_head_order", "grouped") not in ("grouped", "tiled"):
+            raise config_error(f"linear_attention.value_head_order must be grouped or tiled, "
+                               f"got {d['value_head_order']!r}")
         for key, v in d.items():
+            if key == "value_head_order":
+                continue
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise config_error(f"linear_attention.{key} must be a positive integer, got {v!r}")
         la = cls(**d)
@@ -280,6 +288,9 @@ class GatedDeltaNet(nn.Module):
         q, k, v = torch.split(mixed, [la.key_dim, la.key_dim, la.value_dim], dim=-1)
         q = l2_normalize(q.reshape(B, T, la.n_k_heads, la.k_head_dim)) / math.sqrt(la.k_head_dim)
         k = l2_normalize(k.reshape(B, T, la.n_k_heads, la.k_head_dim))
+        if la.value_head_order == "tiled":   # value head t reads key head t % n_k
+            r = la.n_v_heads // la.n_k_heads
+            q, k = q.repeat(1, 1, r, 1), k.repeat(1, 1, r, 1)
         v = v.reshape(B, T, la.n_v_heads, la.v_head_dim)
         beta = torch.sigmoid(self.in_proj_b.linear(h))
         g = -torch.exp(self.A_log) * F.softplus(self.in_proj_a.linear(h) + self.dt_bias)
@@ -335,8 +346,9 @@ def randomize_for_tests(model, gen):
                 p.copy_(0.1 * torch.randn(p.shape, generator=gen))
 
 
-def _linear(n_k, n_v, d_k=8, d_v=8, conv=4):
-    return {"n_k_heads": n_k, "n_v_heads": n_v, "k_head_dim": d_k, "v_head_dim": d_v, "conv_kernel": conv}
+def _linear(n_k, n_v, d_k=8, d_v=8, conv=4, order="grouped"):
+    return {"n_k_heads": n_k, "n_v_heads": n_v, "k_head_dim": d_k, "v_head_dim": d_v, "conv_kernel": conv,
+            "value_head_order": order}
 
 
 # Added to test_against_engine.CASES (and so to the decode check). "__seq__": the sequence
@@ -350,6 +362,10 @@ ENGINE_CASES = {
                                                                 "linear_attention"],
                                        linear_attention=_linear(2, 4, d_k=8, d_v=6),
                                        norm_zero_centered=True, rope_dims=2, rope_base=100.0),
+    # n_v = 3 n_k in llama.cpp's tiled order (key head j serves value heads j, j + 2, j + 4)
+    "hybrid_tiled_value_heads": dict(n_layers=2, full_attention_interval=2,
+                                     linear_attention=_linear(2, 6, d_k=8, d_v=4, order="tiled"),
+                                     gate={"position": "sdpa"}),
     # learned sink logits on the softmax layer of a hybrid, with the G1 gate
     "hybrid_sinks_g1": dict(n_layers=2, full_attention_interval=2, linear_attention=_linear(2, 2),
                             gate={"position": "sdpa"}, attention_sinks=True),
@@ -404,7 +420,7 @@ def naive_mixer(cfg, P, prefix, h):
     decay = np.exp(-np.exp(W["A_log"]) * np.log1p(np.exp(h @ W["in_proj_a.weight"].T + W["dt_bias"])))
     y = np.zeros((T, la.value_dim))
     for hv in range(la.n_v_heads):
-        hk = hv // r
+        hk = hv % la.n_k_heads if la.value_head_order == "tiled" else hv // r
         S = np.zeros((dk, dv))
         for t in range(T):
             q = act[t, hk * dk:(hk + 1) * dk]

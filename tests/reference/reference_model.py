@@ -121,7 +121,7 @@ class RopeScaling:
             r.type = _check_enum("rope_scaling.type", d["type"], ROPE_SCALINGS)
         if "factor" in d:
             r.factor = _check_num("rope_scaling.factor", d["factor"])
-        if "original_max_seq_len" in d:
+        if d.get("original_max_seq_len") is not None:   # to_json writes None for "max_seq_len"
             r.original_max_seq_len = _check_int("rope_scaling.original_max_seq_len",
                                                 d["original_max_seq_len"], 1)
         return r

@@ -71,7 +71,9 @@ TEST(CacheLineVector, LargeBuffersSitOnWholeHugePagesThatTheKernelMayUse) {
     bytes[n - 1] = 0xAB;
     for (std::size_t i = 0; i < n; i += 4093) ASSERT_EQ(bytes[i], static_cast<uint8_t>(i)) << i;
     EXPECT_EQ(bytes[n - 1], 0xAB);
-    if (huge_pages_on_request()) EXPECT_EQ(huge_page_eligible(bytes.data()), 1) << n << " bytes";
+    if (huge_pages_on_request()) {
+      EXPECT_EQ(huge_page_eligible(bytes.data()), 1) << n << " bytes";
+    }
   }
   // Growth across the threshold moves the elements from the small storage to the mapping.
   CacheLineVector<float> grown(1000, 1.5f);

@@ -1,9 +1,8 @@
 // A quantised GGUF file runs on its blocks (io/gguf_blocks.h): the loader keeps each
 // quantised tensor in the file's type, and the model gives the logits of the same weights
 // expanded to F32 (import_gguf), in fp32 summation order in the generic kernel set. The
-// fp32 pages of the stored tensors, the embedding's included, are given back. Tensors the
-// tables reorder within rows (a hybrid's ssm_out with more value heads than key heads) and
-// F32 / F16 tensors are expanded, as are the parameters of a file written as F32.
+// fp32 pages of the stored tensors, the embedding's included, are given back. F32 / F16
+// tensors are expanded, as are the parameters of a file written as F32.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -40,7 +39,7 @@ json superblock_config() {
               {"n_kv_heads", 2}, {"head_dim", 64}, {"ffn_hidden", 512}, {"max_seq_len", 64}};
 }
 
-// qwen35: two key heads, four value heads (ssm_out's heads are reordered within its rows).
+// A hybrid of two key heads and four value heads (ssm_out's columns hold the value heads).
 json hybrid_config() {
   return json{{"vocab_size", kByteVocabularySize}, {"d_model", 64}, {"n_layers", 2}, {"n_heads", 4},
               {"n_kv_heads", 2}, {"head_dim", 16}, {"ffn_hidden", 96}, {"max_seq_len", 64},
@@ -129,32 +128,32 @@ TEST(GgufBlocks, AMixKeepsEachTensorsType) {
   EXPECT_EQ(f.tensors.at("model.embed_tokens.weight"), k::ElementType::q4_k);
 }
 
-TEST(GgufBlocks, AHybridKeepsWholeRowsAndExpandsTheReorderedOnes) {
+// A hybrid with more value heads than key heads: qwen35 tiles them, qwen3next groups them;
+// either file imports in its own order (model/value_heads.h), so every matrix stays in
+// blocks, ssm_out (value heads along its rows) included, and runs as the expanded model.
+TEST(GgufBlocks, AHybridKeepsEveryMatrixInItsFilesOrder) {
   const KernelSetGuard generic(k::KernelSet::generic);
   const TempDir dir("gguf_blocks_hybrid");
   const Checkpoint ck = random_checkpoint(hybrid_config(), 5);
-  const std::string path = (dir / "hybrid_q8_0.gguf").string();
-  export_gguf(ck, k::ElementType::q8_0, kByteVocabulary, path, "qwen35");
-  const LoadedModel m = expect_runs_on_blocks(path);
-  ASSERT_NE(m.quantized, nullptr);
-  const model::WeightFormats& f = m.quantized->formats();
-  // attn_qkv: q | k as they are, v's heads reordered as whole rows; attn_q holds q and gate
-  // rows head by head.
-  for (const char* kept : {"model.layers.0.linear_attn.in_proj_qkv.weight", "model.layers.0.linear_attn.in_proj_z.weight",
-                           "model.layers.1.self_attn.q_proj.weight", "model.layers.1.mlp.down_proj.weight"})
-    EXPECT_EQ(f.tensors.count(kept), 1u) << kept;
-  EXPECT_EQ(f.tensors.count("model.layers.0.linear_attn.out_proj.weight"), 0u)
-      << "ssm_out's value heads are reordered within its rows: expanded to F32";
-
-  // As many value heads as key heads: ssm_out's heads are in order, its rows whole.
-  json same_heads = hybrid_config();
-  same_heads["linear_attention"]["n_v_heads"] = 2;
-  const std::string in_order = (dir / "hybrid_in_order.gguf").string();
-  export_gguf(random_checkpoint(same_heads, 6), k::ElementType::q8_0, kByteVocabulary, in_order, "qwen35");
-  const LoadedModel ordered = expect_runs_on_blocks(in_order);
-  ASSERT_NE(ordered.quantized, nullptr);
-  EXPECT_EQ(ordered.quantized->formats().tensors.count("model.layers.0.linear_attn.out_proj.weight"), 1u);
-
+  for (const char* arch : {"qwen35", "qwen3next"}) {
+    SCOPED_TRACE(arch);
+    Checkpoint written = ck;
+    if (std::string(arch) == "qwen3next") {  // qwen3next holds MoE layers only
+      json moe = hybrid_config();
+      moe["ffn_hidden"] = 0;
+      moe["moe"] = {{"n_experts", 2}, {"top_k", 1}, {"expert_hidden", 32}, {"n_shared", 1}, {"shared_hidden", 32}};
+      written = random_checkpoint(moe, 5);
+    }
+    const std::string path = (dir / (std::string(arch) + "_q8_0.gguf")).string();
+    export_gguf(written, k::ElementType::q8_0, kByteVocabulary, path, arch);
+    const LoadedModel m = expect_runs_on_blocks(path);
+    ASSERT_NE(m.quantized, nullptr);
+    EXPECT_EQ(m.model->config().linear_attention.value_head_order,
+              std::string(arch) == "qwen35" ? model::ValueHeadOrder::tiled : model::ValueHeadOrder::grouped);
+    for (const model::ParamSpec& s : m.model->layout().specs())
+      if (model::quantized_tensor(s)) EXPECT_EQ(m.quantized->formats().of(s), k::ElementType::q8_0) << s.name;
+    EXPECT_EQ(m.quantized->formats().tensors.count("model.layers.0.linear_attn.out_proj.weight"), 1u);
+  }
   const std::string f32_path = (dir / "hybrid_f32.gguf").string();
   export_gguf(ck, k::ElementType::f32, kByteVocabulary, f32_path, "qwen35");
   EXPECT_EQ(load_model(f32_path).quantized, nullptr) << "F32 weights have no blocks to keep";

@@ -1,6 +1,6 @@
 // The Gated DeltaNet layer (model/gated_deltanet.h) on its own: its backward against fp64
 // central finite differences over sequences longer than one chunk of the delta rule, with
-// n_v = n_k and n_v = 2 n_k; and the incremental path (runs carrying the convolution history
+// n_v = n_k and n_v = 2 n_k, value heads grouped and tiled; and the incremental path (runs carrying the convolution history
 // and the delta-rule state) against the training-shaped forward.
 #include <gtest/gtest.h>
 
@@ -44,8 +44,8 @@ struct OneLayerWeights {
   }
 };
 
-DeltaNetShape shape_of(int64_t n_k, int64_t n_v) {
-  return {{n_k, n_v, /*k_head_dim=*/3, /*v_head_dim=*/2, /*conv_kernel=*/3}, /*d_model=*/5, 1e-6};
+DeltaNetShape shape_of(int64_t n_k, int64_t n_v, ValueHeadOrder order = ValueHeadOrder::grouped) {
+  return {{n_k, n_v, /*k_head_dim=*/3, /*v_head_dim=*/2, /*conv_kernel=*/3, order}, /*d_model=*/5, 1e-6};
 }
 
 // loss = sum(out * R): d loss / d out = R.
@@ -64,11 +64,15 @@ double layer_loss(const OneLayerWeights<double>& w, const std::vector<double>& h
 // 1e-5 and 1e-6: truncation, not a wrong gradient).
 constexpr double kStep = 1e-6;
 
-class DeltaNetGradient : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
+struct Heads {
+  int64_t n_k, n_v;
+  ValueHeadOrder order;
+};
+
+class DeltaNetGradient : public ::testing::TestWithParam<Heads> {};
 
 TEST_P(DeltaNetGradient, MatchesFiniteDifferencesOverTwoChunks) {
-  const auto [n_k, n_v] = GetParam();
-  const DeltaNetShape s = shape_of(n_k, n_v);
+  const DeltaNetShape s = shape_of(GetParam().n_k, GetParam().n_v, GetParam().order);
   const int64_t batch = 2, seq = 70;  // the chunk is 64: the state crosses a chunk boundary
   OneLayerWeights<double> w(s, 3);
   std::vector<double> h = random_vector<double>(batch * seq * s.d_model, 4);
@@ -98,7 +102,12 @@ TEST_P(DeltaNetGradient, MatchesFiniteDifferencesOverTwoChunks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(KeyAndValueHeads, DeltaNetGradient,
-                         ::testing::Values(std::pair<int64_t, int64_t>{2, 2}, std::pair<int64_t, int64_t>{1, 2}));
+                         ::testing::Values(Heads{2, 2, ValueHeadOrder::grouped}, Heads{1, 2, ValueHeadOrder::grouped},
+                                           Heads{2, 4, ValueHeadOrder::grouped}, Heads{2, 4, ValueHeadOrder::tiled}),
+                         [](const auto& info) {
+                           const Heads& h = info.param;
+                           return "nk" + std::to_string(h.n_k) + "_nv" + std::to_string(h.n_v) + "_" + to_string(h.order);
+                         });
 
 // One sequence through runs of the given lengths (each continuing the last) equals the
 // training-shaped forward of the whole sequence.

@@ -124,6 +124,13 @@ const Variant kVariants[] = {
       {"linear_attention", {{"n_k_heads", 1}, {"n_v_heads", 2}, {"k_head_dim", 4}, {"v_head_dim", 3}, {"conv_kernel", 3}}},
       {"gate", {{"position", "sdpa"}}}},
      1e-6},
+    // Tiled value heads (llama.cpp's qwen35 order, model/hybrid_config.h): key head j serves
+    // value heads j and j + 2.
+    {"hybrid_tiled_value_heads",
+     {{"layer_types", {"linear_attention", "full_attention"}},
+      {"linear_attention",
+       {{"n_k_heads", 2}, {"n_v_heads", 4}, {"k_head_dim", 3}, {"v_head_dim", 2}, {"value_head_order", "tiled"}}}},
+     1e-6},
     {"hybrid_attention_sinks",
      {{"layer_types", {"linear_attention", "full_attention"}}, {"attention_sinks", true},
       {"linear_attention", {{"n_k_heads", 1}, {"n_v_heads", 1}, {"k_head_dim", 4}, {"v_head_dim", 4}, {"conv_kernel", 2}}},
