@@ -7,13 +7,17 @@
 #   - gatedlm score of 64 token ids straight from the file (--checkpoint FILE.gguf);
 #   - gatedlm import of the file (keeping its types) and score from that checkpoint;
 #   - llama.cpp (tests/llama/llama_probe, npm's libllama) evaluating 8 tokens of the same file.
-# Usage: bench/gguf_memory.sh [WORK_DIR]   (~20 GB of disk; build/ with gatedlm and llama_probe)
+# Usage: bench/gguf_memory.sh [WORK_DIR [SHAPE]]   (build/ with gatedlm and llama_probe)
+#   SHAPE: 2b (the default; ~20 GB of disk) or 4b (Qwen3.5-4B's shape, 32 value heads to 16 key
+#   heads, so ssm_out's columns are tiled in the file; ~35 GB of disk and 18 GB of memory for
+#   the F32 checkpoint it is exported from).
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${GATEDLM_BIN:-$ROOT/build/gatedlm}
 PROBE=${GATEDLM_PROBE:-$ROOT/build/tests/llama_probe}
 LIBDIR=${GATEDLM_LLAMA_LIBS:-$HOME/.cache/gatedlm/llama/package/bins/linux-x64}
 WORK=${1:-/tmp/gatedlm_gguf_memory}
+SHAPE=${2:-2b}
 mkdir -p "$WORK"
 measure() {  # label, command...
   label=$1; shift
@@ -22,7 +26,7 @@ measure() {  # label, command...
   rss=$(grep "Maximum resident set size" "$WORK/$label.time" | awk '{print $NF}')
   echo "$label: wall $wall, peak RSS $(awk "BEGIN {printf \"%.2f\", $rss / 1048576}") GiB"
 }
-[ -d "$WORK/hf" ] || /usr/bin/python3 "$ROOT/bench/make_random_hf.py" --arch qwen3_5 --shape 2b --out "$WORK/hf"
+[ -d "$WORK/hf" ] || /usr/bin/python3 "$ROOT/bench/make_random_hf.py" --arch qwen3_5 --shape "$SHAPE" --out "$WORK/hf"
 if [ ! -d "$WORK/ckpt" ]; then
   "$BIN" import "$WORK/hf" --out "$WORK/ckpt" > "$WORK/import_hf.log" 2>&1 || { tail "$WORK/import_hf.log"; exit 1; }
   # A byte-level vocabulary of the model's size, so that the GGUF file has one (llama.cpp needs it).

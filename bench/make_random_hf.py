@@ -19,12 +19,16 @@ written one tensor at a time (a few hundred MB of memory), for measuring `gatedl
   model-certification test, both naming Qwen/Qwen3.5-2B: hidden 2048, 24 layers, 8 / 2 heads,
   head_dim 256, intermediate 6144, linear 16 / 16 x 128, vocab 248320, rope_theta 1e7,
   partial_rotary_factor 0.25); tie_word_embeddings true and mrope_section [11, 11, 10] are
-  Qwen3.5-0.8B's config (same family), not seen for the 2B. --shape tiny: a few-MB smoke.
+  Qwen3.5-0.8B's config (same family), not seen for the 2B. --shape 4b: Qwen3.5-4B's language
+  model as quoted the same way (an MLX adapter's test of "the local Qwen3.5 4B topology"): 32
+  layers, hidden 2560, 16 heads / 4 KV heads of 256, FFN 9216, linear layers 16 key / 32 value
+  heads of 128 (twice the key heads, as every Qwen3.5 above 2B), vocabulary 248320; tied
+  embeddings assumed as the smaller models; about 4.2 B parameters. --shape tiny: a few-MB smoke.
   Random weights: N(0, 0.02) matrices, zero-centred norms 0 (x * (1 + 0)), the gated norm
   and dt_bias 1, A_log 0.
 
 Usage: /usr/bin/python3 bench/make_random_hf.py OUT_DIR [--layers 28] [--gate elementwise|headwise|none]
-       /usr/bin/python3 bench/make_random_hf.py --arch qwen3_5 [--shape 2b|tiny] [--dtype bf16|f32] --out DIR
+       /usr/bin/python3 bench/make_random_hf.py --arch qwen3_5 [--shape 2b|4b|tiny] [--dtype bf16|f32] --out DIR
 """
 import argparse
 import json
@@ -59,6 +63,8 @@ def shapes(a):
 QWEN35_SHAPES = {
     "2b": dict(layers=24, d_model=2048, heads=8, kv_heads=2, head_dim=256, ffn=6144, vocab=248320, lin_k=16,
                lin_v=16, lin_dk=128, lin_dv=128),
+    "4b": dict(layers=32, d_model=2560, heads=16, kv_heads=4, head_dim=256, ffn=9216, vocab=248320, lin_k=16,
+               lin_v=32, lin_dk=128, lin_dv=128),
     "tiny": dict(layers=4, d_model=64, heads=2, kv_heads=1, head_dim=32, ffn=96, vocab=1000, lin_k=2, lin_v=4,
                  lin_dk=16, lin_dv=16),
 }

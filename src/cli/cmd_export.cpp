@@ -54,7 +54,7 @@ void register_export(CLI::App& app) {
     if (fs::exists(opt->out) && !(fs::is_directory(opt->out) && fs::is_empty(opt->out)))
       fail("--out ", opt->out, ": exists and is not an empty directory (nothing written)");
     const std::string dir = io::resolve_checkpoint_dir(opt->checkpoint);
-    const io::Checkpoint ck = io::load_checkpoint(dir);
+    io::Checkpoint ck = io::load_checkpoint(dir);  // moved into export_hf
     const fs::path tokenizer = fs::path(dir) / io::kHfTokenizerFile;
     // The checkpoint's chat template (chat_template.jinja, or a tokenizer_config.json's),
     // parsed before anything is written.
@@ -87,7 +87,7 @@ void register_export(CLI::App& app) {
                    chat_note.c_str(), opt->out.c_str());
       return;
     }
-    io::export_hf(ck, format, dtype, opt->out);
+    io::export_hf(std::move(ck), format, dtype, opt->out);
     if (fs::exists(tokenizer)) fs::copy_file(tokenizer, fs::path(opt->out) / io::kHfTokenizerFile);
     if (chat) io::write_chat_template(*chat, opt->out);
     std::fprintf(stderr, "exported %s as %s (%s%s) into %s\n", dir.c_str(), opt->format.c_str(), opt->dtype.c_str(),

@@ -17,9 +17,9 @@ void value_heads(std::vector<GgufRun>& runs, const model::ParamSpec& s, const st
   const model::LinearAttentionConfig& la = c.linear_attention;
   const model::ValueHeadAxis axis = *model::value_head_axis(part, la, c.d_model);
   const int64_t r = la.heads_per_key();
+  const bool tiled = file == model::ValueHeadOrder::tiled;
   for (int64_t o = 0; o < axis.outer; ++o)
     for (int64_t g = 0; g < la.n_v_heads; ++g) {
-      const bool tiled = file == model::ValueHeadOrder::tiled;
       const int64_t j = tiled ? g % la.n_k_heads : g / r, m = tiled ? g / la.n_k_heads : g % r;
       runs.push_back({&s, axis.base + o * axis.stride + la.value_head(j, m) * axis.head, axis.head});
     }

@@ -228,12 +228,9 @@ std::vector<TensorMapping> map_tensors(const model::ModelConfig& c, const model:
   return format->map_tensors(c, layout, prefix, stacked_experts);
 }
 
-void export_hf(const Checkpoint& ck, HfFormat format, kernels::ElementType dtype, const std::string& out_dir) {
-  if (ck.config.linear_attention.value_head_order != model::ValueHeadOrder::grouped) {
-    Checkpoint grouped = ck;  // Hugging Face's linear layers are grouped (model/value_heads.h)
-    model::reorder_value_heads(grouped.config, grouped.params, model::ValueHeadOrder::grouped);
-    return export_hf(grouped, format, dtype, out_dir);
-  }
+void export_hf(Checkpoint ck, HfFormat format, kernels::ElementType dtype, const std::string& out_dir) {
+  // Hugging Face's linear layers are grouped (model/value_heads.h); in place, as ck is ours.
+  model::reorder_value_heads(ck.config, ck.params, model::ValueHeadOrder::grouped);
   const model::ModelConfig& c = ck.config;
   const char* torch_dtype = dtype == kernels::ElementType::f32 ? "float32" : dtype == kernels::ElementType::bf16 ? "bfloat16" : "float16";
   const nlohmann::ordered_json hf = config_to_hf(c, format, torch_dtype);

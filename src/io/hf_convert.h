@@ -30,7 +30,9 @@ ImportedModel import_hf(const std::string& src_dir, std::optional<HfFormat> form
 // Writes `out_dir`/config.json and model.safetensors in `format`, weights in `dtype` (a model
 // with tiled value heads, as a qwen35 GGUF imports, is written grouped, as Hugging Face reads it).
 // Refuses a config the format cannot express (io/hf_config.h) before writing anything.
-void export_hf(const Checkpoint& ck, HfFormat format, kernels::ElementType dtype, const std::string& out_dir);
+// ck is taken by value: a caller done with its checkpoint moves it in, and the reorder
+// costs no second copy of the weights.
+void export_hf(Checkpoint ck, HfFormat format, kernels::ElementType dtype, const std::string& out_dir);
 
 // Where each parameter of `layout` lives in a checkpoint of `format`, with the Hugging Face
 // tensors' shapes and row maps; `prefix` replaces "model." in the language model's names

@@ -25,12 +25,13 @@ void reorder_value_heads(ModelConfig& c, std::span<float> params, ValueHeadOrder
   const ParamLayout layout(c);
   if (static_cast<int64_t>(params.size()) != layout.total())
     fail("reorder_value_heads: ", params.size(), " values, the model has ", layout.total());
+  if (la.value_head_order == to) return;
   const std::string marker = ".linear_attn.";
   const int64_t r = la.heads_per_key();
   std::vector<float> heads;
   for (const ParamSpec& s : layout.specs()) {
     const size_t at = s.name.find(marker);
-    if (at == std::string::npos || la.value_head_order == to) continue;
+    if (at == std::string::npos) continue;
     const auto axis = value_head_axis(s.name.substr(at + marker.size()), la, c.d_model);
     if (!axis) continue;
     heads.resize(static_cast<size_t>(la.n_v_heads * axis->head));

@@ -14,6 +14,9 @@
 #include "io/hf_hybrid_names.h"
 #include "model/config.h"
 #include "model/param_layout.h"
+#include "model/value_heads.h"
+#include "io_fixtures.h"
+#include "test_files.h"
 
 namespace gatedlm::io {
 namespace {
@@ -185,6 +188,31 @@ TEST(HybridConfigTest, ExportRoundTripsAndRefusesWhatTheFormatCannotSay) {
   expect_refusal([&] { config_to_hf(headwise, HfFormat::qwen3_next, "float32"); }, "\"gate.granularity\"");
   expect_refusal([&] { config_to_hf(c, HfFormat::qwen3_5, "float32"); }, "\"moe\"");
   expect_refusal([&] { config_to_hf(c, HfFormat::qwen3_5_moe, "float32"); }, "\"moe.every\"");
+}
+
+}  // namespace
+}  // namespace gatedlm::io
+
+namespace gatedlm::io {
+namespace {
+
+// A model with tiled value heads (as a qwen35 GGUF imports, model/value_heads.h) is written in
+// Hugging Face's grouped order: the same files as the grouped model it is.
+TEST(HybridExport, TiledValueHeadsAreWrittenGrouped) {
+  const json config = {{"vocab_size", 20}, {"d_model", 16}, {"n_layers", 2}, {"n_heads", 2}, {"n_kv_heads", 1},
+                       {"head_dim", 8}, {"ffn_hidden", 24}, {"max_seq_len", 32}, {"norm_zero_centered", true},
+                       {"gate", testing::g1_gate()}, {"full_attention_interval", 2},
+                       {"linear_attention", {{"n_k_heads", 2}, {"n_v_heads", 4}, {"k_head_dim", 4}, {"v_head_dim", 4}}}};
+  const Checkpoint grouped = testing::random_checkpoint(config, 3);
+  Checkpoint tiled = grouped;
+  model::reorder_value_heads(tiled.config, tiled.params, model::ValueHeadOrder::tiled);
+  ASSERT_NE(tiled.params, grouped.params);
+  const testing::TempDir dir("hf_tiled_export");
+  export_hf(grouped, HfFormat::qwen3_5, kernels::ElementType::f32, (dir / "grouped").string());
+  export_hf(tiled, HfFormat::qwen3_5, kernels::ElementType::f32, (dir / "tiled").string());
+  for (const char* file : {"model.safetensors", "config.json"})
+    EXPECT_EQ(testing::read_file((dir / "tiled" / file).string()), testing::read_file((dir / "grouped" / file).string()))
+        << file;
 }
 
 }  // namespace
