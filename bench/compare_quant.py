@@ -16,7 +16,9 @@ Greedy continuation (--greedy-checkpoints CK1,CK2, trained checkpoints, e.g. a d
   llama_probe's greedy decode continue each --greedy-prompt on that same file, and the two
   continuations are compared token by token (the first --greedy-tokens tokens, or up to an EOS);
   where they part, llama.cpp's gap between its top two logits there is printed beside the
-  largest difference between the two engines' logits (a near tie, or not).
+  largest difference between the two engines' logits (a near tie, or not); and for every prompt
+  the largest logit difference over all its steps (the prompt and llama.cpp's continuation,
+  teacher-forced in both engines).
 Speed (--shapes): a random model of each config (`gatedlm init --seed 1`), quantised and
   exported per type; batch-1 decode of gatedlm (`bench generate --checkpoint`) and llama.cpp
   (`llama_probe --bench`) alternated in --pairs pairs (median ratio, as compare_generate.py),
@@ -148,18 +150,28 @@ def first_difference_margins(a, libdir, work, path, prefix):
     return float(top[1] - top[0]), float(np.abs(theirs[-1] - ours[-1]).max())
 
 
+def largest_logit_difference(a, libdir, work, path, tokens):
+    """The largest difference between the two engines' logits over every step of `tokens` (the
+    prompt and llama.cpp's continuation, both teacher-forced): how far apart the engines are,
+    whether or not a tie turns a step."""
+    theirs, _ = llama_run(a.llama_probe, libdir, path, tokens)
+    ours = gatedlm_decode_logits(a.gatedlm, path, tokens, work, "greedy_spread")
+    return float(np.abs(theirs - ours).max())
+
+
 def greedy(a, libdir, work, types):
     """The greedy continuation of the same prompts on the same file: gatedlm against llama.cpp."""
     prompts = a.greedy_prompt or ["ROMEO:\n"]
     print(f"\n## Greedy continuations of {len(prompts)} prompts, {a.greedy_tokens} tokens each\n")
-    print("| checkpoint | weights | file written by | continuations the same | tokens the same | where they part: "
-          "step, llama.cpp's top-two gap, largest logit difference between the engines |")
-    print("| --- | --- | --- | ---: | ---: | --- |")
+    print("| checkpoint | weights | file written by | continuations the same | tokens the same | engines' largest "
+          "logit difference, median (max) of prompts | where they part: step, llama.cpp's top-two gap, largest "
+          "logit difference between the engines |")
+    print("| --- | --- | --- | ---: | ---: | ---: | --- |")
     for i, ck in enumerate(a.greedy_checkpoints.split(",")):
         files = prepare(a, ck, work, f"greedy{i}", sorted(set(types) | {"f32"}), vocabulary=False)
         for t in types:
             path, writer = llama_file(a, libdir, work, f"greedy{i}", t, files["f32"][1], files[t][1])
-            whole, same_tokens, compared, parts = 0, 0, 0, []
+            whole, same_tokens, compared, parts, spreads = 0, 0, 0, [], []
             for prompt in prompts:
                 ours = last_json(run([a.gatedlm, "generate", "--checkpoint", path, "--prompt", prompt, "--temperature",
                                       "0", "--max-tokens", str(a.greedy_tokens), "--json"], a.threads))
@@ -167,6 +179,7 @@ def greedy(a, libdir, work, types):
                 theirs = [int(v) for ln in lines.splitlines() if ln.startswith("greedy") for v in ln.split()[1:]]
                 n = min(len(ours["ids"]), len(theirs))  # gatedlm stops at an EOS, llama_probe does not
                 same = [x == y for x, y in zip(ours["ids"][:n], theirs[:n])]
+                spreads.append(largest_logit_difference(a, libdir, work, path, ours["prompt_ids"] + theirs[:n]))
                 compared += n
                 same_tokens += sum(same)
                 if all(same):
@@ -175,7 +188,9 @@ def greedy(a, libdir, work, types):
                 d = same.index(False)
                 gap, diff = first_difference_margins(a, libdir, work, path, ours["prompt_ids"] + ours["ids"][:d])
                 parts.append(f"{d}, {gap:.3f}, {diff:.3f}")
-            print(f"| {ck} | {t} | {writer} | {whole}/{len(prompts)} | {same_tokens}/{compared} | {'; '.join(parts) or '-'} |")
+            spread = f"{statistics.median(spreads):.3f} ({max(spreads):.3f})"
+            print(f"| {ck} | {t} | {writer} | {whole}/{len(prompts)} | {same_tokens}/{compared} | {spread} | "
+                  f"{'; '.join(parts) or '-'} |")
 
 
 def read_bandwidth_gbs(gatedlm, threads):

@@ -93,12 +93,14 @@ json layer_kinds_to_json(const std::vector<LayerKind>& kinds) {
 }
 
 json linear_attention_to_json(const LinearAttentionConfig& c) {
-  return json{{"n_k_heads", c.n_k_heads},
-              {"n_v_heads", c.n_v_heads},
-              {"k_head_dim", c.k_head_dim},
-              {"v_head_dim", c.v_head_dim},
-              {"conv_kernel", c.conv_kernel},
-              {"value_head_order", to_string(c.value_head_order)}};
+  json j{{"n_k_heads", c.n_k_heads},
+         {"n_v_heads", c.n_v_heads},
+         {"k_head_dim", c.k_head_dim},
+         {"v_head_dim", c.v_head_dim},
+         {"conv_kernel", c.conv_kernel}};
+  // Only when not the default, so that grouped models stay readable by gatedlm before the key.
+  if (c.value_head_order != ValueHeadOrder::grouped) j["value_head_order"] = to_string(c.value_head_order);
+  return j;
 }
 
 void validate_linear_attention(const LinearAttentionConfig& c) {

@@ -117,6 +117,8 @@ TEST(ValueHeads, TheOrderIsAConfigKey) {
   EXPECT_EQ(config_from_json(j, "test").linear_attention.value_head_order, ValueHeadOrder::tiled);
   j["linear_attention"].erase("value_head_order");
   EXPECT_EQ(config_from_json(j, "test").linear_attention.value_head_order, ValueHeadOrder::grouped);
+  // The default is left out, so grouped configs read where the key is unknown (older gatedlm).
+  EXPECT_FALSE(config_to_json(hybrid(ValueHeadOrder::grouped))["linear_attention"].contains("value_head_order"));
   j["linear_attention"]["value_head_order"] = "interleaved";
   const std::string error = testing::error_of([&] { (void)config_from_json(j, "test"); });
   EXPECT_TRUE(testing::contains(error, "value_head_order")) << error;
