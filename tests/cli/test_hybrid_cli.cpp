@@ -1,8 +1,9 @@
 // Hybrid models (Gated DeltaNet layers beside a gated softmax layer, Qwen3.5-style) end to
 // end through the binary: training, a resume that repeats an uninterrupted run bit for bit,
 // `analyze` (the sink probes on the softmax layer only, the linear layers' gate, beta and
-// decay), `report`, greedy `generate` against the full forward's choice, `stream-eval` and
-// `bench generate`.
+// decay), `report`, greedy `generate` against the full forward's choice, `stream-eval`,
+// `bench generate`, and a qwen35 GGUF's tiled value heads through import, fine-tuning and
+// export to Hugging Face.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -123,6 +124,48 @@ TEST_F(HybridModel, GeneratesStreamsAndBenchmarks) {
   r = run_gatedlm({"bench", "generate", "--checkpoint", checkpoint().string(), "--batch", "2", "--prompt-tokens",
                    "20", "--new-tokens", "8"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// A qwen35 GGUF of a model with more value heads than key heads imports in llama.cpp's tiled
+// value-head order (linear_attention.value_head_order), scores as the model it came from,
+// fine-tunes in that order, and goes to Hugging Face grouped: the import of that scores as the
+// fine-tuned model.
+TEST_F(HybridModel, AQwen35FileKeepsItsTiledHeadsThroughFineTuningAndExport) {
+  const fs::path dir = root_ / "tiled";
+  fs::create_directories(dir);
+  std::ofstream(dir / "ids.txt") << "104 101 32 107 105 110 103 32 115 104 97 108 108 32 115 112 101 97 107 32 111 102";
+  const auto mean_loss = [&](const fs::path& model) {
+    const auto r = run_gatedlm({"score", "--checkpoint", model.string(), "--token-ids", (dir / "ids.txt").string(),
+                                "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return json::parse(r.output.substr(r.output.rfind("{\"")))["mean_loss"].get<double>();
+  };
+  const auto order = [](const fs::path& config) {
+    return json::parse(testing::read_file(config))["linear_attention"].value("value_head_order", "grouped");
+  };
+  auto r = run_gatedlm({"export", checkpoint().string(), "--format", "gguf", "--out", (dir / "gguf").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_gatedlm({"import", (dir / "gguf" / "model.gguf").string(), "--out", (dir / "imported").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(order(dir / "imported" / "config.json"), "tiled");
+  EXPECT_NEAR(mean_loss(dir / "imported"), mean_loss(checkpoint()), 1e-5);
+
+  r = run_gatedlm({"train", "--init-from", (dir / "imported").string(), "--data", (root_ / "data").string(), "--out",
+                   (dir / "tuned").string(), "--steps", "2", "--batch-size", "2", "--seq-len", "40", "--eval-every",
+                   "100", "--eval-tokens", "512", "--warmup", "1", "--lr", "3e-3"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(order(dir / "tuned" / "config.json"), "tiled");
+  const double tuned = mean_loss(dir / "tuned");
+  EXPECT_GT(std::fabs(tuned - mean_loss(dir / "imported")), 1e-6) << "two steps changed nothing";
+
+  r = run_gatedlm({"export", (dir / "tuned").string(), "--format", "qwen3_5", "--out", (dir / "hf").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(json::parse(testing::read_file(dir / "hf" / "config.json")).dump().find("value_head_order") !=
+               std::string::npos);
+  r = run_gatedlm({"import", (dir / "hf").string(), "--out", (dir / "from_hf").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(order(dir / "from_hf" / "config.json"), "grouped");
+  EXPECT_NEAR(mean_loss(dir / "from_hf"), tuned, 1e-5);
 }
 
 }  // namespace
