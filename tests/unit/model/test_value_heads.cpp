@@ -54,10 +54,11 @@ Outputs run(const ModelConfig& c, const std::vector<float>& params) {
 
 TEST(ValueHeads, TheTiledModelIsTheGroupedOneWithItsHeadsMoved) {
   ModelConfig grouped = hybrid(ValueHeadOrder::grouped);
+  const ParamLayout layout(grouped);
   std::vector<float> w;
-  init_params(w, ParamLayout(grouped), grouped, 3);
+  init_params(w, layout, grouped, 3);
   Rng rng(8);  // decays and the gated norm away from their initial values, so every head differs
-  for (const ParamSpec& s : ParamLayout(grouped).specs())
+  for (const ParamSpec& s : layout.specs())
     if (s.kind == ParamKind::decay || s.kind == ParamKind::linear_norm)
       for (int64_t i = 0; i < s.numel; ++i) w[s.offset + i] += 0.3f * static_cast<float>(rng.normal());
   const Outputs want = run(grouped, w);
