@@ -40,7 +40,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
@@ -140,23 +139,10 @@ def llama_file(a, libdir, work, tag, t, f32_gguf, ours_gguf):
     return path, "llama.cpp's quantiser"
 
 
-def first_difference_margins(a, libdir, work, path, prefix):
-    """At the step where the continuations part (prefix: the prompt and the tokens both chose):
-    llama.cpp's top logit minus its second, and the largest difference between the two engines'
-    logits there (a step is decided only when the first is well above the second)."""
-    theirs, _ = llama_run(a.llama_probe, libdir, path, prefix)
-    ours = gatedlm_decode_logits(a.gatedlm, path, prefix, work, "greedy_margin")
-    top = np.sort(theirs[-1])[-2:]
-    return float(top[1] - top[0]), float(np.abs(theirs[-1] - ours[-1]).max())
-
-
-def largest_logit_difference(a, libdir, work, path, tokens):
-    """The largest difference between the two engines' logits over every step of `tokens` (the
-    prompt and llama.cpp's continuation, both teacher-forced): how far apart the engines are,
-    whether or not a tie turns a step."""
+def engine_logits(a, libdir, work, path, tokens):
+    """Both engines' logits [len(tokens), V] over `tokens`, teacher-forced: llama.cpp's, gatedlm's."""
     theirs, _ = llama_run(a.llama_probe, libdir, path, tokens)
-    ours = gatedlm_decode_logits(a.gatedlm, path, tokens, work, "greedy_spread")
-    return float(np.abs(theirs - ours).max())
+    return theirs, gatedlm_decode_logits(a.gatedlm, path, tokens, work, "greedy_logits")
 
 
 def greedy(a, libdir, work, types):
@@ -179,15 +165,22 @@ def greedy(a, libdir, work, types):
                 theirs = [int(v) for ln in lines.splitlines() if ln.startswith("greedy") for v in ln.split()[1:]]
                 n = min(len(ours["ids"]), len(theirs))  # gatedlm stops at an EOS, llama_probe does not
                 same = [x == y for x, y in zip(ours["ids"][:n], theirs[:n])]
-                spreads.append(largest_logit_difference(a, libdir, work, path, ours["prompt_ids"] + theirs[:n]))
+                # The engines over the prompt and llama.cpp's continuation: their largest
+                # difference anywhere (how far apart they are, whether or not a tie turns a
+                # step), and where the continuations part (step d: the row before it, on the
+                # tokens both chose) llama.cpp's top logit less its second beside their largest
+                # difference there (a step is decided only when the first is well above it).
+                L, G = engine_logits(a, libdir, work, path, ours["prompt_ids"] + theirs[:n])
+                spreads.append(float(np.abs(L - G).max()))
                 compared += n
                 same_tokens += sum(same)
                 if all(same):
                     whole += 1
                     continue
                 d = same.index(False)
-                gap, diff = first_difference_margins(a, libdir, work, path, ours["prompt_ids"] + ours["ids"][:d])
-                parts.append(f"{d}, {gap:.3f}, {diff:.3f}")
+                row = len(ours["prompt_ids"]) + d - 1
+                top = np.sort(L[row])[-2:]
+                parts.append(f"{d}, {top[1] - top[0]:.3f}, {np.abs(L[row] - G[row]).max():.3f}")
             spread = f"{statistics.median(spreads):.3f} ({max(spreads):.3f})"
             print(f"| {ck} | {t} | {writer} | {whole}/{len(prompts)} | {same_tokens}/{compared} | {spread} | "
                   f"{'; '.join(parts) or '-'} |")

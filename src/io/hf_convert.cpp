@@ -229,13 +229,14 @@ std::vector<TensorMapping> map_tensors(const model::ModelConfig& c, const model:
 }
 
 void export_hf(Checkpoint ck, HfFormat format, kernels::ElementType dtype, const std::string& out_dir) {
-  // Hugging Face's linear layers are grouped (model/value_heads.h); in place, as ck is ours.
-  model::reorder_value_heads(ck.config, ck.params, model::ValueHeadOrder::grouped);
   const model::ModelConfig& c = ck.config;
   const char* torch_dtype = dtype == kernels::ElementType::f32 ? "float32" : dtype == kernels::ElementType::bf16 ? "bfloat16" : "float16";
   const nlohmann::ordered_json hf = config_to_hf(c, format, torch_dtype);
   const model::ParamLayout layout(c);
   if (static_cast<int64_t>(ck.params.size()) != layout.total()) fail("export: the checkpoint's parameter count does not match its config");
+  // Checked first, then Hugging Face's grouped value heads (model/value_heads.h), in place:
+  // ck is this function's own copy.
+  model::reorder_value_heads(ck.config, ck.params, model::ValueHeadOrder::grouped);
   std::vector<TensorSource> sources;
   for (const TheirTensor& t : their_tensors(c, layout, format, "model.")) {
     TensorSource s{t.name, t.shape, {}};
