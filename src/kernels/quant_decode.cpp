@@ -441,18 +441,21 @@ bool quant_path_runnable(QuantPath path, ElementType format) {
 // 1.3x slower than bf16_rows_pair at 8 rows on Zen 4: not kept. Without AVX512-BF16 the
 // fp32 expansion reads BF16 tiles: bf16_tile_rows.)
 bool quant_path_reads_tiles(QuantPath path, ElementType format) {
-  // vpdpbusd reads Q8_0 and Q4_0 tiles (AVX-512 VNNI) and those of Q4_K and Q5_K (either
-  // VNNI, quant_kint8_vnni.inc, and its emulation); vpmaddubsw (AVX2) those of Q4_0, Q4_K and
-  // Q5_K (quant_kint8.cpp), not Q8_0's: they hold q + 128, whose vpmaddubsw pairs
-  // (255 * 127 * 2) would saturate int16.
-  const bool k4 = kquant_vnni_format(format);
+  // vpdpbusd reads Q8_0 and Q4_0 tiles (AVX-512 VNNI) and those of Q4_K, Q5_K and Q6_K
+  // (either VNNI, quant_kint8_vnni.inc, and its emulation); vpmaddubsw (AVX2) those of Q4_0,
+  // Q4_K and Q5_K (quant_kint8.cpp), not Q8_0's: they hold q + 128, whose vpmaddubsw pairs
+  // (255 * 127 * 2) would saturate int16; nor Q6_K's (tried twice, bench/RESULTS.md: no faster
+  // than its rows kernel at batch 1 on AVX2, where a sub-block of 16 leaves vpmaddubsw no
+  // int16 sums to share).
+  const bool k4 = format == ElementType::q4_k || format == ElementType::q5_k;
+  const bool k_vnni = kquant_vnni_format(format);
   switch (path) {
     case QuantPath::fp32_expand: return GATEDLM_KSET_AVX2 && format == ElementType::bf16;  // bf16_tile_rows
     case QuantPath::int8_madd: return GATEDLM_KSET_AVX2 && (format == ElementType::q4_0 || k4);
     case QuantPath::int8_vnni:
       return int8_vnni_runnable() &&
-             (k4 || (GATEDLM_KSET_AVX512 && (format == ElementType::q8_0 || format == ElementType::q4_0)));
-    case QuantPath::int8_vnni_emulated: return k4;
+             (k_vnni || (GATEDLM_KSET_AVX512 && (format == ElementType::q8_0 || format == ElementType::q4_0)));
+    case QuantPath::int8_vnni_emulated: return k_vnni;
     default: return false;
   }
 }
@@ -463,7 +466,7 @@ QuantPath quant_best_path(ElementType format, int64_t m) {
   // find the public functions of the same names.
   const auto runnable = [format](QuantPath path) { return GATEDLM_KSET::quant_path_runnable(path, format); };
   // The int8 kernels beat fp32 tiles through oneDNN at every m measured (8-512 rows:
-  // vpdpbusd 2x, vpmaddubsw 1.1-1.4x). (Q4_K / Q5_K on vpdpbusd: not timed, no VNNI CPU at
+  // vpdpbusd 2x, vpmaddubsw 1.1-1.4x). (Q4_K / Q5_K / Q6_K on vpdpbusd: not timed, no VNNI CPU at
   // hand; the same integers as vpmaddubsw's in half its instructions, docs/quantization.md.)
   if (runnable(QuantPath::int8_vnni)) return QuantPath::int8_vnni;
   // The K-quants' vpmaddubsw kernels (Q8_K activations) beat fp32 tiles 4x at 1 row and 2x
@@ -471,7 +474,8 @@ QuantPath quant_best_path(ElementType format, int64_t m) {
   // AVX2 Zen 4 of bench/RESULTS.md's twentieth session they win at every m up to 512). The
   // formats kept in tiles take them at every m: fp32 tiles would first copy the blocks out
   // of the tiles (Q4_K at 96 rows, 1B shape: 556 ms against 387 on rows, 310 for int8).
-  if (kquant_int8_format(format) && m > 64 && !quant_format_tiles(format)) return QuantPath::fp32_tiles;
+  if (kquant_int8_format(format) && m > 64 && !GATEDLM_KSET::quant_path_reads_tiles(QuantPath::int8_madd, format))
+    return QuantPath::fp32_tiles;
   if (runnable(QuantPath::int8_madd)) return QuantPath::int8_madd;
   // BF16: vdpbf16ps (activations rounded to bf16, as llama.cpp does) at every m: as fast
   // as the fp32 expansion at 1 row of the 100M shape, 1.3x at the 1B shape, 1.5x at 8 rows.

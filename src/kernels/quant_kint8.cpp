@@ -17,8 +17,9 @@
 // The dot of unsigned weights (Q2_K q, Q3_K's q + 4, Q4_K and Q5_K q, Q6_K's q + 32) and
 // signed activations is vpmaddubsw (pairs summed to int16: at most 2 * 63 * 127, no
 // saturation), then vpmaddwd by the sub-block's scale to int32. IQ4_XS weights are signed
-// (kIq4Values): vpmaddubsw of |w| by a with w's sign (at most 2 * 127 * 127). Tiled Q4_K and
-// Q5_K can take vpdpbusd instead (quant_kint8_vnni.inc, KQuantTileDot): the same integers.
+// (kIq4Values): vpmaddubsw of |w| by a with w's sign (at most 2 * 127 * 127). Tiled Q4_K,
+// Q5_K and Q6_K can take vpdpbusd instead (quant_kint8_vnni.inc, KQuantTileDot): the same
+// integers. (Q6_K is tiled only where vpdpbusd reads it: quant_decode.cpp says why.)
 #include "kernels/kernel_sets.h"
 
 #include <algorithm>
@@ -440,7 +441,7 @@ inline __m256i tile_half(const uint8_t* vector, int h) { return load32(vector + 
 template <class BlockType, bool kFifthBit>
 struct K4Tiles {
   using Block = BlockType;
-  static constexpr bool kFifth = kFifthBit;
+  static constexpr bool kFifth = kFifthBit, kMinimums = true, kMadd = true;
   static constexpr int64_t kHighBits = 256, kNibbles = kFifthBit ? kHighBits + 8 * 64 : 256;
   static constexpr int kGroupsInInt16 = kFifthBit ? 4 : 8;
   // One 256-bit half (8 rows) of a super-block: each lane's 8 six-bit scales as int16 pairs
@@ -520,6 +521,50 @@ struct K4Tiles {
 using Q4KTiles = K4Tiles<BlockQ4_K, false>;
 using Q5KTiles = K4Tiles<BlockQ5_K, true>;
 
+// Q6_K (tile super-block: 32 groups of low bits, 16 of high bits, 4 of int8 scales, d), read
+// by the vpdpbusd dots alone (quant_kint8_vnni.inc, k6_tile_dots). As the rows kernel
+// (Q6KDot), the dot takes q in [0, 63] as it is, and q's bias of 32 comes off in int32: each
+// lane starts at -32 * sum_j scale_j * (sum of a over sub-block j), so the lane ends holding
+// exactly the integer the rows kernel sums across its lanes.
+struct Q6KTiles {
+  using Block = BlockQ6_K;
+  static constexpr bool kMinimums = false, kMadd = false;
+  static constexpr int64_t kHighBits = 2048, kScales = 3072, kD = 3328;
+  // One 256-bit half (8 rows) of a super-block: each lane's 16 scales as int32 (the vpdpbusd
+  // sums' multipliers), and as int16 pairs (j, j + 2) for the bias; its d.
+  struct Half {
+    __m256i scales32[16], even_pairs[4], odd_pairs[4];
+    __m256 d, dmin;
+    Half(const uint8_t* super, int h) {
+      for (int w = 0; w < 4; ++w) {  // vector w: scales 4w..4w+3 of each lane, one a byte
+        const __m256i v = tile_half(super + kScales + 64 * w, h);
+        for (int b = 0; b < 4; ++b) scales32[4 * w + b] = _mm256_srai_epi32(_mm256_slli_epi32(v, 24 - 8 * b), 24);
+        even_pairs[w] = _mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8);  // scales 4w, 4w + 2
+        odd_pairs[w] = _mm256_srai_epi16(v, 8);                         // scales 4w + 1, 4w + 3
+      }
+      d = _mm256_cvtph_ps(load16(super + kD + 16 * h));
+      dmin = _mm256_setzero_ps();
+    }
+  };
+  // offsets[r][h] = each lane's -32 * sum_j scale_j * (sum of row r's a over sub-block j of 16).
+  template <int R>
+  static void offsets(const Half* halves, const int16_t* const* sums, __m256i (*offsets)[2]) {
+    for (int r = 0; r < R; ++r) {
+      const auto pair = [&](int j) {  // the sums of sub-blocks j and j + 2 as one int32
+        return _mm256_set1_epi32(static_cast<int32_t>(static_cast<uint16_t>(sums[r][j]) |
+                                                      static_cast<uint32_t>(static_cast<uint16_t>(sums[r][j + 2])) << 16));
+      };
+      for (int h = 0; h < 2; ++h) {
+        __m256i total = _mm256_setzero_si256();
+        for (int w = 0; w < 4; ++w)
+          total = _mm256_add_epi32(total, _mm256_add_epi32(_mm256_madd_epi16(halves[h].even_pairs[w], pair(4 * w)),
+                                                           _mm256_madd_epi16(halves[h].odd_pairs[w], pair(4 * w + 1))));
+        offsets[r][h] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(total, 5));
+      }
+    }
+  }
+};
+
 // The same tile dots on vpdpbusd (quant_kint8_vnni.inc): emulated by AVX2 instructions, and
 // where the compiler has GCC's target pragma, in a region with the VNNI extension.
 #define GATEDLM_KQUANT_VNNI 0
@@ -541,15 +586,17 @@ namespace vnni {
 template <KQuantTileDot kTileDot, class Tiles, int R>
 void tile_dots(const uint8_t* super, const typename Tiles::Half* halves, const int8_t* const* rows, __m256i (*dots)[2]) {
   if constexpr (kTileDot == KQuantTileDot::vnni_emulated) {
-    emulated_vnni::k4_tile_dots<Tiles, R>(super, halves, rows, dots);
+    emulated_vnni::tile_dots<Tiles, R>(super, halves, rows, dots);
   } else if constexpr (kTileDot == KQuantTileDot::vnni) {
 #if !defined(__clang__)
-    vnni::k4_tile_dots<Tiles, R>(super, halves, rows, dots);
+    vnni::tile_dots<Tiles, R>(super, halves, rows, dots);
 #else
     fail("the VNNI K-quant kernels are compiled by GCC only");
 #endif
-  } else {
+  } else if constexpr (Tiles::kMadd) {
     Tiles::template dots<R>(super, halves, rows, dots);
+  } else {
+    fail("K-quant int8 product: no vpmaddubsw kernel reads ", sizeof(typename Tiles::Block), "-byte super-blocks in tiles");
   }
 }
 
@@ -566,15 +613,19 @@ void super_block_rows(const Q8KRows& A, int64_t r0, int64_t i, const uint8_t* su
     sums[r] = A.sums16(r0 + r, i);
   }
   __m256i dots[R][2], offsets[R][2];
-  for (int r = 0; r < R; ++r) dots[r][0] = dots[r][1] = _mm256_setzero_si256();
   Tiles::template offsets<R>(halves, sums, offsets);
+  // With minimums (Q4_K, Q5_K) the offsets are scaled by dmin apart; else (Q6_K) they are the
+  // integer the dots start from.
+  for (int r = 0; r < R; ++r)
+    for (int h = 0; h < 2; ++h) dots[r][h] = Tiles::kMinimums ? _mm256_setzero_si256() : offsets[r][h];
   tile_dots<kTileDot, Tiles, R>(super, halves, rows, dots);
   for (int r = 0; r < R; ++r) {
     const __m256 activation_scale = _mm256_set1_ps(A.group_scales(r0 + r, i)[(r0 + r) % kGroupRows]);
     for (int h = 0; h < 2; ++h) {
       __m256 sum = _mm256_load_ps(acc[r] + 8 * h);
       sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[r][h]), _mm256_mul_ps(halves[h].d, activation_scale), sum);
-      sum = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(offsets[r][h]), _mm256_mul_ps(halves[h].dmin, activation_scale), sum);
+      if constexpr (Tiles::kMinimums)
+        sum = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(offsets[r][h]), _mm256_mul_ps(halves[h].dmin, activation_scale), sum);
       _mm256_store_ps(acc[r] + 8 * h, sum);
     }
   }
@@ -634,8 +685,8 @@ void product_of(const QuantOutput& out, const Q8KRows& A, int64_t m, const Quant
   }, in_team);
 }
 
-// Tiled Q4_K / Q5_K weights by the tile dot asked for; rows past the tiles and weights
-// without tiles through the rows kernel.
+// Tiled Q4_K / Q5_K / Q6_K weights by the tile dot asked for; rows past the tiles and
+// weights without tiles through the rows kernel.
 template <class Tiles, class Dot>
 void tiled_or_rows(KQuantTileDot tile_dot, const QuantOutput& out, const Q8KRows& A, int64_t m, const QuantWeights& W,
                    bool in_team) {
@@ -655,7 +706,7 @@ void multiply(KQuantTileDot tile_dot, const QuantOutput& out, const Q8KRows& A, 
     case ElementType::q5_k: return tiled_or_rows<Q5KTiles, Q5KDot>(tile_dot, out, A, m, W, in_team);
     case ElementType::q2_k: return product_of<Q2KDot, BlockQ2_K>(out, A, m, W, in_team);
     case ElementType::q3_k: return product_of<Q3KDot, BlockQ3_K>(out, A, m, W, in_team);
-    case ElementType::q6_k: return product_of<Q6KDot, BlockQ6_K>(out, A, m, W, in_team);
+    case ElementType::q6_k: return tiled_or_rows<Q6KTiles, Q6KDot>(tile_dot, out, A, m, W, in_team);
     case ElementType::iq4_xs: return product_of<Iq4XsDot, BlockIq4Xs>(out, A, m, W, in_team);
     default:
       fail("the K-quant int8 products take Q2_K, Q3_K, Q4_K, Q5_K, Q6_K or IQ4_XS weights, not ",
@@ -666,13 +717,15 @@ void multiply(KQuantTileDot tile_dot, const QuantOutput& out, const Q8KRows& A, 
 }  // namespace
 
 bool kquant_vnni_format(ElementType format) {
-  return GATEDLM_KSET_AVX2 && (format == ElementType::q4_k || format == ElementType::q5_k);
+  return GATEDLM_KSET_AVX2 && (format == ElementType::q4_k || format == ElementType::q5_k || format == ElementType::q6_k);
 }
 
 void kquant_int8_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W,
                          KQuantTileDot tile_dot) {
-  if (W.tiled_rows > 0 && W.format != ElementType::q4_k && W.format != ElementType::q5_k)
-    fail("K-quant int8 product: ", element_name(W.format), " weights have no tiled layout");
+  const bool k4 = W.format == ElementType::q4_k || W.format == ElementType::q5_k;
+  if (W.tiled_rows > 0 && !k4 && !(W.format == ElementType::q6_k && tile_dot != KQuantTileDot::madd))
+    fail("K-quant int8 product: no kernel of ", tile_dot == KQuantTileDot::madd ? "vpmaddubsw" : "vpdpbusd", " reads ",
+         element_name(W.format), " weights in tiles");
   if (tile_dot != KQuantTileDot::madd && !kquant_vnni_format(W.format))
     fail("K-quant int8 product: no vpdpbusd kernel for ", element_name(W.format), " weights");
   with_decode_team(m, W, [&](bool in_team) {

@@ -32,7 +32,7 @@ int64_t tile_block_values(ElementType format) {
 struct TileGeometry {
   int64_t count;        // blocks a row
   int64_t row_bytes;    // bytes of a row of blocks
-  int64_t block_bytes;  // 18 (Q4_0), 34 (Q8_0), 144 (Q4_K), 176 (Q5_K), 64 (BF16)
+  int64_t block_bytes;  // 18 (Q4_0), 34 (Q8_0), 144 (Q4_K), 176 (Q5_K), 210 (Q6_K), 64 (BF16)
   std::vector<TileField> fields;
   TileGeometry(ElementType format, int64_t cols)
       : count(cols / tile_block_values(format)),
@@ -54,6 +54,13 @@ struct TileGeometry {
       // The same with the 8 groups of fifth bits before the nibbles: 16 * 176 bytes.
       fields = {{0, 1, 2, 0, stride}, {2, 1, 2, 2 * rows, stride}, {4, 3, 4, 4 * rows, stride},
                 {16, 8, 4, 16 * rows, stride}, {48, 32, 4, 48 * rows, stride}};
+      return;
+    }
+    if (format == ElementType::q6_k) {
+      // The block's own order, each field's 16 rows side by side: the 32 4-byte groups of low
+      // bits, the 16 of high bits, the 4 of int8 scales, d: 16 * 210 bytes.
+      fields = {{0, 32, 4, 0, stride}, {128, 16, 4, 128 * rows, stride}, {192, 4, 4, 192 * rows, stride},
+                {208, 1, 2, 208 * rows, stride}};
       return;
     }
     // Q4_0 / Q8_0: every block's values, then every block's fp16 scale.
@@ -109,13 +116,14 @@ void rearrange(ElementType format, void* data, int64_t tiles, int64_t cols, bool
 
 bool quant_format_tiles(ElementType format) {
   return format == ElementType::q8_0 || format == ElementType::q4_0 || format == ElementType::q4_k ||
-         format == ElementType::q5_k || format == ElementType::bf16;
+         format == ElementType::q5_k || format == ElementType::q6_k || format == ElementType::bf16;
 }
 
 int64_t quant_tile_value_bytes(ElementType format) {
   if (!quant_format_tiles(format)) fail("quantised tiles: ", element_name(format), " has no tiled layout");
   if (format == ElementType::q4_k) return kQuantTileRows * 128;
   if (format == ElementType::q5_k) return kQuantTileRows * 160;
+  if (format == ElementType::q6_k) return kQuantTileRows * 192;
   if (format == ElementType::bf16) return kQuantTileRows * 64;
   return kQuantTileRows * (format == ElementType::q4_0 ? 16 : 32);
 }

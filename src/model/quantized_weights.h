@@ -91,7 +91,7 @@ class QuantizedWeights final : public kernels::WeightStore {
   // same layout): the model's weight views carry their blocks from then on. detach() or
   // destruction hands the model back its plain values; the model must outlive the
   // attachment. One model at a time (any number of QuantizedWeights, one per model). Where
-  // the kernel set reads them (kernels::quant_tiles_pay), the Q8_0 / Q4_0 blocks are then
+  // the kernel set reads them (kernels::quant_tiles_pay), the blocks of those formats are then
   // arranged in tiles of 16 rows (kernels/quant_tiles.h) for good: tensor_bytes() and
   // quantize_from() refuse from there on, dequantize_into() and the products read either layout.
   void attach(Model<float>& model);

@@ -296,13 +296,14 @@ TEST(QuantMatmul, ExpandedFormatsMatchTheReference) {
     EXPECT_EQ(quant_path_runnable(QuantPath::int8_madd, format),
               int8 && quant_path_runnable(QuantPath::int8_madd, ElementType::q8_0))
         << element_name(format);
-    // Q4_K and Q5_K have vpdpbusd tile kernels (and their emulation) wherever Q8_0 has VNNI (AVX2).
-    const bool k4 = format == ElementType::q4_k || format == ElementType::q5_k;
+    // Q4_K, Q5_K and Q6_K have vpdpbusd tile kernels (and their emulation) wherever Q8_0 has
+    // VNNI (AVX2); on rows of blocks those paths take the vpmaddubsw rows kernels.
+    const bool tile_vnni = format == ElementType::q4_k || format == ElementType::q5_k || format == ElementType::q6_k;
     EXPECT_EQ(quant_path_runnable(QuantPath::int8_vnni, format),
-              k4 && quant_path_runnable(QuantPath::int8_vnni, ElementType::q8_0))
+              tile_vnni && quant_path_runnable(QuantPath::int8_vnni, ElementType::q8_0))
         << element_name(format);
     EXPECT_EQ(quant_path_runnable(QuantPath::int8_vnni_emulated, format),
-              k4 && quant_path_runnable(QuantPath::int8_madd, ElementType::q8_0))
+              tile_vnni && quant_path_runnable(QuantPath::int8_madd, ElementType::q8_0))
         << element_name(format);
     for (QuantPath path : {QuantPath::fp32_expand, QuantPath::fp32_tiles, QuantPath::int8_madd, QuantPath::int8_vnni,
                            QuantPath::int8_vnni_emulated, QuantPath::automatic}) {

@@ -1,4 +1,4 @@
-// The tiled layout of Q8_0 / Q4_0 / Q4_K / Q5_K weights (quant_tiles.h): the bytes land where the
+// The tiled layout of Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K weights (quant_tiles.h): the bytes land where the
 // header says, rows come back unchanged, and every product path gives the same results on
 // tiled weights as on rows of blocks: the paths that read tiles (the AVX-512 VNNI kernels) the
 // same bits as their row-block kernels where those take whole tiles too (4-8 rows), within
@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -26,7 +27,7 @@ namespace {
 using testing::random_vector;
 
 constexpr ElementType kTiledFormats[] = {ElementType::q8_0, ElementType::q4_0, ElementType::q4_k, ElementType::q5_k,
-                                         ElementType::bf16};
+                                         ElementType::q6_k, ElementType::bf16};
 
 // Values per block of the format (32, or a Q4_K super-block's 256; BF16, which has no
 // blocks, is tiled 32 values at a time): the sizes below are counted in these.
@@ -106,7 +107,9 @@ TEST(QuantTiles, KQuantBytesWhereTheLayoutSays) {
   const std::pair<ElementType, std::vector<Field>> layouts[] = {
       {ElementType::q4_k, {{"d", 0, 1, 2, 0}, {"dmin", 2, 1, 2, 32}, {"scales", 4, 3, 4, 64}, {"qs", 16, 32, 4, 256}}},
       {ElementType::q5_k,
-       {{"d", 0, 1, 2, 0}, {"dmin", 2, 1, 2, 32}, {"scales", 4, 3, 4, 64}, {"qh", 16, 8, 4, 256}, {"qs", 48, 32, 4, 768}}}};
+       {{"d", 0, 1, 2, 0}, {"dmin", 2, 1, 2, 32}, {"scales", 4, 3, 4, 64}, {"qh", 16, 8, 4, 256}, {"qs", 48, 32, 4, 768}}},
+      {ElementType::q6_k,
+       {{"ql", 0, 32, 4, 0}, {"qh", 128, 16, 4, 2048}, {"scales", 192, 4, 4, 3072}, {"d", 208, 1, 2, 3328}}}};
   const int64_t k = 512, count = 2, n = 21;  // one tile and 5 rows of blocks past it
   for (const auto& [format, fields] : layouts) {
     const std::vector<uint8_t> rows = blocks_of(format, n, k, 4);
@@ -155,8 +158,8 @@ TEST(QuantTiles, CopyRowsReadsTilesAndRows) {
     EXPECT_THROW(quant_copy_rows(copy.data(), W, 53, 1), Error);
     EXPECT_THROW(quant_copy_rows(copy.data(), QuantWeights{format, tiled.data(), n, k, 40}, 0, 1), Error);
   }
-  std::vector<uint8_t> q6(static_cast<size_t>(16 * element_row_bytes(ElementType::q6_k, 256)));
-  EXPECT_THROW(quant_tile_rows(ElementType::q6_k, q6.data(), 1, 256), Error) << "Q6_K has no tiled layout";
+  std::vector<uint8_t> q3(static_cast<size_t>(16 * element_row_bytes(ElementType::q3_k, 256)));
+  EXPECT_THROW(quant_tile_rows(ElementType::q3_k, q3.data(), 1, 256), Error) << "Q3_K has no tiled layout";
 }
 
 struct TiledProblem {
@@ -284,14 +287,17 @@ TEST(QuantTiles, Bf16TilesMatchTheReference) {
     }
 }
 
-// The vpdpbusd tile kernel of Q4_K / Q5_K (quant_kint8_vnni.inc) computes the integers of the
-// vpmaddubsw one and scales them by the same fp32 code: the same bits, for every count of
-// activation rows (passes of 4, 2 and 1), tiles and rows past them, long rows, and the
-// extreme blocks of the overflow test. Its emulation runs on every AVX2 CPU; the VNNI
-// instructions themselves where the CPU has them.
+// The vpdpbusd tile kernels of Q4_K / Q5_K / Q6_K (quant_kint8_vnni.inc) compute the integers
+// of the vpmaddubsw ones. Q4_K and Q5_K scale them by the same fp32 code as their vpmaddubsw
+// tile kernel: the same bits, for every count of activation rows (passes of 4, 2 and 1), tiles
+// and rows past them, long rows, and the extreme blocks of the overflow test. Q6_K's
+// vpmaddubsw kernel reads rows of blocks: it sums a super-block's integer across lanes, then
+// scales it as the tile kernel does, in groups of 4-8 activation rows (with_row_count): the
+// same bits there; fewer rows keep fp32 sums per lane, within the int8 bound. Its emulation
+// runs on every AVX2 CPU; the VNNI instructions themselves where the CPU has them.
 TEST(QuantTiles, VnniTileKernelGivesTheBitsOfTheMaddOne) {
   int checked = 0;
-  for (ElementType format : {ElementType::q4_k, ElementType::q5_k})
+  for (ElementType format : {ElementType::q4_k, ElementType::q5_k, ElementType::q6_k})
     for (QuantPath path : {QuantPath::int8_vnni_emulated, QuantPath::int8_vnni}) {
       if (!quant_path_runnable(path, format)) continue;
       ASSERT_TRUE(quant_path_reads_tiles(path, format)) << quant_path_name(path);
@@ -312,7 +318,16 @@ TEST(QuantTiles, VnniTileKernelGivesTheBitsOfTheMaddOne) {
           }
           const std::vector<float> vnni = product(p, path, p.tiled_weights());
           const std::vector<float> madd = product(p, QuantPath::int8_madd, p.tiled_weights());
-          for (size_t i = 0; i < vnni.size(); ++i) ASSERT_EQ(vnni[i], madd[i]) << "element " << i;
+          std::vector<float> w(static_cast<size_t>(n * p.k));
+          for (int64_t o = 0; o < n; ++o)
+            element_to_f32(format, w.data() + o * p.k, p.rows.data() + o * element_row_bytes(format, p.k), p.k);
+          for (int64_t r = 0; r < m; ++r)
+            for (int64_t o = 0; o < n; ++o) {
+              const int64_t group_rows = std::min<int64_t>(8, m - r / 8 * 8);
+              const bool same_bits = format != ElementType::q6_k || o >= p.tiled_rows || group_rows >= 4;
+              if (same_bits) ASSERT_EQ(vnni[r * n + o], madd[r * n + o]) << "row " << r << " col " << o;
+              else ASSERT_NEAR(vnni[r * n + o], madd[r * n + o], 2 * int8_bound(p, w, r, o)) << "row " << r << " col " << o;
+            }
           ++checked;
         }
     }
