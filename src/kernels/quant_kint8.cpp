@@ -18,12 +18,14 @@
 // signed activations is vpmaddubsw (pairs summed to int16: at most 2 * 63 * 127, no
 // saturation), then vpmaddwd by the sub-block's scale to int32. IQ4_XS weights are signed
 // (kIq4Values): vpmaddubsw of |w| by a with w's sign (at most 2 * 127 * 127). Tiled Q4_K,
-// Q5_K and Q6_K can take vpdpbusd instead (quant_kint8_vnni.inc, KQuantTileDot): the same
-// integers. (Q6_K is tiled only where vpdpbusd reads it: quant_decode.cpp says why.)
+// Q5_K, Q6_K and IQ4_XS can take vpdpbusd instead (quant_kint8_vnni.inc, KQuantTileDot): the
+// same integers. (Q6_K and IQ4_XS are tiled only where vpdpbusd reads them: quant_decode.cpp
+// says why.)
 #include "kernels/kernel_sets.h"
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
@@ -565,6 +567,51 @@ struct Q6KTiles {
   }
 };
 
+// IQ4_XS (tile super-block: d, scales_h, scales_l, 32 groups of indices), read by the
+// vpdpbusd dots alone (quant_kint8_vnni.inc, iq4_tile_dots): the indices looked up in
+// kIq4Values + 128 (unsigned, vpdpbusd's operand), so each lane starts from the bias's
+// -128 * sum_s scale_s * (sum of a over sub-block s of 32) and ends holding exactly the integer
+// the rows kernel (Iq4XsDot, |w| against a with w's sign) sums across its lanes.
+struct Iq4XsTiles {
+  using Block = BlockIq4Xs;
+  static constexpr bool kMinimums = false, kMadd = false;
+  static constexpr int64_t kIndices = 128;
+  // One 256-bit half (8 rows) of a super-block: each lane's 8 scales (ls - 32) as int32, and as
+  // int16 pairs (2t, 2t + 1) for the bias; its d.
+  struct Half {
+    __m256i scales32[8], scale_pairs[4];
+    __m256 d, dmin;
+    Half(const uint8_t* super, int h) {
+      const __m256i high = _mm256_cvtepu16_epi32(load16(super + 32 + 16 * h));  // scales_h, a lane each
+      const __m256i low = tile_half(super + 64, h);                             // scales_l
+      for (int s = 0; s < 8; ++s) {
+        const __m256i nibble = _mm256_and_si256(_mm256_srli_epi32(low, 4 * s), _mm256_set1_epi32(0xF));
+        const __m256i top = _mm256_and_si256(_mm256_srli_epi32(high, 2 * s), _mm256_set1_epi32(3));
+        scales32[s] = _mm256_sub_epi32(_mm256_or_si256(nibble, _mm256_slli_epi32(top, 4)), _mm256_set1_epi32(32));
+      }
+      for (int t = 0; t < 4; ++t)
+        scale_pairs[t] = _mm256_or_si256(_mm256_and_si256(scales32[2 * t], _mm256_set1_epi32(0xFFFF)),
+                                         _mm256_slli_epi32(scales32[2 * t + 1], 16));
+      d = _mm256_cvtph_ps(load16(super + 16 * h));
+      dmin = _mm256_setzero_ps();
+    }
+  };
+  // offsets[r][h] = each lane's -128 * sum_s scale_s * (sum of row r's a over sub-block s of 32).
+  template <int R>
+  static void offsets(const Half* halves, const int16_t* const* sums, __m256i (*offsets)[2]) {
+    for (int r = 0; r < R; ++r) {
+      alignas(16) int32_t sum_pairs[4];  // the sums over each sub-block of 32, two to a word
+      _mm_store_si128(reinterpret_cast<__m128i*>(sum_pairs), _mm_hadd_epi16(load16(sums[r]), load16(sums[r] + 8)));
+      for (int h = 0; h < 2; ++h) {
+        __m256i total = _mm256_setzero_si256();
+        for (int t = 0; t < 4; ++t)
+          total = _mm256_add_epi32(total, _mm256_madd_epi16(halves[h].scale_pairs[t], _mm256_set1_epi32(sum_pairs[t])));
+        offsets[r][h] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(total, 7));
+      }
+    }
+  }
+};
+
 // The same tile dots on vpdpbusd (quant_kint8_vnni.inc): emulated by AVX2 instructions, and
 // where the compiler has GCC's target pragma, in a region with the VNNI extension.
 #define GATEDLM_KQUANT_VNNI 0
@@ -685,8 +732,8 @@ void product_of(const QuantOutput& out, const Q8KRows& A, int64_t m, const Quant
   }, in_team);
 }
 
-// Tiled Q4_K / Q5_K / Q6_K weights by the tile dot asked for; rows past the tiles and
-// weights without tiles through the rows kernel.
+// Tiled Q4_K / Q5_K / Q6_K / IQ4_XS weights by the tile dot asked for; rows past the tiles
+// and weights without tiles through the rows kernel.
 template <class Tiles, class Dot>
 void tiled_or_rows(KQuantTileDot tile_dot, const QuantOutput& out, const Q8KRows& A, int64_t m, const QuantWeights& W,
                    bool in_team) {
@@ -707,7 +754,7 @@ void multiply(KQuantTileDot tile_dot, const QuantOutput& out, const Q8KRows& A, 
     case ElementType::q2_k: return product_of<Q2KDot, BlockQ2_K>(out, A, m, W, in_team);
     case ElementType::q3_k: return product_of<Q3KDot, BlockQ3_K>(out, A, m, W, in_team);
     case ElementType::q6_k: return tiled_or_rows<Q6KTiles, Q6KDot>(tile_dot, out, A, m, W, in_team);
-    case ElementType::iq4_xs: return product_of<Iq4XsDot, BlockIq4Xs>(out, A, m, W, in_team);
+    case ElementType::iq4_xs: return tiled_or_rows<Iq4XsTiles, Iq4XsDot>(tile_dot, out, A, m, W, in_team);
     default:
       fail("the K-quant int8 products take Q2_K, Q3_K, Q4_K, Q5_K, Q6_K or IQ4_XS weights, not ",
            element_name(W.format));
@@ -717,13 +764,14 @@ void multiply(KQuantTileDot tile_dot, const QuantOutput& out, const Q8KRows& A, 
 }  // namespace
 
 bool kquant_vnni_format(ElementType format) {
-  return GATEDLM_KSET_AVX2 && (format == ElementType::q4_k || format == ElementType::q5_k || format == ElementType::q6_k);
+  return GATEDLM_KSET_AVX2 && (format == ElementType::q4_k || format == ElementType::q5_k ||
+                               format == ElementType::q6_k || format == ElementType::iq4_xs);
 }
 
 void kquant_int8_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W,
                          KQuantTileDot tile_dot) {
   const bool k4 = W.format == ElementType::q4_k || W.format == ElementType::q5_k;
-  if (W.tiled_rows > 0 && !k4 && !(W.format == ElementType::q6_k && tile_dot != KQuantTileDot::madd))
+  if (W.tiled_rows > 0 && !k4 && !(kquant_vnni_format(W.format) && tile_dot != KQuantTileDot::madd))
     fail("K-quant int8 product: no kernel of ", tile_dot == KQuantTileDot::madd ? "vpmaddubsw" : "vpdpbusd", " reads ",
          element_name(W.format), " weights in tiles");
   if (tile_dot != KQuantTileDot::madd && !kquant_vnni_format(W.format))

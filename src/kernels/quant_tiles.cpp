@@ -32,7 +32,7 @@ int64_t tile_block_values(ElementType format) {
 struct TileGeometry {
   int64_t count;        // blocks a row
   int64_t row_bytes;    // bytes of a row of blocks
-  int64_t block_bytes;  // 18 (Q4_0), 34 (Q8_0), 144 (Q4_K), 176 (Q5_K), 210 (Q6_K), 64 (BF16)
+  int64_t block_bytes;  // 18 (Q4_0), 34 (Q8_0), 144 (Q4_K), 176 (Q5_K), 210 (Q6_K), 136 (IQ4_XS), 64 (BF16)
   std::vector<TileField> fields;
   TileGeometry(ElementType format, int64_t cols)
       : count(cols / tile_block_values(format)),
@@ -61,6 +61,12 @@ struct TileGeometry {
       // bits, the 16 of high bits, the 4 of int8 scales, d: 16 * 210 bytes.
       fields = {{0, 32, 4, 0, stride}, {128, 16, 4, 128 * rows, stride}, {192, 4, 4, 192 * rows, stride},
                 {208, 1, 2, 208 * rows, stride}};
+      return;
+    }
+    if (format == ElementType::iq4_xs) {
+      // The same for IQ4_XS: d, scales_h, scales_l, the 32 4-byte groups of indices: 16 * 136 bytes.
+      fields = {{0, 1, 2, 0, stride}, {2, 1, 2, 2 * rows, stride}, {4, 1, 4, 4 * rows, stride},
+                {8, 32, 4, 8 * rows, stride}};
       return;
     }
     // Q4_0 / Q8_0: every block's values, then every block's fp16 scale.
@@ -116,7 +122,8 @@ void rearrange(ElementType format, void* data, int64_t tiles, int64_t cols, bool
 
 bool quant_format_tiles(ElementType format) {
   return format == ElementType::q8_0 || format == ElementType::q4_0 || format == ElementType::q4_k ||
-         format == ElementType::q5_k || format == ElementType::q6_k || format == ElementType::bf16;
+         format == ElementType::q5_k || format == ElementType::q6_k || format == ElementType::iq4_xs ||
+         format == ElementType::bf16;
 }
 
 int64_t quant_tile_value_bytes(ElementType format) {
@@ -124,6 +131,7 @@ int64_t quant_tile_value_bytes(ElementType format) {
   if (format == ElementType::q4_k) return kQuantTileRows * 128;
   if (format == ElementType::q5_k) return kQuantTileRows * 160;
   if (format == ElementType::q6_k) return kQuantTileRows * 192;
+  if (format == ElementType::iq4_xs) return kQuantTileRows * 128;
   if (format == ElementType::bf16) return kQuantTileRows * 64;
   return kQuantTileRows * (format == ElementType::q4_0 ? 16 : 32);
 }

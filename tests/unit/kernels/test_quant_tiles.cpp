@@ -1,4 +1,4 @@
-// The tiled layout of Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K weights (quant_tiles.h): the bytes land where the
+// The tiled layout of Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K / IQ4_XS weights (quant_tiles.h): the bytes land where the
 // header says, rows come back unchanged, and every product path gives the same results on
 // tiled weights as on rows of blocks: the paths that read tiles (the AVX-512 VNNI kernels) the
 // same bits as their row-block kernels where those take whole tiles too (4-8 rows), within
@@ -27,7 +27,7 @@ namespace {
 using testing::random_vector;
 
 constexpr ElementType kTiledFormats[] = {ElementType::q8_0, ElementType::q4_0, ElementType::q4_k, ElementType::q5_k,
-                                         ElementType::q6_k, ElementType::bf16};
+                                         ElementType::q6_k, ElementType::iq4_xs, ElementType::bf16};
 
 // Values per block of the format (32, or a Q4_K super-block's 256; BF16, which has no
 // blocks, is tiled 32 values at a time): the sizes below are counted in these.
@@ -109,7 +109,9 @@ TEST(QuantTiles, KQuantBytesWhereTheLayoutSays) {
       {ElementType::q5_k,
        {{"d", 0, 1, 2, 0}, {"dmin", 2, 1, 2, 32}, {"scales", 4, 3, 4, 64}, {"qh", 16, 8, 4, 256}, {"qs", 48, 32, 4, 768}}},
       {ElementType::q6_k,
-       {{"ql", 0, 32, 4, 0}, {"qh", 128, 16, 4, 2048}, {"scales", 192, 4, 4, 3072}, {"d", 208, 1, 2, 3328}}}};
+       {{"ql", 0, 32, 4, 0}, {"qh", 128, 16, 4, 2048}, {"scales", 192, 4, 4, 3072}, {"d", 208, 1, 2, 3328}}},
+      {ElementType::iq4_xs,
+       {{"d", 0, 1, 2, 0}, {"scales_h", 2, 1, 2, 32}, {"scales_l", 4, 1, 4, 64}, {"qs", 8, 32, 4, 128}}}};
   const int64_t k = 512, count = 2, n = 21;  // one tile and 5 rows of blocks past it
   for (const auto& [format, fields] : layouts) {
     const std::vector<uint8_t> rows = blocks_of(format, n, k, 4);
@@ -121,7 +123,7 @@ TEST(QuantTiles, KQuantBytesWhereTheLayoutSays) {
     ASSERT_EQ(covered, block_bytes) << element_name(format) << ": the fields are the whole block";
     int64_t values = 0;  // the value fields (all but d, dmin and the scales), all 16 rows
     for (const Field& f : fields)
-      if (f.unit_bytes == 4 && std::string(f.name) != "scales") values += 16 * f.units * f.unit_bytes;
+      if (f.unit_bytes == 4 && std::string(f.name).rfind("scales", 0) != 0) values += 16 * f.units * f.unit_bytes;
     EXPECT_EQ(quant_tile_value_bytes(format), values) << element_name(format);
     for (int64_t i = 0; i < 16; ++i)
       for (int64_t b = 0; b < count; ++b)
@@ -287,17 +289,17 @@ TEST(QuantTiles, Bf16TilesMatchTheReference) {
     }
 }
 
-// The vpdpbusd tile kernels of Q4_K / Q5_K / Q6_K (quant_kint8_vnni.inc) compute the integers
-// of the vpmaddubsw ones. Q4_K and Q5_K scale them by the same fp32 code as their vpmaddubsw
-// tile kernel: the same bits, for every count of activation rows (passes of 4, 2 and 1), tiles
-// and rows past them, long rows, and the extreme blocks of the overflow test. Q6_K's
-// vpmaddubsw kernel reads rows of blocks: it sums a super-block's integer across lanes, then
+// The vpdpbusd tile kernels of Q4_K / Q5_K / Q6_K / IQ4_XS (quant_kint8_vnni.inc) compute the
+// integers of the vpmaddubsw ones. Q4_K and Q5_K scale them by the same fp32 code as their
+// vpmaddubsw tile kernel: the same bits, for every count of activation rows (passes of 4, 2
+// and 1), tiles and rows past them, long rows, and the extreme blocks of the overflow test.
+// Q6_K's and IQ4_XS's vpmaddubsw kernels read rows of blocks: it sums a super-block's integer across lanes, then
 // scales it as the tile kernel does, in groups of 4-8 activation rows (with_row_count): the
 // same bits there; fewer rows keep fp32 sums per lane, within the int8 bound. Its emulation
 // runs on every AVX2 CPU; the VNNI instructions themselves where the CPU has them.
 TEST(QuantTiles, VnniTileKernelGivesTheBitsOfTheMaddOne) {
   int checked = 0;
-  for (ElementType format : {ElementType::q4_k, ElementType::q5_k, ElementType::q6_k})
+  for (ElementType format : {ElementType::q4_k, ElementType::q5_k, ElementType::q6_k, ElementType::iq4_xs})
     for (QuantPath path : {QuantPath::int8_vnni_emulated, QuantPath::int8_vnni}) {
       if (!quant_path_runnable(path, format)) continue;
       ASSERT_TRUE(quant_path_reads_tiles(path, format)) << quant_path_name(path);
@@ -324,7 +326,8 @@ TEST(QuantTiles, VnniTileKernelGivesTheBitsOfTheMaddOne) {
           for (int64_t r = 0; r < m; ++r)
             for (int64_t o = 0; o < n; ++o) {
               const int64_t group_rows = std::min<int64_t>(8, m - r / 8 * 8);
-              const bool same_bits = format != ElementType::q6_k || o >= p.tiled_rows || group_rows >= 4;
+              const bool rows_kernel = format == ElementType::q6_k || format == ElementType::iq4_xs;
+              const bool same_bits = !rows_kernel || o >= p.tiled_rows || group_rows >= 4;
               if (same_bits) ASSERT_EQ(vnni[r * n + o], madd[r * n + o]) << "row " << r << " col " << o;
               else ASSERT_NEAR(vnni[r * n + o], madd[r * n + o], 2 * int8_bound(p, w, r, o)) << "row " << r << " col " << o;
             }
