@@ -431,6 +431,21 @@ inline __m256i pick_lane_bytes(__m256i v, int which) {
 // The bytes of 8 rows' groups of 4 in one 256-bit half of a tile's 64-byte vector.
 inline __m256i tile_half(const uint8_t* vector, int h) { return load32(vector + 32 * h); }
 
+// A row's sums of its activations over the 8 sub-blocks of 32 of a super-block (from its 16
+// Q8_K sums of 16), two to a word: times(pairs) is each lane's sum_j pair_j * sum j, pairs[t]
+// holding the lane's int16 multipliers of sub-blocks 2t and 2t + 1 (a vpmaddwd each).
+struct SubBlockSums {
+  alignas(16) int32_t pairs[4];
+  explicit SubBlockSums(const int16_t* sums16) {
+    _mm_store_si128(reinterpret_cast<__m128i*>(pairs), _mm_hadd_epi16(load16(sums16), load16(sums16 + 8)));
+  }
+  __m256i times(const __m256i* multipliers) const {
+    __m256i total = _mm256_setzero_si256();
+    for (int t = 0; t < 4; ++t) total = _mm256_add_epi32(total, _mm256_madd_epi16(multipliers[t], _mm256_set1_epi32(pairs[t])));
+    return total;
+  }
+};
+
 // Q4_K (tile super-block: d, dmin, 3 words of packed scales, 32 groups of nibbles) and
 // Q5_K (the same with 8 groups of fifth bits before the nibbles). Group s of the nibbles
 // belongs to pair p = s / 8 of sub-blocks: its low nibbles are elements 64p + 4 (s % 8) + 0..3
@@ -472,13 +487,8 @@ struct K4Tiles {
   template <int R>
   static void offsets(const Half* halves, const int16_t* const* sums, __m256i (*offsets)[2]) {
     for (int r = 0; r < R; ++r) {
-      alignas(16) int32_t sum_pairs[4];  // the sums over each sub-block of 32, two to a word
-      _mm_store_si128(reinterpret_cast<__m128i*>(sum_pairs), _mm_hadd_epi16(load16(sums[r]), load16(sums[r] + 8)));
-      for (int h = 0; h < 2; ++h) {
-        offsets[r][h] = _mm256_setzero_si256();
-        for (int t = 0; t < 4; ++t)
-          offsets[r][h] = _mm256_add_epi32(offsets[r][h], _mm256_madd_epi16(halves[h].min_pairs[t], _mm256_set1_epi32(sum_pairs[t])));
-      }
+      const SubBlockSums sums32(sums[r]);
+      for (int h = 0; h < 2; ++h) offsets[r][h] = sums32.times(halves[h].min_pairs);
     }
   }
   // dots[r][h] += each lane's sum_j scale_j * sum(q * a) over sub-block j, for R (1, 2 or 4)
@@ -600,14 +610,9 @@ struct Iq4XsTiles {
   template <int R>
   static void offsets(const Half* halves, const int16_t* const* sums, __m256i (*offsets)[2]) {
     for (int r = 0; r < R; ++r) {
-      alignas(16) int32_t sum_pairs[4];  // the sums over each sub-block of 32, two to a word
-      _mm_store_si128(reinterpret_cast<__m128i*>(sum_pairs), _mm_hadd_epi16(load16(sums[r]), load16(sums[r] + 8)));
-      for (int h = 0; h < 2; ++h) {
-        __m256i total = _mm256_setzero_si256();
-        for (int t = 0; t < 4; ++t)
-          total = _mm256_add_epi32(total, _mm256_madd_epi16(halves[h].scale_pairs[t], _mm256_set1_epi32(sum_pairs[t])));
-        offsets[r][h] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(total, 7));
-      }
+      const SubBlockSums sums32(sums[r]);
+      for (int h = 0; h < 2; ++h)
+        offsets[r][h] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sums32.times(halves[h].scale_pairs), 7));
     }
   }
 };
