@@ -334,7 +334,10 @@ struct Q3KDot {
 
 // IQ4_XS: 4-bit indices into kIq4Values (signed), value d * (ls - 32) * kIq4Values[index],
 // ls the 6-bit scale of the sub-block of 32; byte j of a sub-block's 16 holds element j in
-// its low nibble and element j + 16 in its high one.
+// its low nibble and element j + 16 in its high one. (Each ls is picked out by scalar code,
+// on integer ports the loop leaves idle: all 8 unpacked by vector code per super-block and
+// spread by vpshufb, with two sub-blocks' indices per load, was 11 % slower at 1 row on the
+// AVX2 Zen 4 of bench/RESULTS.md's twenty-seventh session, 12.1 -> 13.5 ms per 1B step.)
 struct Iq4XsDot {
   static constexpr bool kMinimums = false;
   static float d(const BlockIq4Xs& x) { return _cvtsh_ss(x.d); }
