@@ -669,8 +669,8 @@ void super_block_rows(const Q8KRows& A, int64_t r0, int64_t i, const uint8_t* su
   }
   __m256i dots[R][2], offsets[R][2];
   Tiles::template offsets<R>(halves, sums, offsets);
-  // With minimums (Q4_K, Q5_K) the offsets are scaled by dmin apart; else (Q6_K) they are the
-  // integer the dots start from.
+  // With minimums (Q4_K, Q5_K) the offsets are scaled by dmin apart; else (Q6_K, IQ4_XS)
+  // they are the integer the dots start from.
   for (int r = 0; r < R; ++r)
     for (int h = 0; h < 2; ++h) dots[r][h] = Tiles::kMinimums ? _mm256_setzero_si256() : offsets[r][h];
   tile_dots<kTileDot, Tiles, R>(super, halves, rows, dots);
