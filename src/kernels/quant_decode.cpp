@@ -444,9 +444,10 @@ bool quant_path_reads_tiles(QuantPath path, ElementType format) {
   // vpdpbusd reads Q8_0 and Q4_0 tiles (AVX-512 VNNI) and those of Q4_K, Q5_K, Q6_K, IQ4_XS
   // (either VNNI, quant_kint8_vnni.inc, and its emulation); vpmaddubsw (AVX2) those of Q4_0,
   // Q4_K and Q5_K (quant_kint8.cpp), not Q8_0's: they hold q + 128, whose vpmaddubsw pairs
-  // (255 * 127 * 2) would saturate int16; nor IQ4_XS's signed values for the same reason; nor
-  // Q6_K's (tried twice, bench/RESULTS.md: no faster than its rows kernel at batch 1 on AVX2,
-  // where a sub-block of 16 leaves vpmaddubsw no int16 sums to share).
+  // (255 * 127 * 2) would saturate int16; nor IQ4_XS's (as signed values against a with their
+  // signs, per lane as its rows kernel does it per row: 33 % slower at 1 row, 9 % faster at 8,
+  // bench/RESULTS.md's twenty-seventh session); nor Q6_K's (tried twice: no faster than its rows
+  // kernel at batch 1 on AVX2, where a sub-block of 16 leaves vpmaddubsw no int16 sums to share).
   const bool k4 = format == ElementType::q4_k || format == ElementType::q5_k;
   const bool k_vnni = kquant_vnni_format(format);
   switch (path) {

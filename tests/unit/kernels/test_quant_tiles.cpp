@@ -326,8 +326,8 @@ TEST(QuantTiles, VnniTileKernelGivesTheBitsOfTheMaddOne) {
           for (int64_t r = 0; r < m; ++r)
             for (int64_t o = 0; o < n; ++o) {
               const int64_t group_rows = std::min<int64_t>(8, m - r / 8 * 8);
-              const bool rows_kernel = format == ElementType::q6_k || format == ElementType::iq4_xs;
-              const bool same_bits = !rows_kernel || o >= p.tiled_rows || group_rows >= 4;
+              const bool same_bits = quant_path_reads_tiles(QuantPath::int8_madd, format) || o >= p.tiled_rows ||
+                                     group_rows >= 4;
               if (same_bits) ASSERT_EQ(vnni[r * n + o], madd[r * n + o]) << "row " << r << " col " << o;
               else ASSERT_NEAR(vnni[r * n + o], madd[r * n + o], 2 * int8_bound(p, w, r, o)) << "row " << r << " col " << o;
             }
