@@ -467,8 +467,9 @@ QuantPath quant_best_path(ElementType format, int64_t m) {
   // find the public functions of the same names.
   const auto runnable = [format](QuantPath path) { return GATEDLM_KSET::quant_path_runnable(path, format); };
   // The int8 kernels beat fp32 tiles through oneDNN at every m measured (8-512 rows:
-  // vpdpbusd 2x, vpmaddubsw 1.1-1.4x). (Q4_K / Q5_K / Q6_K on vpdpbusd: not timed, no VNNI CPU at
-  // hand; the same integers as vpmaddubsw's in half its instructions, docs/quantization.md.)
+  // vpdpbusd 2x, vpmaddubsw 1.1-1.4x). (Q4_K / Q5_K / Q6_K / IQ4_XS on vpdpbusd: not timed, no
+  // VNNI CPU at hand; the same integers as vpmaddubsw's in fewer instructions,
+  // docs/quantization.md.)
   if (runnable(QuantPath::int8_vnni)) return QuantPath::int8_vnni;
   // The K-quants' vpmaddubsw kernels (Q8_K activations) beat fp32 tiles 4x at 1 row and 2x
   // at 8, break even at 64 rows and lose 15 % at 256 (Zen 3, 100M and 1B shapes; on the

@@ -549,7 +549,7 @@ struct Q6KTiles {
   // sums' multipliers), and as int16 pairs (j, j + 2) for the bias; its d.
   struct Half {
     __m256i scales32[16], even_pairs[4], odd_pairs[4];
-    __m256 d, dmin;
+    __m256 d;
     Half(const uint8_t* super, int h) {
       for (int w = 0; w < 4; ++w) {  // vector w: scales 4w..4w+3 of each lane, one a byte
         const __m256i v = tile_half(super + kScales + 64 * w, h);
@@ -558,7 +558,6 @@ struct Q6KTiles {
         odd_pairs[w] = _mm256_srai_epi16(v, 8);                         // scales 4w + 1, 4w + 3
       }
       d = _mm256_cvtph_ps(load16(super + kD + 16 * h));
-      dmin = _mm256_setzero_ps();
     }
   };
   // offsets[r][h] = each lane's -32 * sum_j scale_j * (sum of row r's a over sub-block j of 16).
@@ -593,7 +592,7 @@ struct Iq4XsTiles {
   // int16 pairs (2t, 2t + 1) for the bias; its d.
   struct Half {
     __m256i scales32[8], scale_pairs[4];
-    __m256 d, dmin;
+    __m256 d;
     Half(const uint8_t* super, int h) {
       const __m256i high = _mm256_cvtepu16_epi32(load16(super + 32 + 16 * h));  // scales_h, a lane each
       const __m256i low = tile_half(super + 64, h);                             // scales_l
@@ -606,7 +605,6 @@ struct Iq4XsTiles {
         scale_pairs[t] = _mm256_or_si256(_mm256_and_si256(scales32[2 * t], _mm256_set1_epi32(0xFFFF)),
                                          _mm256_slli_epi32(scales32[2 * t + 1], 16));
       d = _mm256_cvtph_ps(load16(super + 16 * h));
-      dmin = _mm256_setzero_ps();
     }
   };
   // offsets[r][h] = each lane's -128 * sum_s scale_s * (sum of row r's a over sub-block s of 32).

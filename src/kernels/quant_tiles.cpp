@@ -3,6 +3,7 @@
 #include "kernels/quant_tiles.h"
 
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "core/error.h"
@@ -39,35 +40,33 @@ struct TileGeometry {
         row_bytes(element_row_bytes(format, cols)),
         block_bytes(row_bytes / count) {
     const int64_t rows = kQuantTileRows;
-    const int64_t stride = rows * block_bytes;  // the K-quants and BF16: block by block
-    if (format == ElementType::bf16) {  // the 16 4-byte groups (2 values each): 16 * 64 bytes
-      fields = {{0, 16, 4, 0, stride}};
-      return;
-    }
-    if (format == ElementType::q4_k) {
-      // d, dmin (fp16), the 3 words of packed scales, the 32 4-byte groups of nibbles: 16 * 144 bytes.
-      fields = {{0, 1, 2, 0, stride}, {2, 1, 2, 2 * rows, stride}, {4, 3, 4, 4 * rows, stride},
-                {16, 32, 4, 16 * rows, stride}};
-      return;
-    }
-    if (format == ElementType::q5_k) {
-      // The same with the 8 groups of fifth bits before the nibbles: 16 * 176 bytes.
-      fields = {{0, 1, 2, 0, stride}, {2, 1, 2, 2 * rows, stride}, {4, 3, 4, 4 * rows, stride},
-                {16, 8, 4, 16 * rows, stride}, {48, 32, 4, 48 * rows, stride}};
-      return;
-    }
-    if (format == ElementType::q6_k) {
-      // The block's own order, each field's 16 rows side by side: the 32 4-byte groups of low
-      // bits, the 16 of high bits, the 4 of int8 scales, d: 16 * 210 bytes.
-      fields = {{0, 32, 4, 0, stride}, {128, 16, 4, 128 * rows, stride}, {192, 4, 4, 192 * rows, stride},
-                {208, 1, 2, 208 * rows, stride}};
-      return;
-    }
-    if (format == ElementType::iq4_xs) {
-      // The same for IQ4_XS: d, scales_h, scales_l, the 32 4-byte groups of indices: 16 * 136 bytes.
-      fields = {{0, 1, 2, 0, stride}, {2, 1, 2, 2 * rows, stride}, {4, 1, 4, 4 * rows, stride},
-                {8, 32, 4, 8 * rows, stride}};
-      return;
+    // The K-quants and BF16, block by block: each field of the block (its offset, its units and
+    // their bytes), in the block's own order, with the 16 rows' units side by side, so a field
+    // at block offset f starts at 16 f in the tile's block.
+    struct Field {
+      int64_t block_offset, units, unit_bytes;
+    };
+    const auto side_by_side = [&](std::initializer_list<Field> block) {
+      for (const Field& f : block)
+        fields.push_back({f.block_offset, f.units, f.unit_bytes, rows * f.block_offset, rows * block_bytes});
+    };
+    switch (format) {
+      case ElementType::bf16:  // 16 4-byte groups of 2 values
+        side_by_side({{0, 16, 4}});
+        return;
+      // d, dmin (fp16), the 3 words of packed scales, (Q5_K: the 8 4-byte groups of fifth bits,)
+      // the 32 4-byte groups of nibbles.
+      case ElementType::q4_k: side_by_side({{0, 1, 2}, {2, 1, 2}, {4, 3, 4}, {16, 32, 4}});
+        return;
+      case ElementType::q5_k: side_by_side({{0, 1, 2}, {2, 1, 2}, {4, 3, 4}, {16, 8, 4}, {48, 32, 4}});
+        return;
+      // The 32 4-byte groups of low bits, the 16 of high bits, the 4 of int8 scales, d.
+      case ElementType::q6_k: side_by_side({{0, 32, 4}, {128, 16, 4}, {192, 4, 4}, {208, 1, 2}});
+        return;
+      // d, scales_h, scales_l, the 32 4-byte groups of indices.
+      case ElementType::iq4_xs: side_by_side({{0, 1, 2}, {2, 1, 2}, {4, 1, 4}, {8, 32, 4}});
+        return;
+      default: break;
     }
     // Q4_0 / Q8_0: every block's values, then every block's fp16 scale.
     const int64_t dwords = format == ElementType::q4_0 ? 4 : 8, values = dwords * 4 * rows;
