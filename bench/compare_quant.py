@@ -24,13 +24,18 @@ Speed (--shapes): a random model of each config (`gatedlm init --seed 1`), quant
   (`llama_probe --bench`) alternated in --pairs pairs (median ratio, as compare_generate.py),
   gatedlm's batch 8 in each pair too (median of its ratios to the pair's batch 1), and
   tokens/s against the memory-bandwidth bound (weight bytes
-  read per token / the read bandwidth of --threads readers at once, measured here with numpy).
+  read per token / the read bandwidth of --threads readers at once, `gatedlm bench bandwidth`).
+Instruction sets: llama.cpp loads the best of its CPU variants for this CPU, or with
+  --llama-cpu-variant NAME that one alone (haswell: AVX2 without VNNI, as on a Zen 3; alderlake:
+  AVX2 with AVX-VNNI); gatedlm takes its environment, so `GATEDLM_KERNELS=avx2 GATEDLM_VNNI=0
+  ONEDNN_MAX_CPU_ISA=AVX2` with --llama-cpu-variant haswell measures both engines as an AVX2-only
+  CPU runs them. The report's header names what each engine ran with.
 
 Usage: /usr/bin/python3 bench/compare_quant.py --gatedlm build/gatedlm --llama-probe build/tests/llama_probe
           [--threads 2] [--shapes bench/configs/qwen3_100m.json,...] [--types f32,bf16,q8_0,q4_0]
           [--ppl-checkpoint CK --ppl-text FILE --ppl-tokenizer TOK.model]
           [--greedy-checkpoints CK,... --greedy-prompt TEXT --llama-requantize build/tests/llama_requantize]
-          [--workdir DIR]
+          [--llama-cpu-variant haswell] [--workdir DIR]
 Prints a markdown report (paste into bench/RESULTS.md with `lscpu`'s model name)."""
 import argparse
 import json
@@ -186,6 +191,31 @@ def greedy(a, libdir, work, types):
                   f"{'; '.join(parts) or '-'} |")
 
 
+def llama_cpu_variant_libdir(libdir, variant, work):
+    """A directory of llama.cpp's libraries in which libggml-cpu-VARIANT.so is the only CPU
+    backend (symbolic links to the package's files), so ggml's loader can pick no other."""
+    own = f"libggml-cpu-{variant}.so"
+    if not os.path.exists(os.path.join(libdir, own)):
+        have = sorted(f[len("libggml-cpu-"):-3] for f in os.listdir(libdir) if f.startswith("libggml-cpu-"))
+        sys.exit(f"--llama-cpu-variant {variant}: llama.cpp's package has no {own} (it has {', '.join(have)})")
+    out = os.path.join(work, f"llama_{variant}")
+    os.makedirs(out, exist_ok=True)
+    for f in os.listdir(libdir):
+        if (f == own or not f.startswith("libggml-cpu-")) and not os.path.lexists(os.path.join(out, f)):
+            os.symlink(os.path.join(libdir, f), os.path.join(out, f))
+    return out
+
+
+def engines_header(a, libdir):
+    """What each engine runs with here: gatedlm's kernel set, int8 instruction and oneDNN ISA
+    (from `gatedlm --version`, under this environment), llama.cpp's CPU variant."""
+    lines = run([a.gatedlm, "--version"]).splitlines()
+    ours = "; ".join(ln for ln in lines if ln.startswith(("kernels:", "int8 products:", "matrix products:")))
+    theirs = (f"libggml-cpu-{a.llama_cpu_variant}.so alone (--llama-cpu-variant)" if a.llama_cpu_variant
+              else "the best of its CPU variants for this CPU (ggml's own choice)")
+    return f"gatedlm: {ours}  \nllama.cpp: {theirs}"
+
+
 def read_bandwidth_gbs(gatedlm, threads):
     """The streaming read bound of `threads` threads, GB/s: `gatedlm bench bandwidth` (vectorised
     loads over 1 GiB, best of 10 passes), the bound every decode benchmark is a share of."""
@@ -261,6 +291,8 @@ def main():
     ap.add_argument("--greedy-prompt", action="append", help="a prompt (repeatable; default ROMEO:\\n)")
     ap.add_argument("--greedy-tokens", type=int, default=32)
     ap.add_argument("--llama-requantize", default=os.path.join(HERE, "..", "build", "tests", "llama_requantize"))
+    ap.add_argument("--llama-cpu-variant",
+                    help="llama.cpp's CPU backend to load alone, e.g. haswell (default: ggml's choice)")
     ap.add_argument("--workdir")
     a = ap.parse_args()
     libdir, why = fetch_llama_libs()
@@ -268,8 +300,11 @@ def main():
         sys.exit(f"llama.cpp is unavailable: {why}")
     work = a.workdir or tempfile.mkdtemp(prefix="gatedlm_quant_bench_")
     os.makedirs(work, exist_ok=True)
+    if a.llama_cpu_variant:
+        libdir = llama_cpu_variant_libdir(libdir, a.llama_cpu_variant, work)
     types = a.types.split(",")
     print(f"# Quantised weights: gatedlm vs llama.cpp (node-llama-cpp 3.22.1 prebuilt), {a.threads} threads")
+    print(engines_header(a, libdir) + "\n")
     if a.ppl_checkpoint:
         perplexity(a, libdir, work, types)
     if a.greedy_checkpoints:

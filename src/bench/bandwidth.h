@@ -12,11 +12,15 @@ namespace gatedlm::bench {
 struct BandwidthResult {
   int64_t bytes = 0;  // the buffer read each pass
   int threads = 0;
-  double best_gbs = 0, median_gbs = 0;  // 1e9 bytes per second over the passes
+  double best_gbs = 0, median_gbs = 0;  // 1e9 bytes per second: the better read pattern's
+  double pattern_best_gbs[2] = {};       // best of each: one stream, four prefetched streams per thread
 };
 
-// Reads a buffer of `bytes` (touched first) `reps` times with `threads` OpenMP threads, each
-// pass a vectorised sum over 64-bit words split evenly between the threads.
+// Reads a buffer of `bytes` (touched first) `reps` times in each of two patterns, alternated,
+// with `threads` OpenMP threads, each pass a vectorised XOR over 64-bit words split evenly
+// between the threads: front to back, and in four parts per thread read side by side with
+// software prefetches (faster on some CPUs, bandwidth.cpp). best_gbs is the best pass of
+// either, median_gbs the higher of the two patterns' medians.
 BandwidthResult measure_read_bandwidth(int64_t bytes, int reps, int threads);
 
 // The weight bytes one batch-1 decode step reads: every weight matrix once in its stored type

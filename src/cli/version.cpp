@@ -8,8 +8,26 @@
 #include "dist/communicator.h"
 #include "kernels/bf16_support.h"
 #include "kernels/kernel_set.h"
+#include "kernels/quant_matmul.h"
 
 namespace gatedlm::cli {
+
+namespace {
+
+// Which instruction the quantised weights' int8 dot products run on here, and why.
+std::string int8_products_description() {
+  using kernels::ElementType;
+  using kernels::QuantPath;
+  const bool allowed = kernels::vnni_allowed();  // refuses a GATEDLM_VNNI other than 0 or 1 first
+  if (kernels::quant_path_runnable(QuantPath::int8_vnni, ElementType::q8_0))
+    return "vpdpbusd (VNNI)";
+  if (!kernels::quant_path_runnable(QuantPath::int8_madd, ElementType::q8_0))
+    return "none (this kernel set has no int8 kernels: the weights are expanded to fp32)";
+  return std::string("vpmaddubsw (") +
+         (allowed ? "no VNNI for this kernel set on this CPU" : "GATEDLM_VNNI=0") + ")";
+}
+
+}  // namespace
 
 std::string version_text() {
   const dnnl_version_t* v = dnnl::version();
@@ -25,6 +43,7 @@ std::string version_text() {
                   : spin ? std::string("GOMP_SPINCOUNT=") + spin : std::string("libgomp's default spin")) +
           "\n";
   text += "openmp threads: " + openmp_threads_description() + "\n";
+  text += "int8 products: " + int8_products_description() + "\n";
   text += bf16.native ? "bf16 products: native (--precision bf16 runs on the bf16 units)"
                       : "bf16 products: emulated (" + bf16.reason +
                             "; --precision bf16 keeps its numerics but is slower than fp32)";

@@ -102,4 +102,14 @@ std::string kernel_set_summary() {
 #endif
 }
 
+bool vnni_allowed() {
+  static const bool allowed = [] {
+    const char* env = std::getenv("GATEDLM_VNNI");
+    if (!env || !*env || std::string(env) == "1") return true;
+    if (std::string(env) == "0") return false;
+    fail("GATEDLM_VNNI=", env, ": expected 0 (vpmaddubsw kernels only, as on a CPU without VNNI) or 1");
+  }();
+  return allowed;
+}
+
 }  // namespace gatedlm::kernels

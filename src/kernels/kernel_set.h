@@ -28,5 +28,10 @@ KernelSet active_kernel_set();
 void use_kernel_set(KernelSet set);
 // "avx512 (runnable here: generic, avx2, avx512)": for --version and benchmark reports.
 std::string kernel_set_summary();
+// Whether the int8 kernels may use vpdpbusd (AVX512-VNNI in the avx512 set, AVX-VNNI in the
+// avx2 set) where the CPU has it: yes unless GATEDLM_VNNI=0, which runs the vpmaddubsw kernels
+// as a CPU without VNNI does (an AVX2-only Zen 3 or Haswell measured on a newer machine;
+// tests). Any other value than 0 or 1 is an error naming the variable.
+bool vnni_allowed();
 
 }  // namespace gatedlm::kernels

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/kernel_set.h"
 #include "kernels/quant_tiles.h"
 
 #include "kernels/kernel_set_begin.h"
@@ -267,12 +268,14 @@ namespace int8_vnni {
 bool int8_vnni_runnable() {
 #if defined(__clang__)
   return false;  // the VNNI region is GCC's pragma; clang builds take vpmaddubsw
-#elif GATEDLM_KSET_AVX512
+#else
+  if (!vnni_allowed()) return false;  // GATEDLM_VNNI=0
   __builtin_cpu_init();
+#if GATEDLM_KSET_AVX512
   return __builtin_cpu_supports("avx512vnni");
 #else
-  __builtin_cpu_init();
   return __builtin_cpu_supports("avxvnni");
+#endif
 #endif
 }
 

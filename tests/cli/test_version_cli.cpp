@@ -18,7 +18,8 @@ namespace {
 // Runs `gatedlm --version` with one variable set (or none) and the OpenMP waiting
 // variables cleared; the test process's environment is restored afterwards.
 CliResult version_with(const char* name, const char* value) {
-  const std::vector<std::string> vars{"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "GATEDLM_OPENMP_WAITING", "GATEDLM_KERNELS"};
+  const std::vector<std::string> vars{"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "GATEDLM_OPENMP_WAITING", "GATEDLM_KERNELS",
+                                    "GATEDLM_VNNI"};
   std::vector<std::optional<std::string>> saved;
   for (const auto& var : vars) {
     const char* v = std::getenv(var.c_str());
@@ -53,6 +54,23 @@ TEST(VersionCliTest, AnUnrunnableKernelSetIsRefusedByName) {
   const CliResult r = version_with("GATEDLM_KERNELS", "sse9");
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "GATEDLM_KERNELS=sse9")) << r.output;
+}
+
+// GATEDLM_VNNI=0 keeps the int8 products on vpmaddubsw where the CPU has VNNI (an AVX2-only
+// CPU measured on a newer one): --version says which instruction runs and why.
+TEST(VersionCliTest, VnniCanBeSwitchedOffAndABadValueIsRefused) {
+  const CliResult on = version_with(nullptr, nullptr);
+  ASSERT_EQ(on.exit_code, 0) << on.output;
+  EXPECT_TRUE(contains(on.output, "int8 products: ")) << on.output;
+  const CliResult off = version_with("GATEDLM_VNNI", "0");
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  if (kernels::active_kernel_set() != kernels::KernelSet::generic) {
+    EXPECT_TRUE(contains(off.output, "int8 products: vpmaddubsw (GATEDLM_VNNI=0)")) << off.output;
+  }
+  EXPECT_FALSE(contains(off.output, "vpdpbusd")) << off.output;
+  const CliResult bad = version_with("GATEDLM_VNNI", "yes");
+  EXPECT_NE(bad.exit_code, 0) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "GATEDLM_VNNI=yes")) << bad.output;
 }
 
 }  // namespace

@@ -150,8 +150,11 @@ TEST(GgufBlocks, AHybridKeepsEveryMatrixInItsFilesOrder) {
     ASSERT_NE(m.quantized, nullptr);
     EXPECT_EQ(m.model->config().linear_attention.value_head_order,
               std::string(arch) == "qwen35" ? model::ValueHeadOrder::tiled : model::ValueHeadOrder::grouped);
-    for (const model::ParamSpec& s : m.model->layout().specs())
-      if (model::quantized_tensor(s)) EXPECT_EQ(m.quantized->formats().of(s), k::ElementType::q8_0) << s.name;
+    for (const model::ParamSpec& s : m.model->layout().specs()) {
+      if (model::quantized_tensor(s)) {
+        EXPECT_EQ(m.quantized->formats().of(s), k::ElementType::q8_0) << s.name;
+      }
+    }
     EXPECT_EQ(m.quantized->formats().tensors.count("model.layers.0.linear_attn.out_proj.weight"), 1u);
   }
   const std::string f32_path = (dir / "hybrid_f32.gguf").string();
