@@ -8,7 +8,6 @@
 //                              [--formats f32,bf16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,iq4_xs]
 //   GATEDLM_KERNELS=avx2 build-x/quant_matmul_speed ...   (another kernel set)
 // Prints a markdown table; bench/RESULTS.md, "Quantised products: the kernels", has the figures.
-#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bandwidth.h"
 #include "core/aligned_allocator.h"
 #include "kernels/kernel_set.h"
 #include "kernels/matmul.h"
@@ -74,41 +74,9 @@ double median_seconds(int reps, F&& f) {
   return times[0];  // the fastest: on a shared machine the others carry its load
 }
 
-// Sums 16 floats at a time into 4 vectors (AVX2 where the CPU has it: this file is built
-// for the baseline target, whose SSE loop does not keep up with the memory).
-__attribute__((target("avx2,fma"))) float sum_avx2(const float* x, int64_t n) {
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  for (int64_t i = 0; i < n; i += 32)
-    for (int u = 0; u < 4; ++u) acc[u] = _mm256_add_ps(acc[u], _mm256_loadu_ps(x + i + 8 * u));
-  alignas(32) float t[8];
-  _mm256_store_ps(t, _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-  return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
-}
-float sum_plain(const float* x, int64_t n) {
-  float s = 0.0f;
-  for (int64_t i = 0; i < n; ++i) s += x[i];
-  return s;
-}
-
-// Reading a 1 GiB array, every thread its static share: GB/s.
-double stream_read_gbs(int reps) {
-  const int64_t n = int64_t{1} << 28;
-  std::vector<float> x(static_cast<size_t>(n), 1.0f);
-  const bool avx2 = __builtin_cpu_supports("avx2");
-  volatile float sink = 0.0f;
-  const double t = median_seconds(reps, [&] {
-    float total = 0.0f;
-#pragma omp parallel reduction(+ : total)
-    {
-      const int64_t parts = omp_get_num_threads(), chunk = n / parts / 32 * 32;
-      const int64_t begin = omp_get_thread_num() * chunk, end = omp_get_thread_num() == parts - 1 ? n : begin + chunk;
-      total += avx2 ? sum_avx2(x.data() + begin, end - begin) : sum_plain(x.data() + begin, end - begin);
-    }
-    sink = total;
-  });
-  (void)sink;
-  return n * 4.0 / t / 1e9;
-}
+// The machine's streaming read bound at this thread count, as `gatedlm bench bandwidth`
+// measures it (the better of a plain and a four-stream prefetched read of 1 GiB).
+double stream_read_gbs(int reps) { return gatedlm::bench::measure_read_bandwidth(int64_t{1} << 30, reps, 0).best_gbs; }
 
 struct Weights {
   std::vector<std::vector<float>> f32;

@@ -372,6 +372,7 @@ void rows_times_weight_row(const QuantOutput& out, const Q8KRows& A, int64_t r0,
   for (__m256& v : acc) v = _mm256_setzero_ps();
   float minimums[R] = {};
   for (int64_t i = 0; i < supers; ++i) {
+    prefetch_rows_ahead(blocks + i, sizeof(Block));
     const int8_t* rows[R];
     const int16_t* sums[R];
     for (int r = 0; r < R; ++r) {
