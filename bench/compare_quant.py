@@ -41,6 +41,7 @@ import argparse
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -216,6 +217,14 @@ def engines_header(a, libdir):
     return f"gatedlm: {ours}  \nllama.cpp: {theirs}"
 
 
+def llama_cpu_backend(a, libdir, gguf):
+    """The CPU backend llama.cpp loads for this file here, from its log ("loaded CPU backend
+    from .../libggml-cpu-zen4.so"): one token of prompt and of decode."""
+    p = subprocess.run([a.llama_probe, "--bench", libdir, gguf, "1", "1", "1", "1"], capture_output=True, text=True)
+    found = re.search(r"loaded CPU backend from (\S+)", p.stderr)
+    return os.path.basename(found.group(1)) if found else "not named in its log"
+
+
 def read_bandwidth_gbs(gatedlm, threads):
     """The streaming read bound of `threads` threads, GB/s: `gatedlm bench bandwidth` (vectorised
     loads over 1 GiB, best of 10 passes), the bound every decode benchmark is a share of."""
@@ -241,6 +250,7 @@ def speed(a, libdir, work, shape, types, bandwidth):
     if not os.path.exists(os.path.join(ck, "model.safetensors")):
         run([a.gatedlm, "init", "--config", shape, "--out", ck, "--seed", "1", "--force"])
     files = prepare(a, ck, work, name, types)
+    print(f"\nllama.cpp's CPU backend: {llama_cpu_backend(a, libdir, files[types[0]][1])}")
     print(f"\n## Decode speed: {shape}, prompt {a.prompt_tokens}, {a.new_tokens} decode steps, {a.threads} threads, "
           f"median of {a.reps} reps, {a.pairs} alternated runs (gatedlm b1, llama.cpp b1, gatedlm b8); ratios are "
           f"medians of the per-run ratios\n")

@@ -467,10 +467,12 @@ QuantPath quant_best_path(ElementType format, int64_t m) {
   // find the public functions of the same names.
   const auto runnable = [format](QuantPath path) { return GATEDLM_KSET::quant_path_runnable(path, format); };
   // The int8 kernels beat fp32 tiles through oneDNN at every m measured (8-512 rows:
-  // vpdpbusd 2x, vpmaddubsw 1.1-1.4x). (Q4_K / Q5_K / Q6_K / IQ4_XS on vpdpbusd: not timed, no
-  // VNNI CPU at hand; the same integers as vpmaddubsw's in fewer instructions,
-  // docs/quantization.md.)
-  if (runnable(QuantPath::int8_vnni)) return QuantPath::int8_vnni;
+  // vpdpbusd 2x, vpmaddubsw 1.1-1.4x). On an Intel Xeon with AVX512-VNNI (bench/RESULTS.md,
+  // "Decode on an Intel Xeon with AVX-512 VNNI") the vpdpbusd tiles of Q4_K / Q5_K / Q8_0 / Q4_0
+  // beat vpmaddubsw 1.1-1.4x at 1 row and 1.2-2.2x at 8; Q6_K's tile kernel, busier per byte,
+  // lost 1.17x at 1 row to its rows kernel (vpmaddubsw, blocks prefetched) and tied at 8: Q6_K
+  // stays in rows (the tile kernel still reads tiled Q6_K, by int8_vnni asked for by name).
+  if (runnable(QuantPath::int8_vnni) && format != ElementType::q6_k) return QuantPath::int8_vnni;
   // The K-quants' vpmaddubsw kernels (Q8_K activations) beat fp32 tiles 4x at 1 row and 2x
   // at 8, break even at 64 rows and lose 15 % at 256 (Zen 3, 100M and 1B shapes; on the
   // AVX2 Zen 4 of bench/RESULTS.md's twentieth session they win at every m up to 512). The
