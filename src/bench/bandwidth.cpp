@@ -17,9 +17,9 @@ namespace {
 
 // How a pass walks each thread's share of the buffer. A plain front-to-back loop leaves the
 // hardware prefetcher alone to keep the misses in flight; on some CPUs (an Intel Xeon with AVX-512
-// measured 20-30 % more the other way, bench/RESULTS.md) one core reads faster from four parts of
-// its share at once with software prefetches ahead of each, as the decode kernels read their
-// tiles. The bound is the better of the two.
+// read 1.6x as much the other way, bench/RESULTS.md) one core reads faster from four parts of its
+// share at once with software prefetches ahead of each, as fast as the decode kernels read their
+// tiles there. The bound is the better of the two.
 enum class ReadPattern { one_stream, four_streams_prefetched };
 
 // XOR of the words (integer: the compiler vectorises it without reassociating floats); the
