@@ -470,9 +470,10 @@ QuantPath quant_best_path(ElementType format, int64_t m) {
   // vpdpbusd 2x, vpmaddubsw 1.1-1.4x). On an Intel Xeon with AVX512-VNNI (bench/RESULTS.md,
   // "Decode on an Intel Xeon with AVX-512 VNNI") the vpdpbusd tiles of Q4_K / Q5_K / Q8_0 / Q4_0
   // beat vpmaddubsw 1.3-2.2x at 8 rows and tie or win (to 1.35x) at 1, IQ4_XS's tiles its rows
-  // 1.44x and 2.2x; Q6_K's tile kernel, busier per byte,
-  // lost 1.17x at 1 row to its rows kernel (vpmaddubsw, blocks prefetched) and tied at 8: Q6_K
-  // stays in rows (the tile kernel still reads tiled Q6_K, by int8_vnni asked for by name).
+  // 1.44x and 2.2x; Q6_K's tile kernel, busier per byte, lost 1.17x at 1 row to its rows kernel
+  // (vpmaddubsw, blocks prefetched) and tied at 8: Q6_K stays in rows (the tile kernel still
+  // reads tiled Q6_K, by int8_vnni asked for by name), and above 64 rows takes fp32 tiles as on
+  // AVX2 (prefill of Q6_K with VNNI not timed since).
   if (runnable(QuantPath::int8_vnni) && format != ElementType::q6_k) return QuantPath::int8_vnni;
   // The K-quants' vpmaddubsw kernels (Q8_K activations) beat fp32 tiles 4x at 1 row and 2x
   // at 8, break even at 64 rows and lose 15 % at 256 (Zen 3, 100M and 1B shapes; on the
