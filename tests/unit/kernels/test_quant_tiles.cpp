@@ -291,7 +291,7 @@ TEST(QuantTiles, Bf16TilesMatchTheReference) {
 
 // The vpdpbusd tile kernels of Q4_K / Q5_K / Q6_K / IQ4_XS (quant_kint8_vnni.inc) compute the
 // integers of the vpmaddubsw ones. Q4_K and Q5_K scale them by the same fp32 code as their
-// vpmaddubsw tile kernel: the same bits, for every count of activation rows (passes of 4, 2
+// vpmaddubsw tile kernel: the same bits, for every count of activation rows (passes of 8, 4, 2
 // and 1), tiles and rows past them, long rows, and the extreme blocks of the overflow test.
 // Q6_K's and IQ4_XS's vpmaddubsw kernels read rows of blocks: it sums a super-block's integer across lanes, then
 // scales it as the tile kernel does, in groups of 4-8 activation rows (with_row_count): the
