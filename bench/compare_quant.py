@@ -23,8 +23,9 @@ Speed (--shapes): a random model of each config (`gatedlm init --seed 1`), quant
   exported per type; batch-1 decode of gatedlm (`bench generate --checkpoint`) and llama.cpp
   (`llama_probe --bench`) alternated in --pairs pairs (median ratio, as compare_generate.py),
   gatedlm's batch 8 in each pair too (median of its ratios to the pair's batch 1), and
-  tokens/s against the memory-bandwidth bound (weight bytes
-  read per token / the read bandwidth of --threads readers at once, `gatedlm bench bandwidth`).
+  tokens/s against the memory-bandwidth bound (weight bytes read per token / the read bandwidth
+  of --threads readers at once, `gatedlm bench bandwidth`, measured again at the start of each
+  pair: the median of the pairs' shares).
 Instruction sets: llama.cpp loads the best of its CPU variants for this CPU, or with
   --llama-cpu-variant NAME that one alone (haswell: AVX2 without VNNI, as on a Zen 3; alderlake:
   AVX2 with AVX-VNNI); gatedlm takes its environment, so `GATEDLM_KERNELS=avx2 GATEDLM_VNNI=0
@@ -225,10 +226,11 @@ def llama_cpu_backend(a, libdir, gguf):
     return os.path.basename(found.group(1)) if found else "not named in its log"
 
 
-def read_bandwidth_gbs(gatedlm, threads):
+def read_bandwidth_gbs(gatedlm, threads, reps=5):
     """The streaming read bound of `threads` threads, GB/s: `gatedlm bench bandwidth` (vectorised
-    loads over 1 GiB, best of 10 passes), the bound every decode benchmark is a share of."""
-    return last_json(run([gatedlm, "bench", "bandwidth", "--threads", str(threads)]))["best_gbs"]
+    loads over 1 GiB, best of `reps` passes of each pattern), the bound every decode benchmark is a
+    share of."""
+    return last_json(run([gatedlm, "bench", "bandwidth", "--threads", str(threads), "--reps", str(reps)]))["best_gbs"]
 
 
 def weight_bytes_per_token(ck):
@@ -244,7 +246,7 @@ def weight_bytes_per_token(ck):
     return total
 
 
-def speed(a, libdir, work, shape, types, bandwidth):
+def speed(a, libdir, work, shape, types):
     name = os.path.splitext(os.path.basename(shape))[0]
     ck = os.path.join(work, name)
     if not os.path.exists(os.path.join(ck, "model.safetensors")):
@@ -252,31 +254,37 @@ def speed(a, libdir, work, shape, types, bandwidth):
     files = prepare(a, ck, work, name, types)
     print(f"\nllama.cpp's CPU backend: {llama_cpu_backend(a, libdir, files[types[0]][1])}")
     print(f"\n## Decode speed: {shape}, prompt {a.prompt_tokens}, {a.new_tokens} decode steps, {a.threads} threads, "
-          f"median of {a.reps} reps, {a.pairs} alternated runs (gatedlm b1, llama.cpp b1, gatedlm b8); ratios are "
-          f"medians of the per-run ratios\n")
+          f"median of {a.reps} reps, {a.pairs} alternated runs (the read bound, gatedlm b1, llama.cpp b1, gatedlm b8); "
+          f"ratios and shares are medians of the per-run ones (each share against the bound measured just before "
+          f"it: `gatedlm bench bandwidth --threads {a.threads} --reps 5`)\n")
     print("| weights | MB read / token | gatedlm b1 tok/s | llama.cpp b1 tok/s | ratio (median of pairs) | "
-          "gatedlm b8 tok/s | b8 / b1 | bound tok/s | gatedlm / bound |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "gatedlm b8 tok/s | b8 / b1 | read bound GB/s | bound tok/s | gatedlm / bound |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for t in types:
         qck, gguf = files[t]
         bench = [a.gatedlm, "bench", "generate", "--checkpoint", qck, "--prompt-tokens", str(a.prompt_tokens),
                  "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)]
-        # Per pair: gatedlm at batch 1, llama.cpp at batch 1, gatedlm at batch 8 (each ratio
-        # from runs a minute apart at most: the host's bandwidth moves between minutes).
-        runs = []
+        # Per pair: the read bound, gatedlm at batch 1, llama.cpp at batch 1, gatedlm at batch 8
+        # (each ratio and share from runs a minute apart at most: the host's bandwidth moves
+        # between minutes).
+        per_token = weight_bytes_per_token(qck)
+        runs, shares, bounds = [], [], []
         for _ in range(a.pairs):
+            bounds.append(read_bandwidth_gbs(a.gatedlm, a.threads))
             ours = last_json(run(bench + ["--batch", "1"], a.threads))["runs"][0]["decode_tokens_per_s"]
             theirs = last_json(run([a.llama_probe, "--bench", libdir, gguf, str(a.threads), str(a.prompt_tokens),
                                     str(a.new_tokens), str(a.reps)]))["decode_tokens_per_s"]
             b8 = last_json(run(bench + ["--batch", "8"], a.threads))["runs"][0]["decode_tokens_per_s"]
             runs.append((ours, theirs, b8))
+            shares.append(ours / (bounds[-1] * 1e9 / per_token))
         b1 = statistics.median(o for o, _, _ in runs)
-        per_token = weight_bytes_per_token(qck)
-        bound = bandwidth * 1e9 / per_token
+        bandwidth = statistics.median(bounds)
         ratio = statistics.median(o / r for o, r, _ in runs)
         print(f"| {t} | {per_token / 1e6:.0f} | {b1:.1f} | {statistics.median(r for _, r, _ in runs):.1f} | "
               f"{ratio:.2f}x | {statistics.median(b for _, _, b in runs):.1f} | "
-              f"{statistics.median(b / o for o, _, b in runs):.2f}x | {bound:.1f} | {b1 / bound:.2f} |")
+              f"{statistics.median(b / o for o, _, b in runs):.2f}x | {bandwidth:.1f} "
+              f"({min(bounds):.1f}-{max(bounds):.1f}) | {bandwidth * 1e9 / per_token:.1f} | "
+              f"{statistics.median(shares):.2f} |")
         sys.stdout.flush()
 
 
@@ -320,11 +328,8 @@ def main():
     if a.greedy_checkpoints:
         greedy(a, libdir, work, types)
     if a.shapes:
-        bandwidth = read_bandwidth_gbs(a.gatedlm, a.threads)
-        print(f"\nread bound (`gatedlm bench bandwidth --threads {a.threads}`, best of 10 passes over 1 GiB): "
-              f"{bandwidth:.1f} GB/s")
         for shape in a.shapes.split(","):
-            speed(a, libdir, work, shape, types, bandwidth)
+            speed(a, libdir, work, shape, types)
 
 
 if __name__ == "__main__":

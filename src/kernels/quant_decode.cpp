@@ -441,13 +441,15 @@ bool quant_path_runnable(QuantPath path, ElementType format) {
 // 1.3x slower than bf16_rows_pair at 8 rows on Zen 4: not kept. Without AVX512-BF16 the
 // fp32 expansion reads BF16 tiles: bf16_tile_rows.)
 bool quant_path_reads_tiles(QuantPath path, ElementType format) {
-  // vpdpbusd reads Q8_0 and Q4_0 tiles (AVX-512 VNNI) and those of Q4_K, Q5_K, Q6_K, IQ4_XS
-  // (either VNNI, quant_kint8_vnni.inc, and its emulation); vpmaddubsw (AVX2) those of Q4_0,
-  // Q4_K and Q5_K (quant_kint8.cpp), not Q8_0's: they hold q + 128, whose vpmaddubsw pairs
+  // vpdpbusd reads Q8_0 and Q4_0 tiles (AVX-512 VNNI) and those of Q4_K, Q5_K, IQ4_XS (either
+  // VNNI, quant_kint8_vnni.inc, and its emulation); vpmaddubsw (AVX2) those of Q4_0, Q4_K and
+  // Q5_K (quant_kint8.cpp), not Q8_0's: they hold q + 128, whose vpmaddubsw pairs
   // (255 * 127 * 2) would saturate int16; nor IQ4_XS's (as signed values against a with their
   // signs, per lane as its rows kernel does it per row: 33 % slower at 1 row, 9 % faster at 8,
-  // bench/RESULTS.md's twenty-seventh session); nor Q6_K's (tried twice: no faster than its rows
-  // kernel at batch 1 on AVX2, where a sub-block of 16 leaves vpmaddubsw no int16 sums to share).
+  // bench/RESULTS.md's twenty-seventh session). No kernel reads Q6_K in tiles: vpmaddubsw's
+  // were no faster than its rows kernel at batch 1 on AVX2 (a sub-block of 16 leaves it no
+  // int16 sums to share), vpdpbusd's lost 1.2-1.4x to it at 1 to 8 rows on a Xeon with
+  // AVX512-VNNI (bench/RESULTS.md, "Eight rows a pass").
   const bool k4 = format == ElementType::q4_k || format == ElementType::q5_k;
   const bool k_vnni = kquant_vnni_format(format);
   switch (path) {
@@ -470,11 +472,8 @@ QuantPath quant_best_path(ElementType format, int64_t m) {
   // vpdpbusd 2x, vpmaddubsw 1.1-1.4x). On an Intel Xeon with AVX512-VNNI (bench/RESULTS.md,
   // "Decode on an Intel Xeon with AVX-512 VNNI") the vpdpbusd tiles of Q4_K / Q5_K / Q8_0 / Q4_0
   // beat vpmaddubsw 1.3-2.2x at 8 rows and tie or win (to 1.35x) at 1, IQ4_XS's tiles its rows
-  // 1.44x and 2.2x; Q6_K's tile kernel, busier per byte, lost 1.17x at 1 row to its rows kernel
-  // (vpmaddubsw, blocks prefetched) and tied at 8: Q6_K stays in rows (the tile kernel still
-  // reads tiled Q6_K, by int8_vnni asked for by name), and above 64 rows takes fp32 tiles as on
-  // AVX2 (prefill of Q6_K with VNNI not timed since).
-  if (runnable(QuantPath::int8_vnni) && format != ElementType::q6_k) return QuantPath::int8_vnni;
+  // 1.44x and 2.2x (Q6_K has no vpdpbusd kernel: quant_path_reads_tiles says why).
+  if (runnable(QuantPath::int8_vnni)) return QuantPath::int8_vnni;
   // The K-quants' vpmaddubsw kernels (Q8_K activations) beat fp32 tiles 4x at 1 row and 2x
   // at 8, break even at 64 rows and lose 15 % at 256 (Zen 3, 100M and 1B shapes; on the
   // AVX2 Zen 4 of bench/RESULTS.md's twentieth session they win at every m up to 512). The

@@ -18,8 +18,8 @@
 // signed activations is vpmaddubsw (pairs summed to int16: at most 2 * 63 * 127, no
 // saturation), then vpmaddwd by the sub-block's scale to int32. IQ4_XS weights are signed
 // (kIq4Values): vpmaddubsw of |w| by a with w's sign (at most 2 * 127 * 127). Tiled Q4_K,
-// Q5_K, Q6_K and IQ4_XS can take vpdpbusd instead (quant_kint8_vnni.inc, KQuantTileDot): the
-// same integers. (Q6_K and IQ4_XS are tiled only where vpdpbusd reads them: quant_decode.cpp
+// Q5_K and IQ4_XS can take vpdpbusd instead (quant_kint8_vnni.inc, KQuantTileDot): the same
+// integers. (IQ4_XS is tiled only where vpdpbusd reads it, and Q6_K never: quant_decode.cpp
 // says why.)
 #include "kernels/kernel_sets.h"
 
@@ -537,49 +537,6 @@ struct K4Tiles {
 using Q4KTiles = K4Tiles<BlockQ4_K, false>;
 using Q5KTiles = K4Tiles<BlockQ5_K, true>;
 
-// Q6_K (tile super-block: 32 groups of low bits, 16 of high bits, 4 of int8 scales, d), read
-// by the vpdpbusd dots alone (quant_kint8_vnni.inc, k6_tile_dots). As the rows kernel
-// (Q6KDot), the dot takes q in [0, 63] as it is, and q's bias of 32 comes off in int32: each
-// lane starts at -32 * sum_j scale_j * (sum of a over sub-block j), so the lane ends holding
-// exactly the integer the rows kernel sums across its lanes.
-struct Q6KTiles {
-  using Block = BlockQ6_K;
-  static constexpr bool kMinimums = false, kMadd = false;
-  static constexpr int64_t kHighBits = 2048, kScales = 3072, kD = 3328;
-  // One 256-bit half (8 rows) of a super-block: each lane's 16 scales as int32 (the vpdpbusd
-  // sums' multipliers), and as int16 pairs (j, j + 2) for the bias; its d.
-  struct Half {
-    __m256i scales32[16], even_pairs[4], odd_pairs[4];
-    __m256 d;
-    Half(const uint8_t* super, int h) {
-      for (int w = 0; w < 4; ++w) {  // vector w: scales 4w..4w+3 of each lane, one a byte
-        const __m256i v = tile_half(super + kScales + 64 * w, h);
-        for (int b = 0; b < 4; ++b) scales32[4 * w + b] = _mm256_srai_epi32(_mm256_slli_epi32(v, 24 - 8 * b), 24);
-        even_pairs[w] = _mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8);  // scales 4w, 4w + 2
-        odd_pairs[w] = _mm256_srai_epi16(v, 8);                         // scales 4w + 1, 4w + 3
-      }
-      d = _mm256_cvtph_ps(load16(super + kD + 16 * h));
-    }
-  };
-  // offsets[r][h] = each lane's -32 * sum_j scale_j * (sum of row r's a over sub-block j of 16).
-  template <int R>
-  static void offsets(const Half* halves, const int16_t* const* sums, __m256i (*offsets)[2]) {
-    for (int r = 0; r < R; ++r) {
-      const auto pair = [&](int j) {  // the sums of sub-blocks j and j + 2 as one int32
-        return _mm256_set1_epi32(static_cast<int32_t>(static_cast<uint16_t>(sums[r][j]) |
-                                                      static_cast<uint32_t>(static_cast<uint16_t>(sums[r][j + 2])) << 16));
-      };
-      for (int h = 0; h < 2; ++h) {
-        __m256i total = _mm256_setzero_si256();
-        for (int w = 0; w < 4; ++w)
-          total = _mm256_add_epi32(total, _mm256_add_epi32(_mm256_madd_epi16(halves[h].even_pairs[w], pair(4 * w)),
-                                                           _mm256_madd_epi16(halves[h].odd_pairs[w], pair(4 * w + 1))));
-        offsets[r][h] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(total, 5));
-      }
-    }
-  }
-};
-
 // IQ4_XS (tile super-block: d, scales_h, scales_l, 32 groups of indices), read by the
 // vpdpbusd dots alone (quant_kint8_vnni.inc, iq4_tile_dots): the indices looked up in
 // kIq4Values + 128 (unsigned, vpdpbusd's operand), so each lane starts from the bias's
@@ -682,7 +639,7 @@ void super_block_rows(const Q8KRows& A, int64_t r0, int64_t i, const uint8_t* su
   }
   __m256i dots[R][2], offsets[R][2];
   Tiles::template offsets<R>(halves, sums, offsets);
-  // With minimums (Q4_K, Q5_K) the offsets are scaled by dmin apart; else (Q6_K, IQ4_XS)
+  // With minimums (Q4_K, Q5_K) the offsets are scaled by dmin apart; else (IQ4_XS)
   // they are the integer the dots start from.
   for (int r = 0; r < R; ++r)
     for (int h = 0; h < 2; ++h) dots[r][h] = Tiles::kMinimums ? _mm256_setzero_si256() : offsets[r][h];
@@ -703,10 +660,7 @@ void super_block_rows(const Q8KRows& A, int64_t r0, int64_t i, const uint8_t* su
 // super-block by super-block, every row of the group against a super-block before the next
 // (it is unpacked once and stays in L1 while the rows pass; a whole tile of a long row, 72
 // KiB for ffn_down at 1B, would not), in passes of tile_pass_rows activation rows, then
-// four, two, one. (Tiles: the format's layout
-// and integer arithmetic, K4Tiles. Q6_K in tiles, tried twice: no faster than its rows
-// kernel at 1 row on Zen 3; 1.2x faster at 8 rows but 10 % slower at 1 on an AVX2 Zen 4,
-// bench/RESULTS.md.)
+// four, two, one. (Tiles: the format's layout and integer arithmetic, K4Tiles.)
 template <KQuantTileDot kTileDot, class Tiles>
 void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t rows, int64_t o0, const uint8_t* tile) {
   constexpr int64_t kSuperTile = kQuantTileRows * static_cast<int64_t>(sizeof(typename Tiles::Block));
@@ -759,7 +713,7 @@ void product_of(const QuantOutput& out, const Q8KRows& A, int64_t m, const Quant
   }, in_team);
 }
 
-// Tiled Q4_K / Q5_K / Q6_K / IQ4_XS weights by the tile dot asked for; rows past the tiles
+// Tiled Q4_K / Q5_K / IQ4_XS weights by the tile dot asked for; rows past the tiles
 // and weights without tiles through the rows kernel.
 template <class Tiles, class Dot>
 void tiled_or_rows(KQuantTileDot tile_dot, const QuantOutput& out, const Q8KRows& A, int64_t m, const QuantWeights& W,
@@ -780,7 +734,7 @@ void multiply(KQuantTileDot tile_dot, const QuantOutput& out, const Q8KRows& A, 
     case ElementType::q5_k: return tiled_or_rows<Q5KTiles, Q5KDot>(tile_dot, out, A, m, W, in_team);
     case ElementType::q2_k: return product_of<Q2KDot, BlockQ2_K>(out, A, m, W, in_team);
     case ElementType::q3_k: return product_of<Q3KDot, BlockQ3_K>(out, A, m, W, in_team);
-    case ElementType::q6_k: return tiled_or_rows<Q6KTiles, Q6KDot>(tile_dot, out, A, m, W, in_team);
+    case ElementType::q6_k: return product_of<Q6KDot, BlockQ6_K>(out, A, m, W, in_team);
     case ElementType::iq4_xs: return tiled_or_rows<Iq4XsTiles, Iq4XsDot>(tile_dot, out, A, m, W, in_team);
     default:
       fail("the K-quant int8 products take Q2_K, Q3_K, Q4_K, Q5_K, Q6_K or IQ4_XS weights, not ",
@@ -791,8 +745,8 @@ void multiply(KQuantTileDot tile_dot, const QuantOutput& out, const Q8KRows& A, 
 }  // namespace
 
 bool kquant_vnni_format(ElementType format) {
-  return GATEDLM_KSET_AVX2 && (format == ElementType::q4_k || format == ElementType::q5_k ||
-                               format == ElementType::q6_k || format == ElementType::iq4_xs);
+  return GATEDLM_KSET_AVX2 &&
+         (format == ElementType::q4_k || format == ElementType::q5_k || format == ElementType::iq4_xs);
 }
 
 void kquant_int8_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W,

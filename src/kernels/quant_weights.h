@@ -35,9 +35,10 @@ struct QuantWeights {
 //                each row of A to ggml's Q8_K super-blocks (256 values, an fp32 scale
 //                d = max / -127: |a - q d| <= amax (1/254 + 2^-20)), then vpmaddubsw per
 //                sub-block times its integer scale (quant_kint8.cpp): llama.cpp's arithmetic.
-//                int8_vnni takes Q4_K and Q5_K too, where the CPU has VNNI: vpdpbusd on
-//                their tiles (quant_kint8_vnni.inc), the same integers, so the same bits.
-//   int8_vnni_emulated  Q4_K / Q5_K: int8_vnni's tile kernel with each vpdpbusd done by AVX2
+//                int8_vnni takes Q4_K, Q5_K and IQ4_XS too, where the CPU has VNNI:
+//                vpdpbusd on their tiles (quant_kint8_vnni.inc), the same integers (Q4_K
+//                and Q5_K: the same bits as their vpmaddubsw tile kernel).
+//   int8_vnni_emulated  Q4_K / Q5_K / IQ4_XS: int8_vnni's tile kernel with each vpdpbusd done by AVX2
 //                instructions, exactly (avx2 and avx512 sets): how CPUs without VNNI test
 //                that kernel's arithmetic. Slower than both; never automatic.
 //   bf16_dot     BF16: the rows of A rounded to bf16, then AVX512-BF16's vdpbf16ps

@@ -296,10 +296,9 @@ TEST(QuantMatmul, ExpandedFormatsMatchTheReference) {
     EXPECT_EQ(quant_path_runnable(QuantPath::int8_madd, format),
               int8 && quant_path_runnable(QuantPath::int8_madd, ElementType::q8_0))
         << element_name(format);
-    // Q4_K, Q5_K, Q6_K and IQ4_XS have vpdpbusd tile kernels (and their emulation) wherever
-    // Q8_0 has VNNI (AVX2); on rows of blocks those paths take the vpmaddubsw rows kernels.
-    const bool tile_vnni = format == ElementType::q4_k || format == ElementType::q5_k || format == ElementType::q6_k ||
-                           format == ElementType::iq4_xs;
+    // Q4_K, Q5_K and IQ4_XS have vpdpbusd tile kernels (and their emulation) wherever Q8_0 has
+    // VNNI (AVX2); on rows of blocks those paths take the vpmaddubsw rows kernels.
+    const bool tile_vnni = format == ElementType::q4_k || format == ElementType::q5_k || format == ElementType::iq4_xs;
     EXPECT_EQ(quant_path_runnable(QuantPath::int8_vnni, format),
               tile_vnni && quant_path_runnable(QuantPath::int8_vnni, ElementType::q8_0))
         << element_name(format);
