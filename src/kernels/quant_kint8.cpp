@@ -79,13 +79,19 @@ void quantize_super_block(int8_t* q, int16_t* bsums, float* scale, const float* 
     *scale = 0.0f;
     return;
   }
-  // The signed value of the first element of largest magnitude (ggml keeps the first).
+  // The signed value of the first element of largest magnitude (ggml keeps the first; its sign
+  // flips every q and d together, so only the int8 bytes depend on it, not q * d), 8
+  // magnitudes compared at a time.
   float max = amax;
-  for (int j = 0; j < kSuper; ++j)
-    if (std::fabs(x[j]) == amax) {
-      max = x[j];
+  const __m256 largest = _mm256_set1_ps(amax);
+  for (int j = 0; j < kSuper; j += 8) {
+    const __m256 magnitudes = _mm256_and_ps(_mm256_loadu_ps(x + j), magnitude_mask);
+    const int equal = _mm256_movemask_ps(_mm256_cmp_ps(magnitudes, largest, _CMP_EQ_OQ));
+    if (equal != 0) {
+      max = x[j + __builtin_ctz(static_cast<unsigned>(equal))];
       break;
     }
+  }
   const float iscale = -127.0f / max;
   const __m256 vscale = _mm256_set1_ps(iscale);
   for (int j = 0; j < kSuper; j += 32) {
