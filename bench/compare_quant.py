@@ -24,8 +24,8 @@ Speed (--shapes): a random model of each config (`gatedlm init --seed 1`), quant
   (`llama_probe --bench`) alternated in --pairs pairs (median ratio, as compare_generate.py),
   gatedlm's batch 8 in each pair too (median of its ratios to the pair's batch 1), and
   tokens/s against the memory-bandwidth bound (weight bytes read per token / the read bandwidth
-  of --threads readers at once, `gatedlm bench bandwidth`, measured again at the start of each
-  pair: the median of the pairs' shares).
+  of --threads readers at once, as `gatedlm bench bandwidth`: each batch-1 run measures it just
+  before it decodes, `bench generate`'s decode_read_share; the median of the pairs' shares).
 Instruction sets: llama.cpp loads the best of its CPU variants for this CPU, or with
   --llama-cpu-variant NAME that one alone (haswell: AVX2 without VNNI, as on a Zen 3; alderlake:
   AVX2 with AVX-VNNI); gatedlm takes its environment, so `GATEDLM_KERNELS=avx2 GATEDLM_VNNI=0
@@ -226,26 +226,6 @@ def llama_cpu_backend(a, libdir, gguf):
     return os.path.basename(found.group(1)) if found else "not named in its log"
 
 
-def read_bandwidth_gbs(gatedlm, threads, reps=5):
-    """The streaming read bound of `threads` threads, GB/s: `gatedlm bench bandwidth` (vectorised
-    loads over 1 GiB, best of `reps` passes of each pattern), the bound every decode benchmark is a
-    share of."""
-    return last_json(run([gatedlm, "bench", "bandwidth", "--threads", str(threads), "--reps", str(reps)]))["best_gbs"]
-
-
-def weight_bytes_per_token(ck):
-    """Bytes of weights one decode step reads: the whole model.safetensors less the embedding
-    rows it does not read (an untied embedding is looked up, not multiplied)."""
-    total = os.path.getsize(os.path.join(ck, "model.safetensors"))
-    cfg = json.load(open(os.path.join(ck, "config.json")))
-    if not cfg.get("tie_embeddings", True):
-        with open(os.path.join(ck, "model.safetensors"), "rb") as f:
-            n = int.from_bytes(f.read(8), "little")
-            e = json.loads(f.read(n))["model.embed_tokens.weight"]["data_offsets"]
-        total -= e[1] - e[0]
-    return total
-
-
 def speed(a, libdir, work, shape, types):
     name = os.path.splitext(os.path.basename(shape))[0]
     ck = os.path.join(work, name)
@@ -254,37 +234,33 @@ def speed(a, libdir, work, shape, types):
     files = prepare(a, ck, work, name, types)
     print(f"\nllama.cpp's CPU backend: {llama_cpu_backend(a, libdir, files[types[0]][1])}")
     print(f"\n## Decode speed: {shape}, prompt {a.prompt_tokens}, {a.new_tokens} decode steps, {a.threads} threads, "
-          f"median of {a.reps} reps, {a.pairs} alternated runs (the read bound, gatedlm b1, llama.cpp b1, gatedlm b8); "
-          f"ratios and shares are medians of the per-run ones (each share against the bound measured just before "
-          f"it: `gatedlm bench bandwidth --threads {a.threads} --reps 5`)\n")
+          f"median of {a.reps} reps, {a.pairs} alternated runs (gatedlm b1, llama.cpp b1, gatedlm b8); ratios and "
+          f"shares are medians of the per-run ones, each share against the read bound its own run measured first "
+          f"(`bench generate`'s `decode_read_share`: as `gatedlm bench bandwidth`, 5 passes over 1 GiB)\n")
     print("| weights | MB read / token | gatedlm b1 tok/s | llama.cpp b1 tok/s | ratio (median of pairs) | "
-          "gatedlm b8 tok/s | b8 / b1 | read bound GB/s | bound tok/s | gatedlm / bound |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "gatedlm b8 tok/s | b8 / b1 | read bound GB/s (range) | gatedlm / bound |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for t in types:
         qck, gguf = files[t]
         bench = [a.gatedlm, "bench", "generate", "--checkpoint", qck, "--prompt-tokens", str(a.prompt_tokens),
                  "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)]
-        # Per pair: the read bound, gatedlm at batch 1, llama.cpp at batch 1, gatedlm at batch 8
-        # (each ratio and share from runs a minute apart at most: the host's bandwidth moves
-        # between minutes).
-        per_token = weight_bytes_per_token(qck)
-        runs, shares, bounds = [], [], []
+        # Per pair: gatedlm at batch 1, llama.cpp at batch 1, gatedlm at batch 8 (each ratio
+        # from runs a minute apart at most: the host's bandwidth moves between minutes).
+        runs, reports = [], []
         for _ in range(a.pairs):
-            bounds.append(read_bandwidth_gbs(a.gatedlm, a.threads))
-            ours = last_json(run(bench + ["--batch", "1"], a.threads))["runs"][0]["decode_tokens_per_s"]
+            report = last_json(run(bench + ["--batch", "1"], a.threads))
             theirs = last_json(run([a.llama_probe, "--bench", libdir, gguf, str(a.threads), str(a.prompt_tokens),
                                     str(a.new_tokens), str(a.reps)]))["decode_tokens_per_s"]
             b8 = last_json(run(bench + ["--batch", "8"], a.threads))["runs"][0]["decode_tokens_per_s"]
-            runs.append((ours, theirs, b8))
-            shares.append(ours / (bounds[-1] * 1e9 / per_token))
-        b1 = statistics.median(o for o, _, _ in runs)
-        bandwidth = statistics.median(bounds)
-        ratio = statistics.median(o / r for o, r, _ in runs)
-        print(f"| {t} | {per_token / 1e6:.0f} | {b1:.1f} | {statistics.median(r for _, r, _ in runs):.1f} | "
-              f"{ratio:.2f}x | {statistics.median(b for _, _, b in runs):.1f} | "
-              f"{statistics.median(b / o for o, _, b in runs):.2f}x | {bandwidth:.1f} "
-              f"({min(bounds):.1f}-{max(bounds):.1f}) | {bandwidth * 1e9 / per_token:.1f} | "
-              f"{statistics.median(shares):.2f} |")
+            runs.append((report["runs"][0]["decode_tokens_per_s"], theirs, b8))
+            reports.append(report)
+        bounds = [r["bandwidth_gbs"] for r in reports]
+        share = statistics.median(r["runs"][0]["decode_read_share"] for r in reports)
+        print(f"| {t} | {reports[0]['decode_bytes_per_token'] / 1e6:.0f} | "
+              f"{statistics.median(o for o, _, _ in runs):.1f} | {statistics.median(r for _, r, _ in runs):.1f} | "
+              f"{statistics.median(o / r for o, r, _ in runs):.2f}x | {statistics.median(b for _, _, b in runs):.1f} | "
+              f"{statistics.median(b / o for o, _, b in runs):.2f}x | {statistics.median(bounds):.1f} "
+              f"({min(bounds):.1f}-{max(bounds):.1f}) | {share:.2f} |")
         sys.stdout.flush()
 
 
