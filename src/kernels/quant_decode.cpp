@@ -448,7 +448,7 @@ bool quant_path_reads_tiles(QuantPath path, ElementType format) {
   // signs, per lane as its rows kernel does it per row: 33 % slower at 1 row, 9 % faster at 8,
   // bench/RESULTS.md's twenty-seventh session). No kernel reads Q6_K in tiles: vpmaddubsw's
   // were no faster than its rows kernel at batch 1 on AVX2 (a sub-block of 16 leaves it no
-  // int16 sums to share), vpdpbusd's lost 1.2-1.4x to it at 1 to 8 rows on a Xeon with
+  // int16 sums to share), vpdpbusd's lost 1.2-1.7x to it at 1 to 8 rows on a Xeon with
   // AVX512-VNNI (bench/RESULTS.md, "Eight rows a pass").
   const bool k4 = format == ElementType::q4_k || format == ElementType::q5_k;
   const bool k_vnni = kquant_vnni_format(format);

@@ -40,7 +40,7 @@ namespace gatedlm::kernels {
 inline constexpr int64_t kQuantTileRows = 16;
 
 // Whether the format has a tiled layout (Q8_0, Q4_0, Q4_K, Q5_K, IQ4_XS, BF16). (Q6_K had one,
-// read by a vpdpbusd kernel of its own that lost 1.2-1.4x to its rows kernel at 1 to 8 rows on
+// read by a vpdpbusd kernel of its own that lost 1.2-1.7x to its rows kernel at 1 to 8 rows on
 // the one VNNI CPU measured: removed, bench/RESULTS.md, "Eight rows a pass".)
 bool quant_format_tiles(ElementType format);
 // Bytes of one block's values in a tile (all 16 rows): Q4_0 256, Q8_0 512, Q4_K 2048,
