@@ -34,6 +34,8 @@ import sys
 import tempfile
 import time
 
+from torch_blas import fair_torch_blas
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
 sys.dont_write_bytecode = True
@@ -169,6 +171,8 @@ def main():
                     help="llama.cpp architecture of the GGUF export (qwen3next for a MoE hybrid such as "
                          "bench/configs/qwen3next_hybrid_300m.json)")
     a = ap.parse_args()
+    # Before torch is imported here: OpenBLAS reads OPENBLAS_CORETYPE when it loads.
+    blas = "" if a.no_torch else fair_torch_blas(a.threads, minimum_gflops=6)
     import torch
     work = a.workdir or tempfile.mkdtemp(prefix="gatedlm_gen_bench_")
     ck = os.path.join(work, os.path.splitext(os.path.basename(a.config))[0])
@@ -190,7 +194,7 @@ def main():
     print(f"# Generation speed: gatedlm vs PyTorch {torch.__version__} (KV-cache loop)\n")
     print(f"model {a.config} ({eng['params'] / 1e6:.1f}M parameters, fp32), prompt {a.prompt_tokens} tokens, "
           f"{a.new_tokens} greedy decode steps, {a.threads} threads, median of {a.reps} reps; "
-          + ("PyTorch not run\n" if err is None else f"peer logits agree to {err:.1e}\n"))
+          + ("PyTorch not run\n" if err is None else f"peer logits agree to {err:.1e}  \n{blas}\n"))
     print("| batch | gatedlm prefill tok/s | gatedlm decode tok/s | PyTorch prefill tok/s | PyTorch decode tok/s | decode ratio |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: |")
     for b, gp, gd, tp, td in rows:

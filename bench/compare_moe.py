@@ -25,6 +25,8 @@ import statistics
 import subprocess
 import sys
 
+from torch_blas import fair_torch_blas
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -53,7 +55,8 @@ def main():
               "--warmup-steps", str(a.warmup)]
     torch_version = subprocess.run(["/usr/bin/python3", "-c", "import torch;print(torch.__version__)"],
                                    capture_output=True, text=True).stdout.strip()
-    print(f"# MoE training step: gatedlm vs PyTorch {torch_version} (loop over experts)\n")
+    blas = fair_torch_blas(a.threads, minimum_gflops=6)
+    print(f"# MoE training step: gatedlm vs PyTorch {torch_version} (loop over experts)\n\n{blas}\n")
     print(f"batch {a.batch} x seq {a.seq}, {a.steps} timed steps after {a.warmup} warm-up, {a.rounds} alternating "
           f"rounds per side, {threads} threads each\n")
     print("| shape | gatedlm ms/step | PyTorch ms/step | speed-up | routing % | permute % | experts % | shared % |")

@@ -5,7 +5,9 @@ Debian's python3-torch multiplies through the system BLAS. With the reference BL
 kernels on CPUs it does not know (an Intel Xeon of family 6 model 207: 45 GFLOP/s at 2 threads
 where its SkylakeX kernels give 198). fair_torch_blas() refuses the first, and for the second
 sets OPENBLAS_CORETYPE to the kernels this CPU's instructions allow (SkylakeX with AVX-512,
-Haswell with AVX2) for every PyTorch process started after it.
+Haswell with AVX2) for every PyTorch process started after it, and for this one if it imports
+torch afterwards. Used by compare_pytorch.py, compare_hybrid_train.py, compare_moe.py and
+compare_generate.py, whose reports print the line it returns.
 """
 import os
 import re
