@@ -23,7 +23,7 @@ and only PyTorch is timed.
 
 Usage: /usr/bin/python3 bench/compare_hybrid_train.py [--gatedlm build/gatedlm] [--threads 2]
        [--batch 4] [--seq 512] [--steps 3] [--warmup 1] [--rounds 3]
-       [--growth-seqs 512,1024,2048,4096] [--growth-steps 2] [--no-growth]
+       [--growth-seqs 512,1024,2048,4096] [--growth-steps 2] [--no-growth] [--torch-flush-denormal]
 Prints a markdown report (for bench/RESULTS.md, with `lscpu`'s model name). Needs PyTorch on
 OpenBLAS (`apt-get install libopenblas0-pthread`): with Debian's reference BLAS alone PyTorch
 is ~10x slower and the script refuses to compare, as bench/compare_pytorch.py does; where
@@ -55,6 +55,8 @@ def torch_side(a):
     sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
     from reference_model import GatedLM, config_from_file
     torch.set_num_threads(a.threads)
+    if a.torch_flush_denormal:
+        torch.set_flush_denormal(True)
     torch.manual_seed(0)
     model = GatedLM(config_from_file(a.config)).to(torch.float32)
     params = list(model.parameters())
@@ -117,7 +119,9 @@ class Sides:
     def torch(self, config, batch, seq, steps, warmup):
         r, err = run_json(["/usr/bin/python3", os.path.abspath(__file__), "--torch-side", "--config", config,
                            "--threads", str(self.a.threads), "--batch", str(batch), "--seq", str(seq),
-                           "--steps", str(steps), "--warmup", str(warmup)], {"OMP_WAIT_POLICY": "PASSIVE"})
+                           "--steps", str(steps), "--warmup", str(warmup)]
+                          + (["--torch-flush-denormal"] if self.a.torch_flush_denormal else []),
+                          {"OMP_WAIT_POLICY": "PASSIVE"})
         if r is None:
             sys.exit(f"PyTorch side failed:\n{err}")
         return r
@@ -210,6 +214,9 @@ def header(a, blas):
     print(f"CPU: {cpu} ({os.cpu_count()} logical CPUs visible; load average {load} at the start: "
           f"the machine may be shared); config bench/configs/hybrid_train.json; "
           f"command: {' '.join(sys.argv)}  \n{blas}\n")
+    if a.torch_flush_denormal:
+        print("PyTorch flushes subnormals to zero (torch.set_flush_denormal(True)), as gatedlm's "
+              "chunked delta rule does; PyTorch's default keeps them.\n")
 
 
 def main():
@@ -224,6 +231,9 @@ def main():
     ap.add_argument("--growth-seqs", default="512,1024,2048,4096")
     ap.add_argument("--growth-steps", type=int, default=2)
     ap.add_argument("--no-growth", action="store_true")
+    ap.add_argument("--torch-flush-denormal", action="store_true",
+                    help="PyTorch's side flushes subnormal floats to zero (torch.set_flush_denormal), "
+                         "as gatedlm's chunked delta rule does; without it PyTorch runs as users run it")
     ap.add_argument("--torch-side", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--config", default=CONFIG, help=argparse.SUPPRESS)
     a = ap.parse_args()

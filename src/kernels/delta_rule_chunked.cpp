@@ -1,14 +1,17 @@
 // The gated delta rule in chunks (delta_rule.h): the WY / UT-transform form of Yang et al.,
 // with the products batched over a group of heads of one sequence through batched_matmul
-// (oneDNN); the groups of every sequence on threads of their own (heads_per_group).
+// (oneDNN); the groups of every sequence on threads of their own (heads_per_group). Float and
+// double run with subnormals flushed to zero (float_control.h): fast decays fill the chunk's
+// factors with them, and each operation on one took a microcode assist on Intel cores.
 #include <algorithm>
 #include <cmath>
 #include <omp.h>
 #include <vector>
 
 #include "core/error.h"
-#include "kernels/matmul.h"
 #include "kernels/delta_rule.h"
+#include "kernels/float_control.h"
+#include "kernels/matmul.h"
 
 namespace gatedlm::kernels {
 namespace {
@@ -132,6 +135,19 @@ void prepare_state_update(ChunkWorkspace<T>& w, const ChunkRows<T>& rows, int64_
   for (int64_t i = 0; i < n; ++i) S[i] *= decay;
 }
 
+// f(h) for each of the workspace's heads, on threads of their own where `threaded`, each in
+// the caller's floating-point mode (subnormals flushed, float_control.h).
+template <typename F>
+void for_each_head(int64_t heads, bool threaded, const F& f) {
+  const FloatControl mode = float_control();
+#pragma omp parallel if (threaded)
+  {
+    const FloatControlScope callers_mode(mode);
+#pragma omp for schedule(static)
+    for (int64_t h = 0; h < heads; ++h) f(h);
+  }
+}
+
 // How the products of one chunk see their operands: token rows (ld row_heads * d, item
 // stride d) and the workspace's per-head buffers (packed, item stride the buffer's). H: the
 // heads the workspace runs.
@@ -150,8 +166,7 @@ void solve_chunk(ChunkWorkspace<T>& w, const ChunkRows<T>& rows, const ChunkOper
   const auto [keys, values, square, wide_k, wide_v, state, threaded] = op;
   product(w.key_gram.data(), square, rows.k, keys, rows.k, keys, {.M = c, .N = c, .K = dk, .trans_b = true}, H);
   product(w.query_key.data(), square, rows.q, keys, rows.k, keys, {.M = c, .N = c, .K = dk, .trans_b = true}, H);
-#pragma omp parallel for schedule(static) if (threaded)
-  for (int64_t h = 0; h < H; ++h) prepare_system(w, rows, h);
+  for_each_head(H, threaded, [&](int64_t h) { prepare_system(w, rows, h); });
   // W = -(I + M)^-1 diag(beta e^G) K;  U = (I + M)^-1 diag(beta) V + W S0.
   product(w.correction.data(), wide_k, w.inverse.data(), square, w.scaled.data(), wide_k, {.M = c, .N = dk, .K = c},
           H);
@@ -168,14 +183,12 @@ void run_chunk(ChunkWorkspace<T>& w, const ChunkRows<T>& rows) {
   const auto [keys, values, square, wide_k, wide_v, state, threaded] = op;
   solve_chunk(w, rows, op);
   // O = diag(e^G) Q S0 + ((Q K^T) o D) U.
-#pragma omp parallel for schedule(static) if (threaded)
-  for (int64_t h = 0; h < H; ++h) prepare_output(w, rows, h);
+  for_each_head(H, threaded, [&](int64_t h) { prepare_output(w, rows, h); });
   product(rows.out, values, w.scaled.data(), wide_k, w.state.data(), state, {.M = c, .N = dv, .K = dk}, H);
   product(rows.out, values, w.query_key.data(), square, w.writes.data(), wide_v,
           {.M = c, .N = dv, .K = c, .accumulate = true}, H);
   // S = e^(G_c) S0 + (diag(e^(G_c - G)) K)^T U.
-#pragma omp parallel for schedule(static) if (threaded)
-  for (int64_t h = 0; h < H; ++h) prepare_state_update(w, rows, h);
+  for_each_head(H, threaded, [&](int64_t h) { prepare_state_update(w, rows, h); });
   product(w.state.data(), state, w.scaled.data(), wide_k, w.writes.data(), wide_v,
           {.M = dk, .N = dv, .K = c, .trans_a = true, .accumulate = true}, H);
 }
@@ -315,11 +328,10 @@ void backward_chunk(ChunkWorkspace<T>& w, ChunkGradWorkspace<T>& bw, const Chunk
   const ChunkOperands op(w.C, c, rows.row_heads, H, dk, dv);
   const auto [keys, values, square, wide_k, wide_v, state, threaded] = op;
   solve_chunk(w, rows, op);
-#pragma omp parallel for schedule(static) if (threaded)
-  for (int64_t h = 0; h < H; ++h) {
+  for_each_head(H, threaded, [&](int64_t h) {
     prepare_output(w, rows, h);
     decay_keys(w, bw.decayed_keys.data(), rows, h);
-  }
+  });
   // dU = A^T dO + (e^(G_c - G) K) dS; then U dS^T, dO S0^T, dO U^T, dR = (I + M)^-T dU, dR U^T, K S0.
   product(bw.d_writes.data(), wide_v, w.query_key.data(), square, gr.d_out, values,
           {.M = c, .N = dv, .K = c, .trans_a = true}, H);
@@ -336,12 +348,11 @@ void backward_chunk(ChunkWorkspace<T>& w, ChunkGradWorkspace<T>& bw, const Chunk
   product(bw.d_system.data(), square, bw.d_rhs.data(), wide_v, w.writes.data(), wide_v,
           {.M = c, .N = c, .K = dv, .trans_b = true}, H);
   product(bw.key_state.data(), wide_v, rows.k, keys, w.state.data(), state, {.M = c, .N = dv, .K = dk}, H);
-#pragma omp parallel for schedule(static) if (threaded)
-  for (int64_t h = 0; h < H; ++h) {
+  for_each_head(H, threaded, [&](int64_t h) {
     decay_gradients(w, bw, rows, gr, h);
     system_gradients(w, bw, rows, gr, h);
     finish_chunk_gradients(w, bw, rows, gr, h);
-  }
+  });
   // dq += d(Q K^T) K; dk += d(Q K^T)^T Q + (d(K K^T) + its transpose) K + d(K S0) S0^T.
   product(gr.dq, keys, bw.d_scores.data(), square, rows.k, keys, {.M = c, .N = dk, .K = c, .accumulate = true}, H);
   product(gr.dk, keys, bw.d_scores.data(), square, rows.q, keys,
@@ -451,6 +462,7 @@ void delta_rule_chunked_forward(T* out, T* final_state, const DeltaRuleInputs<T>
   const int64_t per_group = heads_per_group(s), tasks = s.batch * (s.heads / per_group);
 #pragma omp parallel if (tasks_in_parallel(tasks))
   {
+    const SubnormalsFlushed flushed;  // on this thread (float_control.h)
     ChunkWorkspace<T> w(C, s.key_dim, s.value_dim, per_group, s.heads);  // this thread's
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) {
@@ -471,6 +483,7 @@ void delta_rule_chunked_backward(const DeltaRuleGrads<T>& grads, const T* d_out,
   const int64_t per_group = heads_per_group(s), tasks = s.batch * (s.heads / per_group), n = per_group * per_head;
 #pragma omp parallel if (tasks_in_parallel(tasks))
   {
+    const SubnormalsFlushed flushed;  // on this thread (float_control.h)
     // this thread's buffers
     ChunkWorkspace<T> w(C, s.key_dim, s.value_dim, per_group, s.heads);
     ChunkGradWorkspace<T> bw(C, s.key_dim, s.value_dim, per_group);

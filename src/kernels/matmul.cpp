@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/thread_governor.h"
 #include "kernels/bf16_support.h"
+#include "kernels/float_control.h"
 #include "kernels/product_tiles.h"
 
 namespace gatedlm::kernels {
@@ -113,8 +114,11 @@ struct OneDnn {
     // run, not when they were created, and would split the K sum among them.
     const int threads = omp_get_max_threads();
     if (tasks == 1) omp_set_num_threads(1);
+    // Each tile in the caller's floating-point mode (float_control.h), whichever thread runs it.
+    const FloatControl mode = float_control();
 #pragma omp parallel for schedule(dynamic, 1) if (tasks > 1)
     for (int64_t task = 0; task < tasks; ++task) {
+      const FloatControlScope callers_mode(mode);
       const int64_t item = task / t.tiles(), i = task % t.tiles() / t.col_tiles, j = task % t.col_tiles;
       const int64_t r0 = i * t.tile_rows, c0 = j * t.tile_cols;
       const int64_t a_at = item * batch.a + (s.trans_a ? r0 : r0 * s.lda);
