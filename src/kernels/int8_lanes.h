@@ -60,5 +60,8 @@ inline __m256i broadcast4(const int8_t* a) {
 // instructions stack traffic). The empty asm says the value changed here, so each update
 // must be done before the next one starts. (Measured: that kernel 35 -> 26 ms per step.)
 inline void keep_running(__m256i& sum) { __asm__("" : "+x"(sum)); }
+#if GATEDLM_KSET_AVX512
+inline void keep_running(__m512i& sum) { __asm__("" : "+v"(sum)); }
+#endif
 
 }  // namespace gatedlm::kernels::GATEDLM_KSET

@@ -223,6 +223,22 @@ struct K4Dot {
 using Q4KDot = K4Dot<BlockQ4_K, false>;
 using Q5KDot = K4Dot<BlockQ5_K, true>;
 
+#if GATEDLM_KSET_AVX512
+// vpermw indices that spread a Q6_K block's 16 scales over a pair of its quarters (Q6KDot):
+// [2 half + p] puts scale 8 half + 4 p + lane / 8 in int16 lane `lane` (each 16 elements
+// take one scale).
+struct alignas(64) Q6KScaleSpread {
+  int16_t index[32];
+};
+constexpr Q6KScaleSpread q6k_scale_spread(int half, int pair) {
+  Q6KScaleSpread m{};
+  for (int lane = 0; lane < 32; ++lane) m.index[lane] = static_cast<int16_t>(8 * half + 4 * pair + lane / 8);
+  return m;
+}
+constexpr Q6KScaleSpread kQ6KScaleSpread[4] = {q6k_scale_spread(0, 0), q6k_scale_spread(0, 1),
+                                               q6k_scale_spread(1, 0), q6k_scale_spread(1, 1)};
+#endif
+
 // Q6_K: q = low nibble | 2 high bits << 4 in [0, 63], value d * scale * (q - 32), scales per
 // 16. The dot takes q as it is and the offset's 32 * sum_j scale_j * (sum of a over the 16)
 // off in int32 (exact): no minimums left.
@@ -235,6 +251,18 @@ struct Q6KDot {
     const __m256i scales16 = _mm256_cvtepi8_epi16(load16(x.scales));
     for (int r = 0; r < R; ++r)  // in the lanes, which the caller sums
       dots[r] = _mm256_sub_epi32(dots[r], _mm256_slli_epi32(_mm256_madd_epi16(scales16, load32(sums[r])), 5));
+#if GATEDLM_KSET_AVX512
+    quarter_pair_dots<R>(x, rows, scales16, dots);
+#else
+    quarter_dots<R>(x, rows, scales16, dots);
+#endif
+  }
+
+#if !GATEDLM_KSET_AVX512
+  // dots[r] += the lanes of sum_j scale_j * sum(q * a) over the 16 sub-blocks, a quarter of a
+  // half (32 elements) per vpmaddubsw.
+  template <int R>
+  static void quarter_dots(const BlockQ6_K& x, const int8_t* const* rows, __m256i scales16, __m256i* dots) {
     const __m256i nibble = _mm256_set1_epi8(0x0F), two_bits = _mm256_set1_epi8(3);
 #pragma GCC unroll 2
     for (int half = 0; half < 2; ++half) {  // elements 128 half ..: ql 64 bytes, qh 32, scales 8
@@ -261,6 +289,48 @@ struct Q6KDot {
       }
     }
   }
+#else
+  // The same sums on 512-bit vectors, a pair of quarters at a time (64 elements: pair p of a
+  // half is quarters 2p and 2p + 1, whose low or high nibbles are ql's 64 bytes of the half and
+  // whose activations are 64 consecutive bytes): half the instructions per row and super-block
+  // of the 256-bit loop, which is what batch 8 spends its time on.
+  // (GCC 12 warns that the 512-bit insert and extract read an uninitialised vector: its bug
+  // 105593 in the intrinsics' headers, fixed in GCC 13.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+  template <int R>
+  static void quarter_pair_dots(const BlockQ6_K& x, const int8_t* const* rows, __m256i scales16, __m256i* dots) {
+    const __m512i nibble = _mm512_set1_epi8(0x0F), two_bits = _mm512_set1_epi8(3);
+    const __m512i scales = _mm512_zextsi256_si512(scales16);
+    __m512i sums[R];
+    for (__m512i& v : sums) v = _mm512_setzero_si512();
+#pragma GCC unroll 2
+    for (int half = 0; half < 2; ++half) {
+      const __m512i low_bits = _mm512_loadu_si512(x.ql + 64 * half);
+      const __m256i qh = load32(x.qh + 32 * half);
+      const __m512i high_bits = _mm512_inserti64x4(_mm512_zextsi256_si512(qh), qh, 1);  // both quarters' qh bytes
+#pragma GCC unroll 2
+      for (int pair = 0; pair < 2; ++pair) {
+        // quarter 2 pair takes qh's bits 4 pair (the low 256 bits), quarter 2 pair + 1 bits 4 pair + 2
+        __m512i high = _mm512_srli_epi16(high_bits, 4 * pair);
+        high = _mm512_and_si512(_mm512_mask_srli_epi16(high, 0xFFFF0000u, high, 2), two_bits);
+        const __m512i low = _mm512_and_si512(_mm512_srli_epi16(low_bits, 4 * pair), nibble);
+        const __m512i q = _mm512_or_si512(low, _mm512_slli_epi16(high, 4));
+        const __m512i scale16 = _mm512_permutexvar_epi16(
+            _mm512_load_si512(kQ6KScaleSpread[2 * half + pair].index), scales);
+        for (int r = 0; r < R; ++r) {
+          const __m512i a = _mm512_loadu_si512(rows[r] + 128 * half + 64 * pair);
+          sums[r] = _mm512_add_epi32(sums[r], _mm512_madd_epi16(scale16, _mm512_maddubs_epi16(q, a)));
+          keep_running(sums[r]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      dots[r] = _mm256_add_epi32(dots[r], _mm256_add_epi32(_mm512_castsi512_si256(sums[r]),
+                                                           _mm512_extracti64x4_epi64(sums[r], 1)));
+  }
+#pragma GCC diagnostic pop
+#endif
 };
 
 // Q2_K and Q3_K's 2-bit parts (kquant_dequantize.cpp): in each half of 128 values, byte l
