@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/delta_rule_step.h"
 
 namespace gatedlm::kernels {
 namespace {
@@ -19,30 +20,6 @@ struct HeadRows {
   int64_t scalar(int64_t t) const { return (b * s.seq + t) * s.heads + h; }
   int64_t state() const { return (b * s.heads + h) * s.key_dim * s.value_dim; }
 };
-
-// One token on state S [dk, dv]: S = e^g S; u = beta (v - S^T k); S += k u^T; o = S^T q
-// (o null: not wanted). u [dv] is scratch.
-template <typename T>
-void recurrent_step(T* S, T* o, const T* q, const T* k, const T* v, T g, T beta, int64_t dk, int64_t dv, T* u) {
-  const T decay = std::exp(g);
-  std::fill(u, u + dv, T(0));
-  for (int64_t i = 0; i < dk; ++i) {
-    T* row = S + i * dv;
-    for (int64_t j = 0; j < dv; ++j) {
-      row[j] *= decay;
-      u[j] += row[j] * k[i];
-    }
-  }
-  for (int64_t j = 0; j < dv; ++j) u[j] = beta * (v[j] - u[j]);
-  if (o) std::fill(o, o + dv, T(0));
-  for (int64_t i = 0; i < dk; ++i) {
-    T* row = S + i * dv;
-    for (int64_t j = 0; j < dv; ++j) {
-      row[j] += k[i] * u[j];
-      if (o) o[j] += row[j] * q[i];
-    }
-  }
-}
 
 template <typename T>
 void load_state(T* S, const T* initial_state, const HeadRows& r) {
@@ -60,7 +37,7 @@ void run_tokens(T* S, T* out, T* states, const DeltaRuleInputs<T>& in, const Hea
                 T* scratch) {
   const int64_t dk = r.s.key_dim, dv = r.s.value_dim, n = dk * dv;
   for (int64_t t = t0; t < t1; ++t) {
-    recurrent_step(S, out ? out + r.value(t) : nullptr, in.q + r.key(t), in.k + r.key(t), in.v + r.value(t),
+    delta_rule_step(S, out ? out + r.value(t) : nullptr, in.q + r.key(t), in.k + r.key(t), in.v + r.value(t),
                    in.g[r.scalar(t)], in.beta[r.scalar(t)], dk, dv, scratch);
     if (states) std::copy(S, S + n, states + (t - t0 + 1) * n);
   }

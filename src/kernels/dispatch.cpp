@@ -3,6 +3,7 @@
 #include "kernels/kernel_set.h"
 #include "kernels/kernel_sets.h"
 #include "kernels/bf16_support.h"
+#include "kernels/delta_rule_step.h"
 #include "kernels/matmul.h"
 #include "kernels/quant_matmul_sets.h"
 
@@ -57,6 +58,10 @@ template <typename T>
 void cross_entropy_backward(T* dlogits, const T* logits, const T* losses, const int32_t* targets, int64_t rows,
                             int64_t vocab, T grad_scale) {
   GATEDLM_DISPATCH(cross_entropy_backward<T>(dlogits, logits, losses, targets, rows, vocab, grad_scale));
+}
+template <typename T>
+void delta_rule_step(T* S, T* o, const T* q, const T* k, const T* v, T g, T beta, int64_t dk, int64_t dv, T* u) {
+  GATEDLM_DISPATCH(delta_rule_step<T>(S, o, q, k, v, g, beta, dk, dv, u));
 }
 template <typename T>
 void rmsnorm_forward(T* y, T* rstd, const T* x, const T* w, int64_t rows, int64_t dim, double eps) {
@@ -124,6 +129,7 @@ void quant_dequantize_rows_of_set(float* out, const QuantWeights& W, int64_t row
   template void adamw_update<T>(T*, T*, T*, const T*, int64_t, const AdamWParams&);                            \
   template double cross_entropy<T>(T*, T*, const T*, const int32_t*, int64_t, int64_t, T);                     \
   template void cross_entropy_backward<T>(T*, const T*, const T*, const int32_t*, int64_t, int64_t, T);        \
+  template void delta_rule_step<T>(T*, T*, const T*, const T*, const T*, T, T, int64_t, int64_t, T*);          \
   template void rmsnorm_forward<T>(T*, T*, const T*, const T*, int64_t, int64_t, double);                      \
   template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, int64_t, int64_t);         \
   template void rope_apply<T>(T*, const RopeTable&, int64_t, int64_t, int64_t, int64_t, int64_t, bool);

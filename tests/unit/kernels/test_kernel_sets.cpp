@@ -3,11 +3,14 @@
 // also runs once per set (ctest entries kernels_generic, kernels_avx2, kernels_avx512).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <utility>
 #include <string>
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kernels/delta_rule_step.h"
 #include "kernels/kernel_set.h"
 #include "kernels/kernel_sets.h"
 #include "kernels/matmul.h"
@@ -71,6 +74,18 @@ void skinny_with(KernelSet set, float* C, int64_t ldc, const float* A, int64_t l
     case KernelSet::avx2: return avx2::skinny_matmul_f32(C, ldc, A, lda, B, ldb, M, N, K, accumulate);
 #endif
     default: return generic::skinny_matmul_f32(C, ldc, A, lda, B, ldb, M, N, K, accumulate);
+  }
+}
+
+template <typename T>
+void delta_step_with(KernelSet set, T* S, T* o, const T* q, const T* k, const T* v, T g, T beta, int64_t dk,
+                     int64_t dv, T* u) {
+  switch (set) {
+#if GATEDLM_X86_KERNEL_SETS
+    case KernelSet::avx512: return avx512::delta_rule_step<T>(S, o, q, k, v, g, beta, dk, dv, u);
+    case KernelSet::avx2: return avx2::delta_rule_step<T>(S, o, q, k, v, g, beta, dk, dv, u);
+#endif
+    default: return generic::delta_rule_step<T>(S, o, q, k, v, g, beta, dk, dv, u);
   }
 }
 
@@ -158,6 +173,47 @@ TEST(KernelSetsTest, EveryRunnableSetMatchesTheReferenceSkinnyProduct) {
         EXPECT_LT(rel_error(C, ref), 1e-6) << "matmul M=" << M << " K=" << K << " acc=" << accumulate;
       }
     }
+}
+
+// The delta rule's decode step (delta_rule_step.h) in every runnable set against the same
+// step in double, written out here from its definition: 12 tokens on one head's state, with
+// the output and without, widths that leave remainders after 16 lanes (d_v 37) and not (64).
+// 1e-5: float rounding over sums of d_k terms and 12 decayed steps (measured about 1e-7); a
+// wrong decay, a missing k u^T or o summed from the state before the update gives 1e-2 or more.
+TEST(KernelSetsTest, EveryRunnableSetMatchesTheDeltaRuleStepInDouble) {
+  for (const auto& [dk, dv] : {std::pair<int64_t, int64_t>{16, 37}, {64, 64}}) {
+    const int64_t tokens = 12;
+    const double unit = 1 / std::sqrt(static_cast<double>(dk));  // keys of about unit length, as a layer has them
+    const auto q = random_vector<double>(tokens * dk, 1, unit), k = random_vector<double>(tokens * dk, 2, unit);
+    const auto v = random_vector<double>(tokens * dv, 3), S0 = random_vector<double>(dk * dv, 4);
+    // The reference: S = e^g S; u = beta (v - S^T k); S += k u^T; o = S^T q, in double.
+    std::vector<double> S = S0, out(tokens * dv);
+    for (int64_t t = 0; t < tokens; ++t) {
+      const double g = -0.05 * (t + 1), beta = 0.3 + 0.05 * t, *kt = &k[t * dk], *qt = &q[t * dk];
+      for (double& x : S) x *= std::exp(g);
+      for (int64_t j = 0; j < dv; ++j) {
+        double sk = 0;
+        for (int64_t i = 0; i < dk; ++i) sk += S[i * dv + j] * kt[i];
+        const double u = beta * (v[t * dv + j] - sk);
+        for (int64_t i = 0; i < dk; ++i) S[i * dv + j] += kt[i] * u;
+      }
+      for (int64_t j = 0; j < dv; ++j)
+        for (int64_t i = 0; i < dk; ++i) out[t * dv + j] += S[i * dv + j] * qt[i];
+    }
+    const std::vector<float> qf(q.begin(), q.end()), kf(k.begin(), k.end()), vf(v.begin(), v.end());
+    for (KernelSet set : runnable_kernel_sets())
+      for (const bool with_output : {true, false}) {
+        std::vector<float> Sf(S0.begin(), S0.end()), of(tokens * dv), u(dv);
+        for (int64_t t = 0; t < tokens; ++t)
+          delta_step_with<float>(set, Sf.data(), with_output ? &of[t * dv] : nullptr, &qf[t * dk], &kf[t * dk],
+                                 &vf[t * dv], static_cast<float>(-0.05 * (t + 1)), static_cast<float>(0.3 + 0.05 * t),
+                                 dk, dv, u.data());
+        EXPECT_LT(rel_error(Sf, S), 1e-5) << kernel_set_name(set) << " d_k " << dk << " d_v " << dv;
+        if (with_output) {
+          EXPECT_LT(rel_error(of, out), 1e-5) << kernel_set_name(set) << " d_k " << dk << " d_v " << dv;
+        }
+      }
+  }
 }
 
 }  // namespace
