@@ -1,7 +1,7 @@
 #pragma once
 // The kernel sets' entry points, one namespace per set (kernel_set.h says what the sets
 // are). The public functions of activations.h, adamw.h, attention.h (float),
-// attention_decode.h (float), cross_entropy.h, rmsnorm.h, rope.h (rope_apply), matmul.h (to_bf16) and
+// attention_decode.h (float), cross_entropy.h, delta_rule_step.h, rmsnorm.h, rope.h (rope_apply), matmul.h (to_bf16) and
 // bf16_support.h (round_to_bf16) and quant_matmul.h forward to the
 // active set's (dispatch.cpp); the tests call a set's directly to compare them.
 #include <cstdint>
