@@ -12,7 +12,7 @@ namespace gatedlm::kernels::GATEDLM_KSET {
 // second stores the decayed and updated state and sums o from it. Value by value the
 // arithmetic of decaying S in place first: each element is rounded after the decay, then
 // gains k_i u_j. (Before, both passes stored S, and the compiler, not knowing that S, u and o
-// do not overlap, kept the loops on 128-bit vectors with run-time overlap checks: 2.3-2.6x
+// do not overlap, kept the loops on 128-bit vectors with run-time overlap checks: 2.2-2.4x
 // slower, bench/RESULTS.md "The delta rule's decode step per kernel set".)
 template <typename T>
 void delta_rule_step(T* __restrict S, T* __restrict o, const T* __restrict q, const T* __restrict k,
@@ -32,8 +32,9 @@ void delta_rule_step(T* __restrict S, T* __restrict o, const T* __restrict q, co
   if (o) std::fill(o, o + dv, T(0));
   for (int64_t i = 0; i < dk; ++i) {
     T* row = S + i * dv;
-    const T ki = k[i], qi = o ? q[i] : T(0);
+    const T ki = k[i];
     if (o) {
+      const T qi = q[i];
 #pragma omp simd
       for (int64_t j = 0; j < dv; ++j) {
         T s = row[j] * decay;

@@ -7,7 +7,7 @@
 // The chunked delta rule of heads that decay fast makes them by the thousand: its decays
 // e^(G_t - G_j) and e^G, with log decays down to -20 a token as Qwen3.5's initialisation gives
 // them, pass through that range on their way to zero, and the small products that read them
-// ran 4-10x slower (bench/RESULTS.md, "Subnormals flushed in the delta rule"). Flushed, each
+// ran 5-11x slower (bench/RESULTS.md, "Subnormals flushed in the delta rule"). Flushed, each
 // such value becomes 0: it changes a result by less than the flushed value itself.
 //
 // x86-64: MXCSR's FTZ (results flushed) and DAZ (inputs read as zero) bits, which SSE, AVX and
