@@ -38,7 +38,7 @@ void run_tokens(T* S, T* out, T* states, const DeltaRuleInputs<T>& in, const Hea
   const int64_t dk = r.s.key_dim, dv = r.s.value_dim, n = dk * dv;
   for (int64_t t = t0; t < t1; ++t) {
     delta_rule_step(S, out ? out + r.value(t) : nullptr, in.q + r.key(t), in.k + r.key(t), in.v + r.value(t),
-                   in.g[r.scalar(t)], in.beta[r.scalar(t)], dk, dv, scratch);
+                    in.g[r.scalar(t)], in.beta[r.scalar(t)], dk, dv, scratch);
     if (states) std::copy(S, S + n, states + (t - t0 + 1) * n);
   }
 }
