@@ -294,8 +294,8 @@ struct Q6KDot {
   // half is quarters 2p and 2p + 1, whose low or high nibbles are ql's 64 bytes of the half and
   // whose activations are 64 consecutive bytes): half the instructions per row and super-block
   // of the 256-bit loop, which is what batch 8 spends its time on.
-  // (GCC 12 warns that the 512-bit insert and extract read an uninitialised vector: its bug
-  // 105593 in the intrinsics' headers, fixed in GCC 13.)
+  // (GCC 12 warns that the 512-bit insert and extract may read an uninitialised vector: a false
+  // positive of its intrinsics' headers, which pass an undefined vector as the unused operand.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
   template <int R>

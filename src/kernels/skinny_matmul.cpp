@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/float_control.h"
 #include "kernels/matmul.h"
 
 #include "kernels/kernel_set_begin.h"
@@ -84,12 +85,18 @@ inline __attribute__((always_inline)) void dot_rows(float* dots, const float* A,
 template <int M>
 void skinny_rows(float* C, int64_t ldc, const float* A, int64_t lda, const float* B, int64_t ldb, int64_t N,
                  int64_t K, bool accumulate) {
-  // Static chunks of output columns: each thread streams one contiguous block of B.
-#pragma omp parallel for schedule(static)
-  for (int64_t n = 0; n < N; ++n) {
-    float dots[M];
-    dot_rows<M>(dots, A, lda, B + n * ldb, K);
-    for (int m = 0; m < M; ++m) C[m * ldc + n] = accumulate ? C[m * ldc + n] + dots[m] : dots[m];
+  // Static chunks of output columns: each thread streams one contiguous block of B, in the
+  // caller's floating-point mode (float_control.h), as run_tiled's tiles.
+  const FloatControl mode = float_control();
+#pragma omp parallel
+  {
+    const FloatControlScope callers_mode(mode);
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      float dots[M];
+      dot_rows<M>(dots, A, lda, B + n * ldb, K);
+      for (int m = 0; m < M; ++m) C[m * ldc + n] = accumulate ? C[m * ldc + n] + dots[m] : dots[m];
+    }
   }
 }
 
@@ -131,11 +138,17 @@ void panel_product(float* C, int64_t ldc, const float* A, int64_t lda, const flo
   for (int m = 0; m < M; ++m)
     for (int64_t k = 0; k < K; ++k) a_by_k[k * kPanelRows + m] = A[m * lda + k];
   const int64_t count = (N + kPanelColumns - 1) / kPanelColumns;
-  // Static shares of whole panels: each thread streams one contiguous block of the copy.
-#pragma omp parallel for schedule(static)
-  for (int64_t p = 0; p < count; ++p)
-    panel_rows<M>(C + p * kPanelColumns, ldc, a_by_k, panels + p * K * kPanelColumns, K,
-                  std::min<int64_t>(kPanelColumns, N - p * kPanelColumns), accumulate);
+  // Static shares of whole panels: each thread streams one contiguous block of the copy, in the
+  // caller's floating-point mode.
+  const FloatControl mode = float_control();
+#pragma omp parallel
+  {
+    const FloatControlScope callers_mode(mode);
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < count; ++p)
+      panel_rows<M>(C + p * kPanelColumns, ldc, a_by_k, panels + p * K * kPanelColumns, K,
+                    std::min<int64_t>(kPanelColumns, N - p * kPanelColumns), accumulate);
+  }
 }
 #endif
 

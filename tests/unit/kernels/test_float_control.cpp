@@ -63,5 +63,32 @@ TEST(FloatControlTest, BatchedProductTilesRunInTheCallersMode) {
   }
 }
 
+// The few-row products (skinny_matmul_f32, 1-4 rows against a weight matrix [N, K]) share the
+// output columns among the threads: those too follow the caller's mode (kernels_generic,
+// kernels_avx2 and kernels_avx512 run this under each set).
+TEST(FloatControlTest, FewRowProductsRunInTheCallersMode) {
+  if (kFlushSubnormalBits == 0) GTEST_SKIP() << "no flush-to-zero control on this architecture";
+  const int64_t M = 2, N = 512, K = 4;
+  const std::vector<float> A(M * K, kSubnormal), B(N * K, 1.0f);
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(2);
+  auto product = [&] {
+    std::vector<float> C(M * N, -1.0f);
+    matmul(C.data(), A.data(), B.data(), MatmulShape{.M = M, .N = N, .K = K, .trans_b = true});
+    return C;
+  };
+  std::vector<float> flushed_result;
+  {
+    const SubnormalsFlushed flushed;
+    flushed_result = product();
+  }
+  const std::vector<float> kept = product();
+  omp_set_num_threads(before);
+  for (int64_t i = 0; i < M * N; ++i) {
+    ASSERT_EQ(flushed_result[i], 0.0f) << "row " << i / N << " column " << i % N;
+    ASSERT_EQ(kept[i], K * kSubnormal) << "row " << i / N << " column " << i % N;
+  }
+}
+
 }  // namespace
 }  // namespace gatedlm::kernels
