@@ -133,7 +133,10 @@ struct OneDnn {
 // Converts the rows x cols values of a matrix stored with row stride ld into buf (same
 // strides) with convert(out, in, n) per row, in parallel; returns buf's data. The caller
 // passes a thread_local buffer: inside the parallel region a thread_local name would mean
-// each worker's own (empty) buffer, so the workers get plain pointers.
+// each worker's own (empty) buffer, so the workers get plain pointers. Unlike the tiles, the
+// rows need not run in the caller's floating-point mode (float_control.h): both conversions
+// are integer rounding of the bits, or AVX512-BF16's instruction, which flushes subnormal
+// inputs in every mode, so no value depends on the thread that converted it.
 template <typename Out, typename Convert>
 Out* convert_stored_rows(std::vector<Out>& buf, const float* in, int64_t rows, int64_t cols, int64_t ld,
                          Convert convert) {
