@@ -94,14 +94,15 @@ void for_each_tile_group(const QuantWeights& W, int64_t m, int64_t row_bytes, bo
 // activations: measured 1.4x slower for Q8_0 at the 1B shape's 35 KiB tiles, 1.2x at the
 // 100M shape's 13 KiB). A tile's rows are 16 short streams the hardware prefetcher does not
 // learn; tiles in quant_tiles.h's layout are one stream, which it follows, but not far
-// enough ahead (measured). The K-quants' vpmaddubsw tile kernel (quant_kint8.cpp, tiled_rows)
-// takes prefetch_rows_ahead per super-block instead, measured 3-8 % faster on Zen 3; Q4_0's
-// vpmaddubsw tiles keep this one (not measured against it).
+// enough ahead (measured). The K-quants' tile kernels (quant_kint8.cpp, tiled_rows) take
+// prefetch_rows_ahead per super-block instead: 3-8 % faster with vpmaddubsw on Zen 3, 1.6-2.4x
+// with vpdpbusd on Zen 5 at batch 1. For Q8_0, Q4_0 and BF16 tiles on Zen 5 the same request
+// ahead of each block (4, 8 or 16 KiB) was level with this one, so they keep it.
 // Weights in rows of blocks are read front to back, one stream per thread, which the hardware
 // prefetcher follows but not far enough ahead on every CPU: on an Intel Xeon with the AVX2
 // kernels forced, Q6_K's rows kernel read 1.6x faster with each block's bytes requested 4 KiB
 // ahead (bench/RESULTS.md, "Decode on an Intel Xeon with AVX-512 VNNI"). The rows kernels call
-// this once per block (and the K-quants' vpmaddubsw tiles once per super-block); past the end
+// this once per block (and the K-quants' tile kernels once per super-block); past the end
 // of the weights it fetches nothing that faults.
 constexpr int64_t kRowsPrefetchBytes = 4096;
 inline void prefetch_rows_ahead(const void* block, int64_t bytes) {

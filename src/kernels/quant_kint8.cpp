@@ -742,15 +742,13 @@ void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t ro
   constexpr int64_t kSuperTile = kQuantTileRows * static_cast<int64_t>(sizeof(typename Tiles::Block));
   const int64_t supers = A.supers();
   alignas(32) float acc[kQuantDecodeRows][kQuantTileRows] = {};
-  const TilePrefetch prefetch(tile, supers * kSuperTile, supers);
   for (int64_t i = 0; i < supers; ++i) {
     const uint8_t* super = tile + i * kSuperTile;
-    // The vpmaddubsw kernel (CPUs without VNNI) requests each super-block's bytes 4 KiB ahead
-    // into L1, as the rows kernels do, not the next tile into L2: on Zen 3, 1B shape, 2 threads,
-    // batch 1 3-8 % faster in each of three runs alternated in one process (bench/RESULTS.md,
-    // "AVX2 on a real Zen 3"); the VNNI kernels keep what was measured for them.
-    if constexpr (kTileDot == KQuantTileDot::madd) prefetch_rows_ahead(super, kSuperTile);
-    else prefetch.share(i);
+    // Each super-block's bytes requested 4 KiB ahead into L1, as the rows kernels do, not the
+    // next tile into L2 (TilePrefetch): 1B shape, 2 threads, batch 1, 3-8 % faster with
+    // vpmaddubsw on Zen 3 and 1.6-2.4x with vpdpbusd on Zen 5 (bench/RESULTS.md, "AVX2 on a
+    // real Zen 3" and "The K-quant tiles' prefetch on Zen 5").
+    prefetch_rows_ahead(super, kSuperTile);
     const typename Tiles::Half halves[2] = {typename Tiles::Half(super, 0), typename Tiles::Half(super, 1)};
     for (int64_t r = 0; r < rows;) {
       if constexpr (tile_pass_rows<kTileDot>() >= 8)
