@@ -9,8 +9,9 @@ Haswell with AVX2) for every PyTorch process started after it, and for this one 
 torch afterwards. A core type already set in the environment that leaves AVX-512 unused on a
 CPU that has it is unset, so that OpenBLAS picks for itself: a machine whose environment sets
 OPENBLAS_CORETYPE=Haswell held an AVX-512 Zen 5 to its AVX2 kernels, 120 GFLOP/s (median of 8
-products of 2048^3 at 2 threads) where OpenBLAS's own pick, Cooperlake, gave 167. Used by compare_pytorch.py, compare_hybrid_train.py, compare_moe.py and
-compare_generate.py, whose reports print the line it returns.
+products of 2048^3 at 2 threads) where OpenBLAS's own pick, Cooperlake, gave 167. Used by
+compare_pytorch.py, compare_hybrid_train.py, compare_moe.py and compare_generate.py, whose
+reports print the line it returns.
 """
 import os
 import re
@@ -62,7 +63,7 @@ def fair_torch_blas(threads, minimum_gflops):
             before = gflops
             gflops, core = _probe(threads)
             note += (f" (OPENBLAS_CORETYPE={chosen} set here: this OpenBLAS fell back to its generic Prescott "
-                    f"kernels on this CPU, {before:.0f} GFLOP/s)")
+                     f"kernels on this CPU, {before:.0f} GFLOP/s)")
     if core is None and gflops < minimum_gflops:
         sys.exit(f"PyTorch multiplies at {gflops:.1f} GFLOP/s: the reference BLAS is in use. "
                  "Install OpenBLAS (apt-get install libopenblas0-pthread) for a fair peer.")
