@@ -198,7 +198,7 @@ void activation_backward(T* dx, const T* dy, const T* x, int64_t n, Activation a
 
 template <typename T>
 void swiglu_forward(T* out, const T* gu, int64_t rows, int64_t f) {
-#pragma omp parallel for schedule(static) if (elementwise_in_parallel(rows * f))
+#pragma omp parallel for schedule(static) if (rows_in_parallel(rows, f))
   for (int64_t r = 0; r < rows; ++r) SwiGluRow<T>::forward(out + r * f, gu + r * 2 * f, gu + r * 2 * f + f, f);
 }
 

@@ -11,7 +11,7 @@ namespace gatedlm::kernels {
 template <typename T>
 void bias_forward(T* y, const T* b, int64_t n, int64_t width, int64_t ld) {
   if (ld == 0) ld = width;
-#pragma omp parallel for schedule(static) if (elementwise_in_parallel(n * width))
+#pragma omp parallel for schedule(static) if (rows_in_parallel(n, width))
   for (int64_t r = 0; r < n; ++r) {
     T* row = y + r * ld;
 #pragma omp simd

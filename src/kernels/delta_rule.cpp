@@ -177,6 +177,31 @@ void delta_rule_recurrent_forward(T* out, T* final_state, const DeltaRuleInputs<
 }
 
 template <typename T>
+void delta_rule_recurrent_runs(T* out, std::span<const DeltaRuleRun<T>> runs, const DeltaRuleInputs<T>& in,
+                               const DeltaRuleShape& s) {
+  check_delta_rule_shape(s);
+  if (s.batch != 1) fail("delta rule runs: the rows are one sequence (batch 1), not ", s.batch);
+  int64_t tokens = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const DeltaRuleRun<T>& run = runs[i];
+    if (run.first < 0 || run.count < 0 || run.first + run.count > s.seq || !run.state)
+      fail("delta rule runs: run ", i, " (rows [", run.first, ", +", run.count, ") of ", s.seq,
+           run.state ? "" : ", no state", ") is not a run of the inputs");
+    tokens += run.count;
+  }
+  const int64_t count = static_cast<int64_t>(runs.size()), n = s.key_dim * s.value_dim;
+#pragma omp parallel for collapse(2) schedule(dynamic, 1) if (worth_threads({1, tokens, s.heads, s.key_dim, s.value_dim}))
+  for (int64_t i = 0; i < count; ++i)
+    for (int64_t h = 0; h < s.heads; ++h) {
+      thread_local std::vector<T> scratch;  // per thread, reused, as the forward's
+      scratch.resize(static_cast<size_t>(s.value_dim));
+      const DeltaRuleRun<T>& run = runs[i];
+      run_tokens<T>(run.state + h * n, out, nullptr, in, HeadRows{s, 0, h}, run.first, run.first + run.count,
+                    scratch.data());
+    }
+}
+
+template <typename T>
 void delta_rule_recurrent_backward(const DeltaRuleGrads<T>& grads, const T* d_out, const T* d_final_state,
                                    const DeltaRuleInputs<T>& in, const DeltaRuleShape& s) {
   check_delta_rule_shape(s);
@@ -189,6 +214,10 @@ template void delta_rule_recurrent_forward<float>(float*, float*, const DeltaRul
                                                   const DeltaRuleShape&);
 template void delta_rule_recurrent_forward<double>(double*, double*, const DeltaRuleInputs<double>&,
                                                    const DeltaRuleShape&);
+template void delta_rule_recurrent_runs<float>(float*, std::span<const DeltaRuleRun<float>>,
+                                               const DeltaRuleInputs<float>&, const DeltaRuleShape&);
+template void delta_rule_recurrent_runs<double>(double*, std::span<const DeltaRuleRun<double>>,
+                                                const DeltaRuleInputs<double>&, const DeltaRuleShape&);
 template void delta_rule_recurrent_backward<float>(const DeltaRuleGrads<float>&, const float*, const float*,
                                                    const DeltaRuleInputs<float>&, const DeltaRuleShape&);
 template void delta_rule_recurrent_backward<double>(const DeltaRuleGrads<double>&, const double*, const double*,

@@ -17,4 +17,12 @@ inline constexpr int64_t kElementwiseParallelFrom = int64_t{1} << 12;
 // Whether an elementwise pass over `elements` values should open a parallel region.
 inline bool elementwise_in_parallel(int64_t elements) { return elements >= kElementwiseParallelFrom; }
 
+// The same for a loop over `rows` rows of `per_row` values, each row one iteration: a loop of
+// one row is never shared (its region would leave the other threads waiting at the join: a
+// batch-1 decode step of the 1B shape opened one per layer for SwiGLU, a batch-8 step of the
+// Qwen3.5-shaped hybrid one per sequence and layer for the convolution).
+inline bool rows_in_parallel(int64_t rows, int64_t per_row) {
+  return rows > 1 && elementwise_in_parallel(rows * per_row);
+}
+
 }  // namespace gatedlm::kernels

@@ -12,7 +12,7 @@ namespace gatedlm::kernels::GATEDLM_KSET {
 
 template <typename T>
 void rmsnorm_forward(T* y, T* rstd, const T* x, const T* w, int64_t rows, int64_t dim, double eps) {
-#pragma omp parallel for schedule(static) if (elementwise_in_parallel(rows * dim))
+#pragma omp parallel for schedule(static) if (rows_in_parallel(rows, dim))
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * dim;
     T* yr = y + r * dim;

@@ -15,7 +15,7 @@ void rope_apply(T* x, const RopeTable& table, int64_t batch, int64_t seq, int64_
   if (pos0 + seq > table.positions)
     fail("rope: position ", pos0 + seq - 1, " is past the table's ", table.positions, " positions");
   const T sign = inverse ? T(-1) : T(1);
-#pragma omp parallel for collapse(2) schedule(static) if (elementwise_in_parallel(batch * seq * heads * 2 * half))
+#pragma omp parallel for collapse(2) schedule(static) if (rows_in_parallel(batch * seq, heads * 2 * half))
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t t = 0; t < seq; ++t) {
       const double* c = table.cos.data() + (pos0 + t) * half;

@@ -26,7 +26,7 @@ namespace {
 // Copies the column blocks of src [n, ld], left to right, out to packed buffers.
 template <typename T>
 void split_columns(const T* src, int64_t n, int64_t ld, std::initializer_list<ColumnBlock<T>> blocks) {
-#pragma omp parallel for schedule(static) if (k::elementwise_in_parallel(n * ld))
+#pragma omp parallel for schedule(static) if (k::rows_in_parallel(n, ld))
   for (int64_t r = 0; r < n; ++r) {
     int64_t col = 0;
     for (const ColumnBlock<T>& b : blocks) {

@@ -20,7 +20,7 @@ void gate_project(T* pre, const T* x, const kernels::Weight<T>& w, int64_t n, co
                     MatmulShape{.M = n, .N = g.gate_out, .K = g.gate_in, .trans_b = true, .lda = g.d_model});
     return;
   }
-#pragma omp parallel for schedule(static) if (kernels::elementwise_in_parallel(n * g.gate_out))
+#pragma omp parallel for schedule(static) if (kernels::rows_in_parallel(n, g.gate_out))
   for (int64_t r = 0; r < n; ++r)
     for (int64_t o = 0; o < g.gate_out; ++o) pre[r * g.gate_out + o] = w.values[o];
 }
@@ -45,7 +45,7 @@ void gate_scores(T* score, const T* pre, int64_t ld_pre, int64_t n, const GateSh
   const GateConfig& gc = *g.gate;
   const int64_t H = g.heads, W = g.head_width, size = g.target_size();
   const T inv_heads = T(1) / static_cast<T>(H);
-#pragma omp parallel for schedule(static) if (kernels::elementwise_in_parallel(n * size))
+#pragma omp parallel for schedule(static) if (kernels::rows_in_parallel(n, size))
   for (int64_t r = 0; r < n; ++r) {
     const T* p = pre + r * ld_pre;
     T* s = score + r * size;

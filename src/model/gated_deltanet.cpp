@@ -46,25 +46,30 @@ void DeltaNetScratch<T>::resize(int64_t n, const LinearAttentionConfig& la) {
 
 namespace {
 
-// The causal depthwise convolution of one sequence's `count` rows of proj (row stride ld):
-// conv_pre[t, c] = sum_j w[c, j] x[t - (K-1) + j, c], where rows before the first come from
-// history [K-1, C] (null: zeros). taps = taps_by_channel(w).
+// Row t of the causal depthwise convolution of one sequence's rows of proj (row stride ld):
+// out[c] = sum_j w[c, j] x[t - (K-1) + j, c], where rows before the first come from history
+// [K-1, C] (null: zeros). taps = taps_by_channel(w).
+template <typename T>
+void conv_row(T* out, const T* proj, int64_t ld, int64_t t, const std::vector<T>& taps, const T* history,
+              const LinearAttentionConfig& la) {
+  const int64_t C = la.conv_dim(), K = la.conv_kernel;
+  std::fill_n(out, C, T(0));
+  for (int64_t j = 0; j < K; ++j) {
+    const int64_t u = t - (K - 1) + j;
+    const T* x = u >= 0 ? proj + u * ld : history ? history + (K - 1 + u) * C : nullptr;
+    if (!x) continue;
+    const T* tap = taps.data() + j * C;
+    for (int64_t c = 0; c < C; ++c) out[c] += tap[c] * x[c];
+  }
+}
+
+// conv_pre [count, C] <- the convolution of one sequence's `count` rows of proj (conv_row).
 template <typename T>
 void conv_forward(T* conv_pre, const T* proj, int64_t ld, int64_t count, const std::vector<T>& taps,
                   const T* history, const LinearAttentionConfig& la) {
-  const int64_t C = la.conv_dim(), K = la.conv_kernel;
-#pragma omp parallel for schedule(static) if (k::elementwise_in_parallel(count * C * K))
-  for (int64_t t = 0; t < count; ++t) {
-    T* out = conv_pre + t * C;
-    std::fill_n(out, C, T(0));
-    for (int64_t j = 0; j < K; ++j) {
-      const int64_t u = t - (K - 1) + j;
-      const T* x = u >= 0 ? proj + u * ld : history ? history + (K - 1 + u) * C : nullptr;
-      if (!x) continue;
-      const T* tap = taps.data() + j * C;
-      for (int64_t c = 0; c < C; ++c) out[c] += tap[c] * x[c];
-    }
-  }
+  const int64_t C = la.conv_dim();
+#pragma omp parallel for schedule(static) if (k::rows_in_parallel(count, C * la.conv_kernel))
+  for (int64_t t = 0; t < count; ++t) conv_row(conv_pre + t * C, proj, ld, t, taps, history, la);
 }
 
 // history [K-1, C] <- the last K-1 convolution inputs after a run of `count` rows.
@@ -111,7 +116,7 @@ template <typename T>
 void mix_inputs(DeltaNetActivations<T>& a, int64_t n, const DeltaNetWeights<T>& w, const LinearAttentionConfig& la) {
   const ProjColumns col(la);
   const int64_t C = la.conv_dim(), nv = la.n_v_heads, vd = la.value_dim(), kd = la.key_dim();
-#pragma omp parallel if (k::elementwise_in_parallel(n * (C + vd)))
+#pragma omp parallel if (k::rows_in_parallel(n, C + vd))
   {
     std::vector<T> act(static_cast<size_t>(2 * kd));  // this thread's row of SiLU(q|k)
 #pragma omp for schedule(static)
@@ -196,30 +201,45 @@ void deltanet_forward_runs(T* out, const T* h, int64_t n, std::span<const DeltaN
   if (static_cast<int64_t>(a.proj.size()) < n * ld) a.resize(n, la);
   k::linear_forward(a.proj.data(), h, w.in_proj, n, s.d_model, ld);
   const std::vector<T> taps = taps_by_channel(w.conv, la);
-  for (const DeltaNetRun<T>& run : runs) {
+  // Every row's convolution in one loop over the rows of all runs (a decode batch has one row
+  // per run), then each run's history moves on.
+  std::vector<int64_t> run_of(static_cast<size_t>(n), -1);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const DeltaNetRun<T>& run = runs[i];
     if (run.first < 0 || run.count < 1 || run.first + run.count > n)
       fail("deltanet: run [", run.first, ", +", run.count, ") outside the ", n, " rows");
-    const T* p = a.proj.data() + run.first * ld;
-    conv_forward(a.conv_pre.data() + run.first * C, p, ld, run.count, taps, run.fresh ? nullptr : run.state.conv, la);
-    conv_history_update(run.state.conv, p, ld, run.count, run.fresh, la);
+    std::fill_n(run_of.begin() + run.first, run.count, static_cast<int64_t>(i));
   }
+#pragma omp parallel for schedule(static) if (k::rows_in_parallel(n, C * la.conv_kernel))
+  for (int64_t r = 0; r < n; ++r) {
+    if (run_of[r] < 0) continue;  // a row of no run: its output is not read
+    const DeltaNetRun<T>& run = runs[run_of[r]];
+    conv_row(a.conv_pre.data() + r * C, a.proj.data() + run.first * ld, ld, r - run.first, taps,
+             run.fresh ? nullptr : run.state.conv, la);
+  }
+  for (const DeltaNetRun<T>& run : runs)
+    conv_history_update(run.state.conv, a.proj.data() + run.first * ld, ld, run.count, run.fresh, la);
   mix_inputs(a, n, w, la);
   std::vector<T> initial;
+  std::vector<k::DeltaRuleRun<T>> recurrent;
   for (const DeltaNetRun<T>& run : runs) {
+    // Short runs (decode) take the recurrence, all in one call below, each updating its carried
+    // state in place (a fresh one from zeros); the chunked form reads a copy of the state.
+    if (run.count < kChunkedFrom) {
+      if (run.fresh) std::fill_n(run.state.delta, delta_state_size(la), T(0));
+      recurrent.push_back({run.first, run.count, run.state.delta});
+      continue;
+    }
     const int64_t r = run.first;
-    const bool chunked = run.count >= kChunkedFrom;
-    // The recurrence updates the carried state in place (delta_rule.h); the chunked form
-    // reads a copy (decode steps are recurrent: no copy of the state per step).
-    if (!run.fresh && chunked) initial.assign(run.state.delta, run.state.delta + delta_state_size(la));
-    const T* start = run.fresh ? nullptr : chunked ? initial.data() : run.state.delta;
-    const k::DeltaRuleInputs<T> in{a.q.data() + r * nv * dk, a.k.data() + r * nv * dk, a.v.data() + r * la.value_dim(),
-                                   a.g.data() + r * nv,       a.beta.data() + r * nv,    start};
-    T* o = a.o.data() + r * la.value_dim();
-    if (chunked)
-      k::delta_rule_chunked_forward<T>(o, run.state.delta, in, rule_shape<T>(1, run.count, la), kChunk);
-    else
-      k::delta_rule_recurrent_forward<T>(o, run.state.delta, in, rule_shape<T>(1, run.count, la));
+    if (!run.fresh) initial.assign(run.state.delta, run.state.delta + delta_state_size(la));
+    const k::DeltaRuleInputs<T> in{a.q.data() + r * nv * dk,     a.k.data() + r * nv * dk, a.v.data() + r * la.value_dim(),
+                                   a.g.data() + r * nv,          a.beta.data() + r * nv,
+                                   run.fresh ? nullptr : initial.data()};
+    k::delta_rule_chunked_forward<T>(a.o.data() + r * la.value_dim(), run.state.delta, in,
+                                     rule_shape<T>(1, run.count, la), kChunk);
   }
+  const k::DeltaRuleInputs<T> rows{a.q.data(), a.k.data(), a.v.data(), a.g.data(), a.beta.data(), nullptr};
+  k::delta_rule_recurrent_runs<T>(a.o.data(), recurrent, rows, rule_shape<T>(1, n, la));
   PartClock untimed(nullptr);
   gated_norm_out(out, a, n, s, w, untimed);
 }

@@ -63,7 +63,7 @@ void MoeBlock<T>::route(const T* h, int64_t n, const MoeWeights<T>& w) {
   grow(weight_, n * K);
   k::linear_forward(logits_.data(), h, w.router, n, d_, E);
   if (router_hook_) router_hook_(logits_.data(), n);
-#pragma omp parallel for schedule(static) if (k::elementwise_in_parallel(n * E))
+#pragma omp parallel for schedule(static) if (k::rows_in_parallel(n, E))
   for (int64_t t = 0; t < n; ++t) {
     const T* z = logits_.data() + t * E;
     T* p = probs_.data() + t * E;
@@ -138,7 +138,7 @@ void MoeBlock<T>::forward(T* y, const T* h, int64_t n, const MoeWeights<T>& w, b
   grow(out_, rows * d);
   {
     Timed timer{times_.permute};
-#pragma omp parallel for schedule(static) if (k::elementwise_in_parallel(rows * d))
+#pragma omp parallel for schedule(static) if (k::rows_in_parallel(rows, d))
     for (int64_t r = 0; r < rows; ++r) {
       if (token_of_[r] >= 0) std::copy_n(h + token_of_[r] * d, d, x_.data() + r * d);
       else std::fill_n(x_.data() + r * d, d, T(0));
@@ -167,7 +167,7 @@ void MoeBlock<T>::forward(T* y, const T* h, int64_t n, const MoeWeights<T>& w, b
   }
   {
     Timed timer{times_.permute};
-#pragma omp parallel for schedule(static) if (k::elementwise_in_parallel(n * K * d))
+#pragma omp parallel for schedule(static) if (k::rows_in_parallel(n, K * d))
     for (int64_t t = 0; t < n; ++t) {
       T* yt = y + t * d;
       std::fill_n(yt, d, T(0));
@@ -189,7 +189,7 @@ void MoeBlock<T>::forward(T* y, const T* h, int64_t n, const MoeWeights<T>& w, b
   k::swiglu_forward(sact_.data(), sgu_.data(), n, fs);
   k::linear_forward(sout_.data(), sact_.data(), w.shared_down, n, fs, d);
   k::linear_forward(sgate_.data(), h, w.shared_gate, n, d, 1);
-#pragma omp parallel for schedule(static) if (k::elementwise_in_parallel(n * d))
+#pragma omp parallel for schedule(static) if (k::rows_in_parallel(n, d))
   for (int64_t t = 0; t < n; ++t) {
     const T s = sigmoid(sgate_[t]);
     sgate_[t] = s;

@@ -237,6 +237,47 @@ TEST(DeltaRuleTest, RecurrentStateUpdatesInPlace) {
   EXPECT_NE(state, in.initial);
 }
 
+// Runs of one call (a decode step's sequences: 1 row each, one of 3 rows, one from a fresh
+// zero state) give each run what delta_rule_recurrent_forward gives it alone, bit for bit, on 1
+// and 2 threads (6 rows of 3 heads of 32 x 128: enough work for the threads); a run outside the
+// rows or without a state is refused.
+TEST(DeltaRuleTest, RunsOfOneCallMatchEachRunAlone) {
+  const DeltaRuleShape rows_shape{.batch = 1, .seq = 6, .heads = 3, .key_dim = 32, .value_dim = 128};
+  const DeltaProblem p = make_delta_problem(rows_shape, false, 71);
+  const Typed<float> in(p);
+  const int64_t n = rows_shape.key_dim * rows_shape.value_dim * rows_shape.heads;
+  const std::vector<double> initial = random_vector(4 * n, 72, 0.5);
+  const int64_t first[] = {0, 1, 4, 5}, count[] = {1, 3, 1, 1};
+  const bool fresh[] = {false, false, true, false};
+  const int64_t dh = rows_shape.heads, dk = rows_shape.key_dim, dv = rows_shape.value_dim;
+  std::vector<float> want_out(out_size(rows_shape)), want_states(4 * n);
+  for (int i = 0; i < 4; ++i) {  // each run alone
+    const int64_t r = first[i];
+    std::vector<float> start(initial.begin() + i * n, initial.begin() + (i + 1) * n);
+    const DeltaRuleInputs<float> one{in.q.data() + r * dh * dk, in.k.data() + r * dh * dk, in.v.data() + r * dh * dv,
+                                     in.g.data() + r * dh,      in.beta.data() + r * dh,   fresh[i] ? nullptr : start.data()};
+    delta_rule_recurrent_forward(want_out.data() + r * dh * dv, want_states.data() + i * n, one,
+                                 DeltaRuleShape{1, count[i], dh, dk, dv});
+  }
+  const int before = omp_get_max_threads();
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    std::vector<float> states(initial.begin(), initial.end()), out(out_size(rows_shape));
+    for (int i = 0; i < 4; ++i)
+      if (fresh[i]) std::fill_n(states.begin() + i * n, n, 0.0f);
+    std::vector<DeltaRuleRun<float>> runs;
+    for (int i = 0; i < 4; ++i) runs.push_back({first[i], count[i], states.data() + i * n});
+    delta_rule_recurrent_runs<float>(out.data(), runs, in.inputs(), rows_shape);
+    EXPECT_EQ(out, want_out) << threads << " threads";
+    EXPECT_EQ(states, want_states) << threads << " threads";
+  }
+  omp_set_num_threads(before);
+  std::vector<float> states(4 * n), out(out_size(rows_shape));
+  const std::vector<DeltaRuleRun<float>> past_the_rows{{5, 2, states.data()}}, stateless{{0, 1, nullptr}};
+  EXPECT_THROW(delta_rule_recurrent_runs<float>(out.data(), past_the_rows, in.inputs(), rows_shape), Error);
+  EXPECT_THROW(delta_rule_recurrent_runs<float>(out.data(), stateless, in.inputs(), rows_shape), Error);
+}
+
 // The loss L = <w_out, out> + <w_state, final state> (the state term only when the state's
 // gradient is given), its gradient from the backward against central differences in fp64.
 // The length 70 runs over two checkpoint segments (kCheckpointTokens = 64). Bound 1e-8:
