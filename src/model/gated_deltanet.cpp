@@ -155,6 +155,32 @@ k::DeltaRuleShape rule_shape(int64_t batch, int64_t seq, const LinearAttentionCo
   return {batch, seq, la.n_v_heads, la.k_head_dim, la.v_head_dim};
 }
 
+// a.conv_pre <- the convolution of every run's rows from its state's history (none when
+// fresh), in one loop over the rows of all runs (a decode batch has one row per run); then each
+// run's history moves on to its last inputs.
+template <typename T>
+void convolve_runs(DeltaNetActivations<T>& a, int64_t n, std::span<const DeltaNetRun<T>> runs,
+                   const DeltaNetWeights<T>& w, const LinearAttentionConfig& la) {
+  const int64_t ld = la.in_width(), C = la.conv_dim();
+  const std::vector<T> taps = taps_by_channel(w.conv, la);
+  std::vector<int64_t> run_of(static_cast<size_t>(n), -1);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const DeltaNetRun<T>& run = runs[i];
+    if (run.first < 0 || run.count < 1 || run.first + run.count > n)
+      fail("deltanet: run [", run.first, ", +", run.count, ") outside the ", n, " rows");
+    std::fill_n(run_of.begin() + run.first, run.count, static_cast<int64_t>(i));
+  }
+#pragma omp parallel for schedule(static) if (k::rows_in_parallel(n, C * la.conv_kernel))
+  for (int64_t r = 0; r < n; ++r) {
+    if (run_of[r] < 0) continue;  // a row of no run: its output is not read
+    const DeltaNetRun<T>& run = runs[run_of[r]];
+    conv_row(a.conv_pre.data() + r * C, a.proj.data() + run.first * ld, ld, r - run.first, taps,
+             run.fresh ? nullptr : run.state.conv, la);
+  }
+  for (const DeltaNetRun<T>& run : runs)
+    conv_history_update(run.state.conv, a.proj.data() + run.first * ld, ld, run.count, run.fresh, la);
+}
+
 }  // namespace
 
 template <typename T>
@@ -197,28 +223,10 @@ template <typename T>
 void deltanet_forward_runs(T* out, const T* h, int64_t n, std::span<const DeltaNetRun<T>> runs,
                            const DeltaNetShape& s, const DeltaNetWeights<T>& w, DeltaNetActivations<T>& a) {
   const LinearAttentionConfig& la = s.la;
-  const int64_t ld = la.in_width(), C = la.conv_dim(), nv = la.n_v_heads, dk = la.k_head_dim;
+  const int64_t ld = la.in_width(), nv = la.n_v_heads, dk = la.k_head_dim;
   if (static_cast<int64_t>(a.proj.size()) < n * ld) a.resize(n, la);
   k::linear_forward(a.proj.data(), h, w.in_proj, n, s.d_model, ld);
-  const std::vector<T> taps = taps_by_channel(w.conv, la);
-  // Every row's convolution in one loop over the rows of all runs (a decode batch has one row
-  // per run), then each run's history moves on.
-  std::vector<int64_t> run_of(static_cast<size_t>(n), -1);
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const DeltaNetRun<T>& run = runs[i];
-    if (run.first < 0 || run.count < 1 || run.first + run.count > n)
-      fail("deltanet: run [", run.first, ", +", run.count, ") outside the ", n, " rows");
-    std::fill_n(run_of.begin() + run.first, run.count, static_cast<int64_t>(i));
-  }
-#pragma omp parallel for schedule(static) if (k::rows_in_parallel(n, C * la.conv_kernel))
-  for (int64_t r = 0; r < n; ++r) {
-    if (run_of[r] < 0) continue;  // a row of no run: its output is not read
-    const DeltaNetRun<T>& run = runs[run_of[r]];
-    conv_row(a.conv_pre.data() + r * C, a.proj.data() + run.first * ld, ld, r - run.first, taps,
-             run.fresh ? nullptr : run.state.conv, la);
-  }
-  for (const DeltaNetRun<T>& run : runs)
-    conv_history_update(run.state.conv, a.proj.data() + run.first * ld, ld, run.count, run.fresh, la);
+  convolve_runs(a, n, runs, w, la);
   mix_inputs(a, n, w, la);
   std::vector<T> initial;
   std::vector<k::DeltaRuleRun<T>> recurrent;
