@@ -72,18 +72,18 @@ void conv_forward(T* conv_pre, const T* proj, int64_t ld, int64_t count, const s
   for (int64_t t = 0; t < count; ++t) conv_row(conv_pre + t * C, proj, ld, t, taps, history, la);
 }
 
-// history [K-1, C] <- the last K-1 convolution inputs after a run of `count` rows.
+// history [K-1, C] <- the last K-1 convolution inputs after a run of `count` rows, in place: the
+// newest rows of the old history that stay (zeros when fresh) move to the front, the run's last
+// rows fill the rest (a decode step of a batch did this for every sequence and layer through a
+// vector of its own).
 template <typename T>
 void conv_history_update(T* history, const T* proj, int64_t ld, int64_t count, bool fresh,
                          const LinearAttentionConfig& la) {
-  const int64_t C = la.conv_dim(), K = la.conv_kernel;
-  std::vector<T> next(static_cast<size_t>((K - 1) * C), T(0));
-  for (int64_t i = 0; i < K - 1; ++i) {
-    const int64_t u = count - (K - 1) + i;
-    if (u >= 0) std::copy_n(proj + u * ld, C, next.data() + i * C);
-    else if (!fresh) std::copy_n(history + (K - 1 + u) * C, C, next.data() + i * C);
-  }
-  std::copy(next.begin(), next.end(), history);
+  const int64_t C = la.conv_dim(), keep = la.conv_kernel - 1;
+  const int64_t kept = std::max<int64_t>(keep - count, 0);  // old rows that stay: old row i + count -> row i
+  if (fresh) std::fill_n(history, kept * C, T(0));
+  else std::copy(history + (keep - kept) * C, history + keep * C, history);  // to the front: a forward copy is safe
+  for (int64_t i = kept; i < keep; ++i) std::copy_n(proj + (count - keep + i) * ld, C, history + i * C);
 }
 
 // One row's q and k from act = SiLU(its convolution) [conv_dim]: L2-normalised per key head
