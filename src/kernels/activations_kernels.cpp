@@ -186,8 +186,9 @@ void activate_grad_row(T* dx, const T* dy, const T* x, int64_t n, Activation a) 
 
 template <typename T>
 void activation_forward(T* y, const T* x, int64_t n, Activation a) {
-#pragma omp parallel for schedule(static) if (elementwise_in_parallel(n))
-  for (int64_t i = 0; i < n; i += 4096) ActivationRow<T>::forward(y + i, x + i, std::min<int64_t>(4096, n - i), a);
+  constexpr int64_t kPiece = 4096;  // values a loop iteration: pieces, not rows, are the unit shared
+#pragma omp parallel for schedule(static) if (rows_in_parallel((n + kPiece - 1) / kPiece, kPiece))
+  for (int64_t i = 0; i < n; i += kPiece) ActivationRow<T>::forward(y + i, x + i, std::min(kPiece, n - i), a);
 }
 
 template <typename T>

@@ -164,8 +164,9 @@ void delta_rule_recurrent_forward(T* out, T* final_state, const DeltaRuleInputs<
       thread_local std::vector<T> S, scratch;
       scratch.resize(static_cast<size_t>(s.value_dim));
       if (final_state && final_state == in.initial_state) {
-        // A decode step's carried state: updated where it lies (copying each head's 64 KiB
-        // in and out was 11 % of a hybrid batch-8 step, as much as the delta rule itself).
+        // A carried state updated where it lies, as delta_rule_recurrent_runs does for a decode
+        // batch (copying each head's 64 KiB in and out was 11 % of a hybrid batch-8 step, as
+        // much as the delta rule itself).
         run_tokens<T>(final_state + r.state(), out, nullptr, in, r, 0, s.seq, scratch.data());
         continue;
       }
