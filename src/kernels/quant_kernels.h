@@ -110,8 +110,8 @@ inline void prefetch_rows_ahead(const void* block, int64_t bytes) {
   for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(ahead + b, 0, 3);
 }
 
-// `bytes` at `at` requested into L2 only (a second stream a thread reads ahead of the one it
-// is on; see tiled_rows in quant_kint8.cpp). Past the end of the weights nothing faults.
+// `bytes` at `at` requested into L2 only (the far request of tiled_rows in quant_kint8.cpp,
+// beside prefetch_rows_ahead's near one). Past the end of the weights nothing faults.
 inline void prefetch_into_l2(const void* at, int64_t bytes) {
   for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(static_cast<const char*>(at) + b, 0, 1);
 }

@@ -754,11 +754,12 @@ void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t ro
     // real Zen 3" and "The K-quant tiles' prefetch on Zen 5").
     prefetch_rows_ahead(super, kSuperTile);
     // With one activation row and tiles far longer than the distance above, the next tile's
-    // super-block i too, into L2: two streams a thread instead of one, which an Intel Xeon
-    // reads faster (1B, 2 threads, batch 1: Q4_K_M 1.15x, IQ4_XS 1.3x; level at batch 2,
-    // 0.9x at batch 8, where the dots take longer than the reads; 0.9x on the 150M hybrid's
-    // 7 KiB tiles, whose next tile the request above already reaches; bench/RESULTS.md,
-    // "The K-quant tiles on an Intel Xeon: a second stream").
+    // super-block i too (a tile further on in the thread's stream: tiles are contiguous), into
+    // L2: an Intel Xeon reads faster with the far request beside the near one (1B, 2 threads,
+    // batch 1: Q4_K_M 1.1x, IQ4_XS 1.3x; 2 KiB into L1 with 16 KiB into L2 was no better;
+    // level at batch 2, 0.9x at batch 8, where the dots take longer than the reads; 0.9x on
+    // the 150M hybrid's 7 KiB tiles, less than two near distances ahead; bench/RESULTS.md,
+    // "The K-quant tiles on an Intel Xeon").
     if (rows == 1 && supers * kSuperTile >= kNextTileFromBytes) prefetch_into_l2(super + supers * kSuperTile, kSuperTile);
     const typename Tiles::Half halves[2] = {typename Tiles::Half(super, 0), typename Tiles::Half(super, 1)};
     for (int64_t r = 0; r < rows;) {
