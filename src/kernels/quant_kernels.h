@@ -88,6 +88,14 @@ void for_each_tile_group(const QuantWeights& W, int64_t m, int64_t row_bytes, bo
   }, in_team);
 }
 
+// Every 64-byte line of [at, at + bytes) requested ahead of its use, with `kLocality` as
+// __builtin_prefetch takes it (3: into L1, 1: into L2 only). Past the end of the weights
+// nothing faults.
+template <int kLocality>
+inline void prefetch_lines(const void* at, int64_t bytes) {
+  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(static_cast<const char*>(at) + b, 0, kLocality);
+}
+
 // The next tile's bytes (contiguous, right after this one's) fetched while this one is
 // multiplied, a share per block (share(b) of `count`): into L1 when a tile is small (up to
 // 8 KiB), else into L2 (a large next tile fetched into L1 evicts the current one and the
@@ -106,14 +114,7 @@ void for_each_tile_group(const QuantWeights& W, int64_t m, int64_t row_bytes, bo
 // of the weights it fetches nothing that faults.
 constexpr int64_t kRowsPrefetchBytes = 4096;
 inline void prefetch_rows_ahead(const void* block, int64_t bytes) {
-  const char* ahead = static_cast<const char*>(block) + kRowsPrefetchBytes;
-  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(ahead + b, 0, 3);
-}
-
-// `bytes` at `at` requested into L2 only (the far request of tiled_rows in quant_kint8.cpp,
-// beside prefetch_rows_ahead's near one). Past the end of the weights nothing faults.
-inline void prefetch_into_l2(const void* at, int64_t bytes) {
-  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(static_cast<const char*>(at) + b, 0, 1);
+  prefetch_lines<3>(static_cast<const char*>(block) + kRowsPrefetchBytes, bytes);
 }
 
 struct TilePrefetch {
@@ -123,9 +124,9 @@ struct TilePrefetch {
   TilePrefetch(const void* tile, int64_t bytes, int64_t blocks)
       : next(static_cast<const char*>(tile) + bytes), tile_bytes(bytes), count(blocks), into_l1(bytes <= 8192) {}
   void share(int64_t b) const {
-    for (int64_t at = b * tile_bytes / count; at < (b + 1) * tile_bytes / count; at += 64)
-      if (into_l1) __builtin_prefetch(next + at, 0, 3);
-      else __builtin_prefetch(next + at, 0, 1);
+    const int64_t from = b * tile_bytes / count, to = (b + 1) * tile_bytes / count;
+    if (into_l1) prefetch_lines<3>(next + from, to - from);
+    else prefetch_lines<1>(next + from, to - from);
   }
 };
 

@@ -732,8 +732,8 @@ void super_block_rows(const Q8KRows& A, int64_t r0, int64_t i, const uint8_t* su
   }
 }
 
-// Tiles of at least this many bytes a super-block column (16 rows) take the second stream
-// of tiled_rows: 4x the rows prefetch's distance.
+// Tiles of at least this many bytes a super-block column (16 rows) take tiled_rows' far
+// request at batch 1: 4x the rows prefetch's distance.
 constexpr int64_t kNextTileFromBytes = 4 * kRowsPrefetchBytes;
 
 // out[r0 + r, o0 + i] for the group's rows (1 to 8) of A and the 16 weight rows of a tile,
@@ -746,6 +746,7 @@ void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t ro
   constexpr int64_t kSuperTile = kQuantTileRows * static_cast<int64_t>(sizeof(typename Tiles::Block));
   const int64_t supers = A.supers();
   alignas(32) float acc[kQuantDecodeRows][kQuantTileRows] = {};
+  const bool far_request = rows == 1 && supers * kSuperTile >= kNextTileFromBytes;
   for (int64_t i = 0; i < supers; ++i) {
     const uint8_t* super = tile + i * kSuperTile;
     // Each super-block's bytes requested 4 KiB ahead into L1, as the rows kernels do, not the
@@ -760,7 +761,7 @@ void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t ro
     // level at batch 2, 0.9x at batch 8, where the dots take longer than the reads; 0.9x on
     // the 150M hybrid's 7 KiB tiles, less than two near distances ahead; bench/RESULTS.md,
     // "The K-quant tiles on an Intel Xeon").
-    if (rows == 1 && supers * kSuperTile >= kNextTileFromBytes) prefetch_into_l2(super + supers * kSuperTile, kSuperTile);
+    if (far_request) prefetch_lines<1>(super + supers * kSuperTile, kSuperTile);
     const typename Tiles::Half halves[2] = {typename Tiles::Half(super, 0), typename Tiles::Half(super, 1)};
     for (int64_t r = 0; r < rows;) {
       if constexpr (tile_pass_rows<kTileDot>() >= 8)
