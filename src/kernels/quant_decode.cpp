@@ -428,7 +428,7 @@ bool quant_path_runnable(QuantPath path, ElementType format) {
     case QuantPath::fp32_expand:
     case QuantPath::fp32_tiles: return true;
     case QuantPath::int8_madd: return (blocks && GATEDLM_KSET_AVX2) || kquant_int8_format(format);
-    case QuantPath::int8_vnni: return (blocks || kquant_vnni_format(format)) && int8_vnni_runnable();
+    case QuantPath::int8_vnni: return (blocks || kquant_vnni_product(format)) && int8_vnni_runnable();
     case QuantPath::int8_vnni_emulated: return kquant_vnni_format(format);
     case QuantPath::bf16_dot: return format == ElementType::bf16 && cpu_has_bf16_dot();
   }
@@ -468,19 +468,22 @@ QuantPath quant_best_path(ElementType format, int64_t m) {
   // "Quantised products: the kernels"). Qualified: argument-dependent lookup would also
   // find the public functions of the same names.
   const auto runnable = [format](QuantPath path) { return GATEDLM_KSET::quant_path_runnable(path, format); };
+  // The K-quants' rows kernels (Q8_K activations) beat fp32 tiles 4x at 1 row and 2x at 8,
+  // break even at 64 rows and lose 15 % at 256 (Zen 3, 100M and 1B shapes; on the AVX2 Zen 4
+  // of bench/RESULTS.md's twentieth session they win at every m up to 512). The formats kept
+  // in tiles take the int8 kernels at every m: fp32 tiles would first copy the blocks out of
+  // the tiles (Q4_K at 96 rows, 1B shape: 556 ms against 387 on rows, 310 for int8).
+  const auto rows_past_their_range = [&](QuantPath path) {
+    return kquant_int8_format(format) && m > 64 && !GATEDLM_KSET::quant_path_reads_tiles(path, format);
+  };
   // The int8 kernels beat fp32 tiles through oneDNN at every m measured (8-512 rows:
   // vpdpbusd 2x, vpmaddubsw 1.1-1.4x). On an Intel Xeon with AVX512-VNNI (bench/RESULTS.md,
   // "Decode on an Intel Xeon with AVX-512 VNNI") the vpdpbusd tiles of Q4_K / Q5_K / Q8_0 / Q4_0
   // beat vpmaddubsw 1.3-2.2x at 8 rows and tie or win (to 1.35x) at 1, IQ4_XS's tiles its rows
-  // 1.44x and 2.2x (Q6_K has no vpdpbusd kernel: quant_path_reads_tiles says why).
-  if (runnable(QuantPath::int8_vnni)) return QuantPath::int8_vnni;
-  // The K-quants' vpmaddubsw kernels (Q8_K activations) beat fp32 tiles 4x at 1 row and 2x
-  // at 8, break even at 64 rows and lose 15 % at 256 (Zen 3, 100M and 1B shapes; on the
-  // AVX2 Zen 4 of bench/RESULTS.md's twentieth session they win at every m up to 512). The
-  // formats kept in tiles take them at every m: fp32 tiles would first copy the blocks out
-  // of the tiles (Q4_K at 96 rows, 1B shape: 556 ms against 387 on rows, 310 for int8).
-  if (kquant_int8_format(format) && m > 64 && !GATEDLM_KSET::quant_path_reads_tiles(QuantPath::int8_madd, format))
-    return QuantPath::fp32_tiles;
+  // 1.44x and 2.2x; Q6_K's rows on vpdpwssd (no tiles: quant_path_reads_tiles says why) beat
+  // its vpmaddubsw rows at 8 rows (bench/RESULTS.md, "Q6_K's rows on vpdpwssd").
+  if (runnable(QuantPath::int8_vnni) && !rows_past_their_range(QuantPath::int8_vnni)) return QuantPath::int8_vnni;
+  if (rows_past_their_range(QuantPath::int8_madd)) return QuantPath::fp32_tiles;
   if (runnable(QuantPath::int8_madd)) return QuantPath::int8_madd;
   // BF16: vdpbf16ps (activations rounded to bf16, as llama.cpp does) at every m: as fast
   // as the fp32 expansion at 1 row of the 100M shape, 1.3x at the 1B shape, 1.5x at 8 rows.

@@ -239,9 +239,28 @@ constexpr Q6KScaleSpread kQ6KScaleSpread[4] = {q6k_scale_spread(0, 0), q6k_scale
                                                q6k_scale_spread(1, 0), q6k_scale_spread(1, 1)};
 #endif
 
+#if GATEDLM_KSET_AVX512
+// acc + each int32 lane's two int16 products of a and b: vpmaddwd and vpaddd, or with
+// kFused AVX512-VNNI's vpdpwssd, one instruction where the 512-bit vector ports are two (an
+// Intel Xeon's ports 0 and 5). The same integers: no pair here reaches vpmaddwd's one
+// wrap (-32768 * -32768 twice). Inline assembly: the avx512 set is compiled without VNNI,
+// and the caller runs the fused form only on CPUs that have it (path int8_vnni).
+template <bool kFused>
+inline __m512i add_pair_products(__m512i acc, __m512i a, __m512i b) {
+  if constexpr (kFused) {
+    __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+    return acc;
+  } else {
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b));
+  }
+}
+#endif
+
 // Q6_K: q = low nibble | 2 high bits << 4 in [0, 63], value d * scale * (q - 32), scales per
 // 16. The dot takes q as it is and the offset's 32 * sum_j scale_j * (sum of a over the 16)
-// off in int32 (exact): no minimums left.
+// off in int32 (exact): no minimums left. kVnni (AVX-512 only): the 512-bit sums by
+// add_pair_products' vpdpwssd, the same integers as without.
+template <bool kVnni>
 struct Q6KDot {
   static constexpr bool kMinimums = false;
   static float d(const BlockQ6_K& x) { return _cvtsh_ss(x.d); }
@@ -249,11 +268,11 @@ struct Q6KDot {
   template <int R>
   static void dots(const BlockQ6_K& x, const int8_t* const* rows, const int16_t* const* sums, __m256i* dots, int32_t*) {
     const __m256i scales16 = _mm256_cvtepi8_epi16(load16(x.scales));
+#if GATEDLM_KSET_AVX512
+    quarter_pair_dots<R>(x, rows, sums, scales16, dots);
+#else
     for (int r = 0; r < R; ++r)  // in the lanes, which the caller sums
       dots[r] = _mm256_sub_epi32(dots[r], _mm256_slli_epi32(_mm256_madd_epi16(scales16, load32(sums[r])), 5));
-#if GATEDLM_KSET_AVX512
-    quarter_pair_dots<R>(x, rows, scales16, dots);
-#else
     quarter_dots<R>(x, rows, scales16, dots);
 #endif
   }
@@ -298,12 +317,18 @@ struct Q6KDot {
   // positive of its intrinsics' headers, which pass an undefined vector as the unused operand.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+  // Each row's sums start from dots[r] less the offset (-32 scale_j times the 16 activations'
+  // sum, in the low 256 bits); the pairs' products are added by add_pair_products.
   template <int R>
-  static void quarter_pair_dots(const BlockQ6_K& x, const int8_t* const* rows, __m256i scales16, __m256i* dots) {
+  static void quarter_pair_dots(const BlockQ6_K& x, const int8_t* const* rows, const int16_t* const* activation_sums,
+                                __m256i scales16, __m256i* dots) {
     const __m512i nibble = _mm512_set1_epi8(0x0F), two_bits = _mm512_set1_epi8(3);
     const __m512i scales = _mm512_zextsi256_si512(scales16);
+    const __m512i offset_scales = _mm512_zextsi256_si512(_mm256_mullo_epi16(scales16, _mm256_set1_epi16(-32)));
     __m512i sums[R];
-    for (__m512i& v : sums) v = _mm512_setzero_si512();
+    for (int r = 0; r < R; ++r)
+      sums[r] = add_pair_products<kVnni>(_mm512_zextsi256_si512(dots[r]), offset_scales,
+                                         _mm512_zextsi256_si512(load32(activation_sums[r])));
 #pragma GCC unroll 2
     for (int half = 0; half < 2; ++half) {
       const __m512i low_bits = _mm512_loadu_si512(x.ql + 64 * half);
@@ -320,14 +345,13 @@ struct Q6KDot {
             _mm512_load_si512(kQ6KScaleSpread[2 * half + pair].index), scales);
         for (int r = 0; r < R; ++r) {
           const __m512i a = _mm512_loadu_si512(rows[r] + 128 * half + 64 * pair);
-          sums[r] = _mm512_add_epi32(sums[r], _mm512_madd_epi16(scale16, _mm512_maddubs_epi16(q, a)));
+          sums[r] = add_pair_products<kVnni>(sums[r], scale16, _mm512_maddubs_epi16(q, a));
           keep_running(sums[r]);
         }
       }
     }
     for (int r = 0; r < R; ++r)
-      dots[r] = _mm256_add_epi32(dots[r], _mm256_add_epi32(_mm512_castsi512_si256(sums[r]),
-                                                           _mm512_extracti64x4_epi64(sums[r], 1)));
+      dots[r] = _mm256_add_epi32(_mm512_castsi512_si256(sums[r]), _mm512_extracti64x4_epi64(sums[r], 1));
   }
 #pragma GCC diagnostic pop
 #endif
@@ -826,7 +850,11 @@ void multiply(KQuantTileDot tile_dot, const QuantOutput& out, const Q8KRows& A, 
     case ElementType::q5_k: return tiled_or_rows<Q5KTiles, Q5KDot>(tile_dot, out, A, m, W, in_team);
     case ElementType::q2_k: return product_of<Q2KDot, BlockQ2_K>(out, A, m, W, in_team);
     case ElementType::q3_k: return product_of<Q3KDot, BlockQ3_K>(out, A, m, W, in_team);
-    case ElementType::q6_k: return product_of<Q6KDot, BlockQ6_K>(out, A, m, W, in_team);
+    case ElementType::q6_k:
+#if GATEDLM_KSET_AVX512
+      if (tile_dot == KQuantTileDot::vnni) return product_of<Q6KDot<true>, BlockQ6_K>(out, A, m, W, in_team);
+#endif
+      return product_of<Q6KDot<false>, BlockQ6_K>(out, A, m, W, in_team);
     case ElementType::iq4_xs: return tiled_or_rows<Iq4XsTiles, Iq4XsDot>(tile_dot, out, A, m, W, in_team);
     default:
       fail("the K-quant int8 products take Q2_K, Q3_K, Q4_K, Q5_K, Q6_K or IQ4_XS weights, not ",
@@ -841,14 +869,20 @@ bool kquant_vnni_format(ElementType format) {
          (format == ElementType::q4_k || format == ElementType::q5_k || format == ElementType::iq4_xs);
 }
 
+bool kquant_vnni_product(ElementType format) {
+  return kquant_vnni_format(format) || (GATEDLM_KSET_AVX512 && format == ElementType::q6_k);
+}
+
 void kquant_int8_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W,
                          KQuantTileDot tile_dot) {
   const bool k4 = W.format == ElementType::q4_k || W.format == ElementType::q5_k;
   if (W.tiled_rows > 0 && !k4 && !(kquant_vnni_format(W.format) && tile_dot != KQuantTileDot::madd))
     fail("K-quant int8 product: no kernel of ", tile_dot == KQuantTileDot::madd ? "vpmaddubsw" : "vpdpbusd", " reads ",
          element_name(W.format), " weights in tiles");
-  if (tile_dot != KQuantTileDot::madd && !kquant_vnni_format(W.format))
-    fail("K-quant int8 product: no vpdpbusd kernel for ", element_name(W.format), " weights");
+  if (tile_dot != KQuantTileDot::madd &&
+      !(tile_dot == KQuantTileDot::vnni ? kquant_vnni_product(W.format) : kquant_vnni_format(W.format)))
+    fail("K-quant int8 product: no ", tile_dot == KQuantTileDot::vnni ? "VNNI" : "emulated vpdpbusd", " kernel for ",
+         element_name(W.format), " weights");
   with_decode_team(m, W, [&](bool in_team) {
     // In a team every thread rounds all the rows itself (quant_kernels.h says why).
     multiply(tile_dot, out, quantize_rows(A, lda, m, W.cols, !in_team), m, W, in_team);
@@ -858,6 +892,7 @@ void kquant_int8_product(const QuantOutput& out, const float* A, int64_t lda, in
 #else  // no AVX2: the generic set has no int8 path
 
 bool kquant_vnni_format(ElementType) { return false; }
+bool kquant_vnni_product(ElementType) { return false; }
 void kquant_int8_product(const QuantOutput&, const float*, int64_t, int64_t, const QuantWeights&, KQuantTileDot) {
   fail("the int8 quantised products need AVX2 (this is the generic kernel set)");
 }

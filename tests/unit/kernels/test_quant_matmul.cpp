@@ -199,6 +199,24 @@ TEST(QuantMatmul, KQuantInt8PathIsGgmlsQ8K) {
   }
 }
 
+// Q6_K's rows kernel on vpdpwssd (int8_vnni, AVX512-VNNI CPUs) adds the same int32 products
+// as on vpmaddwd + vpaddd (int8_madd): the same bits, at the row counts of the kernel's
+// blocks of rows (1-8) and past them, on 1 and 3 threads.
+TEST(QuantMatmul, Q6KVnniRowsAreTheMaddRows) {
+  if (!quant_path_runnable(QuantPath::int8_vnni, ElementType::q6_k)) GTEST_SKIP() << "no VNNI form of Q6_K's rows here";
+  const int threads = omp_get_max_threads();
+  for (int64_t m : {1, 3, 8, 13, 40})
+    for (int team : {1, 3}) {
+      Problem p = make_problem(ElementType::q6_k, m, 37, 256 * 5, 11 * m + team);
+      p.a[0] = -8.0f;  // a Q8_K scale set by a negative value: activations of -127 to 127
+      omp_set_num_threads(team);
+      const std::vector<float> vnni = product(p, QuantPath::int8_vnni), madd = product(p, QuantPath::int8_madd);
+      omp_set_num_threads(threads);
+      ASSERT_EQ(vnni.size(), madd.size());
+      EXPECT_EQ(std::memcmp(vnni.data(), madd.data(), vnni.size() * 4), 0) << "m=" << m << " threads=" << team;
+    }
+}
+
 TEST(QuantMatmul, StridesAndAccumulation) {
   for (ElementType format : kFormats)
     for (QuantPath path : kPaths) {
@@ -297,10 +315,12 @@ TEST(QuantMatmul, ExpandedFormatsMatchTheReference) {
               int8 && quant_path_runnable(QuantPath::int8_madd, ElementType::q8_0))
         << element_name(format);
     // Q4_K, Q5_K and IQ4_XS have vpdpbusd tile kernels (and their emulation) wherever Q8_0 has
-    // VNNI (AVX2); on rows of blocks those paths take the vpmaddubsw rows kernels.
+    // VNNI (AVX2); on rows of blocks those paths take the vpmaddubsw rows kernels. Q6_K's rows
+    // kernel has a vpdpwssd form in the avx512 set (no emulation).
     const bool tile_vnni = format == ElementType::q4_k || format == ElementType::q5_k || format == ElementType::iq4_xs;
+    const bool rows_vnni = format == ElementType::q6_k && active_kernel_set() == KernelSet::avx512;
     EXPECT_EQ(quant_path_runnable(QuantPath::int8_vnni, format),
-              tile_vnni && quant_path_runnable(QuantPath::int8_vnni, ElementType::q8_0))
+              (tile_vnni || rows_vnni) && quant_path_runnable(QuantPath::int8_vnni, ElementType::q8_0))
         << element_name(format);
     EXPECT_EQ(quant_path_runnable(QuantPath::int8_vnni_emulated, format),
               tile_vnni && quant_path_runnable(QuantPath::int8_madd, ElementType::q8_0))
