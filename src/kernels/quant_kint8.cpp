@@ -879,10 +879,10 @@ void kquant_int8_product(const QuantOutput& out, const float* A, int64_t lda, in
   if (W.tiled_rows > 0 && !k4 && !(kquant_vnni_format(W.format) && tile_dot != KQuantTileDot::madd))
     fail("K-quant int8 product: no kernel of ", tile_dot == KQuantTileDot::madd ? "vpmaddubsw" : "vpdpbusd", " reads ",
          element_name(W.format), " weights in tiles");
-  if (tile_dot != KQuantTileDot::madd &&
-      !(tile_dot == KQuantTileDot::vnni ? kquant_vnni_product(W.format) : kquant_vnni_format(W.format)))
-    fail("K-quant int8 product: no ", tile_dot == KQuantTileDot::vnni ? "VNNI" : "emulated vpdpbusd", " kernel for ",
-         element_name(W.format), " weights");
+  const bool vnni = tile_dot == KQuantTileDot::vnni;
+  if (tile_dot != KQuantTileDot::madd && !(vnni ? kquant_vnni_product(W.format) : kquant_vnni_format(W.format)))
+    fail("K-quant int8 product: no ", vnni ? "VNNI" : "emulated vpdpbusd", " kernel for ", element_name(W.format),
+         " weights");
   with_decode_team(m, W, [&](bool in_team) {
     // In a team every thread rounds all the rows itself (quant_kernels.h says why).
     multiply(tile_dot, out, quantize_rows(A, lda, m, W.cols, !in_team), m, W, in_team);
