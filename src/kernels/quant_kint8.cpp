@@ -504,6 +504,26 @@ void rows_times_weight_row(const QuantOutput& out, const Q8KRows& A, int64_t r0,
   }
 }
 
+// The lines of a tile's super-block further on in the thread's stream, requested into L1
+// one or two at a time through the 32 steps of the tile dots (a step: one 64-byte group of
+// the tile, K4Tiles::dots and k4_tile_dots; a quarter of a sub-block, iq4_tile_dots) instead
+// of all at once before them. A burst of 34-44 requests fills the core's line-fill buffers,
+// and the dots behind it wait until its first lines arrive; spread, the requests overlap the
+// arithmetic (from 4 activation rows, on an Intel Xeon with AVX512-VNNI: the 1B shape's Q4_K
+// products 1.2-1.4x faster, whole decode batches 1.1x; bench/RESULTS.md, "The tile dots'
+// requests spread"). `at` null: nothing to request.
+struct LineRequests {
+  const uint8_t* at = nullptr;
+  int64_t lines = 0;
+  // Request k of the 32 a super-block makes (k = 0..31): line k, and line 32 + k where the
+  // super-block has that many (Q4_K's 36 lines, Q5_K's 44, IQ4_XS's 34).
+  void operator()(int k) const {
+    if (at == nullptr) return;
+    __builtin_prefetch(at + 64 * k, 0, 3);
+    if (32 + k < lines) __builtin_prefetch(at + 64 * (32 + k), 0, 3);
+  }
+};
+
 // Q4_K and Q5_K weights in quant_tiles.h's tiled layout: 16 weight rows a tile, one per
 // 32-bit lane (rows 0-7 in the low 256-bit half of each 64-byte vector, 8-15 in the high
 // one), so each broadcast of 4 activations serves 16 rows and each lane ends a super-block
@@ -601,7 +621,8 @@ struct K4Tiles {
   // with the caller's scales and sums and spills (measured 26 -> 34 ms per 1B step of Q4_K
   // at 8 rows, one thread).
   template <int R>
-  __attribute__((noinline)) static void dots(const uint8_t* super, const Half* halves, const int8_t* const* rows, __m256i (*dots)[2]) {
+  __attribute__((noinline)) static void dots(const uint8_t* super, const Half* halves, const int8_t* const* rows, __m256i (*dots)[2],
+                                             const LineRequests& request) {
     const __m256i nibble = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p)
@@ -611,6 +632,7 @@ struct K4Tiles {
         for (int r = 0; r < R; ++r) low_sums[r] = high_sums[r] = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int g = 0; g < 8; ++g) {
+          if (h == 0) request(8 * p + g);
           const __m256i packed = tile_half(super + kNibbles + 64 * (8 * p + g), h);
           __m256i low = _mm256_and_si256(packed, nibble), high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble);
           if constexpr (kFifthBit) {
@@ -695,17 +717,18 @@ namespace vnni {
 
 // The integer work of a tile's super-block for R rows, by the instruction the caller chose.
 template <KQuantTileDot kTileDot, class Tiles, int R>
-void tile_dots(const uint8_t* super, const typename Tiles::Half* halves, const int8_t* const* rows, __m256i (*dots)[2]) {
+void tile_dots(const uint8_t* super, const typename Tiles::Half* halves, const int8_t* const* rows, __m256i (*dots)[2],
+               const LineRequests& request) {
   if constexpr (kTileDot == KQuantTileDot::vnni_emulated) {
-    emulated_vnni::tile_dots<Tiles, R>(super, halves, rows, dots);
+    emulated_vnni::tile_dots<Tiles, R>(super, halves, rows, dots, request);
   } else if constexpr (kTileDot == KQuantTileDot::vnni) {
 #if !defined(__clang__)
-    vnni::tile_dots<Tiles, R>(super, halves, rows, dots);
+    vnni::tile_dots<Tiles, R>(super, halves, rows, dots, request);
 #else
     fail("the VNNI K-quant kernels are compiled by GCC only");
 #endif
   } else if constexpr (Tiles::kMadd) {
-    Tiles::template dots<R>(super, halves, rows, dots);
+    Tiles::template dots<R>(super, halves, rows, dots, request);
   } else {
     fail("K-quant int8 product: no vpmaddubsw kernel reads ", sizeof(typename Tiles::Block), "-byte super-blocks in tiles");
   }
@@ -730,7 +753,7 @@ constexpr int tile_pass_rows() {
 // d * d_a and dmin * d_a in fp32, as the rows kernel scales them.
 template <KQuantTileDot kTileDot, class Tiles, int R>
 void super_block_rows(const Q8KRows& A, int64_t r0, int64_t i, const uint8_t* super, const typename Tiles::Half* halves,
-                      float (*acc)[kQuantTileRows]) {
+                      float (*acc)[kQuantTileRows], const LineRequests& request) {
   const int8_t* rows[R];
   const int16_t* sums[R];
   for (int r = 0; r < R; ++r) {
@@ -743,7 +766,7 @@ void super_block_rows(const Q8KRows& A, int64_t r0, int64_t i, const uint8_t* su
   // they are the integer the dots start from.
   for (int r = 0; r < R; ++r)
     for (int h = 0; h < 2; ++h) dots[r][h] = Tiles::kMinimums ? _mm256_setzero_si256() : offsets[r][h];
-  tile_dots<kTileDot, Tiles, R>(super, halves, rows, dots);
+  tile_dots<kTileDot, Tiles, R>(super, halves, rows, dots, request);
   for (int r = 0; r < R; ++r) {
     const __m256 activation_scale = _mm256_set1_ps(A.group_scales(r0 + r, i)[(r0 + r) % kGroupRows]);
     for (int h = 0; h < 2; ++h) {
@@ -776,8 +799,12 @@ void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t ro
     // Each super-block's bytes requested 4 KiB ahead into L1, as the rows kernels do, not the
     // next tile into L2 (TilePrefetch): 1B shape, 2 threads, batch 1, 3-8 % faster with
     // vpmaddubsw on Zen 3 and 1.6-2.4x with vpdpbusd on Zen 5 (bench/RESULTS.md, "AVX2 on a
-    // real Zen 3" and "The K-quant tiles' prefetch on Zen 5").
-    prefetch_rows_ahead(super, kSuperTile);
+    // real Zen 3" and "The K-quant tiles' prefetch on Zen 5"). From 4 activation rows, where
+    // the dots take longer than the reads, by the first pass of rows, spread over its dots
+    // (LineRequests); with fewer, all at once, which leaves batch 1 as it was measured.
+    const bool spread = rows >= 4;
+    if (!spread) prefetch_rows_ahead(super, kSuperTile);
+    LineRequests request{spread ? super + kRowsPrefetchBytes : nullptr, kSuperTile / 64};
     // With one activation row and tiles far longer than the distance above, the next tile's
     // super-block i too (a tile further on in the thread's stream: tiles are contiguous), into
     // L2: an Intel Xeon reads faster with the far request beside the near one (1B, 2 threads,
@@ -787,15 +814,15 @@ void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t ro
     // "The K-quant tiles on an Intel Xeon").
     if (far_request) prefetch_lines<1>(super + supers * kSuperTile, kSuperTile);
     const typename Tiles::Half halves[2] = {typename Tiles::Half(super, 0), typename Tiles::Half(super, 1)};
-    for (int64_t r = 0; r < rows;) {
+    for (int64_t r = 0; r < rows; request.at = nullptr) {  // the first pass makes the requests
       if constexpr (tile_pass_rows<kTileDot>() >= 8)
         if (rows - r >= 8) {
-          super_block_rows<kTileDot, Tiles, 8>(A, r0 + r, i, super, halves, acc + r), r += 8;
+          super_block_rows<kTileDot, Tiles, 8>(A, r0 + r, i, super, halves, acc + r, request), r += 8;
           continue;
         }
-      if (rows - r >= 4) super_block_rows<kTileDot, Tiles, 4>(A, r0 + r, i, super, halves, acc + r), r += 4;
-      else if (rows - r >= 2) super_block_rows<kTileDot, Tiles, 2>(A, r0 + r, i, super, halves, acc + r), r += 2;
-      else super_block_rows<kTileDot, Tiles, 1>(A, r0 + r, i, super, halves, acc + r), r += 1;
+      if (rows - r >= 4) super_block_rows<kTileDot, Tiles, 4>(A, r0 + r, i, super, halves, acc + r, request), r += 4;
+      else if (rows - r >= 2) super_block_rows<kTileDot, Tiles, 2>(A, r0 + r, i, super, halves, acc + r, request), r += 2;
+      else super_block_rows<kTileDot, Tiles, 1>(A, r0 + r, i, super, halves, acc + r, request), r += 1;
     }
   }
   for (int64_t r = 0; r < rows; ++r)
