@@ -519,9 +519,10 @@ struct LineRequests {
   // super-block has that many (Q4_K's 36 lines, Q5_K's 44, IQ4_XS's 34).
   void operator()(int k) const {
     if (at == nullptr) return;
-    __builtin_prefetch(at + 64 * k, 0, 3);
-    if (32 + k < lines) __builtin_prefetch(at + 64 * (32 + k), 0, 3);
+    prefetch_lines<3>(at + 64 * k, 64);
+    if (32 + k < lines) prefetch_lines<3>(at + 64 * (32 + k), 64);
   }
+  static constexpr int64_t kMaxLines = 64;  // what the 32 requests cover
 };
 
 // Q4_K and Q5_K weights in quant_tiles.h's tiled layout: 16 weight rows a tile, one per
@@ -791,6 +792,7 @@ constexpr int64_t kNextTileFromBytes = 4 * kRowsPrefetchBytes;
 template <KQuantTileDot kTileDot, class Tiles>
 void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t rows, int64_t o0, const uint8_t* tile) {
   constexpr int64_t kSuperTile = kQuantTileRows * static_cast<int64_t>(sizeof(typename Tiles::Block));
+  static_assert(kSuperTile <= 64 * LineRequests::kMaxLines, "a super-block of the tile has lines LineRequests would not request");
   const int64_t supers = A.supers();
   alignas(32) float acc[kQuantDecodeRows][kQuantTileRows] = {};
   const bool far_request = rows == 1 && supers * kSuperTile >= kNextTileFromBytes;
