@@ -182,6 +182,7 @@ inline __m256i k4_scales_and_mins(const uint8_t* packed) {
 template <class Block, bool kFifthBit>
 struct K4Dot {
   static constexpr bool kMinimums = true;
+  static constexpr bool kRowTotals = false;
   static float d(const Block& x) { return _cvtsh_ss(x.d); }
   static float dmin(const Block& x) { return _cvtsh_ss(x.dmin); }
   template <int R>
@@ -263,6 +264,7 @@ inline __m512i add_pair_products(__m512i acc, __m512i a, __m512i b) {
 template <bool kVnni>
 struct Q6KDot {
   static constexpr bool kMinimums = false;
+  static constexpr bool kRowTotals = GATEDLM_KSET_AVX512;  // from 4 rows (quarter_pair_dots)
   static float d(const BlockQ6_K& x) { return _cvtsh_ss(x.d); }
   static float dmin(const BlockQ6_K&) { return 0.0f; }
   template <int R>
@@ -322,7 +324,13 @@ struct Q6KDot {
   template <int R>
   static void quarter_pair_dots(const BlockQ6_K& x, const int8_t* const* rows, const int16_t* const* activation_sums,
                                 __m256i scales16, __m256i* dots) {
-    const __m512i nibble = _mm512_set1_epi8(0x0F), two_bits = _mm512_set1_epi8(3);
+    const __m512i nibble = _mm512_set1_epi8(0x0F), six_bits = _mm512_set1_epi8(0x3F);
+    // Shift counts per 16-bit lane that bring qh's bits of a pair's two quarters to bits 4-5
+    // of each byte: pair 0 takes bits 0-1 (low 256 bits, left 4) and 2-3 (high, left 2),
+    // pair 1 bits 4-5 (in place) and 6-7 (right 2). What a 16-bit shift carries over from
+    // the neighbouring byte lands outside bits 4-5.
+    const __m512i pair0_left = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(4), _mm512_set1_epi16(2));
+    const __m512i pair1_right = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_setzero_si512(), _mm512_set1_epi16(2));
     const __m512i scales = _mm512_zextsi256_si512(scales16);
     const __m512i offset_scales = _mm512_zextsi256_si512(_mm256_mullo_epi16(scales16, _mm256_set1_epi16(-32)));
     __m512i sums[R];
@@ -336,11 +344,13 @@ struct Q6KDot {
       const __m512i high_bits = _mm512_inserti64x4(_mm512_zextsi256_si512(qh), qh, 1);  // both quarters' qh bytes
 #pragma GCC unroll 2
       for (int pair = 0; pair < 2; ++pair) {
-        // quarter 2 pair takes qh's bits 4 pair (the low 256 bits), quarter 2 pair + 1 bits 4 pair + 2
-        __m512i high = _mm512_srli_epi16(high_bits, 4 * pair);
-        high = _mm512_and_si512(_mm512_mask_srli_epi16(high, 0xFFFF0000u, high, 2), two_bits);
-        const __m512i low = _mm512_and_si512(_mm512_srli_epi16(low_bits, 4 * pair), nibble);
-        const __m512i q = _mm512_or_si512(low, _mm512_slli_epi16(high, 4));
+        // Quarter 2 pair takes qh's bits 4 pair (the low 256 bits), quarter 2 pair + 1 bits 4 pair
+        // + 2, as bits 4-5 beside ql's nibble: (low & 0x0F) | (high & ~0x0F) by one vpternlogd
+        // (0xE4), then the top two bits cleared.
+        const __m512i high =
+            pair == 0 ? _mm512_sllv_epi16(high_bits, pair0_left) : _mm512_srlv_epi16(high_bits, pair1_right);
+        const __m512i low = pair == 0 ? low_bits : _mm512_srli_epi16(low_bits, 4);
+        const __m512i q = _mm512_and_si512(_mm512_ternarylogic_epi32(low, high, nibble, 0xE4), six_bits);
         const __m512i scale16 = _mm512_permutexvar_epi16(
             _mm512_load_si512(kQ6KScaleSpread[2 * half + pair].index), scales);
         for (int r = 0; r < R; ++r) {
@@ -350,8 +360,14 @@ struct Q6KDot {
         }
       }
     }
-    for (int r = 0; r < R; ++r)
-      dots[r] = _mm256_add_epi32(_mm512_castsi512_si256(sums[r]), _mm512_extracti64x4_epi64(sums[r], 1));
+    if constexpr (R >= 4) {  // the rows' totals, lane r row r's, in dots[0] (kRowTotals)
+      __m512i totals[8];
+      for (int r = 0; r < 8; ++r) totals[r] = r < R ? sums[r] : _mm512_setzero_si512();
+      dots[0] = lane_sums8(totals);
+    } else {
+      for (int r = 0; r < R; ++r)
+        dots[r] = _mm256_add_epi32(_mm512_castsi512_si256(sums[r]), _mm512_extracti64x4_epi64(sums[r], 1));
+    }
   }
 #pragma GCC diagnostic pop
 #endif
@@ -391,6 +407,7 @@ void two_bit_dots(const uint8_t* qs, const uint8_t* hmask, __m256i scales16, con
 // sub-block j (of 16) in the low and high nibbles of scales[j].
 struct Q2KDot {
   static constexpr bool kMinimums = true;
+  static constexpr bool kRowTotals = false;
   static float d(const BlockQ2_K& x) { return _cvtsh_ss(x.d); }
   static float dmin(const BlockQ2_K& x) { return _cvtsh_ss(x.dmin); }
   template <int R>
@@ -409,6 +426,7 @@ struct Q2KDot {
 // sum_j scale_j * (sum of a over sub-block j) off in int32 (exact).
 struct Q3KDot {
   static constexpr bool kMinimums = false;
+  static constexpr bool kRowTotals = false;
   static float d(const BlockQ3_K& x) { return _cvtsh_ss(x.d); }
   static float dmin(const BlockQ3_K&) { return 0.0f; }
   // The 16 six-bit scales + 32 as bytes, four words at a time (q3_k_scale's bits): scales 0-3
@@ -440,6 +458,7 @@ struct Q3KDot {
 // AVX2 Zen 4 of bench/RESULTS.md's twenty-seventh session, 12.1 -> 13.5 ms per 1B step.)
 struct Iq4XsDot {
   static constexpr bool kMinimums = false;
+  static constexpr bool kRowTotals = false;
   static float d(const BlockIq4Xs& x) { return _cvtsh_ss(x.d); }
   static float dmin(const BlockIq4Xs&) { return 0.0f; }
   template <int R>
@@ -463,8 +482,9 @@ struct Iq4XsDot {
 
 // out[r0 + r, o] for R rows of A (a group from r0, a multiple of 8) and weight row o (its
 // super-blocks). Below 4 rows each row's fp32 sum stays in its own lanes; from 4 rows the
-// rows' super-block dots are summed across lanes first into one vector (one lane per row),
-// then scaled by the group's 8 activation scales at once.
+// rows' super-block dots are summed across lanes first into one vector (one lane per row; by
+// the Dot itself where it has kRowTotals: Q6_K's 512-bit sums), then scaled by the group's 8
+// activation scales at once.
 template <class Dot, int R, class Block>
 void rows_times_weight_row(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t o, const Block* blocks) {
   const int64_t supers = A.supers();
@@ -488,8 +508,11 @@ void rows_times_weight_row(const QuantOutput& out, const Q8KRows& A, int64_t r0,
     if constexpr (R < 4) {
       for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * scales[r]), _mm256_cvtepi32_ps(dots[r]), acc[r]);
     } else {
-      acc[0] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(d), _mm256_loadu_ps(scales)),
-                               _mm256_cvtepi32_ps(lane_sums8(dots)), acc[0]);
+      __m256i totals;  // lane r: row r's integer dot
+      if constexpr (Dot::kRowTotals) totals = dots[0];
+      else totals = lane_sums8(dots);
+      acc[0] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(d), _mm256_loadu_ps(scales)), _mm256_cvtepi32_ps(totals),
+                               acc[0]);
     }
     if constexpr (Dot::kMinimums) {
       const float dmin = Dot::dmin(blocks[i]);
