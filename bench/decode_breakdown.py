@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Where a batch-1 decode step's time goes (issue 41): `perf record` with DWARF call stacks
-over `gatedlm bench generate --checkpoint CK --batch 1`, each sample put in one class by
-the frames of its stack, over the decode window only.
+"""Where a decode step's time goes (issue 41): `perf record` with DWARF call stacks over
+`gatedlm bench generate --checkpoint CK --batch B` (B = --batch, 1 unless given), each sample
+put in one class by the frames of its stack, over the decode window only.
 
 Classes (per step, both threads' time summed, and as shares of it):
   products: FFN       the gate/up/down projections (stack under Model::ffn_forward)
@@ -21,7 +21,7 @@ with --prompt-tokens 1 the prefill is one step of the same kind.
 
 Needs `perf` (Debian: linux-perf) and kernel.perf_event_paranoid <= 1 (or root).
 Usage: /usr/bin/python3 bench/decode_breakdown.py --gatedlm build/gatedlm CK [CK ...]
-          [--threads 2] [--new-tokens 64] [--frequency 499]
+          [--threads 2] [--batch 1] [--new-tokens 64] [--frequency 499]
 Prints a markdown table per checkpoint (paste into bench/RESULTS.md with `lscpu`'s model)."""
 import argparse
 import collections
@@ -94,7 +94,7 @@ def measure(a, ck, work):
     data = os.path.join(work, os.path.basename(ck.rstrip("/")) + ".perf")
     env = {**os.environ, "OMP_NUM_THREADS": str(a.threads)}
     bench = subprocess.run(["perf", "record", "-q", "-F", str(a.frequency), "--call-graph", "dwarf,16384", "-o", data,
-                            a.gatedlm, "bench", "generate", "--checkpoint", ck, "--batch", "1", "--prompt-tokens", "1",
+                            a.gatedlm, "bench", "generate", "--checkpoint", ck, "--batch", str(a.batch), "--prompt-tokens", "1",
                             "--new-tokens", str(a.new_tokens), "--reps", "1", "--bandwidth-gbs", "1"],
                            capture_output=True, text=True, env=env)
     if bench.returncode:
@@ -144,6 +144,7 @@ def main():
     ap.add_argument("--gatedlm", required=True)
     ap.add_argument("checkpoints", nargs="+")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=1, help="sequences decoded together (a step makes this many tokens)")
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--frequency", type=int, default=499)
     a = ap.parse_args()
