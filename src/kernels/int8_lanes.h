@@ -1,7 +1,7 @@
 #pragma once
-// Horizontal work on AVX2 vectors that the int8 products share (quant_int8.cpp,
-// quant_kint8.cpp), and the broadcast of their tile kernels. A per-set header, like fast_math.h: include it after
-// kernel_set_begin.h, in sets with AVX2 only.
+// Horizontal work on AVX2 (and AVX-512) vectors that the int8 products share (quant_int8.cpp,
+// quant_kint8.cpp), and the broadcast of their tile kernels. A per-set header, like
+// fast_math.h: include it after kernel_set_begin.h, in sets with AVX2 only.
 #ifndef GATEDLM_KSET
 #error "int8_lanes.h belongs to a kernel set: include kernel_set_begin.h first"
 #endif
