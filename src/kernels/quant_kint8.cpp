@@ -320,7 +320,9 @@ struct Q6KDot {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
   // Each row's sums start from dots[r] less the offset (-32 scale_j times the 16 activations'
-  // sum, in the low 256 bits); the pairs' products are added by add_pair_products.
+  // sum, in the low 256 bits); the pairs' products are added by add_pair_products. Out: below
+  // 4 rows dots[r] holds row r's sums in 8 lanes, from 4 rows dots[0] holds the rows' totals
+  // (lane r row r's: kRowTotals), the other dots left as they came.
   template <int R>
   static void quarter_pair_dots(const BlockQ6_K& x, const int8_t* const* rows, const int16_t* const* activation_sums,
                                 __m256i scales16, __m256i* dots) {
