@@ -27,6 +27,17 @@ std::string int8_products_description() {
          (allowed ? "no VNNI for this kernel set on this CPU" : "GATEDLM_VNNI=0") + ")";
 }
 
+// Whether the K-quant tile kernels add the far request at batch 1 here, and why.
+std::string far_requests_description() {
+  const bool far = kernels::far_tile_requests();  // refuses a GATEDLM_FAR_REQUEST other than 0 or 1 first
+  switch (kernels::far_tile_requests_reason()) {
+    case kernels::FarTileRequests::environment: return far ? "on (GATEDLM_FAR_REQUEST=1)" : "off (GATEDLM_FAR_REQUEST=0)";
+    case kernels::FarTileRequests::intel: return "on (an Intel CPU)";
+    case kernels::FarTileRequests::not_intel: return "off (not an Intel CPU)";
+  }
+  return far ? "on" : "off";
+}
+
 }  // namespace
 
 std::string version_text() {
@@ -44,6 +55,7 @@ std::string version_text() {
           "\n";
   text += "openmp threads: " + openmp_threads_description() + "\n";
   text += "int8 products: " + int8_products_description() + "\n";
+  text += "far tile requests: " + far_requests_description() + "\n";
   text += bf16.native ? "bf16 products: native (--precision bf16 runs on the bf16 units)"
                       : "bf16 products: emulated (" + bf16.reason +
                             "; --precision bf16 keeps its numerics but is slower than fp32)";

@@ -102,14 +102,43 @@ std::string kernel_set_summary() {
 #endif
 }
 
+namespace {
+
+// A switch from the environment: unset or empty gives `fallback`, "0" false, "1" true, any
+// other value is an error naming the variable and what 0 does.
+bool environment_switch(const char* name, bool fallback, const char* what_0_does) {
+  const char* env = std::getenv(name);
+  if (!env || !*env) return fallback;
+  if (std::string(env) == "0" || std::string(env) == "1") return env[0] == '1';
+  fail(name, "=", env, ": expected 0 (", what_0_does, ") or 1");
+}
+
+bool cpu_is_intel() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  return __builtin_cpu_is("intel");
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
 bool vnni_allowed() {
-  static const bool allowed = [] {
-    const char* env = std::getenv("GATEDLM_VNNI");
-    if (!env || !*env || std::string(env) == "1") return true;
-    if (std::string(env) == "0") return false;
-    fail("GATEDLM_VNNI=", env, ": expected 0 (vpmaddubsw kernels only, as on a CPU without VNNI) or 1");
-  }();
+  static const bool allowed =
+      environment_switch("GATEDLM_VNNI", true, "vpmaddubsw kernels only, as on a CPU without VNNI");
   return allowed;
+}
+
+bool far_tile_requests() {
+  static const bool far = environment_switch("GATEDLM_FAR_REQUEST", cpu_is_intel(), "near requests only");
+  return far;
+}
+
+FarTileRequests far_tile_requests_reason() {
+  const char* env = std::getenv("GATEDLM_FAR_REQUEST");
+  if (env && *env) return FarTileRequests::environment;
+  return cpu_is_intel() ? FarTileRequests::intel : FarTileRequests::not_intel;
 }
 
 }  // namespace gatedlm::kernels

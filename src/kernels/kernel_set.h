@@ -33,5 +33,16 @@ std::string kernel_set_summary();
 // as a CPU without VNNI does (an AVX2-only Zen 3 or Haswell measured on a newer machine;
 // tests). Any other value than 0 or 1 is an error naming the variable.
 bool vnni_allowed();
+// Whether the K-quant tile kernels, with one activation row, request the next tile's
+// super-block into L2 beside each super-block's near request (quant_kint8.cpp, tiled_rows).
+// By default on Intel CPUs only: the far request made 1B decode 1.1x (Q4_K_M) to 1.3x
+// (IQ4_XS) faster on a Xeon with AVX512-VNNI and 1.1x slower on AMD Zen 5, whose own
+// prefetchers already read that far (bench/RESULTS.md, "The far request on AMD Zen 5").
+// GATEDLM_FAR_REQUEST=0|1 decides by hand (measuring a new CPU); any other value is an error
+// naming the variable.
+bool far_tile_requests();
+// Why far_tile_requests() says what it says: for --version.
+enum class FarTileRequests { intel, not_intel, environment };
+FarTileRequests far_tile_requests_reason();
 
 }  // namespace gatedlm::kernels

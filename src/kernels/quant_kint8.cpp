@@ -30,6 +30,7 @@
 
 #include "core/error.h"
 #include "kernels/half_float.h"
+#include "kernels/kernel_set.h"
 #include "kernels/kquant_blocks.h"
 
 #include "kernels/kernel_set_begin.h"
@@ -820,7 +821,7 @@ void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t ro
   static_assert(kSuperTile <= 64 * LineRequests::kMaxLines, "a super-block of the tile has lines LineRequests would not request");
   const int64_t supers = A.supers();
   alignas(32) float acc[kQuantDecodeRows][kQuantTileRows] = {};
-  const bool far_request = rows == 1 && supers * kSuperTile >= kNextTileFromBytes;
+  const bool far_request = rows == 1 && supers * kSuperTile >= kNextTileFromBytes && far_tile_requests();
   for (int64_t i = 0; i < supers; ++i) {
     const uint8_t* super = tile + i * kSuperTile;
     // Each super-block's bytes requested 4 KiB ahead into L1, as the rows kernels do, not the
@@ -832,13 +833,14 @@ void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t ro
     const bool spread = rows >= 4;
     if (!spread) prefetch_rows_ahead(super, kSuperTile);
     LineRequests request{spread ? super + kRowsPrefetchBytes : nullptr, kSuperTile / 64};
-    // With one activation row and tiles far longer than the distance above, the next tile's
-    // super-block i too (a tile further on in the thread's stream: tiles are contiguous), into
-    // L2: an Intel Xeon reads faster with the far request beside the near one (1B, 2 threads,
-    // batch 1: Q4_K_M 1.1x, IQ4_XS 1.3x; 2 KiB into L1 with 16 KiB into L2 was no better;
-    // level at batch 2, 0.9x at batch 8, where the dots take longer than the reads; 0.9x on
-    // the 150M hybrid's 7 KiB tiles, less than two near distances ahead; bench/RESULTS.md,
-    // "The K-quant tiles on an Intel Xeon").
+    // With one activation row and tiles far longer than the distance above, on CPUs where it
+    // pays (far_tile_requests: Intel's), the next tile's super-block i too (a tile further on
+    // in the thread's stream: tiles are contiguous), into L2: an Intel Xeon reads faster with
+    // the far request beside the near one (1B, 2 threads, batch 1: Q4_K_M 1.1x, IQ4_XS 1.3x;
+    // 2 KiB into L1 with 16 KiB into L2 was no better; level at batch 2, 0.9x at batch 8,
+    // where the dots take longer than the reads; 0.9x on the 150M hybrid's 7 KiB tiles, less
+    // than two near distances ahead; bench/RESULTS.md, "The K-quant tiles on an Intel Xeon"),
+    // AMD Zen 5 slower (0.9x at 1B, "The far request on AMD Zen 5").
     if (far_request) prefetch_lines<1>(super + supers * kSuperTile, kSuperTile);
     const typename Tiles::Half halves[2] = {typename Tiles::Half(super, 0), typename Tiles::Half(super, 1)};
     for (int64_t r = 0; r < rows; request.at = nullptr) {  // the first pass makes the requests

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "kernels/element_types.h"
+#include "kernels/kernel_set.h"
 
 namespace gatedlm::kernels {
 namespace {
@@ -132,6 +133,9 @@ int64_t quant_tile_value_bytes(ElementType format) {
 }
 
 void quant_tile_rows(ElementType format, void* data, int64_t tiles, int64_t cols) {
+  // The tile kernels ask far_tile_requests() inside their parallel regions: a bad
+  // GATEDLM_FAR_REQUEST is refused here, as the weights are tiled, where an error can leave.
+  far_tile_requests();
   rearrange(format, data, tiles, cols, true);
 }
 

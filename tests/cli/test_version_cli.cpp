@@ -19,7 +19,7 @@ namespace {
 // variables cleared; the test process's environment is restored afterwards.
 CliResult version_with(const char* name, const char* value) {
   const std::vector<std::string> vars{"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "GATEDLM_OPENMP_WAITING", "GATEDLM_KERNELS",
-                                    "GATEDLM_VNNI"};
+                                    "GATEDLM_VNNI", "GATEDLM_FAR_REQUEST"};
   std::vector<std::optional<std::string>> saved;
   for (const auto& var : vars) {
     const char* v = std::getenv(var.c_str());
@@ -71,6 +71,27 @@ TEST(VersionCliTest, VnniCanBeSwitchedOffAndABadValueIsRefused) {
   const CliResult bad = version_with("GATEDLM_VNNI", "yes");
   EXPECT_NE(bad.exit_code, 0) << bad.output;
   EXPECT_TRUE(contains(bad.output, "GATEDLM_VNNI=yes")) << bad.output;
+}
+
+// The K-quant tiles' far request at batch 1 is on for Intel CPUs and off elsewhere;
+// GATEDLM_FAR_REQUEST=0|1 decides by hand, and --version says which and why.
+TEST(VersionCliTest, TheFarTileRequestFollowsTheCpuOrTheEnvironment) {
+  const CliResult plain = version_with(nullptr, nullptr);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const bool intel = __builtin_cpu_is("intel");
+#else
+  const bool intel = false;
+#endif
+  EXPECT_TRUE(contains(plain.output, intel ? "far tile requests: on (an Intel CPU)"
+                                           : "far tile requests: off (not an Intel CPU)"))
+      << plain.output;
+  EXPECT_TRUE(contains(version_with("GATEDLM_FAR_REQUEST", "1").output, "far tile requests: on (GATEDLM_FAR_REQUEST=1)"));
+  EXPECT_TRUE(contains(version_with("GATEDLM_FAR_REQUEST", "0").output, "far tile requests: off (GATEDLM_FAR_REQUEST=0)"));
+  const CliResult bad = version_with("GATEDLM_FAR_REQUEST", "on");
+  EXPECT_NE(bad.exit_code, 0) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "GATEDLM_FAR_REQUEST=on: expected 0 (near requests only) or 1")) << bad.output;
 }
 
 }  // namespace
