@@ -174,6 +174,37 @@ TEST_F(QuantizeCliTest, MixesChooseLlamaCppsTypePerTensor) {
   EXPECT_NE(mean_loss(out), mean_loss(path("mix")));
 }
 
+// The K-quant tiles' far request at batch 1 (GATEDLM_FAR_REQUEST, on by default on Intel CPUs
+// only) is a prefetch: greedy decoding of a Q4_K checkpoint whose ffn_down tiles are long
+// enough to take it (2048 columns: 8 super-blocks of 2304 bytes a tile column, over the 16 KiB
+// threshold) gives the same tokens with it and without it, and a bad
+// value is refused by name when the weights are loaded, before any product runs.
+TEST_F(QuantizeCliTest, TheFarTileRequestChangesNoOutput) {
+  write_file(path("far.json"),
+             R"({"vocab_size": 258, "d_model": 256, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "head_dim": 64,
+                 "ffn_hidden": 2048, "max_seq_len": 64, "init_std": 0.05, "tie_embeddings": true})");
+  CliResult r = run_gatedlm({"init", "--config", path("far.json").string(), "--out", path("far").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_gatedlm({"quantize", path("far").string(), "--type", "q4_k", "--out", path("far_q4_k").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto generate_with = [&](const char* far) {
+    ::setenv("GATEDLM_FAR_REQUEST", far, 1);
+    const CliResult g = run_gatedlm({"generate", "--checkpoint", path("far_q4_k").string(), "--tokenizer", "byte",
+                                     "--prompt", "the state", "--max-tokens", "12", "--temperature", "0", "--json"});
+    ::unsetenv("GATEDLM_FAR_REQUEST");
+    return g;
+  };
+  const CliResult with = generate_with("1"), without = generate_with("0");
+  ASSERT_EQ(with.exit_code, 0) << with.output;
+  ASSERT_EQ(without.exit_code, 0) << without.output;
+  const json a = last_json_line(with.output), b = last_json_line(without.output);
+  EXPECT_EQ(a["ids"], b["ids"]);
+  EXPECT_EQ(a["ids"].size(), 12u);
+  const CliResult bad = generate_with("sometimes");
+  EXPECT_NE(bad.exit_code, 0) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "error: GATEDLM_FAR_REQUEST=sometimes: expected 0")) << bad.output;
+}
+
 TEST_F(QuantizeCliTest, RefusesBadInputAndWritesNothing) {
   CliResult r = run_gatedlm({"quantize", f32().string(), "--type", "iq2_xxs", "--out", path("bad_type").string()});
   EXPECT_NE(r.exit_code, 0);
