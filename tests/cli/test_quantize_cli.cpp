@@ -60,6 +60,13 @@ class QuantizeCliTest : public ::testing::Test {
   static fs::path f32() { return *dir_ / "f32"; }
   static fs::path quantised(const std::string& type) { return *dir_ / ("ck_" + type); }
   static fs::path path(const std::string& name) { return *dir_ / name; }
+  // `gatedlm init` of a model of this config into the suite's directory, as `name`.
+  static fs::path init_model(const std::string& name, const char* config) {
+    write_file(path(name + ".json"), config);
+    const CliResult r = run_gatedlm({"init", "--config", path(name + ".json").string(), "--out", path(name).string()});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return path(name);
+  }
 
   // score --json of a checkpoint on the ids of the text's first 40 bytes (BOS first).
   static double mean_loss(const fs::path& ck) {
@@ -117,11 +124,10 @@ TEST_F(QuantizeCliTest, ScoreCloseToF32AndOrderedByPrecision) {
 // projection (320): that one takes llama.cpp's fallback type; every command runs the result,
 // close to the F32 model and no closer than its precision allows.
 TEST_F(QuantizeCliTest, KQuantsTakeLlamaCppsFallbackOnNarrowRows) {
-  write_file(path("wide.json"),
+  init_model("wide",
              R"({"vocab_size": 258, "d_model": 256, "n_layers": 1, "n_heads": 4, "n_kv_heads": 2, "head_dim": 64,
                  "ffn_hidden": 320, "max_seq_len": 64, "init_std": 0.05, "tie_embeddings": true})");
-  CliResult r = run_gatedlm({"init", "--config", path("wide.json").string(), "--out", path("wide").string()});
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  CliResult r;
   const double f = mean_loss(path("wide"));
   struct Want {
     const char* type;
@@ -149,11 +155,10 @@ TEST_F(QuantizeCliTest, KQuantsTakeLlamaCppsFallbackOnNarrowRows) {
 // of the layers use_more_bits picks in Q6_K, the rest Q4_K; the checkpoint holds exactly the
 // blocks of the GGUF file export writes for the same mix (they score the same, bit for bit).
 TEST_F(QuantizeCliTest, MixesChooseLlamaCppsTypePerTensor) {
-  write_file(path("mix.json"),
+  init_model("mix",
              R"({"vocab_size": 258, "d_model": 256, "n_layers": 8, "n_heads": 4, "n_kv_heads": 2, "head_dim": 64,
                  "ffn_hidden": 512, "max_seq_len": 64, "init_std": 0.05, "tie_embeddings": true})");
-  CliResult r = run_gatedlm({"init", "--config", path("mix.json").string(), "--out", path("mix").string()});
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  CliResult r;
   const fs::path out = path("mix_q4_k_m"), file = path("mix_gguf");
   r = run_gatedlm({"quantize", path("mix").string(), "--type", "q4_k_m", "--out", out.string()});
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -177,14 +182,13 @@ TEST_F(QuantizeCliTest, MixesChooseLlamaCppsTypePerTensor) {
 // The K-quant tiles' far request at batch 1 (GATEDLM_FAR_REQUEST, on by default on Intel CPUs
 // only) is a prefetch: greedy decoding of a Q4_K checkpoint whose ffn_down tiles are long
 // enough to take it (2048 columns: 8 super-blocks of 2304 bytes a tile column, over the 16 KiB
-// threshold) gives the same tokens with it and without it, and a bad
-// value is refused by name when the weights are loaded, before any product runs.
+// threshold) gives the same tokens with it and without it, and a bad value is refused by name
+// when the weights are loaded, before any product runs.
 TEST_F(QuantizeCliTest, TheFarTileRequestChangesNoOutput) {
-  write_file(path("far.json"),
+  init_model("far",
              R"({"vocab_size": 258, "d_model": 256, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "head_dim": 64,
                  "ffn_hidden": 2048, "max_seq_len": 64, "init_std": 0.05, "tie_embeddings": true})");
-  CliResult r = run_gatedlm({"init", "--config", path("far.json").string(), "--out", path("far").string()});
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  CliResult r;
   r = run_gatedlm({"quantize", path("far").string(), "--type", "q4_k", "--out", path("far_q4_k").string()});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto generate_with = [&](const char* far) {
