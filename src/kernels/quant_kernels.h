@@ -49,15 +49,31 @@ inline int64_t quant_tile_rows(int64_t m, int64_t row_bytes) {
 // that, threads cost more than they save).
 inline bool worth_threads(int64_t m, int64_t n, int64_t k) { return m * n * k >= (int64_t{1} << 16); }
 
+// visit(t) for t < tiles, shared by the threads of the calling team (every thread calls it):
+// the first three quarters in contiguous static shares, with no claims at all, then the last
+// quarter guided (halves of what is left, claimed by whichever thread is free), so that a
+// thread the host holds up (a VM's other tenants, an interrupt, the other core's cache lines
+// of the activations) does not leave the others spinning at the closing barrier. Guided over
+// the whole loop (the earlier schedule: it had cut libgomp's share of a 1B Q4_K_M decode from
+// static's 6.1 to 3.6 %) hands a team of 2 its halves at once: 1B Q4_K_M, batch
+// 1, Zen 5, the two threads then finished 10 us apart on average in products of ~140 us, with
+// the guided quarter 3 us; the products' time, the two schedules alternated in one process,
+// level at batch 1 (memory-bound: the thread left alone reads faster), 1 % less at batches 2
+// and 8 (bench/RESULTS.md). Each tile stays whole, on one thread.
+template <class Visit>
+void share_tiles(int64_t tiles, Visit&& visit) {
+  const int64_t head = tiles - tiles / 4;
+#pragma omp for schedule(static) nowait
+  for (int64_t t = 0; t < head; ++t) visit(t);
+#pragma omp for schedule(guided)
+  for (int64_t t = head; t < tiles; ++t) visit(t);
+}
+
 // group(o, r0, rows) for every weight row o < n and group of activation rows [r0, r0 +
 // rows), rows <= kQuantDecodeRows: OpenMP over tiles of weight rows, each tile visited by
 // every group in turn; in_team: the caller's team of threads shares the loop (called by
 // every thread of its parallel region), else a region of its own. Which call computes an
-// element of C depends on the shapes only, never on the threads. Guided, not static: each
-// thread first takes a large contiguous share and the last ones are handed out small, so a
-// thread the host holds up (a VM's other tenants, an interrupt) does not leave the other
-// spinning at the barrier (libgomp's share of a 1B Q4_K_M decode 6.1 % -> 3.6 % at batch 1,
-// 5.1 % -> 3.5 % at batch 8; bench/RESULTS.md).
+// element of C depends on the shapes only, never on the threads (share_tiles).
 template <class Group>
 void for_each_row_group(int64_t n, int64_t m, int64_t row_bytes, int64_t k, Group&& group, bool in_team = false) {
   const int64_t tile = quant_tile_rows(m, row_bytes);
@@ -67,13 +83,9 @@ void for_each_row_group(int64_t n, int64_t m, int64_t row_bytes, int64_t k, Grou
     for (int64_t r0 = 0; r0 < m; r0 += kQuantDecodeRows)
       for (int64_t o = t * tile; o < end; ++o) group(o, r0, std::min(kQuantDecodeRows, m - r0));
   };
-  if (in_team) {
-#pragma omp for schedule(guided)
-    for (int64_t t = 0; t < tiles; ++t) visit(t);
-    return;
-  }
-#pragma omp parallel for schedule(guided) if (worth_threads(m, n, k))
-  for (int64_t t = 0; t < tiles; ++t) visit(t);
+  if (in_team) return share_tiles(tiles, visit);
+#pragma omp parallel if (worth_threads(m, n, k))
+  share_tiles(tiles, visit);
 }
 
 // f(r0, rows, o0, end) for each group of rows of A (1-8, from r0) and tile of 16 weight
