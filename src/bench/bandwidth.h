@@ -12,15 +12,17 @@ namespace gatedlm::bench {
 struct BandwidthResult {
   int64_t bytes = 0;  // the buffer read each pass
   int threads = 0;
-  double best_gbs = 0, median_gbs = 0;  // 1e9 bytes per second: the better read pattern's
-  double pattern_best_gbs[2] = {};       // best of each: one stream, four prefetched streams per thread
+  double best_gbs = 0, median_gbs = 0;  // 1e9 bytes per second: the best read pattern's
+  // Best of each pattern: one stream, four prefetched streams, one prefetched stream per thread.
+  double pattern_best_gbs[3] = {};
 };
 
-// Reads a buffer of `bytes` (touched first) `reps` times in each of two patterns, alternated,
+// Reads a buffer of `bytes` (touched first) `reps` times in each of three patterns, alternated,
 // with `threads` OpenMP threads, each pass a vectorised XOR over 64-bit words split evenly
-// between the threads: front to back, and in four parts per thread read side by side with
-// software prefetches (faster on some CPUs, bandwidth.cpp). best_gbs is the best pass of
-// either, median_gbs the higher of the two patterns' medians.
+// between the threads: front to back, in four parts per thread read side by side with
+// software prefetches (faster on some CPUs, bandwidth.cpp), and front to back with software
+// prefetches (the decode kernels' order). best_gbs is the best pass of any, median_gbs the
+// highest of the patterns' medians.
 BandwidthResult measure_read_bandwidth(int64_t bytes, int reps, int threads);
 
 // The weight bytes one batch-1 decode step reads: every weight matrix once in its stored type
