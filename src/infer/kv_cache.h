@@ -53,9 +53,9 @@ class KvCache {
   // [n_layers, slots, capacity, n_kv, head_dim]. On huge pages where the kernel grants them
   // (core/aligned_allocator.h): a decode task reads one kv head's head_dim floats of each
   // row, rows n_kv * head_dim floats apart (4 KiB at the 1B shape), so with 4 KiB pages every
-  // position it reads is a TLB miss of its own (1B Q4_K_M, batch 1, 1000-1900 tokens of
-  // context, Zen 5: decode faster in 12 of 14 alternated pairs, by 6 % at the median;
-  // bench/RESULTS.md).
+  // position it reads is a page, and a TLB entry, of its own (1B Q4_K_M, batch 1, 1000-1900
+  // tokens of context, Zen 5: decode faster in 12 of 14 alternated pairs, by 6 % at the
+  // median; bench/RESULTS.md).
   std::vector<float, CacheLineAllocator<float>> k_, v_;
 };
 
