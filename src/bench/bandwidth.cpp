@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <vector>
 
 #include "bench/median.h"
@@ -83,6 +84,15 @@ uint64_t read_one_stream_prefetched(const uint64_t* words, int64_t n, int thread
   return acc;
 }
 
+const char* pattern_name(ReadPattern pattern) {
+  switch (pattern) {
+    case ReadPattern::one_stream: return "one-stream";
+    case ReadPattern::four_streams_prefetched: return "four-stream";
+    case ReadPattern::one_stream_prefetched: return "prefetched one-stream";
+  }
+  return "?";
+}
+
 uint64_t read_pass(ReadPattern pattern, const uint64_t* words, int64_t n, int threads) {
   switch (pattern) {
     case ReadPattern::one_stream: return read_one_stream(words, n, threads);
@@ -104,13 +114,14 @@ BandwidthResult measure_read_bandwidth(int64_t bytes, int reps, int threads) {
   for (int64_t i = 0; i < n; ++i) words[i] = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;
   constexpr ReadPattern kPatterns[] = {ReadPattern::one_stream, ReadPattern::four_streams_prefetched,
                                        ReadPattern::one_stream_prefetched};
-  constexpr int kCount = 3;
+  constexpr int kCount = static_cast<int>(std::size(kPatterns));
+  static_assert(kCount == std::size(BandwidthResult{}.pattern_best_gbs), "a best figure for every pattern");
   // Warm-up, and a check that the patterns read the same words: the XORs of the whole buffer agree.
   const uint64_t whole = read_pass(kPatterns[0], words.data(), n, threads);
   for (int p = 1; p < kCount; ++p)
     if (read_pass(kPatterns[p], words.data(), n, threads) != whole)
-      fail("bench bandwidth: the ", p == 1 ? "four-stream" : "prefetched one-stream",
-           " pass did not read every word once (", threads, " threads, ", n, " words)");
+      fail("bench bandwidth: the ", pattern_name(kPatterns[p]), " pass did not read every word once (", threads,
+           " threads, ", n, " words)");
   volatile uint64_t sink = whole;
   // The patterns alternate pass by pass (the host's bandwidth moves from minute to minute).
   std::vector<double> gbs[kCount];

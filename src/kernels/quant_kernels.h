@@ -54,12 +54,12 @@ inline bool worth_threads(int64_t m, int64_t n, int64_t k) { return m * n * k >=
 // quarter guided (halves of what is left, claimed by whichever thread is free), so that a
 // thread the host holds up (a VM's other tenants, an interrupt, the other core's cache lines
 // of the activations) does not leave the others spinning at the closing barrier. Guided over
-// the whole loop (the earlier schedule: it had cut libgomp's share of a 1B Q4_K_M decode from
-// static's 6.1 to 3.6 %) hands a team of 2 its halves at once: 1B Q4_K_M, batch
-// 1, Zen 5, the two threads then finished 10 us apart on average in products of ~140 us, with
-// the guided quarter 3 us; the products' time, the two schedules alternated in one process,
-// level at batch 1 (memory-bound: the thread left alone reads faster), 1 % less at batches 2
-// and 8 (bench/RESULTS.md). Each tile stays whole, on one thread.
+// the whole loop (the schedule before; it had cut libgomp's share of a 1B Q4_K_M decode from
+// static's 6.1 to 3.6 %) hands a team of 2 its halves at once. At 1B Q4_K_M, batch 1, Zen 5,
+// the two threads then finished a ~140 us product 10 us apart on average, with the guided
+// quarter 3 us apart. The products' time, both schedules alternated in one process: level at
+// batch 1 (memory-bound: the thread left alone reads faster), 1 % less at batches 2 and 8
+// (bench/RESULTS.md). Each tile stays whole, on one thread.
 template <class Visit>
 void share_tiles(int64_t tiles, Visit&& visit) {
   const int64_t head = tiles - tiles / 4;
