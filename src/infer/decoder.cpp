@@ -122,8 +122,7 @@ void Decoder::attend(const model::AttentionCall<float>& call) {
   const bool softpick = c.attention_normalizer == model::AttentionNormalizer::softpick;
   auto store = [&](int64_t row) {
     const int64_t slot = row_slot_[row], dst = cache.row_of(row_pos_[row]);
-    std::copy_n(call.k + row * kvd, kvd, cache.keys(l, slot) + dst * kvd);
-    std::copy_n(call.v + row * kvd, kvd, cache.values(l, slot) + dst * kvd);
+    cache.write_rows(l, slot, dst, 1, call.k + row * kvd, call.v + row * kvd);
   };
   std::vector<size_t> waved;  // chunks that take the decode kernel
   int64_t waves = 0;
@@ -141,7 +140,7 @@ void Decoder::attend(const model::AttentionCall<float>& call) {
   std::vector<kernels::DecodeQuery<float>> queries;
   for (int64_t i = 0; i < waves; ++i) {
     queries.clear();
-    // Sink keys moved to the query's cache position: [rows of this wave, sinks, kvd].
+    // Sink keys moved to the query's cache position: [rows of this wave, n_kv, sinks, D].
     sink_keys_.resize(static_cast<size_t>(waved.size() * g.sinks * kvd));
     for (size_t w = 0; w < waved.size(); ++w) {
       const size_t ch = waved[w];
@@ -149,30 +148,34 @@ void Decoder::attend(const model::AttentionCall<float>& call) {
       const int64_t row = chunk_first_[ch] + i, slot = chunk_slot_[ch], t = row_pos_[row];
       store(row);
       const KvCache::Visible vis = cache.visible(t);
-      float* kc = cache.keys(l, slot);
-      float* vc = cache.values(l, slot);
       kernels::DecodeQuery<float> q{call.q + row * qd, call.out + row * qd,
                                     call.gate_score ? call.gate_score + row * qd : nullptr,
                                     call.gated_out ? call.gated_out + row * qd : nullptr, {}, call.sinks};
       if (!g.streaming()) {
-        q.spans.push_back({kc, vc, t + 1});
+        q.spans.push_back(cache.span(l, slot, 0, t + 1));
       } else {
         // The text-to-cache position shift of this query: first visible window token
         // minus its cache position (the window rows need none: relative positions
         // inside the window are the text's).
         const int64_t shift = vis.first_token - g.sinks;
         if (vis.sinks > 0 && shift > 0 && c.rope_dims > 0) {
+          kernels::KvSpan<float> sinks = cache.span(l, slot, 0, vis.sinks);
           float* moved = sink_keys_.data() + w * g.sinks * kvd;
-          std::copy_n(kc, vis.sinks * kvd, moved);
+          for (int64_t h = 0; h < g.n_kv; ++h)
+            std::copy_n(sinks.k + h * cache.head_stride(), vis.sinks * D, moved + h * vis.sinks * D);
           if (sink_rope_.positions <= shift)
             sink_rope_ = model::model_rope_table(c, std::max<int64_t>(2 * shift + 1, 1024), /*unit_magnitude=*/true);
-          kernels::rope_apply(moved, sink_rope_, vis.sinks, 1, c.n_kv_heads, D, shift, false);
-          q.spans.push_back({moved, vc, vis.sinks});
+          // Every sink row of every kv head rotated on by `shift` positions: as rope_apply
+          // sees them, a batch of n_kv * sinks sequences of one token of one head.
+          kernels::rope_apply(moved, sink_rope_, g.n_kv * vis.sinks, 1, 1, D, shift, false);
+          sinks.k = moved;
+          sinks.k_layout = {D, vis.sinks * D};
+          q.spans.push_back(sinks);
         } else if (vis.sinks > 0) {
-          q.spans.push_back({kc, vc, vis.sinks});
+          q.spans.push_back(cache.span(l, slot, 0, vis.sinks));
         }
         // Visible window tokens fill the ring from its start until it wraps, then all of it.
-        if (vis.tokens > 0) q.spans.push_back({kc + g.sinks * kvd, vc + g.sinks * kvd, vis.tokens});
+        if (vis.tokens > 0) q.spans.push_back(cache.span(l, slot, g.sinks, vis.tokens));
       }
       queries.push_back(std::move(q));
     }
@@ -185,11 +188,21 @@ void Decoder::attend(const model::AttentionCall<float>& call) {
 // over all rows [0, pos + len) of the slot with zero queries before pos, outputs discarded:
 // the kernel's row t depends on its query and keys 0..t alone, in blocks fixed from row 0,
 // so the rows get the bits of the whole prompt run in one go (what prefix reuse needs,
-// prefix_cache.h), at the price of attention for the earlier rows.
-void Decoder::fused_rows(const model::AttentionCall<float>& call, KvCache& cache, int64_t l, int64_t slot,
+// prefix_cache.h), at the price of attention for the earlier rows. The kernel reads keys
+// and values row-major [end, n_kv, head_dim]: the step's own rows when the chunk starts its
+// slot, else all the slot's rows read out of the cache.
+void Decoder::fused_rows(const model::AttentionCall<float>& call, const KvCache& cache, int64_t l, int64_t slot,
                          int64_t first, int64_t len) {
   const model::ModelConfig& c = model_.config();
-  const int64_t qd = c.q_dim(), pos = row_pos_[first], end = pos + len;
+  const int64_t qd = c.q_dim(), kvd = cache.geometry().row_width(), pos = row_pos_[first], end = pos + len;
+  const float* k = call.k + first * kvd;
+  const float* v = call.v + first * kvd;
+  if (pos > 0) {  // kv_pad_: [2 (keys, values), end, kvd]
+    kv_pad_.resize(static_cast<size_t>(2 * end * kvd));
+    cache.read_rows(l, slot, 0, end, kv_pad_.data(), kv_pad_.data() + end * kvd);
+    k = kv_pad_.data();
+    v = kv_pad_.data() + end * kvd;
+  }
   const float* q = call.q + first * qd;
   float* out = call.out + first * qd;
   const float* gate = call.gate_score ? call.gate_score + first * qd : nullptr;
@@ -210,7 +223,7 @@ void Decoder::fused_rows(const model::AttentionCall<float>& call, KvCache& cache
   const kernels::AttentionShape as{1, end, c.n_heads, c.n_kv_heads, c.head_dim,
                                    1.0 / std::sqrt(static_cast<double>(c.head_dim)), 0, softpick};
   lse_.resize(static_cast<size_t>(end * c.n_heads));
-  kernels::attention_forward(out, lse_.data(), q, cache.keys(l, slot), cache.values(l, slot), as, gate, gated);
+  kernels::attention_forward(out, lse_.data(), q, k, v, as, gate, gated);
   if (call.sinks) kernels::attention_sinks_forward(out, gated, lse_.data(), call.sinks, as);
   if (pos > 0) {
     std::copy_n(out + pos * qd, len * qd, call.out + first * qd);
@@ -231,13 +244,11 @@ int64_t Decoder::kv_floats_per_token() const {
 
 std::vector<float> Decoder::save_rows(int64_t slot, int64_t tokens) const {
   const KvCache& kv = cache();
-  const int64_t width = kv.geometry().row_width(), block = tokens * width;
+  const int64_t block = tokens * kv.geometry().row_width();
   if (tokens > length_[slot]) fail("decoder: slot ", slot, " holds ", length_[slot], " tokens, not ", tokens);
   std::vector<float> out(static_cast<size_t>(kv_floats_per_token() * tokens));
-  for (int64_t l = 0; l < kv.geometry().n_layers; ++l) {
-    std::copy_n(kv.keys(l, slot), block, out.data() + 2 * l * block);
-    std::copy_n(kv.values(l, slot), block, out.data() + (2 * l + 1) * block);
-  }
+  for (int64_t l = 0; l < kv.geometry().n_layers; ++l)
+    kv.read_rows(l, slot, 0, tokens, out.data() + 2 * l * block, out.data() + (2 * l + 1) * block);
   return out;
 }
 
@@ -252,10 +263,8 @@ void Decoder::restore(int64_t slot, int64_t tokens, const float* kv, int64_t kv_
   const int64_t width = cache.geometry().row_width();
   if (!prefix_reuse_refusal().empty() || tokens > kv_rows || tokens >= capacity())
     fail("decoder: cannot restore ", tokens, " tokens into slot ", slot);
-  for (int64_t l = 0; l < cache.geometry().n_layers; ++l) {
-    std::copy_n(kv + 2 * l * kv_rows * width, tokens * width, cache.keys(l, slot));
-    std::copy_n(kv + (2 * l + 1) * kv_rows * width, tokens * width, cache.values(l, slot));
-  }
+  for (int64_t l = 0; l < cache.geometry().n_layers; ++l)
+    cache.write_rows(l, slot, 0, tokens, kv + 2 * l * kv_rows * width, kv + (2 * l + 1) * kv_rows * width);
   if (recurrent_floats() > 0) recurrent_.load(slot, snapshot);
   length_[slot] = tokens;
 }

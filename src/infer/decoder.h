@@ -80,7 +80,7 @@ class Decoder {
 
  private:
   void attend(const model::AttentionCall<float>& call);
-  void fused_rows(const model::AttentionCall<float>& call, KvCache& cache, int64_t layer, int64_t slot,
+  void fused_rows(const model::AttentionCall<float>& call, const KvCache& cache, int64_t layer, int64_t slot,
                   int64_t first, int64_t len);
 
   model::Model<float>& model_;
@@ -102,6 +102,7 @@ class Decoder {
   std::vector<int64_t> chunk_first_, chunk_len_, chunk_slot_;
   std::vector<float> lse_, sink_keys_;
   std::vector<float> pad_;  // fused_rows of a continuing chunk: queries, outputs, gate scores, gated outputs
+  std::vector<float> kv_pad_;  // fused_rows of a continuing chunk: the slot's keys and values, row-major
 };
 
 }  // namespace gatedlm::infer

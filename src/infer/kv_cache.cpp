@@ -34,6 +34,47 @@ int64_t KvCache::row_of(int64_t t) const {
   return g_.sinks + (t - g_.sinks) % g_.window;
 }
 
+namespace {
+
+// Calls copy(in cache, in rows) with the offsets of the head_dim floats of each (row, kv
+// head) of rows [first, first + count): in the cache's layout [n_kv, capacity, head_dim]
+// and in a row-major block [count, n_kv, head_dim].
+template <typename Copy>
+void for_each_head_row(const CacheGeometry& g, int64_t first, int64_t count, Copy&& copy) {
+  if (first < 0 || count < 0 || first + count > g.capacity)
+    fail("kv cache: rows ", first, "..", first + count, " past the cache's ", g.capacity, " rows");
+  const int64_t D = g.head_dim;
+  for (int64_t h = 0; h < g.n_kv; ++h)
+    for (int64_t j = 0; j < count; ++j) copy((h * g.capacity + first + j) * D, j * g.row_width() + h * D);
+}
+
+}  // namespace
+
+void KvCache::write_rows(int64_t layer, int64_t slot, int64_t first, int64_t count, const float* k, const float* v) {
+  float* kc = k_.data() + offset(layer, slot);
+  float* vc = v_.data() + offset(layer, slot);
+  const int64_t D = g_.head_dim;
+  for_each_head_row(g_, first, count, [&](int64_t in_cache, int64_t in_rows) {
+    std::copy_n(k + in_rows, D, kc + in_cache);
+    std::copy_n(v + in_rows, D, vc + in_cache);
+  });
+}
+
+void KvCache::read_rows(int64_t layer, int64_t slot, int64_t first, int64_t count, float* k, float* v) const {
+  const float* kc = keys(layer, slot);
+  const float* vc = values(layer, slot);
+  const int64_t D = g_.head_dim;
+  for_each_head_row(g_, first, count, [&](int64_t in_cache, int64_t in_rows) {
+    std::copy_n(kc + in_cache, D, k + in_rows);
+    std::copy_n(vc + in_cache, D, v + in_rows);
+  });
+}
+
+kernels::KvSpan<float> KvCache::span(int64_t layer, int64_t slot, int64_t first, int64_t len) const {
+  const int64_t at = first * g_.head_dim;
+  return {keys(layer, slot) + at, values(layer, slot) + at, len, layout(), layout()};
+}
+
 KvCache::Visible KvCache::visible(int64_t t) const {
   if (!g_.streaming()) return {0, 0, t + 1};
   const int64_t sinks = std::min(g_.sinks, t + 1);

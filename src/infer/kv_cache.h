@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/aligned_allocator.h"
+#include "kernels/attention_decode.h"
 
 namespace gatedlm::infer {
 
@@ -42,20 +43,28 @@ class KvCache {
   };
   Visible visible(int64_t t) const;
 
-  float* keys(int64_t layer, int64_t slot) { return k_.data() + offset(layer, slot); }
-  float* values(int64_t layer, int64_t slot) { return v_.data() + offset(layer, slot); }
+  // Rows [first, first + count) of a slot's keys and values, each row [n_kv, head_dim] and
+  // rows row_width() apart in k and v: written into the cache, or read out of it.
+  void write_rows(int64_t layer, int64_t slot, int64_t first, int64_t count, const float* k, const float* v);
+  void read_rows(int64_t layer, int64_t slot, int64_t first, int64_t count, float* k, float* v) const;
+  // Rows [first, first + len) of a slot as attention_decode reads them.
+  kernels::KvSpan<float> span(int64_t layer, int64_t slot, int64_t first, int64_t len) const;
+  // A slot's keys and values as stored: [n_kv, capacity, head_dim], heads head_stride() apart.
   const float* keys(int64_t layer, int64_t slot) const { return k_.data() + offset(layer, slot); }
   const float* values(int64_t layer, int64_t slot) const { return v_.data() + offset(layer, slot); }
+  int64_t head_stride() const { return g_.capacity * g_.head_dim; }
+  kernels::KvLayout layout() const { return {g_.head_dim, head_stride()}; }
 
  private:
   int64_t offset(int64_t layer, int64_t slot) const { return (layer * g_.slots + slot) * g_.capacity * g_.row_width(); }
   CacheGeometry g_;
-  // [n_layers, slots, capacity, n_kv, head_dim]. On huge pages where the kernel grants them
-  // (core/aligned_allocator.h): a decode task reads one kv head's head_dim floats of each
-  // row, rows n_kv * head_dim floats apart (4 KiB at the 1B shape), so with 4 KiB pages every
-  // position it reads is a page, and a TLB entry, of its own (1B Q4_K_M, batch 1, 1000-1900
-  // tokens of context, Zen 5: decode faster in 12 of 14 alternated pairs, by 6 % at the
-  // median; bench/RESULTS.md).
+  // [n_layers, slots, n_kv, capacity, head_dim]: each kv head's rows together, as a decode
+  // task reads them (one task per query and kv head, kernels/attention_decode.h). In the
+  // rows' own order [capacity, n_kv, head_dim] a task read head_dim floats of every row, rows
+  // 4 KiB apart at the 1B shape, each position a page of its own; head-major it reads one
+  // block front to back (bench/RESULTS.md). On huge pages where the kernel grants them
+  // (core/aligned_allocator.h): in the row-major order they made decode at 1000-1900 tokens
+  // of context 6 % faster (1B Q4_K_M, batch 1, Zen 5).
   std::vector<float, CacheLineAllocator<float>> k_, v_;
 };
 

@@ -30,8 +30,7 @@ std::vector<int64_t> decode_rows_checked(std::span<const DecodeQuery<T>> queries
 template <typename T>
 void attention_decode_portable(std::span<const DecodeQuery<T>> queries, const DecodeShape& s) {
   const std::vector<int64_t> rows_of = decode_rows_checked(queries, s);
-  const int64_t nq = static_cast<int64_t>(queries.size()), D = s.head_dim, group = s.n_q / s.n_kv,
-                ld = s.n_kv * D;
+  const int64_t nq = static_cast<int64_t>(queries.size()), D = s.head_dim, group = s.n_q / s.n_kv;
   // Two passes per (query, head): scores into a per-task buffer, then the weighted sum
   // of values. Each query head reads its kv head's cached keys and values itself.
 #pragma omp parallel
@@ -51,7 +50,7 @@ void attention_decode_portable(std::span<const DecodeQuery<T>> queries, const De
         int64_t r = 0;
         for (const KvSpan<T>& sp : query.spans)
           for (int64_t j = 0; j < sp.len; ++j, ++r) {
-            const T* k = sp.k + j * ld + kvh * D;
+            const T* k = sp.k + sp.k_layout.at(j, kvh, s.n_kv, D);
             T dot = 0;
 #pragma omp simd reduction(+ : dot)
             for (int64_t e = 0; e < D; ++e) dot += q[e] * k[e];
@@ -70,7 +69,7 @@ void attention_decode_portable(std::span<const DecodeQuery<T>> queries, const De
         r = 0;
         for (const KvSpan<T>& sp : query.spans)
           for (int64_t j = 0; j < sp.len; ++j, ++r) {
-            const T* v = sp.v + j * ld + kvh * D;
+            const T* v = sp.v + sp.v_layout.at(j, kvh, s.n_kv, D);
             const T p = scores[r];
 #pragma omp simd
             for (int64_t e = 0; e < D; ++e) out[e] += p * v[e];

@@ -1,21 +1,34 @@
 #pragma once
 // Attention of single query tokens over a KV cache: the decode step of infer/. Each query
-// row is one token, q [n_q, head_dim]; its keys and values are rows [n_kv, head_dim]
-// (row stride n_kv * head_dim) in one or more spans of a cache (a streaming window keeps
-// its sink tokens and its recent tokens apart). The softmax runs over every row of every
-// span; the order of rows does not matter. Query head h reads kv head h / (n_q / n_kv),
-// as in attention.h.
+// row is one token, q [n_q, head_dim]; its keys and values lie in one or more spans of a
+// cache (a streaming window keeps its sink tokens and its recent tokens apart), each span
+// laid out as its KvLayout says. The softmax runs over every row of every span; the order
+// of rows does not matter. Query head h reads kv head h / (n_q / n_kv), as in attention.h.
 #include <cstdint>
 #include <span>
 #include <vector>
 
 namespace gatedlm::kernels {
 
+// Where a span's row j of kv head h starts: base + j * row_stride + h * head_stride. Zeros
+// stand for rows as they come out of the projections, [len, n_kv, head_dim] (row stride
+// n_kv * head_dim, head stride head_dim); infer's KvCache keeps each head's rows together,
+// [n_kv, capacity, head_dim] (row stride head_dim, head stride capacity * head_dim), so
+// that a decode task reads one contiguous block instead of head_dim floats of every row.
+struct KvLayout {
+  int64_t row_stride = 0, head_stride = 0;
+  // The offset of row j of kv head h.
+  int64_t at(int64_t j, int64_t h, int64_t n_kv, int64_t head_dim) const {
+    return j * (row_stride ? row_stride : n_kv * head_dim) + h * (head_stride ? head_stride : head_dim);
+  }
+};
+
 template <typename T>
 struct KvSpan {
-  const T* k;   // [len, n_kv, head_dim]
-  const T* v;   // [len, n_kv, head_dim]
+  const T* k;
+  const T* v;
   int64_t len;
+  KvLayout k_layout{}, v_layout{};
 };
 
 template <typename T>

@@ -218,8 +218,8 @@ float softmax_weights(float* s, int64_t n, float sink) {
 
 // sums[g * D + e] += sum over the N rows r.. of p[g * R + r] v_r[e]. The sums live in L1,
 // one load and store per N multiply-adds: a single pass over each value row, whatever D
-// (register tiles of columns would walk the rows once per tile, and rows 4 KiB apart,
-// as n_kv 8 x head_dim 128 puts them, fall out of L1 and L2 between two walks).
+// (register tiles of columns would walk the rows once per tile, and a long cache's rows
+// fall out of L1 and L2 between two walks).
 template <int G, int N>
 inline __attribute__((always_inline)) void accumulate_rows(float* sums, const HeadBlock& b, const float* p,
                                                            int64_t r) {
@@ -307,13 +307,13 @@ void head_block(const HeadBlock& b, float scale, bool softpick, Scratch& t) {
 
 // Query i's heads that read kv head kvh, in blocks of up to kMaxBlock.
 void decode_task(const DecodeQuery<float>& query, int64_t rows, int64_t kvh, const DecodeShape& s, Scratch& t) {
-  const int64_t group = s.n_q / s.n_kv, D = s.head_dim, ld = s.n_kv * D;
+  const int64_t group = s.n_q / s.n_kv, D = s.head_dim;
   t.keys.clear();
   t.values.clear();
   for (const KvSpan<float>& sp : query.spans)
     for (int64_t j = 0; j < sp.len; ++j) {
-      t.keys.push_back(sp.k + j * ld + kvh * D);
-      t.values.push_back(sp.v + j * ld + kvh * D);
+      t.keys.push_back(sp.k + sp.k_layout.at(j, kvh, s.n_kv, D));
+      t.values.push_back(sp.v + sp.v_layout.at(j, kvh, s.n_kv, D));
     }
   t.scores.resize(static_cast<size_t>(std::min(group, kMaxBlock) * rows));
   t.sums.resize(static_cast<size_t>(std::min(group, kMaxBlock) * D));

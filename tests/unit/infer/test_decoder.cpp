@@ -166,5 +166,38 @@ TEST(KvCacheSize, PastTheMachinesMemoryIsRefusedBeforeAllocating) {
   EXPECT_EQ(fits.geometry().capacity, 128);
 }
 
+// Rows written into every (layer, slot) come back out of read_rows as written, and a span's
+// layout finds row j of kv head h where the row-major block had it: nothing overlaps.
+TEST(KvCacheLayout, RowsComeBackAndSpansFindThem) {
+  const CacheGeometry g{3, 2, 5, 2, 7};  // layers, kv heads, head_dim, slots, capacity
+  KvCache cache(g);
+  const int64_t W = g.row_width(), first = 2, count = 4;
+  std::vector<std::vector<float>> keys, values;  // per (layer, slot): [count, n_kv, head_dim]
+  for (int64_t l = 0; l < g.n_layers; ++l)
+    for (int64_t s = 0; s < g.slots; ++s) {
+      keys.push_back(random_vector<float>(count * W, 100 + 2 * (l * g.slots + s)));
+      values.push_back(random_vector<float>(count * W, 101 + 2 * (l * g.slots + s)));
+      cache.write_rows(l, s, first, count, keys.back().data(), values.back().data());
+    }
+  for (int64_t l = 0, i = 0; l < g.n_layers; ++l)
+    for (int64_t s = 0; s < g.slots; ++s, ++i) {
+      std::vector<float> k(count * W), v(count * W);
+      cache.read_rows(l, s, first, count, k.data(), v.data());
+      EXPECT_EQ(k, keys[i]) << "layer " << l << " slot " << s;
+      EXPECT_EQ(v, values[i]) << "layer " << l << " slot " << s;
+      const kernels::KvSpan<float> sp = cache.span(l, s, first + 1, count - 1);
+      ASSERT_EQ(sp.len, count - 1);
+      for (int64_t j = 0; j < sp.len; ++j)
+        for (int64_t h = 0; h < g.n_kv; ++h)
+          for (int64_t e = 0; e < g.head_dim; ++e) {
+            EXPECT_EQ(sp.k[sp.k_layout.at(j, h, g.n_kv, g.head_dim) + e], keys[i][(j + 1) * W + h * g.head_dim + e]);
+            EXPECT_EQ(sp.v[sp.v_layout.at(j, h, g.n_kv, g.head_dim) + e], values[i][(j + 1) * W + h * g.head_dim + e]);
+          }
+    }
+  std::vector<float> k(W), v(W);
+  EXPECT_THROW(cache.read_rows(0, 0, 6, 2, k.data(), v.data()), Error);  // rows 6..7 of 7
+  EXPECT_THROW(cache.write_rows(0, 0, -1, 1, k.data(), v.data()), Error);
+}
+
 }  // namespace
 }  // namespace gatedlm::infer

@@ -3,7 +3,8 @@
 // 5 query heads per kv head (5 takes a block of four and one of one), head_dim 64, 128 and
 // odd ones (tails of every vector width), queries whose rows lie in one or several spans,
 // caches of one row and of many, with and without the gate, with and without learned sink
-// logits (a softmax column without a value, kernels/attention_sinks.h).
+// logits (a softmax column without a value, kernels/attention_sinks.h), with the rows in
+// their own order and in the KV cache's, each kv head's rows together (KvLayout).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -37,18 +38,36 @@ std::string name(const Case& c) {
   return out;
 }
 
+// How the kernel gets the rows: row-major [rows, n_kv, D] (KvLayout's zeros), head-major
+// [n_kv, rows, D] for keys and values, or head-major keys with row-major values (the
+// decoder's moved sink keys beside the cache's values differ in their head strides).
+enum class Layout { rows, heads, heads_keys_only };
+
 // The inputs of one case in T: each query's spans are slices of one cache [rows, n_kv, D]
-// of its own, taken out of order (the kernel may not assume the rows are contiguous).
+// of its own (keys, values: what the reference reads), taken out of order (the kernel may
+// not assume the rows are contiguous), and handed to the kernel in the layout asked for.
 template <typename T>
 struct Inputs {
   std::vector<std::vector<T>> keys, values;
+  std::vector<std::vector<T>> head_keys, head_values;  // the same, [n_kv, rows, D]
   std::vector<T> q, gate, sinks;  // sinks [n_q], empty without
   std::vector<T> out, gated;
   std::vector<DecodeQuery<T>> queries;
 };
 
+// x [rows, n_kv, D] as [n_kv, rows, D].
 template <typename T>
-Inputs<T> make_inputs(const Case& c, bool gated, uint64_t seed, bool sinks = false) {
+std::vector<T> heads_first(const std::vector<T>& x, int64_t n_kv, int64_t D) {
+  const int64_t rows = static_cast<int64_t>(x.size()) / (n_kv * D);
+  std::vector<T> out(x.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < n_kv; ++h)
+      for (int64_t e = 0; e < D; ++e) out[(h * rows + r) * D + e] = x[(r * n_kv + h) * D + e];
+  return out;
+}
+
+template <typename T>
+Inputs<T> make_inputs(const Case& c, bool gated, uint64_t seed, bool sinks = false, Layout layout = Layout::rows) {
   const int64_t n_q = c.group * c.n_kv, D = c.head_dim, width = n_q * D, nq = static_cast<int64_t>(c.spans.size());
   Inputs<T> in;
   in.q = random_vector<T>(nq * width, seed, 1.5);
@@ -61,39 +80,47 @@ Inputs<T> make_inputs(const Case& c, bool gated, uint64_t seed, bool sinks = fal
     for (int64_t len : c.spans[i]) rows += len;
     in.keys.push_back(random_vector<T>(rows * c.n_kv * D, seed + 10 + 2 * i, 1.5));
     in.values.push_back(random_vector<T>(rows * c.n_kv * D, seed + 11 + 2 * i));
+    in.head_keys.push_back(heads_first(in.keys.back(), c.n_kv, D));
+    in.head_values.push_back(heads_first(in.values.back(), c.n_kv, D));
   }
   for (int64_t i = 0; i < nq; ++i) {
     DecodeQuery<T> dq{in.q.data() + i * width, in.out.data() + i * width, gated ? in.gate.data() + i * width : nullptr,
                       gated ? in.gated.data() + i * width : nullptr, {}, sinks ? in.sinks.data() : nullptr};
     // Spans listed last slice first.
-    int64_t end = static_cast<int64_t>(in.keys[i].size()) / (c.n_kv * D);
+    const int64_t rows = static_cast<int64_t>(in.keys[i].size()) / (c.n_kv * D);
+    const KvLayout head_major{D, rows * D};
+    int64_t end = rows;
     for (int64_t len : c.spans[i]) {
       end -= len;
-      dq.spans.push_back({in.keys[i].data() + end * c.n_kv * D, in.values[i].data() + end * c.n_kv * D, len});
+      KvSpan<T> sp{in.keys[i].data() + end * c.n_kv * D, in.values[i].data() + end * c.n_kv * D, len};
+      if (layout != Layout::rows) sp.k = in.head_keys[i].data() + end * D, sp.k_layout = head_major;
+      if (layout == Layout::heads) sp.v = in.head_values[i].data() + end * D, sp.v_layout = head_major;
+      dq.spans.push_back(sp);
     }
     in.queries.push_back(dq);
   }
   return in;
 }
 
-// softmax(scale q k^T) v per query and head, in double, straight from the definition; with
-// sinks, each head's sink logit joins the denominator.
+// softmax(scale q k^T) v per query and head, in double, straight from the definition over
+// every row of the query's row-major cache (its spans cover it); with sinks, each head's
+// sink logit joins the denominator.
 template <typename T>
 std::vector<double> naive_attention(const Inputs<T>& in, const Case& c, double scale) {
   const int64_t n_q = c.group * c.n_kv, D = c.head_dim;
   std::vector<double> out;
-  for (const DecodeQuery<T>& dq : in.queries)
+  for (size_t i = 0; i < in.queries.size(); ++i)
     for (int64_t h = 0; h < n_q; ++h) {
-      const int64_t col = h / c.group * D;
+      const DecodeQuery<T>& dq = in.queries[i];
+      const int64_t col = h / c.group * D, rows = static_cast<int64_t>(in.keys[i].size()) / (c.n_kv * D);
       std::vector<double> score;
       std::vector<const T*> value;
-      for (const KvSpan<T>& sp : dq.spans)
-        for (int64_t j = 0; j < sp.len; ++j) {
-          double dot = 0;
-          for (int64_t e = 0; e < D; ++e) dot += double(dq.q[h * D + e]) * sp.k[j * c.n_kv * D + col + e];
-          score.push_back(scale * dot);
-          value.push_back(sp.v + j * c.n_kv * D + col);
-        }
+      for (int64_t j = 0; j < rows; ++j) {
+        double dot = 0;
+        for (int64_t e = 0; e < D; ++e) dot += double(dq.q[h * D + e]) * in.keys[i][j * c.n_kv * D + col + e];
+        score.push_back(scale * dot);
+        value.push_back(in.values[i].data() + j * c.n_kv * D + col);
+      }
       double m = dq.sinks ? double(dq.sinks[h]) : -INFINITY;
       for (double s : score) m = std::max(m, s);
       double sum = dq.sinks ? std::exp(double(dq.sinks[h]) - m) : 0.0;
@@ -144,16 +171,42 @@ TEST(AttentionDecodeTest, FloatMatchesNaiveFp64InEveryKernelSet) {
   use_kernel_set(keep);
 }
 
+// The rows in the cache's head-major order give the bits of the rows in their own order:
+// the layout changes where a row is read, not the arithmetic.
+TEST(AttentionDecodeTest, FloatGivesTheSameBitsInEveryLayout) {
+  const KernelSet keep = active_kernel_set();
+  for (KernelSet set : runnable_kernel_sets()) {
+    use_kernel_set(set);
+    uint64_t seed = 300;
+    for (const Case& c : cases()) {
+      const DecodeShape shape{c.group * c.n_kv, c.n_kv, c.head_dim, 0.25};
+      Inputs<float> want = make_inputs<float>(c, true, seed += 50, true);
+      attention_decode<float>(want.queries, shape);
+      for (Layout layout : {Layout::heads, Layout::heads_keys_only}) {
+        Inputs<float> in = make_inputs<float>(c, true, seed, true, layout);
+        attention_decode<float>(in.queries, shape);
+        for (size_t i = 0; i < in.out.size(); ++i) {
+          ASSERT_EQ(in.out[i], want.out[i]) << kernel_set_name(set) << ", " << name(c) << " at " << i;
+          ASSERT_EQ(in.gated[i], want.gated[i]) << kernel_set_name(set) << ", " << name(c) << " at " << i;
+        }
+      }
+    }
+  }
+  use_kernel_set(keep);
+}
+
 TEST(AttentionDecodeTest, DoubleMatchesNaiveFp64) {
   uint64_t seed = 7;
   for (const Case& c : cases()) {
     const double scale = 0.3;
-    for (bool sinks : {false, true}) {
-      Inputs<double> in = make_inputs<double>(c, true, seed += 50, sinks);
-      attention_decode<double>(in.queries, {c.group * c.n_kv, c.n_kv, c.head_dim, scale});
-      const std::vector<double> want = naive_attention(in, c, scale);
-      EXPECT_LT(rel_error(in.out, want), 1e-13) << name(c) << (sinks ? " with sinks" : "");
-    }
+    for (bool sinks : {false, true})
+      for (Layout layout : {Layout::rows, Layout::heads, Layout::heads_keys_only}) {
+        Inputs<double> in = make_inputs<double>(c, true, seed += 50, sinks, layout);
+        attention_decode<double>(in.queries, {c.group * c.n_kv, c.n_kv, c.head_dim, scale});
+        const std::vector<double> want = naive_attention(in, c, scale);
+        EXPECT_LT(rel_error(in.out, want), 1e-13)
+            << name(c) << (sinks ? " with sinks" : "") << " layout " << static_cast<int>(layout);
+      }
   }
 }
 
