@@ -3,10 +3,13 @@
 // libm exp), in one run: microseconds per call and the ratio, for each kernel set this
 // CPU runs. Random caches, one per layer and query, several layers in turn so that the
 // rows come from beyond L2 as in a decode step (whose weights pass through the caches
-// between two attention calls).
+// between two attention calls). A second table times the kernel sets on the KV cache's two
+// orders (kernels/attention_decode.h's KvLayout): row-major [rows, n_kv, head_dim], the
+// order before d3ceec8, and head-major [n_kv, rows, head_dim], infer/kv_cache.h's today.
 //
 //   build-x/attention_decode_speed [--reps 7] [--calls 200] [--shape N (one row of kShapes, from 1)]
-// Prints a markdown table.
+//                                  [--capacity ROWS (head-major caches' capacity; default each one's rows)]
+// Prints two markdown tables.
 #include <omp.h>
 
 #include <algorithm>
@@ -36,9 +39,10 @@ struct Shape {
 constexpr Shape kShapes[] = {
     {"100M b8, 16-80 rows", 12, 4, 64, 8, 16, 80},   {"100M b1, 16-80 rows", 12, 4, 64, 1, 16, 80},
     {"100M b8, 1000 rows", 12, 4, 64, 8, 1000, 1000}, {"1B b8, 200-300 rows", 16, 8, 128, 8, 200, 300},
+    {"1B b1, 1900 rows", 16, 8, 128, 1, 1900, 1900},
 };
 constexpr int kLayers = 12;
-constexpr const char* kUsage = "attention_decode_speed [--reps 7] [--calls 200] [--shape N]";
+constexpr const char* kUsage = "attention_decode_speed [--reps 7] [--calls 200] [--shape N] [--capacity ROWS]";
 
 double now_seconds() {
   timespec t{};
@@ -53,7 +57,10 @@ struct Layer {
   std::vector<k::DecodeQuery<float>> queries;
 };
 
-std::vector<Layer> make_layers(const Shape& s, gatedlm::Rng& rng) {
+// head_major: each cache as [n_kv, capacity, head_dim] (KvLayout{head_dim, capacity * head_dim})
+// instead of row-major [rows, n_kv, head_dim]; capacity 0 means the cache's own rows. The
+// real cache's head stride is its capacity times head_dim, and the time depends on it.
+std::vector<Layer> make_layers(const Shape& s, gatedlm::Rng& rng, bool head_major = false, int64_t capacity = 0) {
   const int64_t width = s.n_q * s.head_dim, kv = s.n_kv * s.head_dim;
   std::vector<Layer> layers(kLayers);
   for (Layer& l : layers) {
@@ -62,13 +69,15 @@ std::vector<Layer> make_layers(const Shape& s, gatedlm::Rng& rng) {
     for (float& x : l.q) x = static_cast<float>(rng.normal());
     for (int64_t i = 0; i < s.batch; ++i) {
       const int64_t rows = s.min_rows + static_cast<int64_t>(rng.uniform() * double(s.max_rows - s.min_rows + 1));
-      std::vector<float> kc(rows * kv), vc(rows * kv);
+      const int64_t cap = head_major ? std::max(rows, capacity) : rows;
+      std::vector<float> kc(cap * kv), vc(cap * kv);
       for (float& x : kc) x = static_cast<float>(rng.normal());
       for (float& x : vc) x = static_cast<float>(rng.normal());
       l.keys.push_back(std::move(kc));
       l.values.push_back(std::move(vc));
+      const k::KvLayout layout = head_major ? k::KvLayout{s.head_dim, cap * s.head_dim} : k::KvLayout{};
       l.queries.push_back({l.q.data() + i * width, l.out.data() + i * width, nullptr, nullptr,
-                           {{l.keys.back().data(), l.values.back().data(), rows}}});
+                           {{l.keys.back().data(), l.values.back().data(), rows, layout, layout}}});
     }
   }
   return layers;
@@ -91,14 +100,52 @@ std::vector<double> best_us_per_call(int reps, int calls, const std::vector<std:
   return best;
 }
 
+// The first table: the portable loop against each kernel set, row-major caches.
+void time_kernel_sets(const Shape& s, gatedlm::Rng& rng, int reps, int calls) {
+  std::vector<Layer> layers = make_layers(s, rng);
+  const k::DecodeShape ds{s.n_q, s.n_kv, s.head_dim, 1.0 / 8.0};
+  std::vector<std::function<void(int)>> variants = {
+      [&](int l) { k::attention_decode_portable<float>(layers[l].queries, ds); }};
+  const std::vector<k::KernelSet> sets = k::runnable_kernel_sets();
+  for (k::KernelSet set : sets)
+    variants.push_back([&, set](int l) {
+      k::use_kernel_set(set);
+      k::attention_decode<float>(layers[l].queries, ds);
+    });
+  const std::vector<double> us = best_us_per_call(reps, calls, variants);
+  for (size_t i = 0; i < sets.size(); ++i)
+    std::printf("| %s | %.2f | %s | %.2f | %.2fx |\n", s.name, us[0], k::kernel_set_name(sets[i]), us[i + 1],
+                us[0] / us[i + 1]);
+}
+
+// The second table: each kernel set on row-major and on head-major caches of the shape,
+// the two orders taking turns run by run.
+void time_layouts(const Shape& s, gatedlm::Rng& rng, int reps, int calls, int64_t capacity) {
+  std::vector<Layer> rows = make_layers(s, rng), heads = make_layers(s, rng, true, capacity);
+  const k::DecodeShape ds{s.n_q, s.n_kv, s.head_dim, 1.0 / 8.0};
+  for (k::KernelSet set : k::runnable_kernel_sets()) {
+    k::use_kernel_set(set);
+    const std::vector<double> us = best_us_per_call(
+        reps, calls, {[&](int l) { k::attention_decode<float>(rows[l].queries, ds); },
+                      [&](int l) { k::attention_decode<float>(heads[l].queries, ds); }});
+    std::printf("| %s | %s | %.2f | %.2f | %.2fx |\n", s.name, k::kernel_set_name(set), us[0], us[1], us[0] / us[1]);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int reps = 7, calls = 200, only = 0;  // only: 1-based row of kShapes, 0 for all
+  int reps = 7, calls = 200, only = 0, capacity = 0;  // only: 1-based row of kShapes, 0 for all
   constexpr int kShapeCount = static_cast<int>(std::size(kShapes));
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if ((a == "--reps" || a == "--calls" || a == "--shape") && i + 1 < argc) {
+    if (a == "--capacity" && i + 1 < argc) {
+      capacity = std::atoi(argv[++i]);
+      if (capacity < 1) {
+        std::fprintf(stderr, "--capacity %s: expected a row count from 1\n", argv[i]);
+        return 2;
+      }
+    } else if ((a == "--reps" || a == "--calls" || a == "--shape") && i + 1 < argc) {
       const int v = std::atoi(argv[++i]);
       if (v < 1 || (a == "--shape" && v > kShapeCount)) {
         std::fprintf(stderr, "%s %s: expected a count from 1%s\n", a.c_str(), argv[i],
@@ -113,25 +160,12 @@ int main(int argc, char** argv) {
   }
   std::printf("threads %d, kernel sets: %s; us per call (fastest of %d runs of %d calls)\n\n", omp_get_max_threads(),
               k::kernel_set_summary().c_str(), reps, calls);
-  std::printf("| shape | portable (old) | set | new | old / new |\n|---|---|---|---|---|\n");
   gatedlm::Rng rng(1);
-  for (int row = 1; row <= kShapeCount; ++row) {
-    if (only && row != only) continue;
-    const Shape& s = kShapes[row - 1];
-    std::vector<Layer> layers = make_layers(s, rng);
-    const k::DecodeShape ds{s.n_q, s.n_kv, s.head_dim, 1.0 / 8.0};
-    std::vector<std::function<void(int)>> variants = {
-        [&](int l) { k::attention_decode_portable<float>(layers[l].queries, ds); }};
-    const std::vector<k::KernelSet> sets = k::runnable_kernel_sets();
-    for (k::KernelSet set : sets)
-      variants.push_back([&, set](int l) {
-        k::use_kernel_set(set);
-        k::attention_decode<float>(layers[l].queries, ds);
-      });
-    const std::vector<double> us = best_us_per_call(reps, calls, variants);
-    for (size_t i = 0; i < sets.size(); ++i)
-      std::printf("| %s | %.2f | %s | %.2f | %.2fx |\n", s.name, us[0], k::kernel_set_name(sets[i]), us[i + 1],
-                  us[0] / us[i + 1]);
-  }
+  std::printf("| shape | portable (old) | set | new | old / new |\n|---|---|---|---|---|\n");
+  for (int row = 1; row <= kShapeCount; ++row)
+    if (!only || row == only) time_kernel_sets(kShapes[row - 1], rng, reps, calls);
+  std::printf("\n| shape | set | row-major | head-major | row / head |\n|---|---|---|---|---|\n");
+  for (int row = 1; row <= kShapeCount; ++row)
+    if (!only || row == only) time_layouts(kShapes[row - 1], rng, reps, calls, capacity);
   return 0;
 }
