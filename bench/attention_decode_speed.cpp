@@ -139,20 +139,14 @@ int main(int argc, char** argv) {
   constexpr int kShapeCount = static_cast<int>(std::size(kShapes));
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--capacity" && i + 1 < argc) {
-      capacity = std::atoi(argv[++i]);
-      if (capacity < 1) {
-        std::fprintf(stderr, "--capacity %s: expected a row count from 1\n", argv[i]);
-        return 2;
-      }
-    } else if ((a == "--reps" || a == "--calls" || a == "--shape") && i + 1 < argc) {
+    if ((a == "--reps" || a == "--calls" || a == "--shape" || a == "--capacity") && i + 1 < argc) {
       const int v = std::atoi(argv[++i]);
       if (v < 1 || (a == "--shape" && v > kShapeCount)) {
         std::fprintf(stderr, "%s %s: expected a count from 1%s\n", a.c_str(), argv[i],
                      a == "--shape" ? " to the number of shapes" : "");
         return 2;
       }
-      (a == "--reps" ? reps : a == "--calls" ? calls : only) = v;
+      (a == "--reps" ? reps : a == "--calls" ? calls : a == "--shape" ? only : capacity) = v;
     } else {
       std::fprintf(stderr, "unknown argument %s\nusage: %s\n", a.c_str(), kUsage);
       return 2;

@@ -62,9 +62,10 @@ class KvCache {
   // task reads them (one task per query and kv head, kernels/attention_decode.h). In the
   // rows' own order [capacity, n_kv, head_dim] a task read head_dim floats of every row, rows
   // 4 KiB apart at the 1B shape, each position a page of its own; head-major it reads one
-  // block front to back (bench/RESULTS.md). On huge pages where the kernel grants them
-  // (core/aligned_allocator.h): in the row-major order they made decode at 1000-1900 tokens
-  // of context 6 % faster (1B Q4_K_M, batch 1, Zen 5).
+  // block front to back: its reads 0-13 % faster at 1900 rows, decode level (Zen 5,
+  // bench/RESULTS.md). On huge pages where the kernel grants them (core/aligned_allocator.h):
+  // in the row-major order they made decode at 1000-1900 tokens of context 6 % faster (1B
+  // Q4_K_M, batch 1, Zen 5).
   std::vector<float, CacheLineAllocator<float>> k_, v_;
 };
 
