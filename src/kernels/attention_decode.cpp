@@ -4,19 +4,31 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "kernels/half_float.h"
 
 namespace gatedlm::kernels {
 
+namespace {
+
+// A cached element as the arithmetic type: itself, or an F16 row's value widened to fp32.
 template <typename T>
-std::vector<int64_t> decode_rows_checked(std::span<const DecodeQuery<T>> queries, const DecodeShape& s) {
+T widened(T x) {
+  return x;
+}
+float widened(uint16_t bits) { return f16_to_f32(bits); }
+
+}  // namespace
+
+template <typename T, typename S>
+std::vector<int64_t> decode_rows_checked(std::span<const DecodeQuery<T, S>> queries, const DecodeShape& s) {
   if (s.n_kv < 1 || s.n_q < 1 || s.n_q % s.n_kv != 0)
     fail("attention_decode: ", s.n_q, " query heads over ", s.n_kv, " kv heads");
   if (s.head_dim < 1) fail("attention_decode: head_dim ", s.head_dim);
   std::vector<int64_t> rows;
   rows.reserve(queries.size());
-  for (const DecodeQuery<T>& q : queries) {
+  for (const DecodeQuery<T, S>& q : queries) {
     int64_t n = 0;
-    for (const KvSpan<T>& sp : q.spans) {
+    for (const KvSpan<S>& sp : q.spans) {
       if (sp.len < 0) fail("attention_decode: a span of ", sp.len, " rows");
       n += sp.len;
     }
@@ -27,8 +39,8 @@ std::vector<int64_t> decode_rows_checked(std::span<const DecodeQuery<T>> queries
   return rows;
 }
 
-template <typename T>
-void attention_decode_portable(std::span<const DecodeQuery<T>> queries, const DecodeShape& s) {
+template <typename T, typename S>
+void attention_decode_portable(std::span<const DecodeQuery<T, std::type_identity_t<S>>> queries, const DecodeShape& s) {
   const std::vector<int64_t> rows_of = decode_rows_checked(queries, s);
   const int64_t nq = static_cast<int64_t>(queries.size()), D = s.head_dim, group = s.n_q / s.n_kv;
   // Two passes per (query, head): scores into a per-task buffer, then the weighted sum
@@ -39,7 +51,7 @@ void attention_decode_portable(std::span<const DecodeQuery<T>> queries, const De
 #pragma omp for collapse(2) schedule(dynamic, 1)
     for (int64_t i = 0; i < nq; ++i)
       for (int64_t h = 0; h < s.n_q; ++h) {
-        const DecodeQuery<T>& query = queries[i];
+        const DecodeQuery<T, S>& query = queries[i];
         const T* q = query.q + h * D;
         const int64_t kvh = h / group, rows = rows_of[i];
         scores.resize(rows);
@@ -48,12 +60,12 @@ void attention_decode_portable(std::span<const DecodeQuery<T>> queries, const De
         // maximum starts at 0 (attention.h).
         T m = query.sinks ? query.sinks[h] : s.softpick ? T(0) : -INFINITY;
         int64_t r = 0;
-        for (const KvSpan<T>& sp : query.spans)
+        for (const KvSpan<S>& sp : query.spans)
           for (int64_t j = 0; j < sp.len; ++j, ++r) {
-            const T* k = sp.k + sp.k_layout.at(j, kvh, s.n_kv, D);
+            const S* k = sp.k + sp.k_layout.at(j, kvh, s.n_kv, D);
             T dot = 0;
 #pragma omp simd reduction(+ : dot)
-            for (int64_t e = 0; e < D; ++e) dot += q[e] * k[e];
+            for (int64_t e = 0; e < D; ++e) dot += q[e] * widened(k[e]);
             scores[r] = dot * scale;
             m = std::max(m, scores[r]);
           }
@@ -67,12 +79,12 @@ void attention_decode_portable(std::span<const DecodeQuery<T>> queries, const De
         T* out = query.out + h * D;
         std::fill_n(out, D, T(0));
         r = 0;
-        for (const KvSpan<T>& sp : query.spans)
+        for (const KvSpan<S>& sp : query.spans)
           for (int64_t j = 0; j < sp.len; ++j, ++r) {
-            const T* v = sp.v + sp.v_layout.at(j, kvh, s.n_kv, D);
+            const S* v = sp.v + sp.v_layout.at(j, kvh, s.n_kv, D);
             const T p = scores[r];
 #pragma omp simd
-            for (int64_t e = 0; e < D; ++e) out[e] += p * v[e];
+            for (int64_t e = 0; e < D; ++e) out[e] += p * widened(v[e]);
           }
         const T inv = sum > 0 ? T(1) / sum : T(0);
         for (int64_t e = 0; e < D; ++e) out[e] *= inv;
@@ -88,8 +100,12 @@ void attention_decode<double>(std::span<const DecodeQuery<double>> queries, cons
 }
 
 template std::vector<int64_t> decode_rows_checked<float>(std::span<const DecodeQuery<float>>, const DecodeShape&);
+template std::vector<int64_t> decode_rows_checked<float, uint16_t>(std::span<const DecodeQuery<float, uint16_t>>,
+                                                                   const DecodeShape&);
 template std::vector<int64_t> decode_rows_checked<double>(std::span<const DecodeQuery<double>>, const DecodeShape&);
 template void attention_decode_portable<float>(std::span<const DecodeQuery<float>>, const DecodeShape&);
+template void attention_decode_portable<float, uint16_t>(std::span<const DecodeQuery<float, uint16_t>>,
+                                                         const DecodeShape&);
 template void attention_decode_portable<double>(std::span<const DecodeQuery<double>>, const DecodeShape&);
 
 }  // namespace gatedlm::kernels

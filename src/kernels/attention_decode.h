@@ -6,6 +6,7 @@
 // of rows does not matter. Query head h reads kv head h / (n_q / n_kv), as in attention.h.
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 namespace gatedlm::kernels {
@@ -23,6 +24,9 @@ struct KvLayout {
   }
 };
 
+// The element type of cached rows: T itself, or binary16 bits (uint16_t, half_float.h) for
+// a float query over a cache kept in F16 (infer's --kv-type f16: half the bytes to read per
+// step; the rows are converted to fp32 as they are loaded and all arithmetic stays fp32).
 template <typename T>
 struct KvSpan {
   const T* k;
@@ -31,13 +35,13 @@ struct KvSpan {
   KvLayout k_layout{}, v_layout{};
 };
 
-template <typename T>
+template <typename T, typename S = T>
 struct DecodeQuery {
   const T* q;                     // [n_q, head_dim]
   T* out;                         // [n_q, head_dim] softmax(scale q k^T) v
   const T* gate_score = nullptr;  // [n_q, head_dim]: with it, also gated_out = out * gate_score
   T* gated_out = nullptr;         //   (the G1 gate epilogue of attention_forward)
-  std::vector<KvSpan<T>> spans;   // at least one row in all
+  std::vector<KvSpan<S>> spans;   // at least one row in all
   const T* sinks = nullptr;       // [n_q] learned sink logits (kernels/attention_sinks.h), or null
 };
 
@@ -48,25 +52,29 @@ struct DecodeShape {
 };
 
 // All queries at once. The float kernel (attention_decode_fast.cpp, compiled per kernel
-// set) takes one task per (query, kv head) and reads each cached key and value row once
-// for the group of query heads that share it; double takes the portable loop below. The
-// bits of every output do not depend on the thread count.
-template <typename T>
-void attention_decode(std::span<const DecodeQuery<T>> queries, const DecodeShape& s);
+// set), over float or F16 rows, takes one task per (query, kv head) and reads each cached
+// key and value row once for the group of query heads that share it; double takes the
+// portable loop below. The bits of every output do not depend on the thread count.
+// (S is named, or T: type_identity_t keeps it out of deduction, so that a vector of queries
+// converts to the span.)
+template <typename T, typename S = T>
+void attention_decode(std::span<const DecodeQuery<T, std::type_identity_t<S>>> queries, const DecodeShape& s);
 template <>
 void attention_decode<float>(std::span<const DecodeQuery<float>> queries, const DecodeShape& s);
+template <>
+void attention_decode<float, uint16_t>(std::span<const DecodeQuery<float, uint16_t>> queries, const DecodeShape& s);
 template <>
 void attention_decode<double>(std::span<const DecodeQuery<double>> queries, const DecodeShape& s);
 
 // The portable loop, one task per (query, query head), each re-reading its kv head's rows,
 // compiled for the baseline target: the double path, and the float baseline that
 // bench/attention_decode_speed.cpp measures the kernel sets against.
-template <typename T>
-void attention_decode_portable(std::span<const DecodeQuery<T>> queries, const DecodeShape& s);
+template <typename T, typename S = T>
+void attention_decode_portable(std::span<const DecodeQuery<T, std::type_identity_t<S>>> queries, const DecodeShape& s);
 
 // The number of cache rows each query sees; fails naming the problem when n_q is not a
 // multiple of n_kv or a query has no rows.
-template <typename T>
-std::vector<int64_t> decode_rows_checked(std::span<const DecodeQuery<T>> queries, const DecodeShape& s);
+template <typename T, typename S = T>
+std::vector<int64_t> decode_rows_checked(std::span<const DecodeQuery<T, S>> queries, const DecodeShape& s);
 
 }  // namespace gatedlm::kernels

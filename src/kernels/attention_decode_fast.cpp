@@ -9,7 +9,8 @@
 //   out_g = sum_r p[g][r] v_r / sum_g    a value row loaded once, into every head's sums
 // A task's arithmetic is its own, and whole tasks go to threads (by a split of their
 // sizes, so that caches of different lengths share out evenly): the bits of every output
-// do not depend on the thread count.
+// do not depend on the thread count. Rows cached in F16 are widened to fp32 as they are
+// loaded (F16C's conversion on AVX2 and AVX-512); the rest is the same code.
 #include <cmath>
 #include <omp.h>
 
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "kernels/attention_decode.h"
+#include "kernels/half_float.h"
 #include "kernels/kernel_sets.h"
 
 #include "kernels/kernel_set_begin.h"
@@ -36,6 +38,10 @@ struct Lanes {
   static V set1(float x) { return _mm512_set1_ps(x); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static V load_part(const float* p, int64_t n) { return _mm512_maskz_loadu_ps(tail_mask(n), p); }
+  // F16 rows widened (the zero-masked form: GCC 12 warns of the plain one's undefined source).
+  static V load(const uint16_t* p) { return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static V load_part(const uint16_t* p, int64_t n) { return widen(_mm256_maskz_loadu_epi16(tail_mask(n), p)); }
+  static V widen(__m256i half) { return _mm512_maskz_cvtph_ps(__mmask16(0xFFFF), half); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static void store_part(float* p, V v, int64_t n) { _mm512_mask_storeu_ps(p, tail_mask(n), v); }
   static V keep(V v, int64_t n) { return _mm512_maskz_mov_ps(tail_mask(n), v); }  // other lanes 0
@@ -74,6 +80,12 @@ struct Lanes {
   static V set1(float x) { return _mm256_set1_ps(x); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static V load_part(const float* p, int64_t n) { return _mm256_maskload_ps(p, mask(n)); }
+  static V load(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static V load_part(const uint16_t* p, int64_t n) {  // no masked 16-bit load before AVX-512
+    alignas(16) uint16_t part[8] = {};
+    std::copy_n(p, std::min<int64_t>(n, 8), part);
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(part)));
+  }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static void store_part(float* p, V v, int64_t n) { _mm256_maskstore_ps(p, mask(n), v); }
   static V keep(V v, int64_t n) { return _mm256_and_ps(v, _mm256_castsi256_ps(mask(n))); }
@@ -115,6 +127,12 @@ struct Lanes {
     for (int64_t i = 0; i < n && i < 4; ++i) v[i] = p[i];
     return v;
   }
+  static V load(const uint16_t* p) { return load_part(p, 4); }
+  static V load_part(const uint16_t* p, int64_t n) {  // scalar: x86-64-v2 has no F16C
+    V v{};
+    for (int64_t i = 0; i < n && i < 4; ++i) v[i] = f16_to_f32(p[i]);
+    return v;
+  }
   static void store(float* p, V v) { std::memcpy(p, &v, sizeof v); }
   static void store_part(float* p, V v, int64_t n) {
     for (int64_t i = 0; i < n && i < 4; ++i) p[i] = v[i];
@@ -142,20 +160,22 @@ using V = Lanes::V;
 constexpr int64_t W = Lanes::kWidth;
 
 // What one block of G query heads reads and writes: heads `head`.. of the query, over R
-// rows whose key and value columns (of their kv head) start at keys[r] and values[r].
+// rows whose key and value columns (of their kv head) start at keys[r] and values[r], of
+// element type S (float or F16 bits).
+template <typename S>
 struct HeadBlock {
-  const DecodeQuery<float>* query;
+  const DecodeQuery<float, S>* query;
   int64_t head, D, rows;
-  const float* const* keys;
-  const float* const* values;
+  const S* const* keys;
+  const S* const* values;
 };
 
 // scores[g * R + r + n] = scale <q_{head+g}, k_{r+n}> for the N rows r..: a key vector
 // loaded once for the G heads, a query vector once for the N rows, and the N x G sums
 // reduced four rows at a time. (Software prefetches of the value rows and of the next
 // keys here measured no faster: the hardware's stride prefetcher has them.)
-template <int G, int N>
-inline __attribute__((always_inline)) void score_rows(const HeadBlock& b, float scale, float* scores, int64_t r) {
+template <int G, int N, typename S>
+inline __attribute__((always_inline)) void score_rows(const HeadBlock<S>& b, float scale, float* scores, int64_t r) {
   const float* q = b.query->q + b.head * b.D;
   const int64_t D = b.D, R = b.rows;
   V acc[N][G];
@@ -186,8 +206,8 @@ inline __attribute__((always_inline)) void score_rows(const HeadBlock& b, float 
   }
 }
 
-template <int G>
-void block_scores(const HeadBlock& b, float scale, float* scores) {
+template <int G, typename S>
+void block_scores(const HeadBlock<S>& b, float scale, float* scores) {
   int64_t r = 0;
   for (; r + 4 <= b.rows; r += 4) score_rows<G, 4>(b, scale, scores, r);
   for (; r < b.rows; ++r) score_rows<G, 1>(b, scale, scores, r);
@@ -220,8 +240,8 @@ float softmax_weights(float* s, int64_t n, float sink) {
 // one load and store per N multiply-adds: a single pass over each value row, whatever D
 // (register tiles of columns would walk the rows once per tile, and a long cache's rows
 // fall out of L1 and L2 between two walks).
-template <int G, int N>
-inline __attribute__((always_inline)) void accumulate_rows(float* sums, const HeadBlock& b, const float* p,
+template <int G, int N, typename S>
+inline __attribute__((always_inline)) void accumulate_rows(float* sums, const HeadBlock<S>& b, const float* p,
                                                            int64_t r) {
   const int64_t D = b.D, R = b.rows;
   V pr[G][N];
@@ -249,14 +269,14 @@ inline __attribute__((always_inline)) void accumulate_rows(float* sums, const He
 }
 
 // out_g = inv[g] sum_r p[g * R + r] v_r, and the gated output; sums is G * D floats.
-template <int G>
-void block_values(const HeadBlock& b, const float* p, const float* inv, float* sums) {
+template <int G, typename S>
+void block_values(const HeadBlock<S>& b, const float* p, const float* inv, float* sums) {
   const int64_t D = b.D, R = b.rows;
   std::fill_n(sums, G * D, 0.0f);
   int64_t r = 0;
   for (; r + 4 <= R; r += 4) accumulate_rows<G, 4>(sums, b, p, r);
   for (; r < R; ++r) accumulate_rows<G, 1>(sums, b, p, r);
-  const DecodeQuery<float>& query = *b.query;
+  const DecodeQuery<float, S>& query = *b.query;
   for (int g = 0; g < G; ++g) {
     const int64_t at = (b.head + g) * D;
     const V scale = Lanes::set1(inv[g]);
@@ -271,8 +291,9 @@ void block_values(const HeadBlock& b, const float* p, const float* inv, float* s
 }
 
 // A task's scratch, kept by its thread from task to task.
+template <typename S>
 struct Scratch {
-  std::vector<const float*> keys, values;  // [R]: the rows' columns of the task's kv head
+  std::vector<const S*> keys, values;      // [R]: the rows' columns of the task's kv head
   std::vector<float> scores, sums;         // [G, R] and [G, D] for a block of G heads
 };
 
@@ -293,8 +314,8 @@ float softpick_weights(float* s, int64_t n) {
   return sum > 0.0f ? 1.0f / sum : 0.0f;
 }
 
-template <int G>
-void head_block(const HeadBlock& b, float scale, bool softpick, Scratch& t) {
+template <int G, typename S>
+void head_block(const HeadBlock<S>& b, float scale, bool softpick, Scratch<S>& t) {
   block_scores<G>(b, scale, t.scores.data());
   float inv[G];
   for (int g = 0; g < G; ++g) {
@@ -306,11 +327,12 @@ void head_block(const HeadBlock& b, float scale, bool softpick, Scratch& t) {
 }
 
 // Query i's heads that read kv head kvh, in blocks of up to kMaxBlock.
-void decode_task(const DecodeQuery<float>& query, int64_t rows, int64_t kvh, const DecodeShape& s, Scratch& t) {
+template <typename S>
+void decode_task(const DecodeQuery<float, S>& query, int64_t rows, int64_t kvh, const DecodeShape& s, Scratch<S>& t) {
   const int64_t group = s.n_q / s.n_kv, D = s.head_dim;
   t.keys.clear();
   t.values.clear();
-  for (const KvSpan<float>& sp : query.spans)
+  for (const KvSpan<S>& sp : query.spans)
     for (int64_t j = 0; j < sp.len; ++j) {
       t.keys.push_back(sp.k + sp.k_layout.at(j, kvh, s.n_kv, D));
       t.values.push_back(sp.v + sp.v_layout.at(j, kvh, s.n_kv, D));
@@ -319,7 +341,7 @@ void decode_task(const DecodeQuery<float>& query, int64_t rows, int64_t kvh, con
   t.sums.resize(static_cast<size_t>(std::min(group, kMaxBlock) * D));
   const float scale = static_cast<float>(s.scale);
   for (int64_t g0 = 0; g0 < group; g0 += kMaxBlock) {
-    const HeadBlock b{&query, kvh * group + g0, D, rows, t.keys.data(), t.values.data()};
+    const HeadBlock<S> b{&query, kvh * group + g0, D, rows, t.keys.data(), t.values.data()};
     switch (std::min(group - g0, kMaxBlock)) {
       case 1: head_block<1>(b, scale, s.softpick, t); break;
       case 2: head_block<2>(b, scale, s.softpick, t); break;
@@ -333,9 +355,8 @@ void decode_task(const DecodeQuery<float>& query, int64_t rows, int64_t kvh, con
 // region's start and join would cost more than it shares out).
 constexpr int64_t kParallelWork = int64_t{1} << 16;
 
-}  // namespace
-
-void attention_decode_f32(std::span<const DecodeQuery<float>> queries, const DecodeShape& s) {
+template <typename S>
+void decode_queries(std::span<const DecodeQuery<float, S>> queries, const DecodeShape& s) {
   const std::vector<int64_t> rows = decode_rows_checked(queries, s);
   const int64_t nq = static_cast<int64_t>(queries.size());
   if (nq == 0) return;
@@ -346,7 +367,7 @@ void attention_decode_f32(std::span<const DecodeQuery<float>> queries, const Dec
   {
     // Task (i, kvh) goes to the thread whose share of the total size holds its middle.
     const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
-    Scratch scratch;
+    Scratch<S> scratch;
     const int64_t most_rows = *std::max_element(rows.begin(), rows.end());
     scratch.keys.reserve(static_cast<size_t>(most_rows));
     scratch.values.reserve(static_cast<size_t>(most_rows));
@@ -356,6 +377,15 @@ void attention_decode_f32(std::span<const DecodeQuery<float>> queries, const Dec
         if (std::min(threads - 1, (2 * before + rows[i]) * threads / (2 * total)) == me)
           decode_task(queries[i], rows[i], kvh, s, scratch);
   }
+}
+
+}  // namespace
+
+void attention_decode_f32(std::span<const DecodeQuery<float>> queries, const DecodeShape& s) {
+  decode_queries(queries, s);
+}
+void attention_decode_f32(std::span<const DecodeQuery<float, uint16_t>> queries, const DecodeShape& s) {
+  decode_queries(queries, s);
 }
 
 }  // namespace gatedlm::kernels::GATEDLM_KSET

@@ -4,7 +4,8 @@
 // odd ones (tails of every vector width), queries whose rows lie in one or several spans,
 // caches of one row and of many, with and without the gate, with and without learned sink
 // logits (a softmax column without a value, kernels/attention_sinks.h), with the rows in
-// their own order and in the KV cache's, each kv head's rows together (KvLayout).
+// their own order and in the KV cache's, each kv head's rows together (KvLayout); and over
+// rows kept in F16 (infer's --kv-type f16), against the same reference on the rounded rows.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 
 #include "core/error.h"
 #include "kernels/attention_decode.h"
+#include "kernels/half_float.h"
 #include "kernels/kernel_set.h"
 #include "test_util.h"
 
@@ -208,6 +210,78 @@ TEST(AttentionDecodeTest, DoubleMatchesNaiveFp64) {
             << name(c) << (sinks ? " with sinks" : "") << " layout " << static_cast<int>(layout);
       }
   }
+}
+
+// Float inputs whose cached rows are rounded to F16, and the same queries over F16 copies of
+// those rows (the same offsets into copies of the same buffers): what a cache kept in F16
+// holds, and what the float kernel would read had the rows been widened first.
+struct HalfInputs {
+  Inputs<float> in;  // rows rounded to F16's values
+  std::vector<std::vector<uint16_t>> bits[4];  // keys, values, head_keys, head_values as F16
+  std::vector<float> out, gated;
+  std::vector<DecodeQuery<float, uint16_t>> queries;
+};
+
+HalfInputs make_half_inputs(const Case& c, uint64_t seed, Layout layout) {
+  HalfInputs h;
+  h.in = make_inputs<float>(c, true, seed, true, layout);
+  std::vector<std::vector<float>>* buffers[4] = {&h.in.keys, &h.in.values, &h.in.head_keys, &h.in.head_values};
+  for (int b = 0; b < 4; ++b)
+    for (std::vector<float>& x : *buffers[b]) {
+      h.bits[b].emplace_back(x.size());
+      for (size_t e = 0; e < x.size(); ++e) x[e] = f16_to_f32(h.bits[b].back()[e] = f32_to_f16(x[e]));
+    }
+  // A float row pointer as the same offset into the F16 copy of its buffer.
+  auto half_of = [&](const float* p, size_t i) -> const uint16_t* {
+    for (int b = 0; b < 4; ++b) {
+      const std::vector<float>& x = (*buffers[b])[i];
+      if (p >= x.data() && p < x.data() + x.size()) return h.bits[b][i].data() + (p - x.data());
+    }
+    return nullptr;
+  };
+  h.out.assign(h.in.out.size(), -7.0f);
+  h.gated.assign(h.in.gated.size(), -7.0f);
+  for (size_t i = 0; i < h.in.queries.size(); ++i) {
+    const DecodeQuery<float>& f = h.in.queries[i];
+    const int64_t at = f.out - h.in.out.data();
+    DecodeQuery<float, uint16_t> q{f.q, h.out.data() + at, f.gate_score, h.gated.data() + at, {}, f.sinks};
+    for (const KvSpan<float>& sp : f.spans)
+      q.spans.push_back({half_of(sp.k, i), half_of(sp.v, i), sp.len, sp.k_layout, sp.v_layout});
+    h.queries.push_back(q);
+  }
+  return h;
+}
+
+// Over F16 rows the kernel widens each element exactly and then computes what it computes
+// over floats: the fp64 reference on the rounded rows holds it to the float tolerance, and
+// the float kernel over the rounded rows gives the same bits, in every kernel set (F16C's
+// conversion on AVX2 and AVX-512, the scalar one in the generic set). The portable loop
+// over F16 rows is held to the reference (the compiler may vectorise its float twin's
+// reductions and not its, so their bits may differ).
+TEST(AttentionDecodeTest, HalfRowsMatchNaiveFp64AndTheFloatBits) {
+  const KernelSet keep = active_kernel_set();
+  for (KernelSet set : runnable_kernel_sets()) {
+    use_kernel_set(set);
+    uint64_t seed = 900;
+    for (const Case& c : cases())
+      for (Layout layout : {Layout::rows, Layout::heads}) {
+        const double scale = 1.0 / std::sqrt(double(c.head_dim));
+        const DecodeShape shape{c.group * c.n_kv, c.n_kv, c.head_dim, scale};
+        HalfInputs h = make_half_inputs(c, seed += 50, layout);
+        attention_decode<float, uint16_t>(h.queries, shape);
+        attention_decode<float>(h.in.queries, shape);
+        const std::vector<double> want = naive_attention(h.in, c, scale);
+        EXPECT_LT(rel_error(h.out, want), 2e-6) << kernel_set_name(set) << ", " << name(c);
+        for (size_t i = 0; i < h.out.size(); ++i) {
+          ASSERT_EQ(h.out[i], h.in.out[i]) << kernel_set_name(set) << ", " << name(c) << " at " << i;
+          ASSERT_EQ(h.gated[i], h.in.gated[i]) << kernel_set_name(set) << ", " << name(c) << " at " << i;
+        }
+        if (set != keep) continue;
+        attention_decode_portable<float, uint16_t>(h.queries, shape);
+        EXPECT_LT(rel_error(h.out, want), 2e-6) << "portable, " << name(c);
+      }
+  }
+  use_kernel_set(keep);
 }
 
 TEST(AttentionDecodeTest, RefusesBadShapes) {
