@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "core/error.h"
 #include "kernels/attention.h"
@@ -19,7 +20,7 @@ CacheGeometry geometry_of(const model::ModelConfig& c, const DecoderOptions& o) 
   if (o.window < 0 || o.sinks < 0) fail("decoder: window and sinks must not be negative");
   if (o.window == 0 && o.sinks > 0) fail("decoder: --sinks needs --window");
   // n_layers: counted by Decoder::make_caches.
-  CacheGeometry g{0, c.n_kv_heads, c.head_dim, o.slots, 0, o.window, o.sinks};
+  CacheGeometry g{0, c.n_kv_heads, c.head_dim, o.slots, 0, o.window, o.sinks, o.kv_type};
   g.capacity = o.window > 0 ? o.sinks + o.window : (o.capacity > 0 ? o.capacity : c.max_seq_len);
   if (g.capacity < 1) fail("decoder: the cache needs a capacity (the model's max_seq_len is 0)");
   return g;
@@ -49,20 +50,21 @@ void Decoder::make_caches(const DecoderOptions& options) {
     size_t group = 0;
     while (window > 0 && group < geometries.size() && (group == 0 || geometries[group].window != window)) ++group;
     if (group == geometries.size())  // the first layer of this window: its cache keeps window rows
-      geometries.push_back(CacheGeometry{0, c.n_kv_heads, c.head_dim, options.slots, window, window, 0});
+      geometries.push_back(
+          CacheGeometry{0, c.n_kv_heads, c.head_dim, options.slots, window, window, 0, options.kv_type});
     cache_layer_.push_back({static_cast<int64_t>(group), geometries[group].n_layers++});
   }
   for (const CacheGeometry& g : geometries) caches_.emplace_back(g);
 }
 
 int64_t Decoder::state_bytes_per_sequence(int64_t tokens) const {
-  int64_t floats = recurrent_.floats_per_slot();
+  int64_t bytes = static_cast<int64_t>(sizeof(float)) * recurrent_.floats_per_slot();
   for (const KvCache& cache : caches_) {
     const CacheGeometry& g = cache.geometry();
     const int64_t rows = g.streaming() ? std::min(tokens, g.capacity) : tokens;
-    floats += 2 * g.n_layers * rows * g.row_width();
+    bytes += cache.element_bytes() * 2 * g.n_layers * rows * g.row_width();
   }
-  return static_cast<int64_t>(sizeof(float)) * floats;
+  return bytes;
 }
 
 const float* Decoder::step(std::span<const Chunk> chunks, bool all_rows) {
@@ -112,75 +114,99 @@ const float* Decoder::step(std::span<const Chunk> chunks, bool all_rows) {
 // fused kernel; the other rows go in waves (the i-th row of every chunk), since in a
 // streaming window a later row may overwrite a row an earlier one reads.
 void Decoder::attend(const model::AttentionCall<float>& call) {
-  const model::ModelConfig& c = model_.config();
-  // Plain names, not a structured binding: the lambdas below capture them (clang 14 cannot).
-  const int64_t cache_index = cache_layer_[call.layer].first, l = cache_layer_[call.layer].second;
-  KvCache& cache = caches_[cache_index];
+  const int64_t l = cache_layer_[call.layer].second;
+  KvCache& cache = caches_[cache_layer_[call.layer].first];
   const CacheGeometry& g = cache.geometry();
-  const int64_t kvd = g.row_width(), qd = c.q_dim(), D = c.head_dim;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  const bool softpick = c.attention_normalizer == model::AttentionNormalizer::softpick;
-  auto store = [&](int64_t row) {
-    const int64_t slot = row_slot_[row], dst = cache.row_of(row_pos_[row]);
-    cache.write_rows(l, slot, dst, 1, call.k + row * kvd, call.v + row * kvd);
-  };
   std::vector<size_t> waved;  // chunks that take the decode kernel
   int64_t waves = 0;
   for (size_t ch = 0; ch < chunk_first_.size(); ++ch) {
     const int64_t first = chunk_first_[ch], len = chunk_len_[ch], slot = chunk_slot_[ch];
     if (len > 1 && (row_pos_[first] == 0 ? len <= g.capacity : !g.streaming())) {
-      for (int64_t r = first; r < first + len; ++r) store(r);
+      const int64_t kvd = g.row_width();
+      for (int64_t r = first; r < first + len; ++r)
+        cache.write_rows(l, slot, cache.row_of(row_pos_[r]), 1, call.k + r * kvd, call.v + r * kvd);
       fused_rows(call, cache, l, slot, first, len);
     } else {
       waved.push_back(ch);
       waves = std::max(waves, len);
     }
   }
-  const kernels::DecodeShape ds{c.n_heads, c.n_kv_heads, D, scale, softpick};
-  std::vector<kernels::DecodeQuery<float>> queries;
+  if (g.type == kernels::ElementType::f16)
+    decode_waves<uint16_t>(call, cache, l, waved, waves);
+  else
+    decode_waves<float>(call, cache, l, waved, waves);
+}
+
+template <typename S>
+void Decoder::decode_waves(const model::AttentionCall<float>& call, KvCache& cache, int64_t l,
+                           std::span<const size_t> waved, int64_t waves) {
+  const model::ModelConfig& c = model_.config();
+  const CacheGeometry& g = cache.geometry();
+  const int64_t kvd = g.row_width(), qd = c.q_dim(), D = c.head_dim;
+  const bool softpick = c.attention_normalizer == model::AttentionNormalizer::softpick;
+  const kernels::DecodeShape ds{c.n_heads, c.n_kv_heads, D, 1.0 / std::sqrt(static_cast<double>(D)), softpick};
+  std::vector<kernels::DecodeQuery<float, S>> queries;
+  // Moved sink keys, a part per waved chunk (sized before any query points into them).
+  sink_keys_.resize(waved.size() * g.sinks * kvd);
+  if (std::is_same_v<S, uint16_t>) sink_keys_f16_.resize(sink_keys_.size());
   for (int64_t i = 0; i < waves; ++i) {
     queries.clear();
-    // Sink keys moved to the query's cache position: [rows of this wave, n_kv, sinks, D].
-    sink_keys_.resize(static_cast<size_t>(waved.size() * g.sinks * kvd));
     for (size_t w = 0; w < waved.size(); ++w) {
       const size_t ch = waved[w];
       if (i >= chunk_len_[ch]) continue;
       const int64_t row = chunk_first_[ch] + i, slot = chunk_slot_[ch], t = row_pos_[row];
-      store(row);
+      cache.write_rows(l, slot, cache.row_of(t), 1, call.k + row * kvd, call.v + row * kvd);
       const KvCache::Visible vis = cache.visible(t);
-      kernels::DecodeQuery<float> q{call.q + row * qd, call.out + row * qd,
-                                    call.gate_score ? call.gate_score + row * qd : nullptr,
-                                    call.gated_out ? call.gated_out + row * qd : nullptr, {}, call.sinks};
+      kernels::DecodeQuery<float, S> q{call.q + row * qd, call.out + row * qd,
+                                       call.gate_score ? call.gate_score + row * qd : nullptr,
+                                       call.gated_out ? call.gated_out + row * qd : nullptr, {}, call.sinks};
       if (!g.streaming()) {
-        q.spans.push_back(cache.span(l, slot, 0, t + 1));
+        q.spans.push_back(cache.span<S>(l, slot, 0, t + 1));
       } else {
         // The text-to-cache position shift of this query: first visible window token
         // minus its cache position (the window rows need none: relative positions
         // inside the window are the text's).
         const int64_t shift = vis.first_token - g.sinks;
-        if (vis.sinks > 0 && shift > 0 && c.rope_dims > 0) {
-          kernels::KvSpan<float> sinks = cache.span(l, slot, 0, vis.sinks);
-          float* moved = sink_keys_.data() + w * g.sinks * kvd;
-          for (int64_t h = 0; h < g.n_kv; ++h)
-            std::copy_n(sinks.k + h * cache.head_stride(), vis.sinks * D, moved + h * vis.sinks * D);
-          if (sink_rope_.positions <= shift)
-            sink_rope_ = model::model_rope_table(c, std::max<int64_t>(2 * shift + 1, 1024), /*unit_magnitude=*/true);
-          // Every sink row of every kv head rotated on by `shift` positions: as rope_apply
-          // sees them, a batch of n_kv * sinks sequences of one token of one head.
-          kernels::rope_apply(moved, sink_rope_, g.n_kv * vis.sinks, 1, 1, D, shift, false);
-          sinks.k = moved;
-          sinks.k_layout = {D, vis.sinks * D};
-          q.spans.push_back(sinks);
-        } else if (vis.sinks > 0) {
-          q.spans.push_back(cache.span(l, slot, 0, vis.sinks));
-        }
+        if (vis.sinks > 0 && shift > 0 && c.rope_dims > 0)
+          q.spans.push_back(moved_sinks<S>(cache, l, slot, vis.sinks, shift, w));
+        else if (vis.sinks > 0)
+          q.spans.push_back(cache.span<S>(l, slot, 0, vis.sinks));
         // Visible window tokens fill the ring from its start until it wraps, then all of it.
-        if (vis.tokens > 0) q.spans.push_back(cache.span(l, slot, g.sinks, vis.tokens));
+        if (vis.tokens > 0) q.spans.push_back(cache.span<S>(l, slot, g.sinks, vis.tokens));
       }
       queries.push_back(std::move(q));
     }
-    kernels::attention_decode<float>(queries, ds);
+    kernels::attention_decode<float, S>(queries, ds);
   }
+}
+
+// Sink keys moved to the query's cache position, row-major [sinks, n_kv, D] in part w of
+// sink_keys_ (each part g.sinks rows, sized by decode_waves); the values stay in the cache.
+// In an f16 cache the moved keys are rounded back to F16, so that a query's spans are of
+// one type.
+template <typename S>
+kernels::KvSpan<S> Decoder::moved_sinks(const KvCache& cache, int64_t l, int64_t slot, int64_t sinks, int64_t shift,
+                                        size_t w) {
+  const model::ModelConfig& c = model_.config();
+  const CacheGeometry& g = cache.geometry();
+  const int64_t kvd = g.row_width(), part = g.sinks * kvd;
+  float* moved = sink_keys_.data() + w * part;
+  cache.read_rows(l, slot, 0, sinks, moved, nullptr);
+  if (sink_rope_.positions <= shift)
+    sink_rope_ = model::model_rope_table(c, std::max<int64_t>(2 * shift + 1, 1024), /*unit_magnitude=*/true);
+  // Every sink row of every kv head rotated on by `shift` positions: as rope_apply sees
+  // them, a batch of sinks * n_kv sequences of one token of one head.
+  kernels::rope_apply(moved, sink_rope_, sinks * g.n_kv, 1, 1, g.head_dim, shift, false);
+  kernels::KvSpan<S> span = cache.span<S>(l, slot, 0, sinks);
+  span.k_layout = {};  // row-major [sinks, n_kv, D]
+  if constexpr (std::is_same_v<S, uint16_t>) {
+    uint16_t* rounded = sink_keys_f16_.data() + w * part;
+    kernels::element_from_f32(kernels::ElementType::f16, rounded, moved, sinks * kvd);
+    span.k = rounded;
+  } else {
+    span.k = moved;
+  }
+  return span;
 }
 
 // The fused kernel for rows [first, first + len) of the step, one chunk of `slot` whose
@@ -190,14 +216,16 @@ void Decoder::attend(const model::AttentionCall<float>& call) {
 // so the rows get the bits of the whole prompt run in one go (what prefix reuse needs,
 // prefix_cache.h), at the price of attention for the earlier rows. The kernel reads keys
 // and values row-major [end, n_kv, head_dim]: the step's own rows when the chunk starts its
-// slot, else all the slot's rows read out of the cache.
+// slot, else all the slot's rows read out of the cache. An f16 cache's rows are always
+// read back (rounded as stored), so that a prompt run in one go and the same prompt
+// continued after a restored prefix see the same values.
 void Decoder::fused_rows(const model::AttentionCall<float>& call, const KvCache& cache, int64_t l, int64_t slot,
                          int64_t first, int64_t len) {
   const model::ModelConfig& c = model_.config();
   const int64_t qd = c.q_dim(), kvd = cache.geometry().row_width(), pos = row_pos_[first], end = pos + len;
   const float* k = call.k + first * kvd;
   const float* v = call.v + first * kvd;
-  if (pos > 0) {  // kv_pad_: [2 (keys, values), end, kvd]
+  if (pos > 0 || cache.geometry().type != kernels::ElementType::f32) {  // kv_pad_: [2 (K, V), end, kvd]
     kv_pad_.resize(static_cast<size_t>(2 * end * kvd));
     cache.read_rows(l, slot, 0, end, kv_pad_.data(), kv_pad_.data() + end * kvd);
     k = kv_pad_.data();

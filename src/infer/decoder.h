@@ -41,6 +41,9 @@ struct DecoderOptions {
   // AVX2; as much memory again as the weights, made at the first such step; on AVX2 twice
   // that when steps of both 5-8 and more than 8 sequences run, as serve --max-batch > 8 can).
   bool packed_weights = true;
+  // The KV cache's rows: f32, or f16 (half the memory, half the bytes each decode step reads
+  // at long context; attention computes in fp32 on the rounded rows: infer/kv_cache.h).
+  kernels::ElementType kv_type = kernels::ElementType::f32;
 };
 
 class Decoder {
@@ -80,6 +83,15 @@ class Decoder {
 
  private:
   void attend(const model::AttentionCall<float>& call);
+  // The decode kernel for the waved chunks' rows, over cache rows of element type S.
+  template <typename S>
+  void decode_waves(const model::AttentionCall<float>& call, KvCache& cache, int64_t layer,
+                    std::span<const size_t> waved, int64_t waves);
+  // A streaming query's sink rows of `slot`, their keys moved on by `shift` positions into
+  // the w-th part of sink_keys_ (F16 rows rounded back to F16 in sink_keys_f16_).
+  template <typename S>
+  kernels::KvSpan<S> moved_sinks(const KvCache& cache, int64_t layer, int64_t slot, int64_t sinks, int64_t shift,
+                                 size_t w);
   void fused_rows(const model::AttentionCall<float>& call, const KvCache& cache, int64_t layer, int64_t slot,
                   int64_t first, int64_t len);
 
@@ -101,6 +113,7 @@ class Decoder {
   std::vector<int32_t> row_pos_;
   std::vector<int64_t> chunk_first_, chunk_len_, chunk_slot_;
   std::vector<float> lse_, sink_keys_;
+  std::vector<uint16_t> sink_keys_f16_;
   std::vector<float> pad_;  // fused_rows of a continuing chunk: queries, outputs, gate scores, gated outputs
   std::vector<float> kv_pad_;  // fused_rows of a continuing chunk: the slot's keys and values, row-major
 };

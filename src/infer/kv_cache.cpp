@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <new>
+#include <type_traits>
 
 #include "core/error.h"
 
@@ -13,16 +14,23 @@ KvCache::KvCache(const CacheGeometry& g) : g_(g) {
   if (g.slots < 1 || g.capacity < 1) fail("kv cache: needs at least one slot and one row");
   if (g.streaming() && g.capacity != g.sinks + g.window)
     fail("kv cache: a streaming cache holds sinks + window rows");
+  if (g.type != kernels::ElementType::f32 && g.type != kernels::ElementType::f16)
+    fail("kv cache: rows are kept in f32 or f16, not ", kernels::element_name(g.type));
   // K and V are filled at once, so a cache larger than the machine's memory cannot be had:
   // refused as an allocation that failed (in doubles: the product can pass int64), before
   // asking the allocator (which, under a sanitizer, aborts on sizes past its limit).
-  const double bytes = 2.0 * sizeof(float) * static_cast<double>(g.n_layers) * static_cast<double>(g.slots) *
+  const double bytes = 2.0 * static_cast<double>(element_bytes()) * static_cast<double>(g.n_layers) * static_cast<double>(g.slots) *
                        static_cast<double>(g.capacity) * static_cast<double>(g.row_width());
   if (bytes > static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE)))
     throw std::bad_alloc();
   const size_t size = static_cast<size_t>(g.n_layers * g.slots * g.capacity * g.row_width());
-  k_.assign(size, 0.0f);
-  v_.assign(size, 0.0f);
+  if (g.type == kernels::ElementType::f16) {
+    k16_.assign(size, 0);
+    v16_.assign(size, 0);
+  } else {
+    k_.assign(size, 0.0f);
+    v_.assign(size, 0.0f);
+  }
 }
 
 int64_t KvCache::row_of(int64_t t) const {
@@ -51,29 +59,46 @@ void for_each_head_row(const CacheGeometry& g, int64_t first, int64_t count, Cop
 }  // namespace
 
 void KvCache::write_rows(int64_t layer, int64_t slot, int64_t first, int64_t count, const float* k, const float* v) {
-  float* kc = k_.data() + offset(layer, slot);
-  float* vc = v_.data() + offset(layer, slot);
-  const int64_t D = g_.head_dim;
+  const int64_t at = offset(layer, slot), D = g_.head_dim;
+  const bool half = g_.type == kernels::ElementType::f16;
   for_each_head_row(g_, first, count, [&](int64_t in_cache, int64_t in_rows) {
-    std::copy_n(k + in_rows, D, kc + in_cache);
-    std::copy_n(v + in_rows, D, vc + in_cache);
+    if (half) {
+      kernels::element_from_f32(g_.type, k16_.data() + at + in_cache, k + in_rows, D);
+      kernels::element_from_f32(g_.type, v16_.data() + at + in_cache, v + in_rows, D);
+    } else {
+      std::copy_n(k + in_rows, D, k_.data() + at + in_cache);
+      std::copy_n(v + in_rows, D, v_.data() + at + in_cache);
+    }
   });
 }
 
 void KvCache::read_rows(int64_t layer, int64_t slot, int64_t first, int64_t count, float* k, float* v) const {
-  const float* kc = keys(layer, slot);
-  const float* vc = values(layer, slot);
-  const int64_t D = g_.head_dim;
+  const int64_t at = offset(layer, slot), D = g_.head_dim;
+  const bool half = g_.type == kernels::ElementType::f16;
   for_each_head_row(g_, first, count, [&](int64_t in_cache, int64_t in_rows) {
-    std::copy_n(kc + in_cache, D, k + in_rows);
-    std::copy_n(vc + in_cache, D, v + in_rows);
+    if (half) {
+      kernels::element_to_f32(g_.type, k + in_rows, k16_.data() + at + in_cache, D);
+      if (v) kernels::element_to_f32(g_.type, v + in_rows, v16_.data() + at + in_cache, D);
+    } else {
+      std::copy_n(k_.data() + at + in_cache, D, k + in_rows);
+      if (v) std::copy_n(v_.data() + at + in_cache, D, v + in_rows);
+    }
   });
 }
 
-kernels::KvSpan<float> KvCache::span(int64_t layer, int64_t slot, int64_t first, int64_t len) const {
-  const int64_t at = first * g_.head_dim;
-  return {keys(layer, slot) + at, values(layer, slot) + at, len, layout(), layout()};
+template <typename S>
+kernels::KvSpan<S> KvCache::span(int64_t layer, int64_t slot, int64_t first, int64_t len) const {
+  const bool half = std::is_same_v<S, uint16_t>;
+  if (half != (g_.type == kernels::ElementType::f16))
+    fail("kv cache: rows of ", kernels::element_name(g_.type), " read as ", half ? "f16" : "f32");
+  const int64_t at = offset(layer, slot) + first * g_.head_dim;
+  if constexpr (std::is_same_v<S, uint16_t>)
+    return {k16_.data() + at, v16_.data() + at, len, layout(), layout()};
+  else
+    return {k_.data() + at, v_.data() + at, len, layout(), layout()};
 }
+template kernels::KvSpan<float> KvCache::span<float>(int64_t, int64_t, int64_t, int64_t) const;
+template kernels::KvSpan<uint16_t> KvCache::span<uint16_t>(int64_t, int64_t, int64_t, int64_t) const;
 
 KvCache::Visible KvCache::visible(int64_t t) const {
   if (!g_.streaming()) return {0, 0, t + 1};

@@ -9,11 +9,16 @@
 // the cache (sinks 0..K-1, window K..), which differ from the text's only for the sink
 // rows, since the window is contiguous and ends at the query. The decoder re-rotates the
 // K sink keys at each step by the difference (see decoder.cpp).
+//
+// Element type: f32, or f16 (--kv-type f16): rows rounded to IEEE binary16 as they are
+// written, half the memory and half the bytes each decode step reads; attention widens them
+// back to fp32 as it loads them (kernels/attention_decode.h) and computes in fp32.
 #include <cstdint>
 #include <vector>
 
 #include "core/aligned_allocator.h"
 #include "kernels/attention_decode.h"
+#include "kernels/element_types.h"
 
 namespace gatedlm::infer {
 
@@ -23,6 +28,7 @@ struct CacheGeometry {
   int64_t capacity;   // rows per slot: max tokens (full) or sinks + window (streaming)
   int64_t window = 0; // 0: full cache; > 0: streaming window of this many recent tokens
   int64_t sinks = 0;  // streaming only: tokens kept from the start
+  kernels::ElementType type = kernels::ElementType::f32;  // of the stored rows: f32 or f16
   int64_t row_width() const { return n_kv * head_dim; }
   bool streaming() const { return window > 0; }
 };
@@ -44,16 +50,18 @@ class KvCache {
   Visible visible(int64_t t) const;
 
   // Rows [first, first + count) of a slot's keys and values, each row [n_kv, head_dim] and
-  // rows row_width() apart in k and v: written into the cache, or read out of it.
+  // rows row_width() apart in k and v: written into the cache (rounded to F16 in an f16
+  // cache), or read out of it (as fp32; v may be null to read the keys alone).
   void write_rows(int64_t layer, int64_t slot, int64_t first, int64_t count, const float* k, const float* v);
   void read_rows(int64_t layer, int64_t slot, int64_t first, int64_t count, float* k, float* v) const;
-  // Rows [first, first + len) of a slot as attention_decode reads them.
-  kernels::KvSpan<float> span(int64_t layer, int64_t slot, int64_t first, int64_t len) const;
-  // A slot's keys and values as stored: [n_kv, capacity, head_dim], heads head_stride() apart.
-  const float* keys(int64_t layer, int64_t slot) const { return k_.data() + offset(layer, slot); }
-  const float* values(int64_t layer, int64_t slot) const { return v_.data() + offset(layer, slot); }
+  // Rows [first, first + len) of a slot as attention_decode reads them: S is float in an f32
+  // cache, uint16_t (F16 bits) in an f16 one (a mismatch fails).
+  template <typename S>
+  kernels::KvSpan<S> span(int64_t layer, int64_t slot, int64_t first, int64_t len) const;
   int64_t head_stride() const { return g_.capacity * g_.head_dim; }
   kernels::KvLayout layout() const { return {g_.head_dim, head_stride()}; }
+  // Bytes of one stored value.
+  int64_t element_bytes() const { return g_.type == kernels::ElementType::f16 ? 2 : 4; }
 
  private:
   int64_t offset(int64_t layer, int64_t slot) const { return (layer * g_.slots + slot) * g_.capacity * g_.row_width(); }
@@ -66,7 +74,9 @@ class KvCache {
   // bench/RESULTS.md). On huge pages where the kernel grants them (core/aligned_allocator.h):
   // in the row-major order they made decode at 1000-1900 tokens of context 6 % faster (1B
   // Q4_K_M, batch 1, Zen 5).
+  // One pair holds the rows, the other is empty: f32 or F16 bits as the geometry's type says.
   std::vector<float, CacheLineAllocator<float>> k_, v_;
+  std::vector<uint16_t, CacheLineAllocator<uint16_t>> k16_, v16_;
 };
 
 }  // namespace gatedlm::infer

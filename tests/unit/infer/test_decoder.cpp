@@ -2,7 +2,8 @@
 // against a naive recomputation: with one layer, a token's keys and values depend on the
 // token alone, so the rolling cache's logits for token t must equal the full forward over
 // the cache's contents (sinks, then the window) at positions 0.. (StreamingLLM's positions
-// inside the cache).
+// inside the cache). And the F16 cache (--kv-type f16): its rows come back rounded, its
+// logits stay within F16's rounding of the float cache's, full and streaming.
 #include <gtest/gtest.h>
 
 #include <new>
@@ -12,6 +13,7 @@
 #include "infer/kv_cache.h"
 #include "kernels/attention.h"
 #include "kernels/attention_decode.h"
+#include "kernels/half_float.h"
 #include "model/init.h"
 #include "test_util.h"
 #include "seeded_model.h"
@@ -166,10 +168,17 @@ TEST(KvCacheSize, PastTheMachinesMemoryIsRefusedBeforeAllocating) {
   EXPECT_EQ(fits.geometry().capacity, 128);
 }
 
-// Rows written into every (layer, slot) come back out of read_rows as written, and a span's
-// layout finds row j of kv head h where the row-major block had it: nothing overlaps.
-TEST(KvCacheLayout, RowsComeBackAndSpansFindThem) {
-  const CacheGeometry g{3, 2, 5, 2, 7};  // layers, kv heads, head_dim, slots, capacity
+// A stored element as fp32: itself, or F16 bits widened.
+float widened(float x) { return x; }
+float widened(uint16_t bits) { return kernels::f16_to_f32(bits); }
+
+// Rows written into every (layer, slot) come back out of read_rows as written (rounded to
+// F16 in an f16 cache), and a span's layout finds row j of kv head h where the row-major
+// block had it: nothing overlaps.
+template <typename S>
+void check_rows_come_back(kernels::ElementType type) {
+  CacheGeometry g{3, 2, 5, 2, 7};  // layers, kv heads, head_dim, slots, capacity
+  g.type = type;
   KvCache cache(g);
   const int64_t W = g.row_width(), first = 2, count = 4;
   std::vector<std::vector<float>> keys, values;  // per (layer, slot): [count, n_kv, head_dim]
@@ -178,6 +187,9 @@ TEST(KvCacheLayout, RowsComeBackAndSpansFindThem) {
       keys.push_back(random_vector<float>(count * W, 100 + 2 * (l * g.slots + s)));
       values.push_back(random_vector<float>(count * W, 101 + 2 * (l * g.slots + s)));
       cache.write_rows(l, s, first, count, keys.back().data(), values.back().data());
+      if (type == kernels::ElementType::f16)
+        for (std::vector<float>* x : {&keys.back(), &values.back()})
+          for (float& e : *x) e = kernels::f16_to_f32(kernels::f32_to_f16(e));
     }
   for (int64_t l = 0, i = 0; l < g.n_layers; ++l)
     for (int64_t s = 0; s < g.slots; ++s, ++i) {
@@ -185,18 +197,66 @@ TEST(KvCacheLayout, RowsComeBackAndSpansFindThem) {
       cache.read_rows(l, s, first, count, k.data(), v.data());
       EXPECT_EQ(k, keys[i]) << "layer " << l << " slot " << s;
       EXPECT_EQ(v, values[i]) << "layer " << l << " slot " << s;
-      const kernels::KvSpan<float> sp = cache.span(l, s, first + 1, count - 1);
+      const kernels::KvSpan<S> sp = cache.span<S>(l, s, first + 1, count - 1);
       ASSERT_EQ(sp.len, count - 1);
       for (int64_t j = 0; j < sp.len; ++j)
         for (int64_t h = 0; h < g.n_kv; ++h)
           for (int64_t e = 0; e < g.head_dim; ++e) {
-            EXPECT_EQ(sp.k[sp.k_layout.at(j, h, g.n_kv, g.head_dim) + e], keys[i][(j + 1) * W + h * g.head_dim + e]);
-            EXPECT_EQ(sp.v[sp.v_layout.at(j, h, g.n_kv, g.head_dim) + e], values[i][(j + 1) * W + h * g.head_dim + e]);
+            EXPECT_EQ(widened(sp.k[sp.k_layout.at(j, h, g.n_kv, g.head_dim) + e]),
+                      keys[i][(j + 1) * W + h * g.head_dim + e]);
+            EXPECT_EQ(widened(sp.v[sp.v_layout.at(j, h, g.n_kv, g.head_dim) + e]),
+                      values[i][(j + 1) * W + h * g.head_dim + e]);
           }
     }
   std::vector<float> k(W), v(W);
   EXPECT_THROW(cache.read_rows(0, 0, 6, 2, k.data(), v.data()), Error);  // rows 6..7 of 7
   EXPECT_THROW(cache.write_rows(0, 0, -1, 1, k.data(), v.data()), Error);
+}
+
+TEST(KvCacheLayout, RowsComeBackAndSpansFindThem) {
+  check_rows_come_back<float>(kernels::ElementType::f32);
+  check_rows_come_back<uint16_t>(kernels::ElementType::f16);
+}
+
+// Rows are f32 or f16 and read as what they are.
+TEST(KvCacheLayout, RefusesOtherTypesAndMismatchedSpans) {
+  CacheGeometry g{1, 2, 4, 1, 3};
+  g.type = kernels::ElementType::q8_0;
+  EXPECT_THROW(KvCache{g}, Error);
+  g.type = kernels::ElementType::f16;
+  const KvCache half(g);
+  EXPECT_THROW(half.span<float>(0, 0, 0, 1), Error);
+  EXPECT_EQ(half.element_bytes(), 2);
+}
+
+// Logits of a prompt and of tokens decoded one at a time, from an f32 and an f16 cache
+// (full, or streaming with sinks: the moved sink keys are rounded back to F16 too). F16
+// keeps 11 significant bits (relative rounding at most 2^-11 = 4.9e-4 per element): the
+// logits move by about that much, not by 1e-7 (the f16 rows are in use) nor by 1e-2.
+TEST(Decoder, AnF16CacheStaysWithinItsRounding) {
+  const model::ModelConfig c = small_config(2);
+  model::Model<float> m = random_model(c);
+  const int64_t N = 40, V = c.vocab_size;
+  const auto text = random_tokens(N, V, 17);
+  for (const std::pair<int64_t, int64_t>& window_sinks : {std::pair<int64_t, int64_t>{0, 0}, {6, 2}}) {
+    std::vector<float> logits[2];
+    for (int half = 0; half < 2; ++half) {
+      DecoderOptions o{1, N, window_sinks.first, window_sinks.second};
+      o.kv_type = half ? kernels::ElementType::f16 : kernels::ElementType::f32;
+      Decoder dec(m, o);
+      const float* lg = dec.step(std::vector<Chunk>{{0, std::span(text).first(5)}}, true);
+      logits[half].assign(lg, lg + 5 * V);
+      for (int64_t t = 5; t < N; ++t) {
+        lg = dec.step(std::vector<Chunk>{{0, std::span(text).subspan(t, 1)}});
+        logits[half].insert(logits[half].end(), lg, lg + V);
+      }
+      EXPECT_EQ(dec.state_bytes_per_sequence(N) * (half ? 2 : 1),
+                2 * 4 * c.n_layers * c.n_kv_heads * c.head_dim * (window_sinks.first ? 8 : N));
+    }
+    const double err = rel_error(logits[1], logits[0]);
+    EXPECT_LT(err, 2e-3) << "window " << window_sinks.first;
+    EXPECT_GT(err, 1e-6) << "window " << window_sinks.first;
+  }
 }
 
 }  // namespace

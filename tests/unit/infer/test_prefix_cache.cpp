@@ -162,9 +162,11 @@ std::vector<int64_t> greedy(const std::vector<float>& logits, int64_t V) {
 // with the cache the greedy tokens and (to rounding) the logits of a decoder without it.
 // Not the bits: the products (oneDNN) round a row differently with the step's row count,
 // which the cache changes as continuous batching does. Returns the tokens restored per turn.
-std::vector<int64_t> check_conversation(const model::ModelConfig& c, const std::vector<int64_t>& turn_lengths) {
+std::vector<int64_t> check_conversation(const model::ModelConfig& c, const std::vector<int64_t>& turn_lengths,
+                                        kernels::ElementType kv_type = kernels::ElementType::f32) {
   model::Model<float> m = prefix_random_model(c), ref_model = prefix_random_model(c);
-  Decoder dec(m, {.slots = 1, .packed_weights = false}), ref(ref_model, {.slots = 1, .packed_weights = false});
+  const DecoderOptions options{.slots = 1, .packed_weights = false, .kv_type = kv_type};
+  Decoder dec(m, options), ref(ref_model, options);
   PrefixReuse reuse(dec, 64 << 20);
   const std::vector<int32_t> text = prefix_random_tokens(turn_lengths.back(), c.vocab_size, 3);
   std::vector<int64_t> cached;
@@ -184,9 +186,11 @@ std::vector<int64_t> check_conversation(const model::ModelConfig& c, const std::
 // Prompt a's state, saved by the cache and restored into another slot for a prompt b that
 // continues it, is bit for bit the state a fresh decoder computes for the restored prefix
 // in the same steps, and both continue to the same bits.
-void check_restore_exact(const model::ModelConfig& c, int64_t a_len, int64_t b_len, int64_t restorable) {
+void check_restore_exact(const model::ModelConfig& c, int64_t a_len, int64_t b_len, int64_t restorable,
+                         kernels::ElementType kv_type = kernels::ElementType::f32) {
   model::Model<float> m = prefix_random_model(c), ref_model = prefix_random_model(c);
-  Decoder dec(m, {.slots = 2, .packed_weights = false}), ref(ref_model, {.slots = 1, .packed_weights = false});
+  Decoder dec(m, {.slots = 2, .packed_weights = false, .kv_type = kv_type}),
+      ref(ref_model, {.slots = 1, .packed_weights = false, .kv_type = kv_type});
   PrefixReuse reuse(dec, 64 << 20);
   const std::vector<int32_t> b = prefix_random_tokens(b_len, c.vocab_size, 8);
   const std::vector<int32_t> a(b.begin(), b.begin() + a_len);
@@ -231,6 +235,16 @@ TEST(PrefixReuse, ARestoredStateIsTheStateComputedFromScratch) {
   check_restore_exact(prefix_dense_config(), 100, 150, 100);
   check_restore_exact(prefix_moe_config(), 100, 150, 100);
   check_restore_exact(prefix_hybrid_config(), 300, 350, 256);  // a's snapshot at 300 - 16 -> 256
+}
+
+// In an F16 KV cache (--kv-type f16) the rows are rounded as stored and every prompt reads
+// them back rounded, so a restored prefix still continues to the bits of one step.
+TEST(PrefixReuse, AnF16CacheRestoresExactlyToo) {
+  check_restore_exact(prefix_dense_config(), 100, 150, 100, kernels::ElementType::f16);
+  check_restore_exact(prefix_hybrid_config(), 300, 350, 256, kernels::ElementType::f16);
+  const std::vector<int64_t> cached =
+      check_conversation(prefix_dense_config(), {40, 97, 230}, kernels::ElementType::f16);
+  EXPECT_EQ(cached, (std::vector<int64_t>{0, 40, 97}));
 }
 
 // The scheduler says whether it has a cache: its budget, off at 0, and off with the reason
