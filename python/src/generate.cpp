@@ -19,14 +19,16 @@ class PyGeneration {
   // hooks: null, or the activation hooks every step's forward runs with (hooks.h).
   PyGeneration(std::shared_ptr<ModelHandle> h, std::shared_ptr<io::Tokenizer> tok, std::vector<int32_t> prompt,
                const infer::SamplingParams& sampling, infer::StopRules rules, int64_t requested_tokens,
-               std::unique_ptr<PyHooks> hooks)
+               std::unique_ptr<PyHooks> hooks, kernels::ElementType kv_type)
       : h_(std::move(h)),
         tok_(std::move(tok)),
         context_bound_(rules.max_tokens < requested_tokens),
         gen_(prompt, sampling, rules, tok_.get()),
         hooks_(std::move(hooks)) {
     const int64_t capacity = static_cast<int64_t>(prompt.size()) + rules.max_tokens;
-    if (!hooks_) dec_ = std::make_unique<infer::Decoder>(h_->model, infer::DecoderOptions{1, capacity, 0, 0});
+    if (!hooks_)
+      dec_ = std::make_unique<infer::Decoder>(h_->model,
+                                              infer::DecoderOptions{.slots = 1, .capacity = capacity, .kv_type = kv_type});
     if (dec_) dec_->reset(0);
   }
 
@@ -108,7 +110,10 @@ class PyGeneration {
 std::unique_ptr<PyGeneration> generate(const PyModel& self, const std::string& prompt, int64_t max_tokens,
                                        double temperature, int64_t top_k, double top_p, double min_p,
                                        double repetition_penalty, uint64_t seed, const std::vector<std::string>& stop,
-                                       const py::object& tokenizer_arg, const py::object& hooks) {
+                                       const py::object& tokenizer_arg, const py::object& hooks,
+                                       const std::string& kv_type) {
+  static constexpr kernels::ElementType kKvTypes[] = {kernels::ElementType::f32, kernels::ElementType::f16};
+  const kernels::ElementType cache_type = kernels::parse_element_type(kv_type, "kv_type", kKvTypes);
   const std::shared_ptr<ModelHandle> h = self.handle();
   std::shared_ptr<io::Tokenizer> tok = tokenizer_arg.is_none() ? self.tokenizer : tokenizer_from(tokenizer_arg);
   if (!tok) throw py::value_error("generate: give tokenizer=, or load the model with one (Model.load(path, tokenizer=))");
@@ -122,7 +127,7 @@ std::unique_ptr<PyGeneration> generate(const PyModel& self, const std::string& p
   infer::StopRules rules{max_tokens, stop, tok->eos_id()};
   rules.max_tokens = infer::fit_to_context(static_cast<int64_t>(ids.size()), max_tokens, 0, c.max_seq_len, "prompt");
   std::unique_ptr<PyHooks> py_hooks = has_hooks(hooks) ? std::make_unique<PyHooks>(c, hooks) : nullptr;
-  return std::make_unique<PyGeneration>(h, tok, ids, sampling, rules, max_tokens, std::move(py_hooks));
+  return std::make_unique<PyGeneration>(h, tok, ids, sampling, rules, max_tokens, std::move(py_hooks), cache_type);
 }
 
 }  // namespace
@@ -143,13 +148,14 @@ void bind_generate(py::module_& m, py::class_<PyModel>& cls) {
   cls.def("generate", &generate, py::arg("prompt"), py::arg("max_tokens") = 128, py::arg("temperature") = 1.0,
           py::arg("top_k") = 0, py::arg("top_p") = 1.0, py::arg("min_p") = 0.0, py::arg("repetition_penalty") = 1.0,
           py::arg("seed") = 0, py::arg("stop") = std::vector<std::string>{}, py::arg("tokenizer") = py::none(),
-          py::arg("hooks") = py::none(),
+          py::arg("hooks") = py::none(), py::arg("kv_type") = "f32",
           R"(Continues a prompt as `gatedlm generate` does (BOS + the prompt, prefill, then decode
 over a KV cache; the same sampler, seed and stop rules give the same text). Returns a
 gatedlm.Generation: iterate it for the text pieces as they become final, e.g.
     for piece in model.generate("Once", max_tokens=50, seed=1): print(piece, end="")
 hooks: {name: fn} as in run_with_hooks (steering): each step then runs the whole forward over
-the tokens so far under the hooks (no KV cache; hook arrays are [1, tokens so far, ...]).)");
+the tokens so far under the hooks (no KV cache; hook arrays are [1, tokens so far, ...]).
+kv_type: "f32" or "f16", the KV cache's rows (as generate's --kv-type).)");
 }
 
 }  // namespace gatedlm::python

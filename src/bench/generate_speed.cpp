@@ -31,6 +31,7 @@ GenerateSpeed measure_generate_speed(model::Model<float>& model, int64_t batch, 
   const int64_t V = model.config().vocab_size;
   infer::DecoderOptions options{batch, o.prompt_tokens + o.new_tokens};
   options.packed_weights = o.packed_weights;
+  options.kv_type = o.kv_type;
   infer::Decoder dec(model, options);
   Rng rng(o.seed);
   std::vector<std::vector<int32_t>> prompts(batch, std::vector<int32_t>(o.prompt_tokens));

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/element_types.h"
 #include "model/model.h"
 
 namespace gatedlm::bench {
@@ -15,6 +16,7 @@ struct GenerateSpeedOptions {
   int64_t prompt_tokens = 128, new_tokens = 64, reps = 3;
   uint64_t seed = 1;
   bool packed_weights = true;  // infer::DecoderOptions::packed_weights
+  kernels::ElementType kv_type = kernels::ElementType::f32;  // infer::DecoderOptions::kv_type
 };
 
 struct GenerateSpeed {

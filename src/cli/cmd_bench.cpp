@@ -168,6 +168,7 @@ void run_bench_generate(const GenerateBenchOptions& o) {
                          {"new_tokens", o.speed.new_tokens},
                          {"params", m.layout().total()},
                          {"weights", loaded.weight_format()},
+                         {"kv_type", kernels::element_name(o.speed.kv_type)},
                          {"quantized_weight_bytes", loaded.quantized ? loaded.quantized->bytes() : 0},
                          {"decode_bytes_per_token", step_bytes},
                          {"bandwidth_gbs", bound_gbs},
@@ -205,6 +206,7 @@ void add_bench_generate(CLI::App* bench) {
       ->check(CLI::PositiveNumber);
   generate->add_flag("!--no-packed-weights", gen->speed.packed_weights,
                      "decode batches of more than 4 multiply by the plain weights (no packed copies)");
+  add_kv_type_option(generate, gen->speed.kv_type);
   generate->callback([gen] { run_bench_generate(*gen); });
 }
 

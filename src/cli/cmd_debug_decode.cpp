@@ -21,6 +21,7 @@ void register_debug_decode(CLI::App& app) {
     std::string checkpoint, token_ids, out;
     std::vector<int64_t> prompt_lengths;
     int64_t window = 0, sinks = 0;
+    kernels::ElementType kv_type = kernels::ElementType::f32;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* debug = app.get_subcommand("debug");
@@ -38,6 +39,7 @@ void register_debug_decode(CLI::App& app) {
       ->delimiter(',');
   sub->add_option("--window", opt->window, "streaming window (0: full cache)")->capture_default_str();
   sub->add_option("--sinks", opt->sinks, "sink tokens kept with --window")->capture_default_str();
+  add_kv_type_option(sub, opt->kv_type);
   sub->add_option("--out", opt->out, "output .safetensors file")->required();
   sub->callback([opt] {
     const io::LoadedModel loaded = io::load_model(opt->checkpoint);
@@ -62,7 +64,8 @@ void register_debug_decode(CLI::App& app) {
       m.forward(seqs[b].data(), nullptr, 1, len);
       std::copy_n(m.logits(), len * V, full.data() + offset[b] * V);
     }
-    infer::Decoder dec(m, {B, longest, opt->window, opt->sinks});
+    infer::Decoder dec(m, {.slots = B, .capacity = longest, .window = opt->window, .sinks = opt->sinks,
+                           .kv_type = opt->kv_type});
     std::vector<int64_t> done(B, 0);  // tokens of each sequence run so far
     for (int64_t step = 0;; ++step) {
       std::vector<infer::Chunk> chunks;

@@ -29,6 +29,7 @@ void register_generate(CLI::App& app) {
     infer::SamplingParams sampling;
     infer::StopRules rules;
     int64_t window = 0, sinks = 0;
+    kernels::ElementType kv_type = kernels::ElementType::f32;
     bool json = false;
   };
   auto opt = std::make_shared<Options>();
@@ -47,6 +48,7 @@ void register_generate(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--sinks", opt->sinks, "with --window: also keep the first K tokens (attention sinks)")
       ->capture_default_str();
+  add_kv_type_option(sub, opt->kv_type);
   sub->add_flag("--json", opt->json, "print one JSON object at the end instead of streaming text");
   sub->callback([opt] {
     if (opt->prompt.empty() == opt->prompt_file.empty() && opt->prompt_file.empty())
@@ -71,7 +73,8 @@ void register_generate(CLI::App& app) {
     const bool context_bound = rules.max_tokens < opt->rules.max_tokens;
     infer::Generation gen(prompt, opt->sampling, rules, lm.tokenizer.get());
     const int64_t capacity = static_cast<int64_t>(prompt.size()) + rules.max_tokens;
-    infer::Decoder dec(*lm.model, {1, capacity, opt->window, opt->sinks});
+    infer::Decoder dec(*lm.model, {.slots = 1, .capacity = capacity, .window = opt->window, .sinks = opt->sinks,
+                                   .kv_type = opt->kv_type});
     const infer::GenerationTiming t = infer::run_generation(dec, 0, gen, [&](const std::string& piece) {
       if (opt->json) return;
       std::fwrite(piece.data(), 1, piece.size(), stdout);

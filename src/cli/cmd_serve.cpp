@@ -55,6 +55,7 @@ void register_serve(CLI::App& app) {
   sub->add_option("--context", opt->serve.context, "tokens per request, prompt and completion (0: max_seq_len)")
       ->capture_default_str()
       ->check(at_least(0));
+  add_kv_type_option(sub, opt->serve.kv_type);
   sub->add_option("--prefix-cache-bytes", opt->serve.prefix_cache_bytes,
                   "memory for the prefix cache: a prompt that starts like an earlier one (a chat resending its "
                   "history) restores that prefix's KV rows and, for hybrids, Gated DeltaNet snapshots instead of "

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "infer/generation.h"
+#include "kernels/element_types.h"
 #include "infer/sampler.h"
 
 namespace CLI {
@@ -19,5 +20,8 @@ inline constexpr const char* kModelPathHelp =
 void add_checkpoint_options(CLI::App* sub, std::string& checkpoint, std::string& tokenizer);
 // --max-tokens --temperature --top-k --top-p --min-p --repetition-penalty --seed --stop
 void add_sampling_options(CLI::App* sub, infer::SamplingParams& sampling, infer::StopRules& rules);
+
+// --kv-type f32|f16: the element type of the KV cache's rows (infer/kv_cache.h).
+void add_kv_type_option(CLI::App* sub, kernels::ElementType& kv_type);
 
 }  // namespace gatedlm::cli

@@ -15,7 +15,8 @@ bool Request::wait(std::string& text, std::chrono::milliseconds timeout) {
 Scheduler::Scheduler(model::Model<float>& model, const SchedulerOptions& o)
     : decoder_(model, {.slots = o.max_batch,
                        .capacity = o.context > 0 ? o.context : model.config().max_seq_len,
-                       .packed_weights = o.packed_weights}),
+                       .packed_weights = o.packed_weights,
+                       .kv_type = o.kv_type}),
       fed_(o.max_batch, 0), piece_end_(o.max_batch, 0),
       context_(decoder_.capacity()), max_queue_(o.max_queue), slots_(o.max_batch) {
   if (o.max_queue < 0) fail("--max-queue must not be negative");

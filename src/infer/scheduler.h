@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/element_types.h"
 #include "infer/decoder.h"
 #include "infer/generation.h"
 #include "infer/prefix_reuse.h"
@@ -68,6 +69,7 @@ struct SchedulerOptions {
   int64_t context = 0;     // tokens per sequence (prompt + generated); 0 = the model's max_seq_len
   bool packed_weights = true;  // DecoderOptions::packed_weights
   int64_t prefix_cache_bytes = 0;  // the prefix cache's budget (prefix_reuse.h); 0: none
+  kernels::ElementType kv_type = kernels::ElementType::f32;  // DecoderOptions::kv_type
 };
 
 class Scheduler {

@@ -255,7 +255,8 @@ void install_token_routes(GuardedServer& svr, const ServeOptions& o, const io::T
 std::unique_ptr<infer::Scheduler> start_scheduler(model::Model<float>& model, const ServeOptions& o) {
   try {
     return std::make_unique<infer::Scheduler>(
-        model, infer::SchedulerOptions{o.max_batch, o.max_queue, o.context, o.packed_weights, o.prefix_cache_bytes});
+        model, infer::SchedulerOptions{o.max_batch, o.max_queue, o.context, o.packed_weights, o.prefix_cache_bytes,
+                                       o.kv_type});
   } catch (const std::bad_alloc&) {
   } catch (const std::length_error&) {
   }

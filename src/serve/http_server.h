@@ -29,6 +29,7 @@
 #include "chat/jinja_template.h"
 
 #include "io/tokenizer.h"
+#include "kernels/element_types.h"
 #include "model/model.h"
 #include "serve/guarded_server.h"
 
@@ -44,6 +45,7 @@ struct ServeOptions {
   bool packed_weights = true;  // infer::DecoderOptions::packed_weights
   int64_t max_queue = 64;
   int64_t context = 0;          // tokens per sequence; 0 = the model's max_seq_len
+  kernels::ElementType kv_type = kernels::ElementType::f32;  // infer::DecoderOptions::kv_type
   // The prefix cache's budget (infer/prefix_reuse.h; docs/serving.md says why this default):
   // KV rows and recurrent snapshots of earlier prompts. 0: no cache.
   int64_t prefix_cache_bytes = int64_t{1} << 30;

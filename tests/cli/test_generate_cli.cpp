@@ -117,5 +117,32 @@ TEST(BenchGenerateCliTest, PrintsPrefillAndDecodeRates) {
   }
 }
 
+// --kv-type f16: the cache's rows take half the bytes (a dense model has no other state),
+// the JSON says which type ran, and generate takes the flag and refuses a type it is not.
+TEST(BenchGenerateCliTest, AnF16CacheHalvesTheStateAndBadTypesAreRefused) {
+  TempDir dir("bench_generate_f16");
+  write_file(dir / "tiny.json", kGenerateConfig);
+  json state[2];
+  for (int half = 0; half < 2; ++half) {
+    const CliResult r = run_gatedlm({"bench", "generate", "--config", (dir / "tiny.json").string(), "--batch", "1",
+                                     "--prompt-tokens", "8", "--new-tokens", "2", "--reps", "1", "--kv-type",
+                                     half ? "f16" : "f32", "--bandwidth-gbs", "10"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const json j = last_json_line(r.output);
+    EXPECT_EQ(j["kv_type"], half ? "f16" : "f32");
+    state[half] = j["state_bytes_per_sequence"];
+  }
+  EXPECT_EQ(state[0]["1024"].get<int64_t>(), 2 * 2 * 2 * 8 * 4 * 1024);  // K and V, layers, kv heads, head_dim, f32
+  EXPECT_EQ(state[1]["1024"].get<int64_t>() * 2, state[0]["1024"].get<int64_t>());
+  const std::string ck = make_checkpoint(dir, "ck", json::parse(kGenerateConfig)).string();
+  CliResult r = run_gatedlm({"generate", "--checkpoint", ck, "--tokenizer", "byte", "--prompt", "ab", "--max-tokens",
+                             "4", "--temperature", "0", "--kv-type", "f16", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(last_json_line(r.output)["ids"].size(), 4u);
+  r = run_gatedlm({"generate", "--checkpoint", ck, "--tokenizer", "byte", "--prompt", "ab", "--kv-type", "q8_0"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "--kv-type")) << r.output;
+}
+
 }  // namespace
 }  // namespace gatedlm::testing

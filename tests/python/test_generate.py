@@ -52,3 +52,21 @@ def test_fields_read_while_another_thread_generates(gated_checkpoint):
         for ids, text, reason in seen:
             assert gen.ids[:len(ids)] == ids
             assert reason in ("", gen.finish_reason)
+
+
+def test_an_f16_cache_generates_as_the_cli_does(gated_checkpoint, run_cli):
+    """kv_type="f16" keeps the KV rows in F16, as `generate --kv-type f16`: the same greedy
+    ids from both; a type the cache does not take is a gatedlm.Error naming it."""
+    cli = json.loads(run_cli("generate", "--checkpoint", gated_checkpoint, "--tokenizer", "byte", "--prompt",
+                             "it was the", "--max-tokens", 16, "--temperature", 0, "--kv-type", "f16",
+                             "--json").stdout)
+    model = gatedlm.Model.load(gated_checkpoint, tokenizer="byte")
+    gen = model.generate("it was the", max_tokens=16, temperature=0, kv_type="f16")
+    list(gen)
+    assert gen.ids == cli["ids"] and len(gen.ids) == 16
+    try:
+        model.generate("it was the", kv_type="q8_0")
+    except gatedlm.Error as e:
+        assert "kv_type" in str(e) and "q8_0" in str(e)
+    else:
+        raise AssertionError("kv_type='q8_0' was taken")
