@@ -20,6 +20,7 @@ void register_stream_eval(CLI::App& app) {
     std::string checkpoint, text, tokenizer;
     int64_t window = 0, tokens = 0;
     std::vector<int64_t> sinks{0, 1, 4};
+    kernels::ElementType kv_type = kernels::ElementType::f32;
     bool json = false, skip_full = false;
   };
   auto opt = std::make_shared<Options>();
@@ -33,6 +34,7 @@ void register_stream_eval(CLI::App& app) {
   sub->add_option("--window", opt->window, "recent tokens kept in the cache")->required();
   sub->add_option("--sinks", opt->sinks, "sink counts to compare, comma separated")->delimiter(',')->capture_default_str();
   sub->add_option("--tokens", opt->tokens, "predictions to score (the text must hold one token more)")->required();
+  add_kv_type_option(sub, opt->kv_type);
   sub->add_flag("--skip-full", opt->skip_full, "leave out the full-cache reference (its cost grows with --tokens^2)");
   sub->add_flag("--json", opt->json, "print one JSON object instead of a table");
   sub->callback([opt] {
@@ -51,7 +53,7 @@ void register_stream_eval(CLI::App& app) {
     auto run = [&](int64_t window, int64_t sinks) {
       const std::string what = window > 0 ? "window " + std::to_string(window) + " sinks " + std::to_string(sinks)
                                           : std::string("full cache");
-      results.push_back(infer::stream_eval(*lm.model, ids, window, sinks, [&](int64_t done, int64_t total) {
+      results.push_back(infer::stream_eval(*lm.model, ids, window, sinks, opt->kv_type, [&](int64_t done, int64_t total) {
         std::fprintf(stderr, "stream-eval %s: %lld/%lld tokens\n", what.c_str(), static_cast<long long>(done),
                      static_cast<long long>(total));
       }));
@@ -70,7 +72,8 @@ void register_stream_eval(CLI::App& app) {
                       {"ppl_after_fill", r.scored_after_fill ? nlohmann::json(std::exp(r.nll_after_fill)) : nlohmann::json()}});
     if (opt->json) {
       const nlohmann::json j{{"checkpoint", lm.checkpoint_dir}, {"text", opt->text}, {"tokenizer", lm.tokenizer_source},
-                             {"train_len", train_len},           {"tokens", opt->tokens}, {"results", rows}};
+                             {"train_len", train_len},           {"tokens", opt->tokens}, {"results", rows},
+                             {"kv_type", kernels::element_name(opt->kv_type)}};
       std::printf("%s\n", j.dump().c_str());
       return;
     }

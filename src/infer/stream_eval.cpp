@@ -22,11 +22,12 @@ double token_nll(const float* logits, int64_t vocab, int32_t target) {
 }  // namespace
 
 StreamEvalResult stream_eval(model::Model<float>& model, const std::vector<int32_t>& tokens, int64_t window,
-                             int64_t sinks, const std::function<void(int64_t, int64_t)>& progress) {
+                             int64_t sinks, kernels::ElementType kv_type,
+                             const std::function<void(int64_t, int64_t)>& progress) {
   const int64_t n = static_cast<int64_t>(tokens.size()) - 1, V = model.config().vocab_size;
   if (n < 1) fail("stream-eval: needs at least two tokens");
   StreamEvalResult r{window, sinks};
-  Decoder dec(model, {1, window > 0 ? 0 : n, window, sinks});
+  Decoder dec(model, {.slots = 1, .capacity = window > 0 ? 0 : n, .window = window, .sinks = sinks, .kv_type = kv_type});
   const int64_t fill = window > 0 ? sinks + window : n;  // tokens held before the first eviction
   const int64_t first = std::min(fill, n);
   double total = 0, after = 0;

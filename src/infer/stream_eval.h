@@ -7,6 +7,7 @@
 #include <functional>
 #include <vector>
 
+#include "kernels/element_types.h"
 #include "model/model.h"
 
 namespace gatedlm::infer {
@@ -19,9 +20,10 @@ struct StreamEvalResult {
   double nll_after_fill = 0;
 };
 
-// tokens: the stream (N + 1 ids for N predictions). progress(done, total) is called now
-// and then.
+// tokens: the stream (N + 1 ids for N predictions); kv_type: the cache's rows (f32 or f16,
+// DecoderOptions::kv_type). progress(done, total) is called now and then.
 StreamEvalResult stream_eval(model::Model<float>& model, const std::vector<int32_t>& tokens, int64_t window,
-                             int64_t sinks, const std::function<void(int64_t, int64_t)>& progress = {});
+                             int64_t sinks, kernels::ElementType kv_type = kernels::ElementType::f32,
+                             const std::function<void(int64_t, int64_t)>& progress = {});
 
 }  // namespace gatedlm::infer

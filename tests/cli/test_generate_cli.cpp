@@ -1,6 +1,6 @@
 // gatedlm generate, stream-eval and bench generate through the binary: the same seed
-// gives the same text, the JSON they print, the errors for bad flags, and stream-eval's
-// window without eviction equal to the full cache.
+// gives the same text, the JSON they print, the errors for bad flags, stream-eval's
+// window without eviction equal to the full cache, and --kv-type f16.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -81,10 +81,10 @@ TEST(StreamEvalCliTest, WindowWithoutEvictionEqualsFullCache) {
   TempDir dir("stream_eval");
   const std::string ck = make_checkpoint(dir, "ck", json::parse(kGenerateConfig)).string();
   write_file(dir / "text.txt", std::string(300, 'a') + "the quick brown fox jumps over the lazy dog");
-  auto run = [&](const std::string& window) {
+  auto run = [&](const std::string& window, const std::string& kv_type = "f32") {
     const CliResult r = run_gatedlm({"stream-eval", "--checkpoint", ck, "--tokenizer", "byte", "--text",
                                      (dir / "text.txt").string(), "--window", window, "--sinks", "0,4", "--tokens",
-                                     "40", "--json"});
+                                     "40", "--kv-type", kv_type, "--json"});
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return r.exit_code == 0 ? last_json_line(r.output) : json::object();
   };
@@ -96,6 +96,14 @@ TEST(StreamEvalCliTest, WindowWithoutEvictionEqualsFullCache) {
   EXPECT_NEAR(wide["results"][0]["ppl"].get<double>(), full, 1e-4 * full);
   EXPECT_NEAR(wide["results"][1]["ppl"].get<double>(), full, 1e-4 * full);
   EXPECT_GT(narrow["results"][0]["tokens_after_fill"].get<int64_t>(), 0);
+  // An F16 cache: the perplexities within its rounding (5e-4 relative a logit) of the f32 cache's.
+  const json half = run("8", "f16");
+  ASSERT_EQ(half["results"].size(), 3u);
+  EXPECT_EQ(half["kv_type"], "f16");
+  for (int i = 0; i < 3; ++i) {
+    const double want = narrow["results"][i]["ppl"].get<double>();
+    EXPECT_NEAR(half["results"][i]["ppl"].get<double>(), want, 2e-3 * want) << i;
+  }
   const CliResult r = run_gatedlm({"stream-eval", "--checkpoint", ck, "--tokenizer", "byte", "--text",
                                    (dir / "text.txt").string(), "--window", "8", "--tokens", "100000"});
   EXPECT_NE(r.exit_code, 0);
