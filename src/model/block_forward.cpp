@@ -45,7 +45,7 @@ template <typename T>
 void Model<T>::block_forward(int64_t l, const AttentionFn<T>* attend) {
   const ModelConfig& c = config_;
   State& s = *s_;
-  LayerActivations<T>& a = s.layers[l];
+  LayerActivations<T>& a = s.acts(l);
   const HookCaller<T>& hooks = s.hooks;  // activation hooks (hooks.h): no-ops unless set
   const int64_t d = c.d_model;
   hooks.forward(l, HookPoint::resid_pre, s.resid[l].data(), {d});
@@ -65,7 +65,7 @@ template <typename T>
 void Model<T>::branch_output_forward(int64_t l, const T* branch) {
   const ModelConfig& c = config_;
   State& s = *s_;
-  LayerActivations<T>& a = s.layers[l];
+  LayerActivations<T>& a = s.acts(l);
   const int64_t n = s.n, d = c.d_model;
   if (c.sandwich_norm) {
     k::rmsnorm_forward(a.o2.data(), a.rstd_o.data(), branch, w_.layers[l].attn_branch_norm, n, d, c.norm_eps);
@@ -80,7 +80,7 @@ template <typename T>
 void Model<T>::ffn_forward(int64_t l) {
   const ModelConfig& c = config_;
   State& s = *s_;
-  LayerActivations<T>& a = s.layers[l];
+  LayerActivations<T>& a = s.acts(l);
   const LayerWeights<T>& w = w_.layers[l];
   const int64_t n = s.n, d = c.d_model, f = c.ffn_hidden;
 

@@ -138,7 +138,7 @@ int64_t Model<T>::seq() const {
 template <typename T>
 MixerPass<T> Model<T>::mixer_pass(int64_t l, const AttentionFn<T>* attend, bool for_backward) {
   State& s = *s_;
-  return MixerPass<T>{l,       config_, s, s.layers[l], w_.layers[l], for_backward ? &g_.layers[l] : nullptr,
+  return MixerPass<T>{l,       config_, s, s.acts(l),   w_.layers[l], for_backward ? &g_.layers[l] : nullptr,
                       rope_,   attend,  linear_state_};
 }
 
@@ -146,6 +146,7 @@ template <typename T>
 BlockProbe<T> Model<T>::probe(int64_t layer) const {
   const ModelConfig& c = config_;
   if (layer < 0 || layer >= c.n_layers || s_->n == 0) fail("probe: no layer ", layer, " in the last forward");
+  if (!s_->for_backward) fail("probe: the last forward was incremental (forward_tokens) and kept no layer's tensors");
   const LayerActivations<T>& a = s_->layers[layer];
   BlockProbe<T> p;
   p.resid_out = s_->resid[layer + 1].data();
@@ -175,10 +176,14 @@ void Model<T>::ensure_buffers(int64_t batch, int64_t seq, bool for_backward) {
   s.for_backward = for_backward;
   s.resid.assign(c.n_layers + 1, {});
   for (auto& r : s.resid) resize(r, n * d);
-  s.layers.assign(c.n_layers, {});
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    LayerActivations<T>& a = s.layers[l];
-    const bool dense_ffn = !c.moe.is_moe_layer(l);
+  // Backward reads every block's tensors; forward_tokens needs one set (model_state.h),
+  // sized for every layer: a dense FFN if any layer has one, each kind of mixer's tensors.
+  s.layers.assign(for_backward ? c.n_layers : 1, {});
+  bool any_dense_ffn = false;
+  for (int64_t l = 0; l < c.n_layers; ++l) any_dense_ffn = any_dense_ffn || !c.moe.is_moe_layer(l);
+  for (int64_t i = 0; i < static_cast<int64_t>(s.layers.size()); ++i) {
+    LayerActivations<T>& a = s.layers[i];
+    const bool dense_ffn = for_backward ? !c.moe.is_moe_layer(i) : any_dense_ffn;
     resize(a.rstd_attn, n);
     resize(a.h, n * d);
     resize(a.o0, n * d);
@@ -192,7 +197,9 @@ void Model<T>::ensure_buffers(int64_t batch, int64_t seq, bool for_backward) {
     resize(a.f0, n * d);
     resize(a.f1, n * d, c.sandwich_norm);
     resize(a.rstd_f, n, c.sandwich_norm);
-    mixers_[l]->resize(a, n, c);  // the mixer's own tensors (mixer.h)
+    for (int64_t l = 0; l < c.n_layers; ++l)  // the mixer's own tensors (mixer.h): layer i's, or each kind's once
+      if (for_backward ? l == i : std::find(mixers_.begin(), mixers_.begin() + l, mixers_[l]) == mixers_.begin() + l)
+        mixers_[l]->resize(a, n, c);
   }
   resize(s.rstd_final, n);
   resize(s.h_final, n * d);

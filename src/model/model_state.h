@@ -60,7 +60,11 @@ struct ModelState {
   std::vector<int32_t> tokens, targets;
   std::vector<int32_t> positions;  // [n] RoPE position of each row (forward_tokens); empty: t of [batch, seq]
   std::vector<std::vector<T>> resid;  // [n_layers + 1][n, d]: input of block l, last = output
+  // [n_layers] in a pass that backward follows; [1] in forward_tokens, which keeps no block's
+  // tensors past the block: one set, sized for every layer, serves each in turn (at 1900
+  // tokens of the 1B shape, 250 MB instead of 16 x 250 MB). acts(l) is layer l's.
   std::vector<LayerActivations<T>> layers;
+  LayerActivations<T>& acts(int64_t l) { return layers.size() == 1 ? layers[0] : layers[l]; }
   std::vector<std::unique_ptr<MoeBlock<T>>> moe;  // [n_layers]: the MoE FFN of each MoE layer, null elsewhere
   std::vector<double> balance_counts;  // [moe_layers * E] loads f_i counts over (set_balance_counts); empty: own
   bool routed_only = false;            // the last pass was route_counts (nothing for backward)
