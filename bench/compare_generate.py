@@ -204,7 +204,9 @@ def main():
     b1 = eng["runs"][0]
     print(f"\nbatch {b1['batch']} decode reads {eng['decode_bytes_per_token'] / 1e6:.0f} MB of weights a step: "
           f"{b1['decode_read_gbs']:.1f} GB/s, {100 * b1['decode_read_share']:.0f} % of the read bound "
-          f"{eng['bandwidth_gbs']:.1f} GB/s (`gatedlm bench bandwidth`)")
+          f"{eng['bandwidth_gbs']:.1f} GB/s (`gatedlm bench bandwidth`); with the "
+          f"{b1['decode_state_bytes_per_sequence'] / 1e6:.1f} MB of KV cache and recurrent state a step reads, "
+          f"{100 * b1['decode_read_share_with_state']:.0f} %")
     if a.no_llama:
         return
     from test_gguf_llama import byte_level_tokenizer, fetch_llama_libs

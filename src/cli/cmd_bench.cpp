@@ -152,10 +152,16 @@ void run_bench_generate(const GenerateBenchOptions& o) {
   for (int64_t b : o.batches) {
     const bench::GenerateSpeed r = bench::measure_generate_speed(m, b, o.speed);
     for (auto [tokens, bytes] : r.state_bytes_per_sequence) state_bytes[std::to_string(tokens)] = bytes;
-    const double read_gbs = r.decode_tokens_per_s / static_cast<double>(b) * static_cast<double>(step_bytes) / 1e9;
+    // With the state: the weights once a step, and each sequence's KV rows and recurrent state.
+    const double steps_per_s = r.decode_tokens_per_s / static_cast<double>(b);
+    const double read_gbs = steps_per_s * static_cast<double>(step_bytes) / 1e9;
+    const double state_read_gbs = steps_per_s * static_cast<double>(b * r.decode_state_bytes_per_step) / 1e9;
     runs.push_back({{"batch", b},
                     {"decode_read_gbs", read_gbs},
                     {"decode_read_share", read_gbs / bound_gbs},
+                    {"decode_state_bytes_per_sequence", r.decode_state_bytes_per_step},
+                    {"decode_read_gbs_with_state", read_gbs + state_read_gbs},
+                    {"decode_read_share_with_state", (read_gbs + state_read_gbs) / bound_gbs},
                     {"prefill_tokens_per_s", r.prefill_tokens_per_s},
                     {"decode_tokens_per_s", r.decode_tokens_per_s},
                     {"prefill_ms", r.prefill_ms},
@@ -187,7 +193,10 @@ void add_bench_generate(CLI::App* bench) {
                   "32k tokens (state_bytes_per_sequence: KV cache of the softmax layers plus a hybrid's recurrent "
                   "state); decode_bytes_per_token (the weights a batch-1 step reads), bandwidth_gbs (the machine's "
                   "read bound, `bench bandwidth`) and per batch decode_read_gbs and decode_read_share (the decode "
-                  "steps' weight reads per second, and their share of the bound); peak_rss_bytes (the peak resident "
+                  "steps' weight reads per second, and their share of the bound), "
+                  "decode_state_bytes_per_sequence (the KV rows and recurrent state a sequence's step reads, mean "
+                  "over the steps) and decode_read_gbs_with_state, decode_read_share_with_state (weights and "
+                  "every sequence's state); peak_rss_bytes (the peak resident "
                   "memory from the model's load on: the bound's 1 GiB buffer, measured first, is left out).");
   auto* gcfg = generate->add_option("--config", gen->config, "model config JSON (random weights)")->check(CLI::ExistingFile);
   auto* gck = generate->add_option("--checkpoint", gen->checkpoint, kModelPathHelp);

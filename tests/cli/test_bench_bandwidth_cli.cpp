@@ -72,6 +72,13 @@ TEST(BenchBandwidthCliTest, BenchGenerateCountsTheWeightsAStepReads) {
     const double read = run["decode_tokens_per_s"].get<double>() * static_cast<double>(want) / 1e9;
     EXPECT_NEAR(run["decode_read_gbs"].get<double>(), read, 1e-9 * read);
     EXPECT_NEAR(run["decode_read_share"].get<double>(), read / 10.0, 1e-9 * read);
+    // The state a step reads: 2 layers' keys and values, one kv head of 16 fp32 values each,
+    // over 5 and 6 rows (the prompt's 4, then each step's own), 5.5 on average.
+    const int64_t state = 2 * 2 * 16 * 4 * 11 / 2;
+    EXPECT_EQ(run["decode_state_bytes_per_sequence"], state) << weights;
+    const double with_state = run["decode_tokens_per_s"].get<double>() * static_cast<double>(want + state) / 1e9;
+    EXPECT_NEAR(run["decode_read_gbs_with_state"].get<double>(), with_state, 1e-9 * with_state);
+    EXPECT_NEAR(run["decode_read_share_with_state"].get<double>(), with_state / 10.0, 1e-9 * with_state);
   }
 }
 
