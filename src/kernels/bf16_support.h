@@ -35,7 +35,7 @@ void force_bf16_emulation(bool on);
 std::string bf16_emulation_warning(const std::string& flag);
 
 // out[i] = in[i] rounded to the nearest bf16 (ties to even), kept in fp32 storage; NaN
-// stays NaN. The operand rounding of the emulated path (a kernel: bf16_convert.cpp).
+// stays NaN. The operand rounding of the emulated path (a kernel: float16_convert.cpp).
 void round_to_bf16(float* out, const float* in, int64_t n);
 
 }  // namespace gatedlm::kernels

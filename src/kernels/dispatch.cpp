@@ -4,6 +4,7 @@
 #include "kernels/kernel_sets.h"
 #include "kernels/bf16_support.h"
 #include "kernels/delta_rule_step.h"
+#include "kernels/half_float.h"
 #include "kernels/matmul.h"
 #include "kernels/quant_matmul_sets.h"
 
@@ -99,6 +100,8 @@ void attention_decode<float, uint16_t>(std::span<const DecodeQuery<float, uint16
 
 void to_bf16(uint16_t* out, const float* in, int64_t n) { GATEDLM_DISPATCH(to_bf16(out, in, n)); }
 void round_to_bf16(float* out, const float* in, int64_t n) { GATEDLM_DISPATCH(round_to_bf16(out, in, n)); }
+void to_f16(uint16_t* out, const float* in, int64_t n) { GATEDLM_DISPATCH(to_f16(out, in, n)); }
+void from_f16(float* out, const uint16_t* in, int64_t n) { GATEDLM_DISPATCH(from_f16(out, in, n)); }
 void skinny_matmul_f32(float* C, int64_t ldc, const float* A, int64_t lda, const float* B, int64_t ldb, int64_t M,
                        int64_t N, int64_t K, bool accumulate) {
   GATEDLM_DISPATCH(skinny_matmul_f32(C, ldc, A, lda, B, ldb, M, N, K, accumulate));

@@ -16,16 +16,10 @@ namespace {
 void f32_to_f32(float* out, const void* in, int64_t n) { std::memcpy(out, in, static_cast<size_t>(n) * 4); }
 void f32_from_f32(void* out, const float* in, int64_t n) { std::memcpy(out, in, static_cast<size_t>(n) * 4); }
 
-// The 16-bit floats one value at a time, as the file formats write them (round to nearest
-// even; the same bits on every CPU).
-void f16_to_f32_row(float* out, const void* in, int64_t n) {
-  const auto* h = static_cast<const uint16_t*>(in);
-  for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(h[i]);
-}
-void f16_from_f32_row(void* out, const float* in, int64_t n) {
-  auto* h = static_cast<uint16_t*>(out);
-  for (int64_t i = 0; i < n; ++i) h[i] = f32_to_f16(in[i]);
-}
+// The 16-bit floats as the file formats write them (round to nearest even; the same bits on
+// every CPU): F16 through the kernel sets' row conversions, BF16 one value at a time.
+void f16_to_f32_row(float* out, const void* in, int64_t n) { from_f16(out, static_cast<const uint16_t*>(in), n); }
+void f16_from_f32_row(void* out, const float* in, int64_t n) { to_f16(static_cast<uint16_t*>(out), in, n); }
 void bf16_to_f32_row(float* out, const void* in, int64_t n) {
   dequantize_row_bf16(out, static_cast<const uint16_t*>(in), n);
 }

@@ -5,7 +5,7 @@
 // Conversions to fp32 are exact; from fp32 they round to nearest, ties to even, keep
 // infinities and NaN (quiet), and keep subnormals (no flush to zero). Scalar, one value
 // at a time: for file formats and block scales, not for streaming whole tensors
-// (bf16_convert.cpp's to_bf16 does that).
+// (to_bf16 of matmul.h and to_f16 / from_f16 below do that).
 #include <bit>
 #include <cstdint>
 
@@ -25,5 +25,11 @@ inline float f16_to_f32(uint16_t bits) {
   return std::bit_cast<float>(sign | ((exponent - 15 + 127) << 23) | (mantissa << 13));
 }
 uint16_t f32_to_f16(float value);
+
+// Rows of n values (float16_convert.cpp, vectorised with F16C in the avx2 and avx512 kernel
+// sets): the bits of f32_to_f16 and f16_to_f32 value by value, except NaN, which stays a
+// NaN of either sign but whose payload and quiet bit are not promised.
+void to_f16(uint16_t* out, const float* in, int64_t n);
+void from_f16(float* out, const uint16_t* in, int64_t n);
 
 }  // namespace gatedlm::kernels

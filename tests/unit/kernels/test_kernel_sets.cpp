@@ -3,14 +3,18 @@
 // also runs once per set (ctest entries kernels_generic, kernels_avx2, kernels_avx512).
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <utility>
 #include <string>
 #include <vector>
 
+#include "core/rng.h"
 #include "kernels/attention.h"
 #include "kernels/delta_rule_step.h"
+#include "kernels/half_float.h"
 #include "kernels/kernel_set.h"
 #include "kernels/kernel_sets.h"
 #include "kernels/matmul.h"
@@ -86,6 +90,26 @@ void delta_step_with(KernelSet set, T* S, T* o, const T* q, const T* k, const T*
     case KernelSet::avx2: return avx2::delta_rule_step<T>(S, o, q, k, v, g, beta, dk, dv, u);
 #endif
     default: return generic::delta_rule_step<T>(S, o, q, k, v, g, beta, dk, dv, u);
+  }
+}
+
+void to_f16_with(KernelSet set, uint16_t* out, const float* in, int64_t n) {
+  switch (set) {
+#if GATEDLM_X86_KERNEL_SETS
+    case KernelSet::avx512: return avx512::to_f16(out, in, n);
+    case KernelSet::avx2: return avx2::to_f16(out, in, n);
+#endif
+    default: return generic::to_f16(out, in, n);
+  }
+}
+
+void from_f16_with(KernelSet set, float* out, const uint16_t* in, int64_t n) {
+  switch (set) {
+#if GATEDLM_X86_KERNEL_SETS
+    case KernelSet::avx512: return avx512::from_f16(out, in, n);
+    case KernelSet::avx2: return avx2::from_f16(out, in, n);
+#endif
+    default: return generic::from_f16(out, in, n);
   }
 }
 
@@ -213,6 +237,52 @@ TEST(KernelSetsTest, EveryRunnableSetMatchesTheDeltaRuleStepInDouble) {
           EXPECT_LT(rel_error(of, out), 1e-5) << kernel_set_name(set) << " d_k " << dk << " d_v " << dv;
         }
       }
+  }
+}
+
+// The F16 row conversions (half_float.h: to_f16, from_f16) of every runnable set against the
+// one-value rules: every one of the 65536 half patterns widened, and narrowed back to itself;
+// floats of every magnitude, the ties between two halves, the subnormal halves' edge and the
+// overflow edge narrowed. Bit for bit, except that a NaN need only stay a NaN. 65536 and the
+// float count are not multiples of 8, so the vector loops' tails run too (n - 3 below).
+TEST(KernelSetsTest, EveryRunnableSetConvertsF16RowsAsTheOneValueRules) {
+  std::vector<uint16_t> halves(65536);
+  for (size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<uint16_t>(i);
+  std::vector<float> floats;
+  Rng rng(5);
+  for (int i = 0; i < 20000; ++i)
+    floats.push_back(static_cast<float>(rng.normal() * std::ldexp(1.0, static_cast<int>(rng.below(64)) - 40)));
+  for (uint32_t h = 0; h < 0x7c00; h += 37) {  // the midpoints between neighbouring halves (ties), +- 1 ulp
+    const uint32_t mid = std::bit_cast<uint32_t>((f16_to_f32(static_cast<uint16_t>(h)) + f16_to_f32(static_cast<uint16_t>(h + 1))) / 2);
+    for (uint32_t b : {mid - 1, mid, mid + 1}) floats.push_back(std::bit_cast<float>(b));
+  }
+  for (float x : {6.103515625e-05f, 6.1035e-05f, 5.96e-08f, 2.98e-08f, 2.99e-08f, 1e-40f, -1e-40f, 65504.0f, 65519.99f,
+                  65520.0f, 1e30f, -0.0f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::quiet_NaN()})
+    floats.push_back(x);
+  const int64_t nh = static_cast<int64_t>(halves.size()) - 3, nf = static_cast<int64_t>(floats.size());
+  for (KernelSet set : runnable_kernel_sets()) {
+    std::vector<float> wide(nh);
+    from_f16_with(set, wide.data(), halves.data(), nh);
+    std::vector<uint16_t> back(nh), narrow(nf);
+    to_f16_with(set, back.data(), wide.data(), nh);
+    to_f16_with(set, narrow.data(), floats.data(), nf);
+    for (int64_t i = 0; i < nh; ++i) {
+      const float want = f16_to_f32(halves[i]);
+      if (std::isnan(want)) {
+        ASSERT_TRUE(std::isnan(wide[i]) && (back[i] & 0x7fff) > 0x7c00) << kernel_set_name(set) << " half " << i;
+        continue;
+      }
+      ASSERT_EQ(std::bit_cast<uint32_t>(wide[i]), std::bit_cast<uint32_t>(want)) << kernel_set_name(set) << " half " << i;
+      ASSERT_EQ(back[i], halves[i]) << kernel_set_name(set) << " half " << i;
+    }
+    for (int64_t i = 0; i < nf; ++i) {
+      if (std::isnan(floats[i])) {
+        EXPECT_GT(narrow[i] & 0x7fff, 0x7c00) << kernel_set_name(set);
+        continue;
+      }
+      ASSERT_EQ(narrow[i], f32_to_f16(floats[i])) << kernel_set_name(set) << " float " << floats[i] << " (" << i << ")";
+    }
   }
 }
 

@@ -1,6 +1,9 @@
-// to_bf16 and round_to_bf16, compiled once per kernel set (kernel_set_begin.h): fp32 ->
-// bf16 with round to nearest even, NaN kept quiet, as bits or as the rounded fp32 value. The avx512 set uses the AVX512-BF16 conversion
+// Whole rows of 16-bit floats, compiled once per kernel set (kernel_set_begin.h). to_bf16 and
+// round_to_bf16: fp32 -> bf16 with round to nearest even, NaN kept quiet, as bits or as the
+// rounded fp32 value. to_f16 and from_f16: fp32 <-> IEEE binary16 (half_float.h), eight values
+// per F16C instruction in the avx2 and avx512 sets, one at a time in the generic set. The avx512 set uses the AVX512-BF16 conversion
 // instruction where the CPU has it (checked at run time: x86-64-v4 does not include it).
+#include "kernels/half_float.h"
 #include "kernels/kernel_sets.h"
 
 #include "kernels/kernel_set_begin.h"
@@ -50,6 +53,38 @@ void round_to_bf16(float* out, const float* in, int64_t n) {
 #pragma omp simd
   for (int64_t j = 0; j < n; ++j) out[j] = std::bit_cast<float>(static_cast<uint32_t>(bf16_bits(in[j])) << 16);
 }
+
+// F16C where the set has it: the portable generic set targets x86-64-v2, which lacks it.
+#if (GATEDLM_KSET_ID != 0 && GATEDLM_KSET_AVX2) || defined(__F16C__)
+#define GATEDLM_HAS_F16C 1
+#else
+#define GATEDLM_HAS_F16C 0
+#endif
+
+// vcvtps2ph rounds to nearest even as f32_to_f16 does, keeps subnormal results (MXCSR's FTZ
+// does not apply to it) and overflows past 65520 to infinity; a NaN stays a NaN but keeps its
+// payload's top bits where f32_to_f16 writes the one quiet NaN.
+void to_f16(uint16_t* out, const float* in, int64_t n) {
+  int64_t i = 0;
+#if GATEDLM_HAS_F16C
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+  for (; i < n; ++i) out[i] = f32_to_f16(in[i]);
+}
+
+// Exact; vcvtph2ps makes a signalling NaN quiet, f16_to_f32 keeps it signalling.
+void from_f16(float* out, const uint16_t* in, int64_t n) {
+  int64_t i = 0;
+#if GATEDLM_HAS_F16C
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+#endif
+  for (; i < n; ++i) out[i] = f16_to_f32(in[i]);
+}
+
+#undef GATEDLM_HAS_F16C
 
 }  // namespace gatedlm::kernels::GATEDLM_KSET
 
