@@ -265,18 +265,18 @@ std::string Decoder::prefix_reuse_refusal() const {
   return "";
 }
 
-int64_t Decoder::kv_floats_per_token() const {
+int64_t Decoder::kv_bytes_per_token() const {
   const CacheGeometry& g = cache().geometry();
-  return 2 * g.n_layers * g.row_width();
+  return 2 * g.n_layers * g.row_width() * cache().element_bytes();
 }
 
-std::vector<float> Decoder::save_rows(int64_t slot, int64_t tokens) const {
+std::vector<std::byte> Decoder::save_rows(int64_t slot, int64_t tokens) const {
   const KvCache& kv = cache();
-  const int64_t block = tokens * kv.geometry().row_width();
+  const int64_t block = tokens * kv.geometry().row_width() * kv.element_bytes();  // one layer's K (or V)
   if (tokens > length_[slot]) fail("decoder: slot ", slot, " holds ", length_[slot], " tokens, not ", tokens);
-  std::vector<float> out(static_cast<size_t>(kv_floats_per_token() * tokens));
+  std::vector<std::byte> out(static_cast<size_t>(kv_bytes_per_token() * tokens));
   for (int64_t l = 0; l < kv.geometry().n_layers; ++l)
-    kv.read_rows(l, slot, 0, tokens, out.data() + 2 * l * block, out.data() + (2 * l + 1) * block);
+    kv.copy_rows_out(l, slot, 0, tokens, out.data() + 2 * l * block, out.data() + (2 * l + 1) * block);
   return out;
 }
 
@@ -286,13 +286,13 @@ std::vector<float> Decoder::save_recurrent(int64_t slot) const {
   return out;
 }
 
-void Decoder::restore(int64_t slot, int64_t tokens, const float* kv, int64_t kv_rows, const float* snapshot) {
+void Decoder::restore(int64_t slot, int64_t tokens, const std::byte* kv, int64_t kv_rows, const float* snapshot) {
   KvCache& cache = caches_.front();
-  const int64_t width = cache.geometry().row_width();
+  const int64_t width = cache.geometry().row_width() * cache.element_bytes();  // bytes of a row
   if (!prefix_reuse_refusal().empty() || tokens > kv_rows || tokens >= capacity())
     fail("decoder: cannot restore ", tokens, " tokens into slot ", slot);
   for (int64_t l = 0; l < cache.geometry().n_layers; ++l)
-    cache.write_rows(l, slot, 0, tokens, kv + 2 * l * kv_rows * width, kv + (2 * l + 1) * kv_rows * width);
+    cache.copy_rows_in(l, slot, 0, tokens, kv + 2 * l * kv_rows * width, kv + (2 * l + 1) * kv_rows * width);
   if (recurrent_floats() > 0) recurrent_.load(slot, snapshot);
   length_[slot] = tokens;
 }

@@ -71,15 +71,17 @@ class Decoder {
   // Prefix reuse (prefix_cache.h). Why a slot's state cannot be saved and restored ("" when
   // it can): the rings of a streaming window or of sliding-window layers are not kept.
   std::string prefix_reuse_refusal() const;
-  // K and V floats of one token over the full-cache layers; floats of a recurrent snapshot.
-  int64_t kv_floats_per_token() const;
+  // Bytes of one token's K and V over the full-cache layers, in the cache's element type
+  // (an f16 cache's saved rows take half an f32 one's); floats of a recurrent snapshot.
+  int64_t kv_bytes_per_token() const;
   int64_t recurrent_floats() const { return recurrent_.floats_per_slot(); }
-  // The slot's KV rows [0, tokens) as [layers, 2 (K, V), tokens, row width]; its recurrent state.
-  std::vector<float> save_rows(int64_t slot, int64_t tokens) const;
+  // The slot's KV rows [0, tokens) as stored, [layers, 2 (K, V), tokens, row width]; its
+  // recurrent state.
+  std::vector<std::byte> save_rows(int64_t slot, int64_t tokens) const;
   std::vector<float> save_recurrent(int64_t slot) const;
   // Starts a slot at `tokens` tokens: rows [0, tokens) from kv ([layers, 2, kv_rows, row
-  // width]) and, for a hybrid, the recurrent state from snapshot.
-  void restore(int64_t slot, int64_t tokens, const float* kv, int64_t kv_rows, const float* snapshot);
+  // width], as save_rows wrote them) and, for a hybrid, the recurrent state from snapshot.
+  void restore(int64_t slot, int64_t tokens, const std::byte* kv, int64_t kv_rows, const float* snapshot);
 
  private:
   void attend(const model::AttentionCall<float>& call);

@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <new>
 #include <type_traits>
+#include <utility>
 
 #include "core/error.h"
 
@@ -83,6 +85,35 @@ void KvCache::read_rows(int64_t layer, int64_t slot, int64_t first, int64_t coun
       std::copy_n(k_.data() + at + in_cache, D, k + in_rows);
       if (v) std::copy_n(v_.data() + at + in_cache, D, v + in_rows);
     }
+  });
+}
+
+const std::byte* KvCache::stored(bool values) const {
+  if (g_.type == kernels::ElementType::f16) return reinterpret_cast<const std::byte*>(values ? v16_.data() : k16_.data());
+  return reinterpret_cast<const std::byte*>(values ? v_.data() : k_.data());
+}
+
+std::byte* KvCache::stored(bool values) { return const_cast<std::byte*>(std::as_const(*this).stored(values)); }
+
+void KvCache::copy_rows_out(int64_t layer, int64_t slot, int64_t first, int64_t count, std::byte* k,
+                            std::byte* v) const {
+  const int64_t e = element_bytes(), at = offset(layer, slot) * e;
+  const size_t bytes = static_cast<size_t>(g_.head_dim * e);
+  const std::byte *ks = stored(false) + at, *vs = stored(true) + at;
+  for_each_head_row(g_, first, count, [&](int64_t in_cache, int64_t in_rows) {
+    std::memcpy(k + in_rows * e, ks + in_cache * e, bytes);
+    std::memcpy(v + in_rows * e, vs + in_cache * e, bytes);
+  });
+}
+
+void KvCache::copy_rows_in(int64_t layer, int64_t slot, int64_t first, int64_t count, const std::byte* k,
+                           const std::byte* v) {
+  const int64_t e = element_bytes(), at = offset(layer, slot) * e;
+  const size_t bytes = static_cast<size_t>(g_.head_dim * e);
+  std::byte *ks = stored(false) + at, *vs = stored(true) + at;
+  for_each_head_row(g_, first, count, [&](int64_t in_cache, int64_t in_rows) {
+    std::memcpy(ks + in_cache * e, k + in_rows * e, bytes);
+    std::memcpy(vs + in_cache * e, v + in_rows * e, bytes);
   });
 }
 

@@ -13,6 +13,7 @@
 // Element type: f32, or f16 (--kv-type f16): rows rounded to IEEE binary16 as they are
 // written, half the memory and half the bytes each decode step reads; attention widens them
 // back to fp32 as it loads them (kernels/attention_decode.h) and computes in fp32.
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -54,6 +55,11 @@ class KvCache {
   // cache), or read out of it (as fp32; v may be null to read the keys alone).
   void write_rows(int64_t layer, int64_t slot, int64_t first, int64_t count, const float* k, const float* v);
   void read_rows(int64_t layer, int64_t slot, int64_t first, int64_t count, float* k, float* v) const;
+  // The same rows as stored (element_bytes() each value: f32 or F16 bits), copied out of the
+  // cache or back into it unconverted: what the prefix cache keeps (prefix_cache.h).
+  void copy_rows_out(int64_t layer, int64_t slot, int64_t first, int64_t count, std::byte* k, std::byte* v) const;
+  void copy_rows_in(int64_t layer, int64_t slot, int64_t first, int64_t count, const std::byte* k,
+                    const std::byte* v);
   // Rows [first, first + len) of a slot as attention_decode reads them: S is float in an f32
   // cache, uint16_t (F16 bits) in an f16 one (a mismatch fails).
   template <typename S>
@@ -65,6 +71,9 @@ class KvCache {
 
  private:
   int64_t offset(int64_t layer, int64_t slot) const { return (layer * g_.slots + slot) * g_.capacity * g_.row_width(); }
+  // The first byte of the stored keys (values: the values), f32 or F16 bits.
+  const std::byte* stored(bool values) const;
+  std::byte* stored(bool values);
   CacheGeometry g_;
   // [n_layers, slots, n_kv, capacity, head_dim]: each kv head's rows together, as a decode
   // task reads them (one task per query and kv head, kernels/attention_decode.h). In the

@@ -20,8 +20,8 @@ bool starts_with(std::span<const int32_t> text, std::span<const int32_t> prefix)
 
 }  // namespace
 
-PrefixCache::PrefixCache(int64_t budget_bytes, int64_t kv_floats_per_token, int64_t snapshot_floats)
-    : budget_(budget_bytes), kv_floats_per_token_(kv_floats_per_token), snapshot_floats_(snapshot_floats) {
+PrefixCache::PrefixCache(int64_t budget_bytes, int64_t kv_bytes_per_token, int64_t snapshot_floats)
+    : budget_(budget_bytes), kv_bytes_per_token_(kv_bytes_per_token), snapshot_floats_(snapshot_floats) {
   if (budget_bytes < 0) fail("--prefix-cache-bytes must not be negative, got ", budget_bytes);
 }
 
@@ -55,12 +55,12 @@ bool PrefixCache::holds(std::span<const int32_t> tokens) const {
   return false;
 }
 
-void PrefixCache::insert(std::span<const int32_t> tokens, std::vector<float> kv, std::vector<float> snapshot) {
+void PrefixCache::insert(std::span<const int32_t> tokens, std::vector<std::byte> kv, std::vector<float> snapshot) {
   const int64_t n = static_cast<int64_t>(tokens.size());
-  if (static_cast<int64_t>(kv.size()) != n * kv_floats_per_token_ ||
+  if (static_cast<int64_t>(kv.size()) != n * kv_bytes_per_token_ ||
       static_cast<int64_t>(snapshot.size()) != (recurrent() ? snapshot_floats_ : 0))
     fail("prefix cache: a state of the wrong size for ", n, " tokens");
-  const int64_t own_bytes = static_cast<int64_t>(sizeof(float) * (kv.size() + snapshot.size()) + sizeof(int32_t) * n);
+  const int64_t own_bytes = static_cast<int64_t>(kv.size() + sizeof(float) * snapshot.size() + sizeof(int32_t) * n);
   if (n == 0 || own_bytes > budget_) return;  // too large to keep: the other entries stay
   // An entry that already holds these tokens keeps them: only the snapshot is new.
   for (auto it = lru_.begin(); it != lru_.end(); ++it)
@@ -88,9 +88,9 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::vector<float> kv,
 
 // Sets e.bytes to what e holds now (tokens, rows, snapshots) and the total with it.
 void PrefixCache::account(Entry& e) {
-  int64_t floats = static_cast<int64_t>(e.kv.size());
-  for (const auto& [pos, s] : e.snapshots) floats += static_cast<int64_t>(s.size());
-  const int64_t now = static_cast<int64_t>(sizeof(float)) * floats +
+  int64_t snapshot_floats = 0;
+  for (const auto& [pos, s] : e.snapshots) snapshot_floats += static_cast<int64_t>(s.size());
+  const int64_t now = static_cast<int64_t>(e.kv.size()) + static_cast<int64_t>(sizeof(float)) * snapshot_floats +
                       static_cast<int64_t>(sizeof(int32_t)) * static_cast<int64_t>(e.tokens.size());
   bytes_ += now - e.bytes;
   e.bytes = now;

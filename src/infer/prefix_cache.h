@@ -14,6 +14,7 @@
 //
 // Lookups copy out at once (the scheduler's worker is the only user): nothing a running
 // sequence reads lives in the cache, so eviction never frees state under a sequence.
+#include <cstddef>
 #include <cstdint>
 #include <list>
 #include <map>
@@ -24,13 +25,14 @@ namespace gatedlm::infer {
 
 class PrefixCache {
  public:
-  // kv_floats_per_token: K and V floats of one token over all cached layers; snapshot_floats:
-  // one recurrent snapshot (0: a model without recurrent layers).
-  PrefixCache(int64_t budget_bytes, int64_t kv_floats_per_token, int64_t snapshot_floats);
+  // kv_bytes_per_token: K and V bytes of one token over all cached layers, as the decoder's
+  // cache stores them (f32 or F16); snapshot_floats: one recurrent snapshot (0: a model
+  // without recurrent layers).
+  PrefixCache(int64_t budget_bytes, int64_t kv_bytes_per_token, int64_t snapshot_floats);
 
   struct Hit {
     int64_t tokens = 0;               // the restorable prefix (0: none)
-    const float* kv = nullptr;        // [layers, 2, kv_rows, row width]: rows [0, tokens) are the prefix's
+    const std::byte* kv = nullptr;    // [layers, 2, kv_rows, row width]: rows [0, tokens) are the prefix's
     int64_t kv_rows = 0;
     const float* snapshot = nullptr;  // the recurrent state after `tokens` (null: no recurrent layers)
   };
@@ -40,7 +42,7 @@ class PrefixCache {
   // The state after `tokens`: kv [layers, 2, tokens.size(), row width] and, for a hybrid, its
   // recurrent snapshot. Evicts the least recently used entries to stay within the budget;
   // a state larger than the whole budget is not kept (and evicts nothing).
-  void insert(std::span<const int32_t> tokens, std::vector<float> kv, std::vector<float> snapshot);
+  void insert(std::span<const int32_t> tokens, std::vector<std::byte> kv, std::vector<float> snapshot);
 
   // Whether an entry already restores all of `tokens` (a hybrid: with a snapshot there), so
   // that saving them again would add nothing.
@@ -54,7 +56,7 @@ class PrefixCache {
  private:
   struct Entry {
     std::vector<int32_t> tokens;
-    std::vector<float> kv;
+    std::vector<std::byte> kv;
     std::map<int64_t, std::vector<float>> snapshots;  // position -> recurrent state there
     int64_t bytes = 0;
   };
@@ -63,7 +65,7 @@ class PrefixCache {
   void account(Entry& e);
   void evict_to_budget();
 
-  int64_t budget_, kv_floats_per_token_, snapshot_floats_;
+  int64_t budget_, kv_bytes_per_token_, snapshot_floats_;
   int64_t bytes_ = 0;
   Entries lru_;
 };

@@ -7,7 +7,7 @@ namespace gatedlm::infer {
 static_assert(kSnapshotInterval % kChunk == 0, "snapshots sit on the delta rule's chunk boundaries");
 
 PrefixReuse::PrefixReuse(Decoder& decoder, int64_t budget_bytes)
-    : decoder_(decoder), cache_(budget_bytes, decoder.kv_floats_per_token(), decoder.recurrent_floats()) {}
+    : decoder_(decoder), cache_(budget_bytes, decoder.kv_bytes_per_token(), decoder.recurrent_floats()) {}
 
 int64_t PrefixReuse::limit(int64_t n) const {
   if (!cache_.recurrent() || n < kChunkedFrom) return n - 1;

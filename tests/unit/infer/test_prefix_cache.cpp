@@ -21,29 +21,38 @@
 namespace gatedlm::infer {
 namespace {
 
-std::vector<float> prefix_kv(int64_t tokens, int64_t per_token, float base) {
+// Rows of per_token floats a token, base, base + 1, ..., as the bytes the cache keeps.
+std::vector<std::byte> prefix_kv(int64_t tokens, int64_t per_token, float base) {
   std::vector<float> kv(static_cast<size_t>(tokens * per_token));
   std::iota(kv.begin(), kv.end(), base);
-  return kv;
+  std::vector<std::byte> bytes(kv.size() * sizeof(float));
+  std::memcpy(bytes.data(), kv.data(), bytes.size());
+  return bytes;
+}
+
+float first_float(const std::byte* kv) {
+  float x;
+  std::memcpy(&x, kv, sizeof(x));
+  return x;
 }
 
 TEST(PrefixCache, FindsTheLongestSharedPrefixWithinTheLimit) {
-  PrefixCache cache(1 << 20, 2, 0);
+  PrefixCache cache(1 << 20, 2 * sizeof(float), 0);
   cache.insert(std::vector<int32_t>{1, 2, 3, 4}, prefix_kv(4, 2, 0), {});
   cache.insert(std::vector<int32_t>{1, 2, 9, 9, 9}, prefix_kv(5, 2, 100), {});
   EXPECT_EQ(cache.entries(), 2);
   PrefixCache::Hit hit = cache.lookup(std::vector<int32_t>{1, 2, 9, 9, 7, 7}, 5);
   EXPECT_EQ(hit.tokens, 4);
   EXPECT_EQ(hit.kv_rows, 5);
-  EXPECT_EQ(hit.kv[0], 100.0f);
+  EXPECT_EQ(first_float(hit.kv), 100.0f);
   hit = cache.lookup(std::vector<int32_t>{1, 2, 3, 4, 5}, 3);  // the limit cuts it
   EXPECT_EQ(hit.tokens, 3);
-  EXPECT_EQ(hit.kv[0], 0.0f);
+  EXPECT_EQ(first_float(hit.kv), 0.0f);
   EXPECT_EQ(cache.lookup(std::vector<int32_t>{7, 1, 2}, 2).tokens, 0);
 }
 
 TEST(PrefixCache, AHybridRestoresOnlyItsSnapshots) {
-  PrefixCache cache(1 << 20, 2, 3);
+  PrefixCache cache(1 << 20, 2 * sizeof(float), 3);
   const std::vector<int32_t> turn1{1, 2, 3, 4}, turn2{1, 2, 3, 4, 5, 6, 7, 8};
   cache.insert(turn1, prefix_kv(4, 2, 0), {4, 4, 4});
   cache.insert(turn2, prefix_kv(8, 2, 0), {8, 8, 8});
@@ -61,7 +70,7 @@ TEST(PrefixCache, AHybridRestoresOnlyItsSnapshots) {
 
 TEST(PrefixCache, EvictsTheLeastRecentlyUsedWithinItsBudget) {
   // An entry of 4 tokens: 4 * 4 floats of rows + 4 token ids = 80 bytes; room for two.
-  PrefixCache cache(170, 4, 0);
+  PrefixCache cache(170, 4 * sizeof(float), 0);
   const std::vector<int32_t> a{1, 1, 1, 1}, b{2, 2, 2, 2}, c{3, 3, 3, 3};
   cache.insert(a, prefix_kv(4, 4, 0), {});
   cache.insert(b, prefix_kv(4, 4, 0), {});
@@ -76,7 +85,7 @@ TEST(PrefixCache, EvictsTheLeastRecentlyUsedWithinItsBudget) {
   cache.insert(std::vector<int32_t>(10, 5), prefix_kv(10, 4, 0), {});  // over the whole budget: not kept
   EXPECT_EQ(cache.entries(), 2);  // and nothing evicted for it
   EXPECT_EQ(cache.lookup(std::vector<int32_t>(10, 5), 9).tokens, 0);
-  PrefixCache off(0, 4, 0);
+  PrefixCache off(0, 4 * sizeof(float), 0);
   off.insert(a, prefix_kv(4, 4, 0), {});
   EXPECT_EQ(off.entries(), 0);
 }
@@ -146,8 +155,9 @@ std::vector<float> run_prompt(Decoder& dec, PrefixReuse* reuse, const std::vecto
   return out;
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+template <typename T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
 // The greedy token of each row of logits [rows, V].
@@ -245,6 +255,26 @@ TEST(PrefixReuse, AnF16CacheRestoresExactlyToo) {
   const std::vector<int64_t> cached =
       check_conversation(prefix_dense_config(), {40, 97, 230}, kernels::ElementType::f16);
   EXPECT_EQ(cached, (std::vector<int64_t>{0, 40, 97}));
+}
+
+// The prefix cache keeps an f16 cache's rows as stored: a prompt's saved state takes half the
+// bytes of the f32 one's (the token ids aside), so the same budget holds twice the history.
+TEST(PrefixReuse, AnF16CacheSavesItsRowsInHalfTheBytes) {
+  const model::ModelConfig c = prefix_dense_config();
+  model::Model<float> m = prefix_random_model(c);
+  const std::vector<int32_t> prompt = prefix_random_tokens(100, c.vocab_size, 3);
+  int64_t row_bytes[2];
+  for (int half = 0; half < 2; ++half) {
+    Decoder dec(m, {.slots = 1, .packed_weights = false,
+                    .kv_type = half ? kernels::ElementType::f16 : kernels::ElementType::f32});
+    PrefixReuse reuse(dec, 64 << 20);
+    run_prompt(dec, &reuse, prompt, 0);
+    ASSERT_EQ(reuse.cache().entries(), 1);
+    row_bytes[half] = reuse.cache().bytes() - 4 * 100;
+    EXPECT_EQ(row_bytes[half], 100 * dec.kv_bytes_per_token());
+  }
+  EXPECT_EQ(row_bytes[0], 100 * 2 * c.n_layers * c.kv_dim() * 4);
+  EXPECT_EQ(row_bytes[1] * 2, row_bytes[0]);
 }
 
 // The scheduler says whether it has a cache: its budget, off at 0, and off with the reason
