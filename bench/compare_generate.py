@@ -166,6 +166,9 @@ def main():
                          "hybrid configs such as bench/configs/qwen35_hybrid_150m.json)")
     ap.add_argument("--pairs", type=int, default=3,
                     help="batch-1 runs of gatedlm and llama.cpp, alternated (the ratio is their median)")
+    ap.add_argument("--kv-type", choices=["f32", "f16"], default="f32",
+                    help="gatedlm's KV cache rows (`bench generate --kv-type`): f32 as the PyTorch loop keeps "
+                         "them; f16 as llama.cpp's default context does")
     ap.add_argument("--workdir", help="keep the checkpoint here (default: a temporary directory)")
     ap.add_argument("--gguf-arch", default="auto",
                     help="llama.cpp architecture of the GGUF export (qwen3next for a MoE hybrid such as "
@@ -181,7 +184,8 @@ def main():
                        stdout=subprocess.DEVNULL)
     err = None if a.no_torch else check_torch_peer(a, ck, work)
     eng = run_json([a.gatedlm, "bench", "generate", "--checkpoint", ck, "--batch", "1,8", "--prompt-tokens",
-                    str(a.prompt_tokens), "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)], a.threads)
+                    str(a.prompt_tokens), "--new-tokens", str(a.new_tokens), "--reps", str(a.reps),
+                    "--kv-type", a.kv_type], a.threads)
     rows = []
     for run in eng["runs"]:
         b = run["batch"]
@@ -192,7 +196,7 @@ def main():
         rows.append((b, run["prefill_tokens_per_s"], run["decode_tokens_per_s"],
                      b * a.prompt_tokens / (pre_ms / 1e3), b / (dec_ms / 1e3)))
     print(f"# Generation speed: gatedlm vs PyTorch {torch.__version__} (KV-cache loop)\n")
-    print(f"model {a.config} ({eng['params'] / 1e6:.1f}M parameters, fp32), prompt {a.prompt_tokens} tokens, "
+    print(f"model {a.config} ({eng['params'] / 1e6:.1f}M parameters, fp32), KV cache {a.kv_type}, prompt {a.prompt_tokens} tokens, "
           f"{a.new_tokens} greedy decode steps, {a.threads} threads, median of {a.reps} reps; "
           + ("PyTorch not run\n" if err is None else f"peer logits agree to {err:.1e}  \n{blas}\n"))
     print("| batch | gatedlm prefill tok/s | gatedlm decode tok/s | PyTorch prefill tok/s | PyTorch decode tok/s | decode ratio |")
@@ -235,8 +239,8 @@ def main():
 
     def gatedlm_batch1():
         return run_json([a.gatedlm, "bench", "generate", "--checkpoint", ck, "--batch", "1", "--prompt-tokens",
-                         str(a.prompt_tokens), "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)],
-                        a.threads)["runs"][0]
+                         str(a.prompt_tokens), "--new-tokens", str(a.new_tokens), "--reps", str(a.reps),
+                         "--kv-type", a.kv_type], a.threads)["runs"][0]
 
     # Batch-1 decode streams the weights from memory, whose bandwidth on a shared host
     # drifts by a third from one minute to the next: the engines alternate in pairs, and

@@ -236,14 +236,16 @@ def speed(a, libdir, work, shape, types):
     print(f"\n## Decode speed: {shape}, prompt {a.prompt_tokens}, {a.new_tokens} decode steps, {a.threads} threads, "
           f"median of {a.reps} reps, {a.pairs} alternated runs (gatedlm b1, llama.cpp b1, gatedlm b8); ratios and "
           f"shares are medians of the per-run ones, each share against the read bound its own run measured first "
-          f"(`bench generate`'s `decode_read_share`: as `gatedlm bench bandwidth`, 5 passes over 1 GiB)\n")
+          f"(`bench generate`'s `decode_read_share`: as `gatedlm bench bandwidth`, 5 passes over 1 GiB; with state: "
+          f"the KV rows read besides the weights, `decode_read_share_with_state`); gatedlm's KV cache {a.kv_type}, "
+          f"llama.cpp's F16 (its default context)\n")
     print("| weights | MB read / token | gatedlm b1 tok/s | llama.cpp b1 tok/s | ratio (median of pairs) | "
-          "gatedlm b8 tok/s | b8 / b1 | read bound GB/s (range) | gatedlm / bound |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "gatedlm b8 tok/s | b8 / b1 | read bound GB/s (range) | gatedlm / bound | with state |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for t in types:
         qck, gguf = files[t]
         bench = [a.gatedlm, "bench", "generate", "--checkpoint", qck, "--prompt-tokens", str(a.prompt_tokens),
-                 "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)]
+                 "--new-tokens", str(a.new_tokens), "--reps", str(a.reps), "--kv-type", a.kv_type]
         # Per pair: gatedlm at batch 1, llama.cpp at batch 1, gatedlm at batch 8 (each ratio
         # from runs a minute apart at most: the host's bandwidth moves between minutes).
         runs, reports = [], []
@@ -256,11 +258,12 @@ def speed(a, libdir, work, shape, types):
             reports.append(report)
         bounds = [r["bandwidth_gbs"] for r in reports]
         share = statistics.median(r["runs"][0]["decode_read_share"] for r in reports)
+        with_state = statistics.median(r["runs"][0]["decode_read_share_with_state"] for r in reports)
         print(f"| {t} | {reports[0]['decode_bytes_per_token'] / 1e6:.0f} | "
               f"{statistics.median(o for o, _, _ in runs):.1f} | {statistics.median(r for _, r, _ in runs):.1f} | "
               f"{statistics.median(o / r for o, r, _ in runs):.2f}x | {statistics.median(b for _, _, b in runs):.1f} | "
               f"{statistics.median(b / o for o, _, b in runs):.2f}x | {statistics.median(bounds):.1f} "
-              f"({min(bounds):.1f}-{max(bounds):.1f}) | {share:.2f} |")
+              f"({min(bounds):.1f}-{max(bounds):.1f}) | {share:.2f} | {with_state:.2f} |")
         sys.stdout.flush()
 
 
@@ -276,6 +279,9 @@ def main():
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--kv-type", choices=["f32", "f16"], default="f16",
+                    help="gatedlm's KV cache rows (`bench generate --kv-type`); default f16, the type of "
+                         "llama.cpp's default context, which the probe uses")
     ap.add_argument("--ppl-checkpoint")
     ap.add_argument("--ppl-text")
     ap.add_argument("--ppl-tokenizer")
