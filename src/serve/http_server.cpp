@@ -142,9 +142,11 @@ void listen_until_stopped(GuardedServer& svr, const ServeOptions& o, infer::Sche
   const int port = o.port == 0 ? svr.bind_to_any_port(o.host) : (svr.bind_to_port(o.host, o.port) ? o.port : -1);
   if (port < 0) fail("serve: cannot listen on ", o.host, ":", o.port, " (in use, or not a local address)");
   svr.widen_listen_backlog();
-  std::fprintf(stderr, "listening on http://%s:%d (max batch %lld, queue %lld, context %lld, prefix cache %s)\n",
+  std::fprintf(stderr,
+               "listening on http://%s:%d (max batch %lld, queue %lld, context %lld, prefix cache %s, kv cache %s)\n",
                o.host.c_str(), port, static_cast<long long>(o.max_batch), static_cast<long long>(o.max_queue),
-               static_cast<long long>(scheduler.context()), scheduler.prefix_cache_status().c_str());
+               static_cast<long long>(scheduler.context()), scheduler.prefix_cache_status().c_str(),
+               kernels::element_name(o.kv_type));
   std::fflush(stderr);
   std::atomic<bool> listening_done{false};
   std::thread watcher([&] {
@@ -285,7 +287,10 @@ void serve(model::Model<float>& model, const io::Tokenizer& tokenizer, const Ser
   install_guards(svr, o);
 
   svr.Get("/health", [&](const httplib::Request&, httplib::Response& res) {
-    json health = {{"status", "ok"}, {"active", scheduler.active()}, {"queued", scheduler.queued()}};
+    json health = {{"status", "ok"},
+                   {"active", scheduler.active()},
+                   {"queued", scheduler.queued()},
+                   {"kv_type", kernels::element_name(o.kv_type)}};
     const infer::PrefixCacheStats cache = scheduler.prefix_cache_stats();
     if (cache.budget > 0)
       health["prefix_cache"] = {{"budget_bytes", cache.budget}, {"bytes", cache.bytes}, {"entries", cache.entries},
