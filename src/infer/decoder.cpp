@@ -8,12 +8,24 @@
 #include "kernels/attention.h"
 #include "kernels/attention_decode.h"
 #include "kernels/attention_sinks.h"
+#include "kernels/half_float.h"
 #include "model/layer_kinds.h"
 #include "model/rope_scaling.h"
 
 namespace gatedlm::infer {
 
 namespace {
+
+// out = in rounded to F16 and widened back, the values an f16 cache's rows read back as
+// (KvCache::write_rows and read_rows convert with the same functions).
+void round_through_f16(float* out, const float* in, int64_t n) {
+  uint16_t half[1024];
+  for (int64_t i = 0; i < n; i += 1024) {
+    const int64_t m = std::min<int64_t>(1024, n - i);
+    kernels::to_f16(half, in + i, m);
+    kernels::from_f16(out + i, half, m);
+  }
+}
 
 CacheGeometry geometry_of(const model::ModelConfig& c, const DecoderOptions& o) {
   if (o.slots < 1) fail("decoder: slots must be at least 1");
@@ -227,7 +239,12 @@ void Decoder::fused_rows(const model::AttentionCall<float>& call, const KvCache&
   const float* v = call.v + first * kvd;
   if (pos > 0 || cache.geometry().type != kernels::ElementType::f32) {  // kv_pad_: [2 (K, V), end, kvd]
     kv_pad_.resize(static_cast<size_t>(2 * end * kvd));
-    cache.read_rows(l, slot, 0, end, kv_pad_.data(), kv_pad_.data() + end * kvd);
+    if (pos > 0) {
+      cache.read_rows(l, slot, 0, end, kv_pad_.data(), kv_pad_.data() + end * kvd);
+    } else {  // the step's own rows as the f16 cache holds them: the same bits, no gather
+      round_through_f16(kv_pad_.data(), k, end * kvd);
+      round_through_f16(kv_pad_.data() + end * kvd, v, end * kvd);
+    }
     k = kv_pad_.data();
     v = kv_pad_.data() + end * kvd;
   }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "kernels/half_float.h"
 
 namespace gatedlm::infer {
 
@@ -65,8 +66,8 @@ void KvCache::write_rows(int64_t layer, int64_t slot, int64_t first, int64_t cou
   const bool half = g_.type == kernels::ElementType::f16;
   for_each_head_row(g_, first, count, [&](int64_t in_cache, int64_t in_rows) {
     if (half) {
-      kernels::element_from_f32(g_.type, k16_.data() + at + in_cache, k + in_rows, D);
-      kernels::element_from_f32(g_.type, v16_.data() + at + in_cache, v + in_rows, D);
+      kernels::to_f16(k16_.data() + at + in_cache, k + in_rows, D);
+      kernels::to_f16(v16_.data() + at + in_cache, v + in_rows, D);
     } else {
       std::copy_n(k + in_rows, D, k_.data() + at + in_cache);
       std::copy_n(v + in_rows, D, v_.data() + at + in_cache);
@@ -79,8 +80,8 @@ void KvCache::read_rows(int64_t layer, int64_t slot, int64_t first, int64_t coun
   const bool half = g_.type == kernels::ElementType::f16;
   for_each_head_row(g_, first, count, [&](int64_t in_cache, int64_t in_rows) {
     if (half) {
-      kernels::element_to_f32(g_.type, k + in_rows, k16_.data() + at + in_cache, D);
-      if (v) kernels::element_to_f32(g_.type, v + in_rows, v16_.data() + at + in_cache, D);
+      kernels::from_f16(k + in_rows, k16_.data() + at + in_cache, D);
+      if (v) kernels::from_f16(v + in_rows, v16_.data() + at + in_cache, D);
     } else {
       std::copy_n(k_.data() + at + in_cache, D, k + in_rows);
       if (v) std::copy_n(v_.data() + at + in_cache, D, v + in_rows);
