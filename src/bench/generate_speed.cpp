@@ -61,8 +61,9 @@ GenerateSpeed measure_generate_speed(model::Model<float>& model, int64_t batch, 
   }
   r.packed_weight_bytes = dec.packed_weights().bytes();
   for (int64_t tokens : {1024, 8192, 32768}) r.state_bytes_per_sequence.push_back({tokens, dec.state_bytes_per_sequence(tokens)});
-  r.decode_state_bytes_per_step = (dec.state_bytes_per_sequence(o.prompt_tokens + 1) +
-                                   dec.state_bytes_per_sequence(o.prompt_tokens + o.new_tokens)) / 2;
+  int64_t state_read = 0;  // step s attends P + s + 1 rows (capped where a layer keeps a window)
+  for (int64_t s = 0; s < o.new_tokens; ++s) state_read += dec.state_bytes_per_sequence(o.prompt_tokens + s + 1);
+  r.decode_state_bytes_per_step = state_read / o.new_tokens;
   r.prefill_ms = median(r.prefill_ms_reps);
   r.decode_ms_per_step = median(r.decode_ms_reps);
   r.prefill_tokens_per_s = batch * o.prompt_tokens / (r.prefill_ms / 1000.0);

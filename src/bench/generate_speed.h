@@ -29,8 +29,7 @@ struct GenerateSpeed {
   // recurrent state) at 1k, 8k and 32k tokens.
   std::vector<std::pair<int64_t, int64_t>> state_bytes_per_sequence;
   // The decode state one sequence's step reads, averaged over the timed steps (step s of a
-  // prompt of P tokens attends P + s + 1 rows); linear in the rows, so the mean of the first
-  // and last step's.
+  // prompt of P tokens attends P + s + 1 rows).
   int64_t decode_state_bytes_per_step = 0;
 };
 
