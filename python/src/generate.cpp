@@ -7,6 +7,7 @@
 #include "common.h"
 #include "hooks.h"
 #include "infer/decoder.h"
+#include "infer/kv_cache.h"
 #include "infer/generation.h"
 #include "infer/run_generation.h"
 
@@ -112,8 +113,7 @@ std::unique_ptr<PyGeneration> generate(const PyModel& self, const std::string& p
                                        double repetition_penalty, uint64_t seed, const std::vector<std::string>& stop,
                                        const py::object& tokenizer_arg, const py::object& hooks,
                                        const std::string& kv_type) {
-  static constexpr kernels::ElementType kKvTypes[] = {kernels::ElementType::f32, kernels::ElementType::f16};
-  const kernels::ElementType cache_type = kernels::parse_element_type(kv_type, "kv_type", kKvTypes);
+  const kernels::ElementType cache_type = kernels::parse_element_type(kv_type, "kv_type", infer::kKvCacheTypes);
   const std::shared_ptr<ModelHandle> h = self.handle();
   std::shared_ptr<io::Tokenizer> tok = tokenizer_arg.is_none() ? self.tokenizer : tokenizer_from(tokenizer_arg);
   if (!tok) throw py::value_error("generate: give tokenizer=, or load the model with one (Model.load(path, tokenizer=))");
@@ -155,7 +155,7 @@ gatedlm.Generation: iterate it for the text pieces as they become final, e.g.
     for piece in model.generate("Once", max_tokens=50, seed=1): print(piece, end="")
 hooks: {name: fn} as in run_with_hooks (steering): each step then runs the whole forward over
 the tokens so far under the hooks (no KV cache; hook arrays are [1, tokens so far, ...]).
-kv_type: "f32" or "f16", the KV cache's rows (as generate's --kv-type).)");
+kv_type: "f32", "f16" or "q8_0", the KV cache's rows (as generate's --kv-type).)");
 }
 
 }  // namespace gatedlm::python

@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "infer/kv_cache.h"
+
 namespace gatedlm::cli {
 
 void add_checkpoint_options(CLI::App* sub, std::string& checkpoint, std::string& tokenizer) {
@@ -30,13 +32,12 @@ void add_sampling_options(CLI::App* sub, infer::SamplingParams& sampling, infer:
 void add_kv_type_option(CLI::App* sub, kernels::ElementType& kv_type) {
   sub->add_option_function<std::string>(
          "--kv-type",
-         [&kv_type](const std::string& name) {
-           static constexpr kernels::ElementType kTaken[] = {kernels::ElementType::f32, kernels::ElementType::f16};
-           kv_type = kernels::parse_element_type(name, "--kv-type", kTaken);
-         },
-         "the KV cache's rows: f32, or f16 (half the memory and half the bytes each decode step reads at long "
-         "context; attention still computes in fp32, on rows rounded to F16: logits move by about 5e-4 relative)")
-      ->check(CLI::IsMember({"f32", "f16"}))
+         [&kv_type](const std::string& name) { kv_type = kernels::parse_element_type(name, "--kv-type", infer::kKvCacheTypes); },
+         "the KV cache's rows: f32; f16 (half the memory and half the bytes each decode step reads at long "
+         "context; logits move by about 5e-4 relative); or q8_0 (llama.cpp's Q8_0 blocks, 34 bytes per 32 values: "
+         "0.27 of f32's, head_dim a multiple of 32; logits move by about 1e-2). Attention computes in fp32 on the "
+         "rounded rows")
+      ->check(CLI::IsMember({"f32", "f16", "q8_0"}))
       ->default_str("f32");
 }
 

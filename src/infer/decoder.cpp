@@ -8,7 +8,7 @@
 #include "kernels/attention.h"
 #include "kernels/attention_decode.h"
 #include "kernels/attention_sinks.h"
-#include "kernels/half_float.h"
+#include "kernels/element_types.h"
 #include "model/layer_kinds.h"
 #include "model/rope_scaling.h"
 
@@ -16,14 +16,15 @@ namespace gatedlm::infer {
 
 namespace {
 
-// out = in rounded to F16 and widened back, the values an f16 cache's rows read back as
-// (KvCache::write_rows and read_rows convert with the same functions).
-void round_through_f16(float* out, const float* in, int64_t n) {
-  uint16_t half[1024];
+// out = in rounded to `type` and widened back, the values a cache of that type's rows read
+// back as (KvCache::write_rows and read_rows convert with the same functions); n a whole
+// number of the type's blocks, and pieces of 1024 values keep Q8_0's blocks whole.
+void round_through(kernels::ElementType type, float* out, const float* in, int64_t n) {
+  alignas(64) std::byte stored[1024 * sizeof(float)];
   for (int64_t i = 0; i < n; i += 1024) {
     const int64_t m = std::min<int64_t>(1024, n - i);
-    kernels::to_f16(half, in + i, m);
-    kernels::from_f16(out + i, half, m);
+    kernels::element_from_f32(type, stored, in + i, m);
+    kernels::element_to_f32(type, out + i, stored, m);
   }
 }
 
@@ -74,7 +75,7 @@ int64_t Decoder::state_bytes_per_sequence(int64_t tokens) const {
   for (const KvCache& cache : caches_) {
     const CacheGeometry& g = cache.geometry();
     const int64_t rows = g.streaming() ? std::min(tokens, g.capacity) : tokens;
-    bytes += cache.element_bytes() * 2 * g.n_layers * rows * g.row_width();
+    bytes += 2 * g.n_layers * rows * g.token_bytes();
   }
   return bytes;
 }
@@ -145,6 +146,8 @@ void Decoder::attend(const model::AttentionCall<float>& call) {
   }
   if (g.type == kernels::ElementType::f16)
     decode_waves<uint16_t>(call, cache, l, waved, waves);
+  else if (g.type == kernels::ElementType::q8_0)
+    decode_waves<kernels::BlockQ8_0>(call, cache, l, waved, waves);
   else
     decode_waves<float>(call, cache, l, waved, waves);
 }
@@ -160,7 +163,7 @@ void Decoder::decode_waves(const model::AttentionCall<float>& call, KvCache& cac
   std::vector<kernels::DecodeQuery<float, S>> queries;
   // Moved sink keys, a part per waved chunk (sized before any query points into them).
   sink_keys_.resize(waved.size() * g.sinks * kvd);
-  if (std::is_same_v<S, uint16_t>) sink_keys_f16_.resize(sink_keys_.size());
+  if (!std::is_same_v<S, float>) sink_keys_stored_.resize(waved.size() * g.sinks * g.token_bytes());
   for (int64_t i = 0; i < waves; ++i) {
     queries.clear();
     for (size_t w = 0; w < waved.size(); ++w) {
@@ -194,8 +197,8 @@ void Decoder::decode_waves(const model::AttentionCall<float>& call, KvCache& cac
 
 // Sink keys moved to the query's cache position, row-major [sinks, n_kv, D] in part w of
 // sink_keys_ (each part g.sinks rows, sized by decode_waves); the values stay in the cache.
-// In an f16 cache the moved keys are rounded back to F16, so that a query's spans are of
-// one type.
+// In an f16 or q8_0 cache the moved keys are rounded back to the cache's type (in part w of
+// sink_keys_stored_), so that a query's spans are of one type.
 template <typename S>
 kernels::KvSpan<S> Decoder::moved_sinks(const KvCache& cache, int64_t l, int64_t slot, int64_t sinks, int64_t shift,
                                         size_t w) {
@@ -210,13 +213,14 @@ kernels::KvSpan<S> Decoder::moved_sinks(const KvCache& cache, int64_t l, int64_t
   // them, a batch of sinks * n_kv sequences of one token of one head.
   kernels::rope_apply(moved, sink_rope_, sinks * g.n_kv, 1, 1, g.head_dim, shift, false);
   kernels::KvSpan<S> span = cache.span<S>(l, slot, 0, sinks);
-  span.k_layout = {};  // row-major [sinks, n_kv, D]
-  if constexpr (std::is_same_v<S, uint16_t>) {
-    uint16_t* rounded = sink_keys_f16_.data() + w * part;
-    kernels::element_from_f32(kernels::ElementType::f16, rounded, moved, sinks * kvd);
-    span.k = rounded;
-  } else {
+  const int64_t units = span.k_layout.row_stride;  // of S in a head row
+  span.k_layout = {g.n_kv * units, units};  // row-major [sinks, n_kv, D]
+  if constexpr (std::is_same_v<S, float>) {
     span.k = moved;
+  } else {
+    std::byte* rounded = sink_keys_stored_.data() + w * g.sinks * g.token_bytes();
+    kernels::element_from_f32(g.type, rounded, moved, sinks * kvd);
+    span.k = reinterpret_cast<const S*>(rounded);
   }
   return span;
 }
@@ -230,7 +234,7 @@ kernels::KvSpan<S> Decoder::moved_sinks(const KvCache& cache, int64_t l, int64_t
 // and values row-major [end, n_kv, head_dim]: the step's own rows when the chunk starts its
 // slot, else all the slot's rows read out of the cache. An f16 cache's rows are always
 // read back (rounded as stored), so that a prompt run in one go and the same prompt
-// continued after a restored prefix see the same values.
+// continued after a restored prefix see the same values. (The same holds for a q8_0 cache.)
 void Decoder::fused_rows(const model::AttentionCall<float>& call, const KvCache& cache, int64_t l, int64_t slot,
                          int64_t first, int64_t len) {
   const model::ModelConfig& c = model_.config();
@@ -241,9 +245,9 @@ void Decoder::fused_rows(const model::AttentionCall<float>& call, const KvCache&
     kv_pad_.resize(static_cast<size_t>(2 * end * kvd));
     if (pos > 0) {
       cache.read_rows(l, slot, 0, end, kv_pad_.data(), kv_pad_.data() + end * kvd);
-    } else {  // the step's own rows as the f16 cache holds them: the same bits, no gather
-      round_through_f16(kv_pad_.data(), k, end * kvd);
-      round_through_f16(kv_pad_.data() + end * kvd, v, end * kvd);
+    } else {  // the step's own rows as the cache holds them: the same bits, no gather
+      round_through(cache.geometry().type, kv_pad_.data(), k, end * kvd);
+      round_through(cache.geometry().type, kv_pad_.data() + end * kvd, v, end * kvd);
     }
     k = kv_pad_.data();
     v = kv_pad_.data() + end * kvd;
@@ -284,12 +288,12 @@ std::string Decoder::prefix_reuse_refusal() const {
 
 int64_t Decoder::kv_bytes_per_token() const {
   const CacheGeometry& g = cache().geometry();
-  return 2 * g.n_layers * g.row_width() * cache().element_bytes();
+  return 2 * g.n_layers * g.token_bytes();
 }
 
 std::vector<std::byte> Decoder::save_rows(int64_t slot, int64_t tokens) const {
   const KvCache& kv = cache();
-  const int64_t block = tokens * kv.geometry().row_width() * kv.element_bytes();  // one layer's K (or V)
+  const int64_t block = tokens * kv.geometry().token_bytes();  // one layer's K (or V)
   if (tokens > length_[slot]) fail("decoder: slot ", slot, " holds ", length_[slot], " tokens, not ", tokens);
   std::vector<std::byte> out(static_cast<size_t>(kv_bytes_per_token() * tokens));
   for (int64_t l = 0; l < kv.geometry().n_layers; ++l)
@@ -305,7 +309,7 @@ std::vector<float> Decoder::save_recurrent(int64_t slot) const {
 
 void Decoder::restore(int64_t slot, int64_t tokens, const std::byte* kv, int64_t kv_rows, const float* snapshot) {
   KvCache& cache = caches_.front();
-  const int64_t width = cache.geometry().row_width() * cache.element_bytes();  // bytes of a row
+  const int64_t width = cache.geometry().token_bytes();  // bytes of a row
   if (!prefix_reuse_refusal().empty() || tokens > kv_rows || tokens >= capacity())
     fail("decoder: cannot restore ", tokens, " tokens into slot ", slot);
   for (int64_t l = 0; l < cache.geometry().n_layers; ++l)

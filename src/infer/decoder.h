@@ -41,8 +41,9 @@ struct DecoderOptions {
   // AVX2; as much memory again as the weights, made at the first such step; on AVX2 twice
   // that when steps of both 5-8 and more than 8 sequences run, as serve --max-batch > 8 can).
   bool packed_weights = true;
-  // The KV cache's rows: f32, or f16 (half the memory, half the bytes each decode step reads
-  // at long context; attention computes in fp32 on the rounded rows: infer/kv_cache.h).
+  // The KV cache's rows: f32, f16 (half the memory, half the bytes each decode step reads at
+  // long context) or q8_0 (0.27 of f32's bytes; head_dim a multiple of 32); attention
+  // computes in fp32 on the rounded rows: infer/kv_cache.h.
   kernels::ElementType kv_type = kernels::ElementType::f32;
 };
 
@@ -72,7 +73,8 @@ class Decoder {
   // it can): the rings of a streaming window or of sliding-window layers are not kept.
   std::string prefix_reuse_refusal() const;
   // Bytes of one token's K and V over the full-cache layers, in the cache's element type
-  // (an f16 cache's saved rows take half an f32 one's); floats of a recurrent snapshot.
+  // (an f16 cache's saved rows take half an f32 one's, a q8_0 cache's 0.27); floats of a
+  // recurrent snapshot.
   int64_t kv_bytes_per_token() const;
   int64_t recurrent_floats() const { return recurrent_.floats_per_slot(); }
   // The slot's KV rows [0, tokens) as stored, [layers, 2 (K, V), tokens, row width]; its
@@ -90,7 +92,8 @@ class Decoder {
   void decode_waves(const model::AttentionCall<float>& call, KvCache& cache, int64_t layer,
                     std::span<const size_t> waved, int64_t waves);
   // A streaming query's sink rows of `slot`, their keys moved on by `shift` positions into
-  // the w-th part of sink_keys_ (F16 rows rounded back to F16 in sink_keys_f16_).
+  // the w-th part of sink_keys_ (F16 or Q8_0 rows rounded back to their type in
+  // sink_keys_stored_).
   template <typename S>
   kernels::KvSpan<S> moved_sinks(const KvCache& cache, int64_t layer, int64_t slot, int64_t sinks, int64_t shift,
                                  size_t w);
@@ -115,7 +118,7 @@ class Decoder {
   std::vector<int32_t> row_pos_;
   std::vector<int64_t> chunk_first_, chunk_len_, chunk_slot_;
   std::vector<float> lse_, sink_keys_;
-  std::vector<uint16_t> sink_keys_f16_;
+  std::vector<std::byte> sink_keys_stored_;
   std::vector<float> pad_;  // fused_rows of a continuing chunk: queries, outputs, gate scores, gated outputs
   std::vector<float> kv_pad_;  // fused_rows of a continuing chunk: the slot's keys and values, row-major
 };

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <new>
 #include <type_traits>
 #include <utility>
 
 #include "core/error.h"
-#include "kernels/half_float.h"
 
 namespace gatedlm::infer {
 
@@ -17,23 +17,22 @@ KvCache::KvCache(const CacheGeometry& g) : g_(g) {
   if (g.slots < 1 || g.capacity < 1) fail("kv cache: needs at least one slot and one row");
   if (g.streaming() && g.capacity != g.sinks + g.window)
     fail("kv cache: a streaming cache holds sinks + window rows");
-  if (g.type != kernels::ElementType::f32 && g.type != kernels::ElementType::f16)
-    fail("kv cache: rows are kept in f32 or f16, not ", kernels::element_name(g.type));
+  using kernels::ElementType;
+  if (std::find(std::begin(kKvCacheTypes), std::end(kKvCacheTypes), g.type) == std::end(kKvCacheTypes))
+    fail("kv cache: rows are kept in f32, f16 or q8_0, not ", kernels::element_name(g.type));
+  if (g.type == ElementType::q8_0 && g.head_dim % kernels::kQuantBlockValues != 0)
+    fail("kv cache: q8_0 rows need head_dim a multiple of ", kernels::kQuantBlockValues, "; this model's is ",
+         g.head_dim, " (take --kv-type f16 or f32)");
   // K and V are filled at once, so a cache larger than the machine's memory cannot be had:
   // refused as an allocation that failed (in doubles: the product can pass int64), before
   // asking the allocator (which, under a sanitizer, aborts on sizes past its limit).
-  const double bytes = 2.0 * static_cast<double>(element_bytes()) * static_cast<double>(g.n_layers) * static_cast<double>(g.slots) *
-                       static_cast<double>(g.capacity) * static_cast<double>(g.row_width());
+  const double bytes = 2.0 * static_cast<double>(g.head_row_bytes()) * static_cast<double>(g.n_layers) *
+                       static_cast<double>(g.slots) * static_cast<double>(g.capacity) * static_cast<double>(g.n_kv);
   if (bytes > static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE)))
     throw std::bad_alloc();
-  const size_t size = static_cast<size_t>(g.n_layers * g.slots * g.capacity * g.row_width());
-  if (g.type == kernels::ElementType::f16) {
-    k16_.assign(size, 0);
-    v16_.assign(size, 0);
-  } else {
-    k_.assign(size, 0.0f);
-    v_.assign(size, 0.0f);
-  }
+  const size_t size = static_cast<size_t>(g.n_layers * g.slots * g.n_kv * g.capacity * g.head_row_bytes());
+  k_.assign(size, std::byte{0});
+  v_.assign(size, std::byte{0});
 }
 
 int64_t KvCache::row_of(int64_t t) const {
@@ -47,90 +46,72 @@ int64_t KvCache::row_of(int64_t t) const {
 
 namespace {
 
-// Calls copy(in cache, in rows) with the offsets of the head_dim floats of each (row, kv
-// head) of rows [first, first + count): in the cache's layout [n_kv, capacity, head_dim]
-// and in a row-major block [count, n_kv, head_dim].
+// Calls copy(in cache, in rows) with the indices of the head rows (head_dim values each) of
+// rows [first, first + count) of a slot: in the cache's layout [n_kv, capacity], from the
+// slot's first head row, and in a row-major block [count, n_kv].
 template <typename Copy>
 void for_each_head_row(const CacheGeometry& g, int64_t first, int64_t count, Copy&& copy) {
   if (first < 0 || count < 0 || first + count > g.capacity)
     fail("kv cache: rows ", first, "..", first + count, " past the cache's ", g.capacity, " rows");
-  const int64_t D = g.head_dim;
   for (int64_t h = 0; h < g.n_kv; ++h)
-    for (int64_t j = 0; j < count; ++j) copy((h * g.capacity + first + j) * D, j * g.row_width() + h * D);
+    for (int64_t j = 0; j < count; ++j) copy(h * g.capacity + first + j, j * g.n_kv + h);
 }
 
 }  // namespace
 
 void KvCache::write_rows(int64_t layer, int64_t slot, int64_t first, int64_t count, const float* k, const float* v) {
-  const int64_t at = offset(layer, slot), D = g_.head_dim;
-  const bool half = g_.type == kernels::ElementType::f16;
+  const int64_t D = g_.head_dim, bytes = g_.head_row_bytes();
+  std::byte *ks = k_.data() + first_head_row(layer, slot) * bytes, *vs = v_.data() + first_head_row(layer, slot) * bytes;
   for_each_head_row(g_, first, count, [&](int64_t in_cache, int64_t in_rows) {
-    if (half) {
-      kernels::to_f16(k16_.data() + at + in_cache, k + in_rows, D);
-      kernels::to_f16(v16_.data() + at + in_cache, v + in_rows, D);
-    } else {
-      std::copy_n(k + in_rows, D, k_.data() + at + in_cache);
-      std::copy_n(v + in_rows, D, v_.data() + at + in_cache);
-    }
+    kernels::element_from_f32(g_.type, ks + in_cache * bytes, k + in_rows * D, D);
+    kernels::element_from_f32(g_.type, vs + in_cache * bytes, v + in_rows * D, D);
   });
 }
 
 void KvCache::read_rows(int64_t layer, int64_t slot, int64_t first, int64_t count, float* k, float* v) const {
-  const int64_t at = offset(layer, slot), D = g_.head_dim;
-  const bool half = g_.type == kernels::ElementType::f16;
+  const int64_t D = g_.head_dim, bytes = g_.head_row_bytes();
+  const std::byte *ks = k_.data() + first_head_row(layer, slot) * bytes,
+                  *vs = v_.data() + first_head_row(layer, slot) * bytes;
   for_each_head_row(g_, first, count, [&](int64_t in_cache, int64_t in_rows) {
-    if (half) {
-      kernels::from_f16(k + in_rows, k16_.data() + at + in_cache, D);
-      if (v) kernels::from_f16(v + in_rows, v16_.data() + at + in_cache, D);
-    } else {
-      std::copy_n(k_.data() + at + in_cache, D, k + in_rows);
-      if (v) std::copy_n(v_.data() + at + in_cache, D, v + in_rows);
-    }
+    kernels::element_to_f32(g_.type, k + in_rows * D, ks + in_cache * bytes, D);
+    if (v) kernels::element_to_f32(g_.type, v + in_rows * D, vs + in_cache * bytes, D);
   });
 }
 
-const std::byte* KvCache::stored(bool values) const {
-  if (g_.type == kernels::ElementType::f16) return reinterpret_cast<const std::byte*>(values ? v16_.data() : k16_.data());
-  return reinterpret_cast<const std::byte*>(values ? v_.data() : k_.data());
-}
-
-std::byte* KvCache::stored(bool values) { return const_cast<std::byte*>(std::as_const(*this).stored(values)); }
-
 void KvCache::copy_rows_out(int64_t layer, int64_t slot, int64_t first, int64_t count, std::byte* k,
                             std::byte* v) const {
-  const int64_t e = element_bytes(), at = offset(layer, slot) * e;
-  const size_t bytes = static_cast<size_t>(g_.head_dim * e);
-  const std::byte *ks = stored(false) + at, *vs = stored(true) + at;
+  const int64_t bytes = g_.head_row_bytes();
+  const std::byte *ks = k_.data() + first_head_row(layer, slot) * bytes,
+                  *vs = v_.data() + first_head_row(layer, slot) * bytes;
   for_each_head_row(g_, first, count, [&](int64_t in_cache, int64_t in_rows) {
-    std::memcpy(k + in_rows * e, ks + in_cache * e, bytes);
-    std::memcpy(v + in_rows * e, vs + in_cache * e, bytes);
+    std::memcpy(k + in_rows * bytes, ks + in_cache * bytes, static_cast<size_t>(bytes));
+    std::memcpy(v + in_rows * bytes, vs + in_cache * bytes, static_cast<size_t>(bytes));
   });
 }
 
 void KvCache::copy_rows_in(int64_t layer, int64_t slot, int64_t first, int64_t count, const std::byte* k,
                            const std::byte* v) {
-  const int64_t e = element_bytes(), at = offset(layer, slot) * e;
-  const size_t bytes = static_cast<size_t>(g_.head_dim * e);
-  std::byte *ks = stored(false) + at, *vs = stored(true) + at;
+  const int64_t bytes = g_.head_row_bytes();
+  std::byte *ks = k_.data() + first_head_row(layer, slot) * bytes, *vs = v_.data() + first_head_row(layer, slot) * bytes;
   for_each_head_row(g_, first, count, [&](int64_t in_cache, int64_t in_rows) {
-    std::memcpy(ks + in_cache * e, k + in_rows * e, bytes);
-    std::memcpy(vs + in_cache * e, v + in_rows * e, bytes);
+    std::memcpy(ks + in_cache * bytes, k + in_rows * bytes, static_cast<size_t>(bytes));
+    std::memcpy(vs + in_cache * bytes, v + in_rows * bytes, static_cast<size_t>(bytes));
   });
 }
 
 template <typename S>
 kernels::KvSpan<S> KvCache::span(int64_t layer, int64_t slot, int64_t first, int64_t len) const {
-  const bool half = std::is_same_v<S, uint16_t>;
-  if (half != (g_.type == kernels::ElementType::f16))
-    fail("kv cache: rows of ", kernels::element_name(g_.type), " read as ", half ? "f16" : "f32");
-  const int64_t at = offset(layer, slot) + first * g_.head_dim;
-  if constexpr (std::is_same_v<S, uint16_t>)
-    return {k16_.data() + at, v16_.data() + at, len, layout(), layout()};
-  else
-    return {k_.data() + at, v_.data() + at, len, layout(), layout()};
+  if (kv_row_type<S> != g_.type)
+    fail("kv cache: rows of ", kernels::element_name(g_.type), " read as ", kernels::element_name(kv_row_type<S>));
+  const int64_t units = g_.head_row_bytes() / static_cast<int64_t>(sizeof(S));  // of S in a head row
+  const int64_t at = (first_head_row(layer, slot) + first) * units;
+  const kernels::KvLayout layout{units, g_.capacity * units};
+  return {reinterpret_cast<const S*>(k_.data()) + at, reinterpret_cast<const S*>(v_.data()) + at, len, layout, layout};
 }
 template kernels::KvSpan<float> KvCache::span<float>(int64_t, int64_t, int64_t, int64_t) const;
 template kernels::KvSpan<uint16_t> KvCache::span<uint16_t>(int64_t, int64_t, int64_t, int64_t) const;
+template kernels::KvSpan<kernels::BlockQ8_0> KvCache::span<kernels::BlockQ8_0>(int64_t, int64_t, int64_t,
+                                                                               int64_t) const;
 
 KvCache::Visible KvCache::visible(int64_t t) const {
   if (!g_.streaming()) return {0, 0, t + 1};

@@ -10,11 +10,15 @@
 // rows, since the window is contiguous and ends at the query. The decoder re-rotates the
 // K sink keys at each step by the difference (see decoder.cpp).
 //
-// Element type: f32, or f16 (--kv-type f16): rows rounded to IEEE binary16 as they are
-// written, half the memory and half the bytes each decode step reads; attention widens them
+// Element type: f32, f16 (--kv-type f16) or q8_0 (--kv-type q8_0): each kv head's row of
+// head_dim values is rounded as it is written, to IEEE binary16 (half the memory and half
+// the bytes each decode step reads) or to Q8_0 blocks of 32 (34 bytes per 32 values, 0.27
+// of f32; head_dim a multiple of 32), by element_types.h's conversions (Q8_0: ggml's
+// reference quantiser, which llama.cpp's q8_0 cache also uses). Attention widens the rows
 // back to fp32 as it loads them (kernels/attention_decode.h) and computes in fp32.
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "core/aligned_allocator.h"
@@ -29,10 +33,24 @@ struct CacheGeometry {
   int64_t capacity;   // rows per slot: max tokens (full) or sinks + window (streaming)
   int64_t window = 0; // 0: full cache; > 0: streaming window of this many recent tokens
   int64_t sinks = 0;  // streaming only: tokens kept from the start
-  kernels::ElementType type = kernels::ElementType::f32;  // of the stored rows: f32 or f16
+  kernels::ElementType type = kernels::ElementType::f32;  // of the stored rows: f32, f16 or q8_0
   int64_t row_width() const { return n_kv * head_dim; }
+  // Bytes of one kv head's stored row of head_dim values.
+  int64_t head_row_bytes() const { return kernels::element_row_bytes(type, head_dim); }
+  // Bytes of one token's stored keys (or values) over the kv heads, one layer.
+  int64_t token_bytes() const { return n_kv * head_row_bytes(); }
   bool streaming() const { return window > 0; }
 };
+
+// The types a KV cache keeps its rows in (--kv-type, Python's kv_type=).
+inline constexpr kernels::ElementType kKvCacheTypes[] = {kernels::ElementType::f32, kernels::ElementType::f16,
+                                                        kernels::ElementType::q8_0};
+
+// The cache type whose rows attention_decode reads as S (kernels/attention_decode.h).
+template <typename S>
+constexpr kernels::ElementType kv_row_type = std::is_same_v<S, kernels::BlockQ8_0> ? kernels::ElementType::q8_0
+                                             : std::is_same_v<S, uint16_t>         ? kernels::ElementType::f16
+                                                                                   : kernels::ElementType::f32;
 
 class KvCache {
  public:
@@ -51,29 +69,25 @@ class KvCache {
   Visible visible(int64_t t) const;
 
   // Rows [first, first + count) of a slot's keys and values, each row [n_kv, head_dim] and
-  // rows row_width() apart in k and v: written into the cache (rounded to F16 in an f16
-  // cache), or read out of it (as fp32; v may be null to read the keys alone).
+  // rows row_width() apart in k and v: written into the cache (rounded to its type), or read
+  // out of it (as fp32; v may be null to read the keys alone).
   void write_rows(int64_t layer, int64_t slot, int64_t first, int64_t count, const float* k, const float* v);
   void read_rows(int64_t layer, int64_t slot, int64_t first, int64_t count, float* k, float* v) const;
-  // The same rows as stored (element_bytes() each value: f32 or F16 bits), copied out of the
-  // cache or back into it unconverted: what the prefix cache keeps (prefix_cache.h).
+  // The same rows as stored (token_bytes() each row: f32, F16 bits or Q8_0 blocks, [n_kv]
+  // head rows), copied out of the cache or back into it unconverted: what the prefix cache
+  // keeps (prefix_cache.h).
   void copy_rows_out(int64_t layer, int64_t slot, int64_t first, int64_t count, std::byte* k, std::byte* v) const;
   void copy_rows_in(int64_t layer, int64_t slot, int64_t first, int64_t count, const std::byte* k,
                     const std::byte* v);
   // Rows [first, first + len) of a slot as attention_decode reads them: S is float in an f32
-  // cache, uint16_t (F16 bits) in an f16 one (a mismatch fails).
+  // cache, uint16_t (F16 bits) in an f16 one, BlockQ8_0 in a q8_0 one (a mismatch fails);
+  // pointers and layout count in units of S (for Q8_0, blocks).
   template <typename S>
   kernels::KvSpan<S> span(int64_t layer, int64_t slot, int64_t first, int64_t len) const;
-  int64_t head_stride() const { return g_.capacity * g_.head_dim; }
-  kernels::KvLayout layout() const { return {g_.head_dim, head_stride()}; }
-  // Bytes of one stored value.
-  int64_t element_bytes() const { return g_.type == kernels::ElementType::f16 ? 2 : 4; }
 
  private:
-  int64_t offset(int64_t layer, int64_t slot) const { return (layer * g_.slots + slot) * g_.capacity * g_.row_width(); }
-  // The first byte of the stored keys (values: the values), f32 or F16 bits.
-  const std::byte* stored(bool values) const;
-  std::byte* stored(bool values);
+  // The index of the first head row of (layer, slot): [n_layers, slots, n_kv, capacity].
+  int64_t first_head_row(int64_t layer, int64_t slot) const { return (layer * g_.slots + slot) * g_.n_kv * g_.capacity; }
   CacheGeometry g_;
   // [n_layers, slots, n_kv, capacity, head_dim]: each kv head's rows together, as a decode
   // task reads them (one task per query and kv head, kernels/attention_decode.h). In the
@@ -83,9 +97,8 @@ class KvCache {
   // bench/RESULTS.md). On huge pages where the kernel grants them (core/aligned_allocator.h):
   // in the row-major order they made decode at 1000-1900 tokens of context 6 % faster (1B
   // Q4_K_M, batch 1, Zen 5).
-  // One pair holds the rows, the other is empty: f32 or F16 bits as the geometry's type says.
-  std::vector<float, CacheLineAllocator<float>> k_, v_;
-  std::vector<uint16_t, CacheLineAllocator<uint16_t>> k16_, v16_;
+  // head_row_bytes() per head row, of the geometry's type.
+  std::vector<std::byte, CacheLineAllocator<std::byte>> k_, v_;
 };
 
 }  // namespace gatedlm::infer

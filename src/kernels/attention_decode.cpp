@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "core/error.h"
 #include "kernels/half_float.h"
@@ -10,12 +11,17 @@ namespace gatedlm::kernels {
 
 namespace {
 
-// A cached element as the arithmetic type: itself, or an F16 row's value widened to fp32.
+// Value e of a cached row as the arithmetic type: itself, an F16 value widened to fp32, or
+// a Q8_0 value d * q (exact in fp32).
 template <typename T>
-T widened(T x) {
-  return x;
+T cached_value(const T* row, int64_t e) {
+  return row[e];
 }
-float widened(uint16_t bits) { return f16_to_f32(bits); }
+float cached_value(const uint16_t* row, int64_t e) { return f16_to_f32(row[e]); }
+float cached_value(const BlockQ8_0* row, int64_t e) {
+  const BlockQ8_0& b = row[e / kQuantBlockValues];
+  return f16_to_f32(b.d) * static_cast<float>(b.qs[e % kQuantBlockValues]);
+}
 
 }  // namespace
 
@@ -24,12 +30,16 @@ std::vector<int64_t> decode_rows_checked(std::span<const DecodeQuery<T, S>> quer
   if (s.n_kv < 1 || s.n_q < 1 || s.n_q % s.n_kv != 0)
     fail("attention_decode: ", s.n_q, " query heads over ", s.n_kv, " kv heads");
   if (s.head_dim < 1) fail("attention_decode: head_dim ", s.head_dim);
+  if (std::is_same_v<S, BlockQ8_0> && s.head_dim % kQuantBlockValues != 0)
+    fail("attention_decode: Q8_0 rows of head_dim ", s.head_dim, ", not a multiple of ", kQuantBlockValues);
   std::vector<int64_t> rows;
   rows.reserve(queries.size());
   for (const DecodeQuery<T, S>& q : queries) {
     int64_t n = 0;
     for (const KvSpan<S>& sp : q.spans) {
       if (sp.len < 0) fail("attention_decode: a span of ", sp.len, " rows");
+      if (std::is_same_v<S, BlockQ8_0> && (sp.k_layout.row_stride == 0 || sp.v_layout.row_stride == 0))
+        fail("attention_decode: a span of Q8_0 rows without its strides in blocks");
       n += sp.len;
     }
     if (n < 1) fail("attention_decode: a query with no keys");
@@ -65,7 +75,7 @@ void attention_decode_portable(std::span<const DecodeQuery<T, std::type_identity
             const S* k = sp.k + sp.k_layout.at(j, kvh, s.n_kv, D);
             T dot = 0;
 #pragma omp simd reduction(+ : dot)
-            for (int64_t e = 0; e < D; ++e) dot += q[e] * widened(k[e]);
+            for (int64_t e = 0; e < D; ++e) dot += q[e] * cached_value(k, e);
             scores[r] = dot * scale;
             m = std::max(m, scores[r]);
           }
@@ -84,7 +94,7 @@ void attention_decode_portable(std::span<const DecodeQuery<T, std::type_identity
             const S* v = sp.v + sp.v_layout.at(j, kvh, s.n_kv, D);
             const T p = scores[r];
 #pragma omp simd
-            for (int64_t e = 0; e < D; ++e) out[e] += p * widened(v[e]);
+            for (int64_t e = 0; e < D; ++e) out[e] += p * cached_value(v, e);
           }
         const T inv = sum > 0 ? T(1) / sum : T(0);
         for (int64_t e = 0; e < D; ++e) out[e] *= inv;
@@ -102,10 +112,14 @@ void attention_decode<double>(std::span<const DecodeQuery<double>> queries, cons
 template std::vector<int64_t> decode_rows_checked<float>(std::span<const DecodeQuery<float>>, const DecodeShape&);
 template std::vector<int64_t> decode_rows_checked<float, uint16_t>(std::span<const DecodeQuery<float, uint16_t>>,
                                                                    const DecodeShape&);
+template std::vector<int64_t> decode_rows_checked<float, BlockQ8_0>(std::span<const DecodeQuery<float, BlockQ8_0>>,
+                                                                    const DecodeShape&);
 template std::vector<int64_t> decode_rows_checked<double>(std::span<const DecodeQuery<double>>, const DecodeShape&);
 template void attention_decode_portable<float>(std::span<const DecodeQuery<float>>, const DecodeShape&);
 template void attention_decode_portable<float, uint16_t>(std::span<const DecodeQuery<float, uint16_t>>,
                                                          const DecodeShape&);
+template void attention_decode_portable<float, BlockQ8_0>(std::span<const DecodeQuery<float, BlockQ8_0>>,
+                                                          const DecodeShape&);
 template void attention_decode_portable<double>(std::span<const DecodeQuery<double>>, const DecodeShape&);
 
 }  // namespace gatedlm::kernels

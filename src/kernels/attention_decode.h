@@ -9,6 +9,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/quant_blocks.h"
+
 namespace gatedlm::kernels {
 
 // Where a span's row j of kv head h starts: base + j * row_stride + h * head_stride. Zeros
@@ -24,9 +26,14 @@ struct KvLayout {
   }
 };
 
-// The element type of cached rows: T itself, or binary16 bits (uint16_t, half_float.h) for
-// a float query over a cache kept in F16 (infer's --kv-type f16: half the bytes to read per
-// step; the rows are converted to fp32 as they are loaded and all arithmetic stays fp32).
+// The element type of cached rows: T itself, binary16 bits (uint16_t, half_float.h) for a
+// float query over a cache kept in F16 (infer's --kv-type f16: half the bytes to read per
+// step), or Q8_0 blocks (BlockQ8_0, quant_blocks.h; --kv-type q8_0: 34 bytes per 32 values,
+// head_dim a multiple of 32). The rows are converted to fp32 as they are loaded (a Q8_0
+// value d * q is exact in fp32: an 11-bit d times an 8-bit q) and all arithmetic stays fp32.
+// A span's pointers and layouts count in units of S: for Q8_0, blocks (a row of head_dim
+// values is head_dim / 32 of them), and a Q8_0 span gives its strides (the zeros' default
+// counts values).
 template <typename T>
 struct KvSpan {
   const T* k;
@@ -52,7 +59,7 @@ struct DecodeShape {
 };
 
 // All queries at once. The float kernel (attention_decode_fast.cpp, compiled per kernel
-// set), over float or F16 rows, takes one task per (query, kv head) and reads each cached
+// set), over float, F16 or Q8_0 rows, takes one task per (query, kv head) and reads each cached
 // key and value row once for the group of query heads that share it; double takes the
 // portable loop below. The bits of every output do not depend on the thread count.
 // (S is named, or T: type_identity_t keeps it out of deduction, so that a vector of queries
@@ -64,6 +71,8 @@ void attention_decode<float>(std::span<const DecodeQuery<float>> queries, const 
 template <>
 void attention_decode<float, uint16_t>(std::span<const DecodeQuery<float, uint16_t>> queries, const DecodeShape& s);
 template <>
+void attention_decode<float, BlockQ8_0>(std::span<const DecodeQuery<float, BlockQ8_0>> queries, const DecodeShape& s);
+template <>
 void attention_decode<double>(std::span<const DecodeQuery<double>> queries, const DecodeShape& s);
 
 // The portable loop, one task per (query, query head), each re-reading its kv head's rows,
@@ -73,7 +82,7 @@ template <typename T, typename S = T>
 void attention_decode_portable(std::span<const DecodeQuery<T, std::type_identity_t<S>>> queries, const DecodeShape& s);
 
 // The number of cache rows each query sees; fails naming the problem when n_q is not a
-// multiple of n_kv or a query has no rows.
+// multiple of n_kv, a query has no rows, or Q8_0 rows are not whole blocks.
 template <typename T, typename S = T>
 std::vector<int64_t> decode_rows_checked(std::span<const DecodeQuery<T, S>> queries, const DecodeShape& s);
 

@@ -9,12 +9,14 @@
 //   out_g = sum_r p[g][r] v_r / sum_g    a value row loaded once, into every head's sums
 // A task's arithmetic is its own, and whole tasks go to threads (by a split of their
 // sizes, so that caches of different lengths share out evenly): the bits of every output
-// do not depend on the thread count. Rows cached in F16 are widened to fp32 as they are
-// loaded (F16C's conversion on AVX2 and AVX-512); the rest is the same code.
+// do not depend on the thread count. Rows cached in F16 or Q8_0 are widened to fp32 as they
+// are loaded (F16C's conversion on AVX2 and AVX-512; a Q8_0 block's int8 values times its
+// scale, exact); the rest is the same code.
 #include <cmath>
 #include <omp.h>
 
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/attention_decode.h"
@@ -42,6 +44,12 @@ struct Lanes {
   static V load(const uint16_t* p) { return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static V load_part(const uint16_t* p, int64_t n) { return widen(_mm256_maskz_loadu_epi16(tail_mask(n), p)); }
   static V widen(__m256i half) { return _mm512_maskz_cvtph_ps(__mmask16(0xFFFF), half); }
+  // 16 int8 values of a Q8_0 block times its scale (zero-masked forms, as widen's).
+  static V widen_q8(const int8_t* q, float d) {
+    const __m512i ints = _mm512_maskz_cvtepi8_epi32(__mmask16(0xFFFF), _mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+    return mul(_mm512_maskz_cvtepi32_ps(__mmask16(0xFFFF), ints), set1(d));
+  }
+  static float scale_of(uint16_t d) { return _cvtsh_ss(d); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static void store_part(float* p, V v, int64_t n) { _mm512_mask_storeu_ps(p, tail_mask(n), v); }
   static V keep(V v, int64_t n) { return _mm512_maskz_mov_ps(tail_mask(n), v); }  // other lanes 0
@@ -86,6 +94,11 @@ struct Lanes {
     std::copy_n(p, std::min<int64_t>(n, 8), part);
     return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(part)));
   }
+  // 8 int8 values of a Q8_0 block times its scale.
+  static V widen_q8(const int8_t* q, float d) {
+    return mul(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q)))), set1(d));
+  }
+  static float scale_of(uint16_t d) { return _cvtsh_ss(d); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static void store_part(float* p, V v, int64_t n) { _mm256_maskstore_ps(p, mask(n), v); }
   static V keep(V v, int64_t n) { return _mm256_and_ps(v, _mm256_castsi256_ps(mask(n))); }
@@ -133,6 +146,10 @@ struct Lanes {
     for (int64_t i = 0; i < n && i < 4; ++i) v[i] = f16_to_f32(p[i]);
     return v;
   }
+  static V widen_q8(const int8_t* q, float d) {
+    return V{q[0] * d, q[1] * d, q[2] * d, q[3] * d};
+  }
+  static float scale_of(uint16_t d) { return f16_to_f32(d); }
   static void store(float* p, V v) { std::memcpy(p, &v, sizeof v); }
   static void store_part(float* p, V v, int64_t n) {
     for (int64_t i = 0; i < n && i < 4; ++i) p[i] = v[i];
@@ -158,10 +175,34 @@ struct Lanes {
 
 using V = Lanes::V;
 constexpr int64_t W = Lanes::kWidth;
+static_assert(kQuantBlockValues % W == 0, "a vector of a Q8_0 row lies in one block");
+
+// Values [e, e + W) of a cached row as fp32, e a multiple of W (row_part: the first n of
+// them). Q8_0 rows have head_dim a multiple of 32 (decode_rows_checked), so they never
+// take the part, which converts value by value.
+inline V load_row(const float* row, int64_t e) { return Lanes::load(row + e); }
+inline V load_row(const uint16_t* row, int64_t e) { return Lanes::load(row + e); }
+inline V load_row(const BlockQ8_0* row, int64_t e) {
+  const BlockQ8_0& b = row[e / kQuantBlockValues];
+  return Lanes::widen_q8(b.qs + e % kQuantBlockValues, Lanes::scale_of(b.d));
+}
+template <typename S>
+inline V load_row_part(const S* row, int64_t e, int64_t n) {
+  if constexpr (std::is_same_v<S, BlockQ8_0>) {
+    float values[W] = {};
+    for (int64_t i = 0; i < n && i < W; ++i) {
+      const BlockQ8_0& b = row[(e + i) / kQuantBlockValues];
+      values[i] = f16_to_f32(b.d) * static_cast<float>(b.qs[(e + i) % kQuantBlockValues]);
+    }
+    return Lanes::load(values);
+  } else {
+    return Lanes::load_part(row + e, n);
+  }
+}
 
 // What one block of G query heads reads and writes: heads `head`.. of the query, over R
 // rows whose key and value columns (of their kv head) start at keys[r] and values[r], of
-// element type S (float or F16 bits).
+// element type S (float, F16 bits or Q8_0 blocks).
 template <typename S>
 struct HeadBlock {
   const DecodeQuery<float, S>* query;
@@ -186,7 +227,7 @@ inline __attribute__((always_inline)) void score_rows(const HeadBlock<S>& b, flo
     V qv[G];
     for (int g = 0; g < G; ++g) qv[g] = Lanes::load(q + g * D + e);
     for (int n = 0; n < N; ++n) {
-      const V kv = Lanes::load(b.keys[r + n] + e);
+      const V kv = load_row(b.keys[r + n], e);
       for (int g = 0; g < G; ++g) acc[n][g] = Lanes::fma(qv[g], kv, acc[n][g]);
     }
   }
@@ -194,7 +235,7 @@ inline __attribute__((always_inline)) void score_rows(const HeadBlock<S>& b, flo
     V qv[G];
     for (int g = 0; g < G; ++g) qv[g] = Lanes::load_part(q + g * D + e, D - e);
     for (int n = 0; n < N; ++n) {
-      const V kv = Lanes::load_part(b.keys[r + n] + e, D - e);
+      const V kv = load_row_part(b.keys[r + n], e, D - e);
       for (int g = 0; g < G; ++g) acc[n][g] = Lanes::fma(qv[g], kv, acc[n][g]);
     }
   }
@@ -250,7 +291,7 @@ inline __attribute__((always_inline)) void accumulate_rows(float* sums, const He
   int64_t e = 0;
   for (; e + W <= D; e += W) {
     V v[N];
-    for (int n = 0; n < N; ++n) v[n] = Lanes::load(b.values[r + n] + e);
+    for (int n = 0; n < N; ++n) v[n] = load_row(b.values[r + n], e);
     for (int g = 0; g < G; ++g) {
       V acc = Lanes::load(sums + g * D + e);
       for (int n = 0; n < N; ++n) acc = Lanes::fma(pr[g][n], v[n], acc);
@@ -259,7 +300,7 @@ inline __attribute__((always_inline)) void accumulate_rows(float* sums, const He
   }
   if (e < D) {
     V v[N];
-    for (int n = 0; n < N; ++n) v[n] = Lanes::load_part(b.values[r + n] + e, D - e);
+    for (int n = 0; n < N; ++n) v[n] = load_row_part(b.values[r + n], e, D - e);
     for (int g = 0; g < G; ++g) {
       V acc = Lanes::load_part(sums + g * D + e, D - e);
       for (int n = 0; n < N; ++n) acc = Lanes::fma(pr[g][n], v[n], acc);
@@ -385,6 +426,9 @@ void attention_decode_f32(std::span<const DecodeQuery<float>> queries, const Dec
   decode_queries(queries, s);
 }
 void attention_decode_f32(std::span<const DecodeQuery<float, uint16_t>> queries, const DecodeShape& s) {
+  decode_queries(queries, s);
+}
+void attention_decode_f32(std::span<const DecodeQuery<float, BlockQ8_0>> queries, const DecodeShape& s) {
   decode_queries(queries, s);
 }
 

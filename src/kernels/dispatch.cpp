@@ -97,6 +97,10 @@ template <>
 void attention_decode<float, uint16_t>(std::span<const DecodeQuery<float, uint16_t>> queries, const DecodeShape& s) {
   GATEDLM_DISPATCH(attention_decode_f32(queries, s));
 }
+template <>
+void attention_decode<float, BlockQ8_0>(std::span<const DecodeQuery<float, BlockQ8_0>> queries, const DecodeShape& s) {
+  GATEDLM_DISPATCH(attention_decode_f32(queries, s));
+}
 
 void to_bf16(uint16_t* out, const float* in, int64_t n) { GATEDLM_DISPATCH(to_bf16(out, in, n)); }
 void round_to_bf16(float* out, const float* in, int64_t n) { GATEDLM_DISPATCH(round_to_bf16(out, in, n)); }

@@ -147,9 +147,36 @@ TEST(BenchGenerateCliTest, AnF16CacheHalvesTheStateAndBadTypesAreRefused) {
                              "4", "--temperature", "0", "--kv-type", "f16", "--json"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(last_json_line(r.output)["ids"].size(), 4u);
-  r = run_gatedlm({"generate", "--checkpoint", ck, "--tokenizer", "byte", "--prompt", "ab", "--kv-type", "q8_0"});
+  r = run_gatedlm({"generate", "--checkpoint", ck, "--tokenizer", "byte", "--prompt", "ab", "--kv-type", "q4_0"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "--kv-type")) << r.output;
+}
+
+// --kv-type q8_0: Q8_0 blocks of 32 values in 34 bytes (a head row of 32 is one block), the
+// same greedy text from the CLI and Python elsewhere; a head_dim that is not whole blocks is
+// refused naming it and the other types, before any text.
+TEST(BenchGenerateCliTest, AQ8CacheStoresBlocksAndRefusesPartBlocks) {
+  TempDir dir("bench_generate_q8");
+  json config = json::parse(kGenerateConfig);
+  config["head_dim"] = 32;
+  write_file(dir / "wide.json", config.dump());
+  const CliResult bench = run_gatedlm({"bench", "generate", "--config", (dir / "wide.json").string(), "--batch", "1",
+                                       "--prompt-tokens", "8", "--new-tokens", "2", "--reps", "1", "--kv-type", "q8_0",
+                                       "--bandwidth-gbs", "10"});
+  ASSERT_EQ(bench.exit_code, 0) << bench.output;
+  const json j = last_json_line(bench.output);
+  EXPECT_EQ(j["kv_type"], "q8_0");
+  EXPECT_EQ(j["state_bytes_per_sequence"]["1024"].get<int64_t>(), 2 * 2 * 2 * 34 * 1024);  // K and V, layers, kv heads
+  const std::string wide = make_checkpoint(dir, "wide", config).string();
+  CliResult r = run_gatedlm({"generate", "--checkpoint", wide, "--tokenizer", "byte", "--prompt", "ab", "--max-tokens",
+                             "4", "--temperature", "0", "--kv-type", "q8_0", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(last_json_line(r.output)["ids"].size(), 4u);
+  const std::string narrow = make_checkpoint(dir, "narrow", json::parse(kGenerateConfig)).string();
+  r = run_gatedlm({"generate", "--checkpoint", narrow, "--tokenizer", "byte", "--prompt", "ab", "--kv-type", "q8_0"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "head_dim") && contains(r.output, "8") && contains(r.output, "--kv-type f16"))
+      << r.output;
 }
 
 }  // namespace

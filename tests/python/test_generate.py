@@ -65,8 +65,32 @@ def test_an_f16_cache_generates_as_the_cli_does(gated_checkpoint, run_cli):
     list(gen)
     assert gen.ids == cli["ids"] and len(gen.ids) == 16
     try:
-        model.generate("it was the", kv_type="q8_0")
+        model.generate("it was the", kv_type="q4_0")
     except gatedlm.Error as e:
-        assert "kv_type" in str(e) and "q8_0" in str(e)
+        assert "kv_type" in str(e) and "q4_0" in str(e)
     else:
-        raise AssertionError("kv_type='q8_0' was taken")
+        raise AssertionError("kv_type='q4_0' was taken")
+
+
+def test_a_q8_cache_generates_as_the_cli_does(work, gated_config, gated_checkpoint, run_cli):
+    """kv_type="q8_0" keeps the KV rows in Q8_0 blocks, as `generate --kv-type q8_0`: the same
+    greedy ids from both on a model whose head_dim (32) is whole blocks; a head_dim of 16 is
+    refused naming it."""
+    config = json.loads(gated_config.read_text())
+    config["head_dim"] = 32
+    (work / "gated_hd32.json").write_text(json.dumps(config))
+    checkpoint = work / "gated_hd32_ckpt"
+    run_cli("init", "--config", work / "gated_hd32.json", "--out", checkpoint, "--seed", 7)
+    cli = json.loads(run_cli("generate", "--checkpoint", checkpoint, "--tokenizer", "byte", "--prompt",
+                             "it was the", "--max-tokens", 16, "--temperature", 0, "--kv-type", "q8_0",
+                             "--json").stdout)
+    gen = gatedlm.Model.load(checkpoint, tokenizer="byte").generate("it was the", max_tokens=16, temperature=0,
+                                                                     kv_type="q8_0")
+    list(gen)
+    assert gen.ids == cli["ids"] and len(gen.ids) == 16
+    try:
+        list(gatedlm.Model.load(gated_checkpoint, tokenizer="byte").generate("it was the", kv_type="q8_0"))
+    except gatedlm.Error as e:
+        assert "head_dim" in str(e) and "16" in str(e)
+    else:
+        raise AssertionError("q8_0 rows of head_dim 16 were taken")

@@ -2,8 +2,8 @@
 // against a naive recomputation: with one layer, a token's keys and values depend on the
 // token alone, so the rolling cache's logits for token t must equal the full forward over
 // the cache's contents (sinks, then the window) at positions 0.. (StreamingLLM's positions
-// inside the cache). And the F16 cache (--kv-type f16): its rows come back rounded, its
-// logits stay within F16's rounding of the float cache's, full and streaming.
+// inside the cache). And the F16 and Q8_0 caches (--kv-type f16 / q8_0): their rows come back
+// rounded, their logits stay within the rounding of the float cache's, full and streaming.
 #include <gtest/gtest.h>
 
 #include <new>
@@ -13,6 +13,7 @@
 #include "infer/kv_cache.h"
 #include "kernels/attention.h"
 #include "kernels/attention_decode.h"
+#include "kernels/element_types.h"
 #include "kernels/half_float.h"
 #include "model/init.h"
 #include "test_util.h"
@@ -168,28 +169,34 @@ TEST(KvCacheSize, PastTheMachinesMemoryIsRefusedBeforeAllocating) {
   EXPECT_EQ(fits.geometry().capacity, 128);
 }
 
-// A stored element as fp32: itself, or F16 bits widened.
-float widened(float x) { return x; }
-float widened(uint16_t bits) { return kernels::f16_to_f32(bits); }
+// Value e of a stored head row as fp32: itself, F16 bits widened, or a Q8_0 block's d * q.
+float stored_value(const float* row, int64_t e) { return row[e]; }
+float stored_value(const uint16_t* row, int64_t e) { return kernels::f16_to_f32(row[e]); }
+float stored_value(const kernels::BlockQ8_0* row, int64_t e) {
+  const kernels::BlockQ8_0& b = row[e / 32];
+  return kernels::f16_to_f32(b.d) * static_cast<float>(b.qs[e % 32]);
+}
 
 // Rows written into every (layer, slot) come back out of read_rows as written (rounded to
-// F16 in an f16 cache), and a span's layout finds row j of kv head h where the row-major
-// block had it: nothing overlaps.
+// the cache's type head row by head row, by element_types' conversions), and a span's
+// layout finds row j of kv head h where the row-major block had it: nothing overlaps.
 template <typename S>
-void check_rows_come_back(kernels::ElementType type) {
-  CacheGeometry g{3, 2, 5, 2, 7};  // layers, kv heads, head_dim, slots, capacity
-  g.type = type;
+void check_rows_come_back(CacheGeometry g) {
+  g.type = kv_row_type<S>;
   KvCache cache(g);
-  const int64_t W = g.row_width(), first = 2, count = 4;
+  const int64_t W = g.row_width(), D = g.head_dim, first = 2, count = 4;
   std::vector<std::vector<float>> keys, values;  // per (layer, slot): [count, n_kv, head_dim]
   for (int64_t l = 0; l < g.n_layers; ++l)
     for (int64_t s = 0; s < g.slots; ++s) {
       keys.push_back(random_vector<float>(count * W, 100 + 2 * (l * g.slots + s)));
       values.push_back(random_vector<float>(count * W, 101 + 2 * (l * g.slots + s)));
       cache.write_rows(l, s, first, count, keys.back().data(), values.back().data());
-      if (type == kernels::ElementType::f16)
-        for (std::vector<float>* x : {&keys.back(), &values.back()})
-          for (float& e : *x) e = kernels::f16_to_f32(kernels::f32_to_f16(e));
+      std::vector<std::byte> stored(static_cast<size_t>(g.head_row_bytes()));
+      for (std::vector<float>* x : {&keys.back(), &values.back()})
+        for (int64_t r = 0; r < count * g.n_kv; ++r) {
+          kernels::element_from_f32(g.type, stored.data(), x->data() + r * D, D);
+          kernels::element_to_f32(g.type, x->data() + r * D, stored.data(), D);
+        }
     }
   for (int64_t l = 0, i = 0; l < g.n_layers; ++l)
     for (int64_t s = 0; s < g.slots; ++s, ++i) {
@@ -201,11 +208,9 @@ void check_rows_come_back(kernels::ElementType type) {
       ASSERT_EQ(sp.len, count - 1);
       for (int64_t j = 0; j < sp.len; ++j)
         for (int64_t h = 0; h < g.n_kv; ++h)
-          for (int64_t e = 0; e < g.head_dim; ++e) {
-            EXPECT_EQ(widened(sp.k[sp.k_layout.at(j, h, g.n_kv, g.head_dim) + e]),
-                      keys[i][(j + 1) * W + h * g.head_dim + e]);
-            EXPECT_EQ(widened(sp.v[sp.v_layout.at(j, h, g.n_kv, g.head_dim) + e]),
-                      values[i][(j + 1) * W + h * g.head_dim + e]);
+          for (int64_t e = 0; e < D; ++e) {
+            EXPECT_EQ(stored_value(sp.k + sp.k_layout.at(j, h, g.n_kv, D), e), keys[i][(j + 1) * W + h * D + e]);
+            EXPECT_EQ(stored_value(sp.v + sp.v_layout.at(j, h, g.n_kv, D), e), values[i][(j + 1) * W + h * D + e]);
           }
     }
   std::vector<float> k(W), v(W);
@@ -214,50 +219,74 @@ void check_rows_come_back(kernels::ElementType type) {
 }
 
 TEST(KvCacheLayout, RowsComeBackAndSpansFindThem) {
-  check_rows_come_back<float>(kernels::ElementType::f32);
-  check_rows_come_back<uint16_t>(kernels::ElementType::f16);
+  const CacheGeometry g{3, 2, 5, 2, 7};  // layers, kv heads, head_dim, slots, capacity
+  check_rows_come_back<float>(g);
+  check_rows_come_back<uint16_t>(g);
+  check_rows_come_back<kernels::BlockQ8_0>({3, 2, 64, 2, 7});  // two blocks a head row
 }
 
-// Rows are f32 or f16 and read as what they are.
+// Rows are f32, f16 or q8_0 (q8_0 in whole blocks of 32 a head row) and read as what they
+// are; a token's bytes as the type stores them.
 TEST(KvCacheLayout, RefusesOtherTypesAndMismatchedSpans) {
   CacheGeometry g{1, 2, 4, 1, 3};
-  g.type = kernels::ElementType::q8_0;
+  g.type = kernels::ElementType::q4_0;
   EXPECT_THROW(KvCache{g}, Error);
+  g.type = kernels::ElementType::q8_0;
+  try {
+    KvCache{g};
+    ADD_FAILURE() << "q8_0 rows of 4 values were taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("head_dim"), std::string::npos) << e.what();
+  }
   g.type = kernels::ElementType::f16;
   const KvCache half(g);
   EXPECT_THROW(half.span<float>(0, 0, 0, 1), Error);
-  EXPECT_EQ(half.element_bytes(), 2);
+  EXPECT_THROW(half.span<kernels::BlockQ8_0>(0, 0, 0, 1), Error);
+  EXPECT_EQ(g.token_bytes(), 2 * 2 * 4);
+  g.head_dim = 64, g.type = kernels::ElementType::q8_0;
+  EXPECT_EQ(g.token_bytes(), 2 * 2 * 34);  // two kv heads of two 34-byte blocks
+  EXPECT_THROW(KvCache{g}.span<uint16_t>(0, 0, 0, 1), Error);
 }
 
-// Logits of a prompt and of tokens decoded one at a time, from an f32 and an f16 cache
-// (full, or streaming with sinks: the moved sink keys are rounded back to F16 too). F16
-// keeps 11 significant bits (relative rounding at most 2^-11 = 4.9e-4 per element): the
-// logits move by about that much, not by 1e-7 (the f16 rows are in use) nor by 1e-2.
-TEST(Decoder, AnF16CacheStaysWithinItsRounding) {
-  const model::ModelConfig c = small_config(2);
+// Logits of a prompt and of tokens decoded one at a time, from an f32 cache and one of
+// `type` (full, or streaming with sinks: the moved sink keys are rounded back to the type
+// too), within `most` of each other and further apart than `least` (the rounded rows are
+// in use). Returns nothing; the model's head_dim is 32 so that Q8_0 rows are one block.
+void expect_within_rounding(kernels::ElementType type, double most, double least) {
+  model::ModelConfig c = small_config(2);
+  c.head_dim = 32;
   model::Model<float> m = random_model(c);
   const int64_t N = 40, V = c.vocab_size;
   const auto text = random_tokens(N, V, 17);
   for (const std::pair<int64_t, int64_t>& window_sinks : {std::pair<int64_t, int64_t>{0, 0}, {6, 2}}) {
     std::vector<float> logits[2];
-    for (int half = 0; half < 2; ++half) {
+    for (int rounded = 0; rounded < 2; ++rounded) {
       DecoderOptions o{1, N, window_sinks.first, window_sinks.second};
-      o.kv_type = half ? kernels::ElementType::f16 : kernels::ElementType::f32;
+      o.kv_type = rounded ? type : kernels::ElementType::f32;
       Decoder dec(m, o);
       const float* lg = dec.step(std::vector<Chunk>{{0, std::span(text).first(5)}}, true);
-      logits[half].assign(lg, lg + 5 * V);
+      logits[rounded].assign(lg, lg + 5 * V);
       for (int64_t t = 5; t < N; ++t) {
         lg = dec.step(std::vector<Chunk>{{0, std::span(text).subspan(t, 1)}});
-        logits[half].insert(logits[half].end(), lg, lg + V);
+        logits[rounded].insert(logits[rounded].end(), lg, lg + V);
       }
-      EXPECT_EQ(dec.state_bytes_per_sequence(N) * (half ? 2 : 1),
-                2 * 4 * c.n_layers * c.n_kv_heads * c.head_dim * (window_sinks.first ? 8 : N));
+      const int64_t row_bytes = rounded ? kernels::element_row_bytes(type, c.head_dim) : 4 * c.head_dim;
+      EXPECT_EQ(dec.state_bytes_per_sequence(N), 2 * c.n_layers * c.n_kv_heads * row_bytes * (window_sinks.first ? 8 : N));
     }
     const double err = rel_error(logits[1], logits[0]);
-    EXPECT_LT(err, 2e-3) << "window " << window_sinks.first;
-    EXPECT_GT(err, 1e-6) << "window " << window_sinks.first;
+    EXPECT_LT(err, most) << kernels::element_name(type) << " window " << window_sinks.first;
+    EXPECT_GT(err, least) << kernels::element_name(type) << " window " << window_sinks.first;
   }
 }
+
+// F16 keeps 11 significant bits (relative rounding at most 2^-11 = 4.9e-4 per element): the
+// logits move by about that much, not by 1e-7 nor by 1e-2.
+TEST(Decoder, AnF16CacheStaysWithinItsRounding) { expect_within_rounding(kernels::ElementType::f16, 2e-3, 1e-6); }
+
+// Q8_0 rounds each value to within half a step of its block's max|x| / 127: for Gaussian
+// rows about 0.5 % of a value's size (RMS), some 20 times F16's rounding. The logits move by
+// about 1 % here (F16: 4.4e-4), not by less than F16's nor by several percent.
+TEST(Decoder, AQ8CacheStaysWithinItsRounding) { expect_within_rounding(kernels::ElementType::q8_0, 3e-2, 3e-3); }
 
 }  // namespace
 }  // namespace gatedlm::infer

@@ -102,6 +102,14 @@ TEST(HybridDecoder, AnF16CacheStaysWithinItsRounding) {
       << "the rows were not rounded";
 }
 
+// A q8_0 cache (head_dim 32: one block a head row) rounds them by up to half of max|x| / 127
+// of a block: within 3e-2, and further than F16's rounding.
+TEST(HybridDecoder, AQ8CacheStaysWithinItsRounding) {
+  model::ModelConfig c = hybrid_config();
+  c.head_dim = 32;
+  EXPECT_GT(expect_decode_equals_full_forward(c, 3e-2, kernels::ElementType::q8_0), 1e-4) << "the rows were not rounded";
+}
+
 TEST(HybridDecoder, LinearLayersKeepAConstantStatePerSequence) {
   const model::ModelConfig c = hybrid_config();
   model::Model<float> m = random_hybrid_model(c);

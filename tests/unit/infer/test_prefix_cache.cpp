@@ -257,8 +257,19 @@ TEST(PrefixReuse, AnF16CacheRestoresExactlyToo) {
   EXPECT_EQ(cached, (std::vector<int64_t>{0, 40, 97}));
 }
 
+// A Q8_0 KV cache (--kv-type q8_0) likewise; its models need head_dim a multiple of 32.
+TEST(PrefixReuse, AQ8CacheRestoresExactlyToo) {
+  model::ModelConfig dense = prefix_dense_config(), hybrid = prefix_hybrid_config();
+  dense.head_dim = hybrid.head_dim = 32;
+  check_restore_exact(dense, 100, 150, 100, kernels::ElementType::q8_0);
+  check_restore_exact(hybrid, 300, 350, 256, kernels::ElementType::q8_0);
+  const std::vector<int64_t> cached = check_conversation(dense, {40, 97, 230}, kernels::ElementType::q8_0);
+  EXPECT_EQ(cached, (std::vector<int64_t>{0, 40, 97}));
+}
+
 // The prefix cache keeps an f16 cache's rows as stored: a prompt's saved state takes half the
-// bytes of the f32 one's (the token ids aside), so the same budget holds twice the history.
+// bytes of the f32 one's (the token ids aside), so the same budget holds twice the history;
+// a q8_0 cache's rows 34 bytes per 32 values (17/64 of f32's).
 TEST(PrefixReuse, AnF16CacheSavesItsRowsInHalfTheBytes) {
   const model::ModelConfig c = prefix_dense_config();
   model::Model<float> m = prefix_random_model(c);
@@ -275,6 +286,13 @@ TEST(PrefixReuse, AnF16CacheSavesItsRowsInHalfTheBytes) {
   }
   EXPECT_EQ(row_bytes[0], 100 * 2 * c.n_layers * c.kv_dim() * 4);
   EXPECT_EQ(row_bytes[1] * 2, row_bytes[0]);
+  model::ModelConfig c32 = c;
+  c32.head_dim = 32;
+  model::Model<float> m32 = prefix_random_model(c32);
+  Decoder dec(m32, {.slots = 1, .packed_weights = false, .kv_type = kernels::ElementType::q8_0});
+  PrefixReuse reuse(dec, 64 << 20);
+  run_prompt(dec, &reuse, prompt, 0);
+  EXPECT_EQ(reuse.cache().bytes() - 4 * 100, 100 * 2 * c.n_layers * c.n_kv_heads * 34);  // one block a head row
 }
 
 // The scheduler says whether it has a cache: its budget, off at 0, and off with the reason

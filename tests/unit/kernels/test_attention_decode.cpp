@@ -5,15 +5,18 @@
 // caches of one row and of many, with and without the gate, with and without learned sink
 // logits (a softmax column without a value, kernels/attention_sinks.h), with the rows in
 // their own order and in the KV cache's, each kv head's rows together (KvLayout); and over
-// rows kept in F16 (infer's --kv-type f16), against the same reference on the rounded rows.
+// rows kept in F16 or Q8_0 (infer's --kv-type f16 / q8_0), against the same reference on the
+// rounded rows.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
 #include "kernels/attention_decode.h"
+#include "kernels/element_types.h"
 #include "kernels/half_float.h"
 #include "kernels/kernel_set.h"
 #include "test_util.h"
@@ -212,63 +215,82 @@ TEST(AttentionDecodeTest, DoubleMatchesNaiveFp64) {
   }
 }
 
-// Float inputs whose cached rows are rounded to F16, and the same queries over F16 copies of
-// those rows (the same offsets into copies of the same buffers): what a cache kept in F16
-// holds, and what the float kernel would read had the rows been widened first.
-struct HalfInputs {
-  Inputs<float> in;  // rows rounded to F16's values
-  std::vector<std::vector<uint16_t>> bits[4];  // keys, values, head_keys, head_values as F16
+// Float inputs whose cached rows are rounded to a stored type S (F16 bits or Q8_0 blocks),
+// and the same queries over stored copies of those rows (the same offsets into copies of the
+// same buffers): what a cache kept in S holds, and what the float kernel would read had the
+// rows been widened first. A Q8_0 copy counts its offsets and strides in blocks of 32.
+template <typename S>
+struct StoredInputs {
+  Inputs<float> in;  // rows rounded to S's values
+  std::vector<std::vector<S>> stored[4];  // keys, values, head_keys, head_values as S
   std::vector<float> out, gated;
-  std::vector<DecodeQuery<float, uint16_t>> queries;
+  std::vector<DecodeQuery<float, S>> queries;
 };
 
-HalfInputs make_half_inputs(const Case& c, uint64_t seed, Layout layout) {
-  HalfInputs h;
+template <typename S>
+constexpr ElementType stored_type = std::is_same_v<S, BlockQ8_0> ? ElementType::q8_0 : ElementType::f16;
+template <typename S>
+constexpr int64_t unit_values = std::is_same_v<S, BlockQ8_0> ? kQuantBlockValues : 1;
+
+template <typename S>
+StoredInputs<S> make_stored_inputs(const Case& c, uint64_t seed, Layout layout) {
+  constexpr int64_t u = unit_values<S>;
+  StoredInputs<S> h;
   h.in = make_inputs<float>(c, true, seed, true, layout);
   std::vector<std::vector<float>>* buffers[4] = {&h.in.keys, &h.in.values, &h.in.head_keys, &h.in.head_values};
   for (int b = 0; b < 4; ++b)
     for (std::vector<float>& x : *buffers[b]) {
-      h.bits[b].emplace_back(x.size());
-      for (size_t e = 0; e < x.size(); ++e) x[e] = f16_to_f32(h.bits[b].back()[e] = f32_to_f16(x[e]));
+      const int64_t n = static_cast<int64_t>(x.size());
+      h.stored[b].emplace_back(static_cast<size_t>(n / u));
+      element_from_f32(stored_type<S>, h.stored[b].back().data(), x.data(), n);
+      element_to_f32(stored_type<S>, x.data(), h.stored[b].back().data(), n);
     }
-  // A float row pointer as the same offset into the F16 copy of its buffer.
-  auto half_of = [&](const float* p, size_t i) -> const uint16_t* {
+  // A float row pointer as the same offset into the stored copy of its buffer.
+  auto stored_of = [&](const float* p, size_t i) -> const S* {
     for (int b = 0; b < 4; ++b) {
       const std::vector<float>& x = (*buffers[b])[i];
-      if (p >= x.data() && p < x.data() + x.size()) return h.bits[b][i].data() + (p - x.data());
+      if (p >= x.data() && p < x.data() + x.size()) return h.stored[b][i].data() + (p - x.data()) / u;
     }
     return nullptr;
+  };
+  // A layout in S's units (zeros: row-major rows, given explicitly).
+  auto in_units = [&](KvLayout l) {
+    if (l.row_stride == 0) l = {c.n_kv * c.head_dim, c.head_dim};
+    return KvLayout{l.row_stride / u, l.head_stride / u};
   };
   h.out.assign(h.in.out.size(), -7.0f);
   h.gated.assign(h.in.gated.size(), -7.0f);
   for (size_t i = 0; i < h.in.queries.size(); ++i) {
     const DecodeQuery<float>& f = h.in.queries[i];
     const int64_t at = f.out - h.in.out.data();
-    DecodeQuery<float, uint16_t> q{f.q, h.out.data() + at, f.gate_score, h.gated.data() + at, {}, f.sinks};
+    DecodeQuery<float, S> q{f.q, h.out.data() + at, f.gate_score, h.gated.data() + at, {}, f.sinks};
     for (const KvSpan<float>& sp : f.spans)
-      q.spans.push_back({half_of(sp.k, i), half_of(sp.v, i), sp.len, sp.k_layout, sp.v_layout});
+      q.spans.push_back({stored_of(sp.k, i), stored_of(sp.v, i), sp.len, in_units(sp.k_layout), in_units(sp.v_layout)});
     h.queries.push_back(q);
   }
   return h;
 }
 
-// Over F16 rows the kernel widens each element exactly and then computes what it computes
-// over floats: the fp64 reference on the rounded rows holds it to the float tolerance, and
-// the float kernel over the rounded rows gives the same bits, in every kernel set (F16C's
-// conversion on AVX2 and AVX-512, the scalar one in the generic set). The portable loop
-// over F16 rows is held to the reference (the compiler may vectorise its float twin's
-// reductions and not its, so their bits may differ).
-TEST(AttentionDecodeTest, HalfRowsMatchNaiveFp64AndTheFloatBits) {
+// Over F16 or Q8_0 rows the kernel widens each element exactly and then computes what it
+// computes over floats: the fp64 reference on the rounded rows holds it to the float
+// tolerance, and the float kernel over the rounded rows gives the same bits, in every kernel
+// set (F16C's conversion on AVX2 and AVX-512, the scalar one in the generic set; a Q8_0
+// block's int8 values times its scale). The portable loop over stored rows is held to the
+// reference (the compiler may vectorise its float twin's reductions and not its, so their
+// bits may differ). Q8_0 rows take the head sizes that are whole blocks.
+template <typename S>
+void expect_stored_rows_match_the_float_bits() {
   const KernelSet keep = active_kernel_set();
   for (KernelSet set : runnable_kernel_sets()) {
     use_kernel_set(set);
     uint64_t seed = 900;
-    for (const Case& c : cases())
+    for (const Case& c : cases()) {
+      if (c.head_dim % unit_values<S> != 0) continue;
       for (Layout layout : {Layout::rows, Layout::heads}) {
         const double scale = 1.0 / std::sqrt(double(c.head_dim));
         const DecodeShape shape{c.group * c.n_kv, c.n_kv, c.head_dim, scale};
-        HalfInputs h = make_half_inputs(c, seed += 50, layout);
-        attention_decode<float, uint16_t>(h.queries, shape);
+        StoredInputs<S> h = make_stored_inputs<S>(c, seed += 50, layout);
+        attention_decode<float, S>(h.queries, shape);
         attention_decode<float>(h.in.queries, shape);
         const std::vector<double> want = naive_attention(h.in, c, scale);
         EXPECT_LT(rel_error(h.out, want), 2e-6) << kernel_set_name(set) << ", " << name(c);
@@ -277,11 +299,38 @@ TEST(AttentionDecodeTest, HalfRowsMatchNaiveFp64AndTheFloatBits) {
           ASSERT_EQ(h.gated[i], h.in.gated[i]) << kernel_set_name(set) << ", " << name(c) << " at " << i;
         }
         if (set != keep) continue;
-        attention_decode_portable<float, uint16_t>(h.queries, shape);
+        attention_decode_portable<float, S>(h.queries, shape);
         EXPECT_LT(rel_error(h.out, want), 2e-6) << "portable, " << name(c);
       }
+    }
   }
   use_kernel_set(keep);
+}
+
+TEST(AttentionDecodeTest, HalfRowsMatchNaiveFp64AndTheFloatBits) { expect_stored_rows_match_the_float_bits<uint16_t>(); }
+
+// Q8_0 rows (--kv-type q8_0), and they really are rounded: the widened rows differ from the
+// random floats they came from.
+TEST(AttentionDecodeTest, Q8RowsMatchNaiveFp64AndTheFloatBits) {
+  expect_stored_rows_match_the_float_bits<BlockQ8_0>();
+  const Case c{2, 2, 64, {{5}}};
+  const Inputs<float> raw = make_inputs<float>(c, true, 950, true, Layout::rows);
+  const StoredInputs<BlockQ8_0> h = make_stored_inputs<BlockQ8_0>(c, 950, Layout::rows);
+  EXPECT_GT(rel_error(h.in.keys[0], std::vector<double>(raw.keys[0].begin(), raw.keys[0].end())), 1e-4);
+}
+
+// Q8_0 spans count in blocks: a head size that is not whole blocks, or a span without its
+// strides (the zeros' row-major default counts values), is refused by name.
+TEST(AttentionDecodeTest, RefusesQ8RowsThatAreNotWholeBlocks) {
+  std::vector<BlockQ8_0> rows(8);
+  std::vector<float> q(2 * 48), out(2 * 48);
+  DecodeQuery<float, BlockQ8_0> dq{q.data(), out.data(), nullptr, nullptr, {{rows.data(), rows.data(), 1, {2, 1}, {2, 1}}}};
+  const std::vector<DecodeQuery<float, BlockQ8_0>> queries{dq};
+  EXPECT_THROW((attention_decode<float, BlockQ8_0>(queries, {2, 2, 48, 0.5})), Error);
+  std::vector<float> q64(2 * 64), out64(2 * 64);
+  DecodeQuery<float, BlockQ8_0> zero{q64.data(), out64.data(), nullptr, nullptr, {{rows.data(), rows.data(), 1}}};
+  const std::vector<DecodeQuery<float, BlockQ8_0>> unstrided{zero};
+  EXPECT_THROW((attention_decode<float, BlockQ8_0>(unstrided, {2, 2, 64, 0.5})), Error);
 }
 
 TEST(AttentionDecodeTest, RefusesBadShapes) {
