@@ -5,11 +5,13 @@
 // rows come from beyond L2 as in a decode step (whose weights pass through the caches
 // between two attention calls). A second table times the kernel sets on the KV cache's two
 // orders (kernels/attention_decode.h's KvLayout): row-major [rows, n_kv, head_dim], the
-// order before d3ceec8, and head-major [n_kv, rows, head_dim], infer/kv_cache.h's today.
+// order before d3ceec8, and head-major [n_kv, rows, head_dim], infer/kv_cache.h's today. A
+// third times each set on the same head-major caches kept as f32, F16 and Q8_0 rows (infer's
+// --kv-type), the three taking turns run by run.
 //
 //   build-x/attention_decode_speed [--reps 7] [--calls 200] [--shape N (one row of kShapes, from 1)]
 //                                  [--capacity ROWS (head-major caches' capacity; default each one's rows)]
-// Prints two markdown tables.
+// Prints three markdown tables.
 #include <omp.h>
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 
 #include "core/rng.h"
 #include "kernels/attention_decode.h"
+#include "kernels/element_types.h"
 #include "kernels/kernel_set.h"
 
 namespace k = gatedlm::kernels;
@@ -132,6 +135,56 @@ void time_layouts(const Shape& s, gatedlm::Rng& rng, int reps, int calls, int64_
   }
 }
 
+// A layer's caches kept as rows of S (F16 bits or Q8_0 blocks), `per` values a unit of S:
+// the same queries over copies rounded by element_types' conversions, layouts in units of S.
+template <typename S>
+struct StoredLayer {
+  std::vector<std::vector<S>> keys, values;
+  std::vector<float> out;
+  std::vector<k::DecodeQuery<float, S>> queries;
+};
+
+template <typename S>
+std::vector<StoredLayer<S>> stored_copies(const std::vector<Layer>& layers, k::ElementType type, int64_t per) {
+  std::vector<StoredLayer<S>> out(layers.size());
+  for (size_t l = 0; l < layers.size(); ++l) {
+    StoredLayer<S>& c = out[l];
+    c.out.resize(layers[l].out.size());
+    for (size_t i = 0; i < layers[l].queries.size(); ++i) {
+      const std::vector<float>& kf = layers[l].keys[i];
+      const std::vector<float>& vf = layers[l].values[i];
+      c.keys.emplace_back(kf.size() / static_cast<size_t>(per));
+      c.values.emplace_back(vf.size() / static_cast<size_t>(per));
+      k::element_from_f32(type, c.keys.back().data(), kf.data(), static_cast<int64_t>(kf.size()));
+      k::element_from_f32(type, c.values.back().data(), vf.data(), static_cast<int64_t>(vf.size()));
+    }
+    for (size_t i = 0; i < layers[l].queries.size(); ++i) {
+      const k::DecodeQuery<float>& f = layers[l].queries[i];
+      const k::KvLayout in_units{f.spans[0].k_layout.row_stride / per, f.spans[0].k_layout.head_stride / per};
+      c.queries.push_back({f.q, c.out.data() + (f.out - layers[l].out.data()), nullptr, nullptr,
+                           {{c.keys[i].data(), c.values[i].data(), f.spans[0].len, in_units, in_units}}});
+    }
+  }
+  return out;
+}
+
+// The third table: each kernel set over the head-major caches as f32, F16 and Q8_0 rows.
+void time_row_types(const Shape& s, gatedlm::Rng& rng, int reps, int calls, int64_t capacity) {
+  const std::vector<Layer> f32 = make_layers(s, rng, true, capacity);
+  const std::vector<StoredLayer<uint16_t>> f16 = stored_copies<uint16_t>(f32, k::ElementType::f16, 1);
+  const std::vector<StoredLayer<k::BlockQ8_0>> q8 = stored_copies<k::BlockQ8_0>(f32, k::ElementType::q8_0, 32);
+  const k::DecodeShape ds{s.n_q, s.n_kv, s.head_dim, 1.0 / 8.0};
+  for (k::KernelSet set : k::runnable_kernel_sets()) {
+    k::use_kernel_set(set);
+    const std::vector<double> us = best_us_per_call(
+        reps, calls, {[&](int l) { k::attention_decode<float>(f32[l].queries, ds); },
+                      [&](int l) { k::attention_decode<float, uint16_t>(f16[l].queries, ds); },
+                      [&](int l) { k::attention_decode<float, k::BlockQ8_0>(q8[l].queries, ds); }});
+    std::printf("| %s | %s | %.2f | %.2f | %.2f | %.2fx | %.2fx |\n", s.name, k::kernel_set_name(set), us[0], us[1],
+                us[2], us[0] / us[2], us[1] / us[2]);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -161,5 +214,8 @@ int main(int argc, char** argv) {
   std::printf("\n| shape | set | row-major | head-major | row / head |\n|---|---|---|---|---|\n");
   for (int row = 1; row <= kShapeCount; ++row)
     if (!only || row == only) time_layouts(kShapes[row - 1], rng, reps, calls, capacity);
+  std::printf("\n| shape | set | f32 | f16 | q8_0 | f32 / q8_0 | f16 / q8_0 |\n|---|---|---|---|---|---|---|\n");
+  for (int row = 1; row <= kShapeCount; ++row)
+    if (!only || row == only) time_row_types(kShapes[row - 1], rng, reps, calls, capacity);
   return 0;
 }
