@@ -428,7 +428,7 @@ bool quant_path_runnable(QuantPath path, ElementType format) {
     case QuantPath::fp32_expand:
     case QuantPath::fp32_tiles: return true;
     case QuantPath::int8_madd: return (blocks && GATEDLM_KSET_AVX2) || kquant_int8_format(format);
-    case QuantPath::int8_vnni: return (blocks || kquant_vnni_product(format)) && int8_vnni_runnable();
+    case QuantPath::int8_vnni: return (blocks || kquant_vnni_format(format)) && int8_vnni_runnable();
     case QuantPath::int8_vnni_emulated: return kquant_vnni_format(format);
     case QuantPath::bf16_dot: return format == ElementType::bf16 && cpu_has_bf16_dot();
   }
@@ -441,15 +441,15 @@ bool quant_path_runnable(QuantPath path, ElementType format) {
 // 1.3x slower than bf16_rows_pair at 8 rows on Zen 4: not kept. Without AVX512-BF16 the
 // fp32 expansion reads BF16 tiles: bf16_tile_rows.)
 bool quant_path_reads_tiles(QuantPath path, ElementType format) {
-  // vpdpbusd reads Q8_0 and Q4_0 tiles (AVX-512 VNNI) and those of Q4_K, Q5_K, IQ4_XS (either
-  // VNNI, quant_kint8_vnni.inc, and its emulation); vpmaddubsw (AVX2) those of Q4_0, Q4_K and
-  // Q5_K (quant_kint8.cpp), not Q8_0's: they hold q + 128, whose vpmaddubsw pairs
+  // vpdpbusd reads Q8_0 and Q4_0 tiles (AVX-512 VNNI) and those of Q4_K, Q5_K, Q6_K, IQ4_XS
+  // (either VNNI, quant_kint8_vnni.inc, and its emulation); vpmaddubsw (AVX2) those of Q4_0,
+  // Q4_K and Q5_K (quant_kint8.cpp), not Q8_0's: they hold q + 128, whose vpmaddubsw pairs
   // (255 * 127 * 2) would saturate int16; nor IQ4_XS's (as signed values against a with their
   // signs, per lane as its rows kernel does it per row: 33 % slower at 1 row, 9 % faster at 8,
-  // bench/RESULTS.md's twenty-seventh session). No kernel reads Q6_K in tiles: vpmaddubsw's
-  // were no faster than its rows kernel at batch 1 on AVX2 (a sub-block of 16 leaves it no
-  // int16 sums to share), vpdpbusd's lost 1.2-1.7x to it at 1 to 8 rows on a Xeon with
-  // AVX512-VNNI (bench/RESULTS.md, "Eight rows a pass").
+  // bench/RESULTS.md's twenty-seventh session); nor Q6_K's (no faster than its rows kernel at
+  // batch 1 on AVX2: a sub-block of 16 leaves it no int16 sums to share). Q6_K's vpdpbusd tiles
+  // came back with each sub-block's sums started from its offset (bench/RESULTS.md, "Q6_K in
+  // tiles again"), after a first form lost to the rows kernel on a Xeon ("Eight rows a pass").
   const bool k4 = format == ElementType::q4_k || format == ElementType::q5_k;
   const bool k_vnni = kquant_vnni_format(format);
   switch (path) {
@@ -482,7 +482,13 @@ QuantPath quant_best_path(ElementType format, int64_t m) {
   // beat vpmaddubsw 1.3-2.2x at 8 rows and tie or win (to 1.35x) at 1, IQ4_XS's tiles its rows
   // 1.44x and 2.2x; Q6_K's rows on vpdpwssd (no tiles: quant_path_reads_tiles says why) beat
   // its vpmaddubsw rows at 8 rows (bench/RESULTS.md, "Q6_K's rows on vpdpwssd").
-  if (runnable(QuantPath::int8_vnni) && !rows_past_their_range(QuantPath::int8_vnni)) return QuantPath::int8_vnni;
+  // Q6_K's vpdpbusd tiles on 256-bit halves (the avx2 set on an AVX-VNNI CPU) lost to its
+  // vpmaddubsw rows kernel at 1, 4 and 8 rows (1B products, Zen 5 with the avx2 set forced:
+  // 5.9-6.8 ms against 4.2-5.5 at 1 row, 15.7-31 against 14-17 at 8; bench/RESULTS.md, "Q6_K
+  // in tiles again"): only the avx512 set takes them.
+  const bool vnni_pays = GATEDLM_KSET_AVX512 || format != ElementType::q6_k;
+  if (vnni_pays && runnable(QuantPath::int8_vnni) && !rows_past_their_range(QuantPath::int8_vnni))
+    return QuantPath::int8_vnni;
   if (rows_past_their_range(QuantPath::int8_madd)) return QuantPath::fp32_tiles;
   if (runnable(QuantPath::int8_madd)) return QuantPath::int8_madd;
   // BF16: vdpbf16ps (activations rounded to bf16, as llama.cpp does) at every m: as fast

@@ -164,17 +164,15 @@ bool int8_vnni_runnable();
 void int8_product(bool vnni, const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W);
 // The int8 path of the K-quants (quant_kint8.cpp): Q4_K, Q5_K, Q6_K and IQ4_XS weights
 // (kquant_int8_format), activations quantised to ggml's Q8_K super-blocks first, vpmaddubsw.
-// The integer dots of tiled Q4_K / Q5_K / IQ4_XS weights: vpmaddubsw (Q4_K, Q5_K), vpdpbusd
-// (int8_vnni_runnable CPUs), or vpdpbusd emulated by AVX2 instructions (the same integers: how
-// CPUs without VNNI test that kernel). The rows kernels take vpmaddubsw; Q6_K's adds its
-// pairs by vpdpwssd with KQuantTileDot::vnni.
-// kquant_vnni_format: the formats with a vpdpbusd tile kernel (Q4_K, Q5_K, IQ4_XS; none in the
-// generic set). kquant_vnni_product: those and the formats whose rows kernel has a VNNI form,
-// taken with KQuantTileDot::vnni (Q6_K's vpdpwssd, avx512 set): the formats of path int8_vnni.
+// The integer dots of tiled Q4_K / Q5_K / Q6_K / IQ4_XS weights: vpmaddubsw (Q4_K, Q5_K),
+// vpdpbusd (int8_vnni_runnable CPUs), or vpdpbusd emulated by AVX2 instructions (the same
+// integers: how CPUs without VNNI test that kernel). The rows kernels take vpmaddubsw; Q6_K's
+// adds its pairs by vpdpwssd with KQuantTileDot::vnni (avx512 set).
+// kquant_vnni_format: the formats with a vpdpbusd tile kernel (Q4_K, Q5_K, Q6_K, IQ4_XS; none
+// in the generic set), the K-quant formats of path int8_vnni.
 enum class KQuantTileDot { madd, vnni, vnni_emulated };
 bool kquant_int8_format(ElementType format);
 bool kquant_vnni_format(ElementType format);
-bool kquant_vnni_product(ElementType format);
 void kquant_int8_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W,
                          KQuantTileDot tile_dot);
 

@@ -609,7 +609,7 @@ struct SubBlockSums {
 template <class BlockType, bool kFifthBit>
 struct K4Tiles {
   using Block = BlockType;
-  static constexpr bool kFifth = kFifthBit, kMinimums = true, kMadd = true;
+  static constexpr bool kFifth = kFifthBit, kMinimums = true, kMadd = true, kSpreadRequests = true;
   static constexpr int64_t kHighBits = 256, kNibbles = kFifthBit ? kHighBits + 8 * 64 : 256;
   static constexpr int kGroupsInInt16 = kFifthBit ? 4 : 8;
   // One 256-bit half (8 rows) of a super-block: each lane's 8 six-bit scales as int16 pairs
@@ -693,7 +693,7 @@ using Q5KTiles = K4Tiles<BlockQ5_K, true>;
 // the rows kernel (Iq4XsDot, |w| against a with w's sign) sums across its lanes.
 struct Iq4XsTiles {
   using Block = BlockIq4Xs;
-  static constexpr bool kMinimums = false, kMadd = false;
+  static constexpr bool kMinimums = false, kMadd = false, kSpreadRequests = true;
   static constexpr int64_t kIndices = 128;
   // One 256-bit half (8 rows) of a super-block: each lane's 8 scales (ls - 32) as int32, and as
   // int16 pairs (2t, 2t + 1) for the bias; its d.
@@ -725,6 +725,38 @@ struct Iq4XsTiles {
   }
 };
 
+// Q6_K (tile super-block: 32 groups of ql, 16 of qh, 4 of scales, the rows' d; quant_tiles.h),
+// read by the vpdpbusd dots alone (quant_kint8_vnni.inc, k6_tile_dots): q in [0, 63] as
+// stored, each sub-block of 16 summed in int32 from the offset's -32 * (sum of its
+// activations), then times the lane's scale: each lane ends holding exactly the integer the
+// rows kernel (Q6KDot) sums across its lanes.
+struct Q6KTiles {
+  using Block = BlockQ6_K;
+  static constexpr bool kMinimums = false, kMadd = false;
+  // A super-block's lines requested all at once at every count of rows, not spread over the
+  // first pass's dots from 4 rows as the others' (1B products at 8 rows, Zen 5: 6.9-7.7 ms
+  // against 7.4-9.1, 4 alternated runs).
+  static constexpr bool kSpreadRequests = false;
+  static constexpr int64_t kHighBits = 16 * 128, kScales = 16 * 192, kScale = 16 * 208;
+  // One 256-bit half (8 rows) of a super-block: each lane's 16 int8 scales as int32; its d.
+  struct Half {
+    __m256i scales32[16];
+    __m256 d;
+    Half(const uint8_t* super, int h) {
+      for (int w = 0; w < 4; ++w) {  // group w: scales 4w..4w+3, a lane's bytes
+        const __m256i group = tile_half(super + kScales + 64 * w, h);
+        for (int b = 0; b < 4; ++b) scales32[4 * w + b] = _mm256_srai_epi32(_mm256_slli_epi32(group, 24 - 8 * b), 24);
+      }
+      d = _mm256_cvtph_ps(load16(super + kScale + 16 * h));
+    }
+  };
+  // The offset is summed by the dots themselves (each sub-block's sums start from it).
+  template <int R>
+  static void offsets(const Half*, const int16_t* const*, __m256i (*offsets)[2]) {
+    for (int r = 0; r < R; ++r) offsets[r][0] = offsets[r][1] = _mm256_setzero_si256();
+  }
+};
+
 // The same tile dots on vpdpbusd (quant_kint8_vnni.inc): emulated by AVX2 instructions, and
 // where the compiler has GCC's target pragma, in a region with the VNNI extension.
 #define GATEDLM_KQUANT_VNNI 0
@@ -744,13 +776,13 @@ namespace vnni {
 
 // The integer work of a tile's super-block for R rows, by the instruction the caller chose.
 template <KQuantTileDot kTileDot, class Tiles, int R>
-void tile_dots(const uint8_t* super, const typename Tiles::Half* halves, const int8_t* const* rows, __m256i (*dots)[2],
-               const LineRequests& request) {
+void tile_dots(const uint8_t* super, const typename Tiles::Half* halves, const int8_t* const* rows,
+               const int16_t* const* sums, __m256i (*dots)[2], const LineRequests& request) {
   if constexpr (kTileDot == KQuantTileDot::vnni_emulated) {
-    emulated_vnni::tile_dots<Tiles, R>(super, halves, rows, dots, request);
+    emulated_vnni::tile_dots<Tiles, R>(super, halves, rows, sums, dots, request);
   } else if constexpr (kTileDot == KQuantTileDot::vnni) {
 #if !defined(__clang__)
-    vnni::tile_dots<Tiles, R>(super, halves, rows, dots, request);
+    vnni::tile_dots<Tiles, R>(super, halves, rows, sums, dots, request);
 #else
     fail("the VNNI K-quant kernels are compiled by GCC only");
 #endif
@@ -793,7 +825,7 @@ void super_block_rows(const Q8KRows& A, int64_t r0, int64_t i, const uint8_t* su
   // they are the integer the dots start from.
   for (int r = 0; r < R; ++r)
     for (int h = 0; h < 2; ++h) dots[r][h] = Tiles::kMinimums ? _mm256_setzero_si256() : offsets[r][h];
-  tile_dots<kTileDot, Tiles, R>(super, halves, rows, dots, request);
+  tile_dots<kTileDot, Tiles, R>(super, halves, rows, sums, dots, request);
   for (int r = 0; r < R; ++r) {
     const __m256 activation_scale = _mm256_set1_ps(A.group_scales(r0 + r, i)[(r0 + r) % kGroupRows]);
     for (int h = 0; h < 2; ++h) {
@@ -829,8 +861,9 @@ void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t ro
     // vpmaddubsw on Zen 3 and 1.6-2.4x with vpdpbusd on Zen 5 (bench/RESULTS.md, "AVX2 on a
     // real Zen 3" and "The K-quant tiles' prefetch on Zen 5"). From 4 activation rows, where
     // the dots take longer than the reads, by the first pass of rows, spread over its dots
-    // (LineRequests); with fewer, all at once, which leaves batch 1 as it was measured.
-    const bool spread = rows >= 4;
+    // (LineRequests); with fewer, all at once, which leaves batch 1 as it was measured. (Q6_K's
+    // tiles all at once at every count: kSpreadRequests.)
+    const bool spread = rows >= 4 && Tiles::kSpreadRequests;
     if (!spread) prefetch_rows_ahead(super, kSuperTile);
     LineRequests request{spread ? super + kRowsPrefetchBytes : nullptr, kSuperTile / 64};
     // With one activation row and tiles far longer than the distance above, on CPUs where it
@@ -908,9 +941,9 @@ void multiply(KQuantTileDot tile_dot, const QuantOutput& out, const Q8KRows& A, 
     case ElementType::q3_k: return product_of<Q3KDot, BlockQ3_K>(out, A, m, W, in_team);
     case ElementType::q6_k:
 #if GATEDLM_KSET_AVX512
-      if (tile_dot == KQuantTileDot::vnni) return product_of<Q6KDot<true>, BlockQ6_K>(out, A, m, W, in_team);
+      if (tile_dot == KQuantTileDot::vnni) return tiled_or_rows<Q6KTiles, Q6KDot<true>>(tile_dot, out, A, m, W, in_team);
 #endif
-      return product_of<Q6KDot<false>, BlockQ6_K>(out, A, m, W, in_team);
+      return tiled_or_rows<Q6KTiles, Q6KDot<false>>(tile_dot, out, A, m, W, in_team);
     case ElementType::iq4_xs: return tiled_or_rows<Iq4XsTiles, Iq4XsDot>(tile_dot, out, A, m, W, in_team);
     default:
       fail("the K-quant int8 products take Q2_K, Q3_K, Q4_K, Q5_K, Q6_K or IQ4_XS weights, not ",
@@ -921,12 +954,8 @@ void multiply(KQuantTileDot tile_dot, const QuantOutput& out, const Q8KRows& A, 
 }  // namespace
 
 bool kquant_vnni_format(ElementType format) {
-  return GATEDLM_KSET_AVX2 &&
-         (format == ElementType::q4_k || format == ElementType::q5_k || format == ElementType::iq4_xs);
-}
-
-bool kquant_vnni_product(ElementType format) {
-  return kquant_vnni_format(format) || (GATEDLM_KSET_AVX512 && format == ElementType::q6_k);
+  return GATEDLM_KSET_AVX2 && (format == ElementType::q4_k || format == ElementType::q5_k ||
+                               format == ElementType::q6_k || format == ElementType::iq4_xs);
 }
 
 void kquant_int8_product(const QuantOutput& out, const float* A, int64_t lda, int64_t m, const QuantWeights& W,
@@ -936,7 +965,7 @@ void kquant_int8_product(const QuantOutput& out, const float* A, int64_t lda, in
     fail("K-quant int8 product: no kernel of ", tile_dot == KQuantTileDot::madd ? "vpmaddubsw" : "vpdpbusd", " reads ",
          element_name(W.format), " weights in tiles");
   const bool vnni = tile_dot == KQuantTileDot::vnni;
-  if (tile_dot != KQuantTileDot::madd && !(vnni ? kquant_vnni_product(W.format) : kquant_vnni_format(W.format)))
+  if (tile_dot != KQuantTileDot::madd && !kquant_vnni_format(W.format))
     fail("K-quant int8 product: no ", vnni ? "VNNI" : "emulated vpdpbusd", " kernel for ", element_name(W.format),
          " weights");
   with_decode_team(m, W, [&](bool in_team) {
@@ -948,7 +977,6 @@ void kquant_int8_product(const QuantOutput& out, const float* A, int64_t lda, in
 #else  // no AVX2: the generic set has no int8 path
 
 bool kquant_vnni_format(ElementType) { return false; }
-bool kquant_vnni_product(ElementType) { return false; }
 void kquant_int8_product(const QuantOutput&, const float*, int64_t, int64_t, const QuantWeights&, KQuantTileDot) {
   fail("the int8 quantised products need AVX2 (this is the generic kernel set)");
 }

@@ -34,7 +34,7 @@ int64_t tile_block_values(ElementType format) {
 struct TileGeometry {
   int64_t count;        // blocks a row
   int64_t row_bytes;    // bytes of a row of blocks
-  int64_t block_bytes;  // 18 (Q4_0), 34 (Q8_0), 144 (Q4_K), 176 (Q5_K), 136 (IQ4_XS), 64 (BF16)
+  int64_t block_bytes;  // 18 (Q4_0), 34 (Q8_0), 144 (Q4_K), 176 (Q5_K), 210 (Q6_K), 136 (IQ4_XS), 64 (BF16)
   std::vector<TileField> fields;
   TileGeometry(ElementType format, int64_t cols)
       : count(cols / tile_block_values(format)),
@@ -60,6 +60,10 @@ struct TileGeometry {
       case ElementType::q4_k: side_by_side({{0, 1, 2}, {2, 1, 2}, {4, 3, 4}, {16, 32, 4}});
         return;
       case ElementType::q5_k: side_by_side({{0, 1, 2}, {2, 1, 2}, {4, 3, 4}, {16, 8, 4}, {48, 32, 4}});
+        return;
+      // The 32 4-byte groups of ql, the 16 of qh, the 4 of scales, d: the 3072 bytes of values
+      // whole lines from the tile's start, the 288 of scales after them.
+      case ElementType::q6_k: side_by_side({{0, 32, 4}, {128, 16, 4}, {192, 4, 4}, {208, 1, 2}});
         return;
       // d, scales_h, scales_l, the 32 4-byte groups of indices.
       case ElementType::iq4_xs: side_by_side({{0, 1, 2}, {2, 1, 2}, {4, 1, 4}, {8, 32, 4}});
@@ -119,7 +123,7 @@ void rearrange(ElementType format, void* data, int64_t tiles, int64_t cols, bool
 
 bool quant_format_tiles(ElementType format) {
   return format == ElementType::q8_0 || format == ElementType::q4_0 || format == ElementType::q4_k ||
-         format == ElementType::q5_k || format == ElementType::iq4_xs ||
+         format == ElementType::q5_k || format == ElementType::q6_k || format == ElementType::iq4_xs ||
          format == ElementType::bf16;
 }
 
@@ -127,6 +131,7 @@ int64_t quant_tile_value_bytes(ElementType format) {
   if (!quant_format_tiles(format)) fail("quantised tiles: ", element_name(format), " has no tiled layout");
   if (format == ElementType::q4_k) return kQuantTileRows * 128;
   if (format == ElementType::q5_k) return kQuantTileRows * 160;
+  if (format == ElementType::q6_k) return kQuantTileRows * 192;
   if (format == ElementType::iq4_xs) return kQuantTileRows * 128;
   if (format == ElementType::bf16) return kQuantTileRows * 64;
   return kQuantTileRows * (format == ElementType::q4_0 ? 16 : 32);

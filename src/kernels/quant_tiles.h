@@ -1,8 +1,8 @@
 #pragma once
-// Q8_0 / Q4_0 / Q4_K / Q5_K / IQ4_XS weight rows arranged in tiles of 16 rows, the
+// Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K / IQ4_XS weight rows arranged in tiles of 16 rows, the
 // layout the AVX-512 VNNI kernels read (quant_int8_kernels.inc, rows_times_tiled), and for
 // Q4_0, Q4_K and Q5_K the vpmaddubsw ones (q4_tiled_madd, quant_kint8.cpp's tiled_rows; two
-// 256-bit halves of 8 rows), for Q4_K, Q5_K and IQ4_XS also the vpdpbusd ones of either
+// 256-bit halves of 8 rows), for Q4_K, Q5_K, Q6_K and IQ4_XS the vpdpbusd ones of either
 // VNNI (quant_kint8_vnni.inc): one weight row per 32-bit lane,
 // so a block's 4-byte groups of all 16 rows are one 64-byte load instead of 16 loads and a
 // transpose, and the tiles follow each other as one stream (prefetched a tile ahead).
@@ -23,6 +23,9 @@
 //   row i at 4i), as stored.
 // Q5_K: the same, 2816 bytes a super-block, with the 32 bytes of fifth bits as 8 vectors at
 //   [256, 768) before the nibbles at [768, 2816).
+// Q6_K (read by the vpdpbusd kernels only; k = 256 * count): super-block b at 16 * 210 * b,
+//   3360 bytes: [0, 2048) ql's 128 bytes as 32 vectors, [2048, 3072) qh's 64 as 16,
+//   [3072, 3328) the 16 int8 scales as 4 vectors, [3328, 3360) the rows' d.
 // IQ4_XS (read by the vpdpbusd kernels only; k = 256 * count): super-block b at 16 * 136 * b,
 //   2176 bytes: [0, 32) the rows' d, [32, 64) their scales_h (2 bytes, row i at 2i), [64, 128)
 //   their scales_l (4 bytes, row i at 4i), [128, 2176) the 128 bytes of indices as 32 vectors.
@@ -39,12 +42,11 @@ namespace gatedlm::kernels {
 
 inline constexpr int64_t kQuantTileRows = 16;
 
-// Whether the format has a tiled layout (Q8_0, Q4_0, Q4_K, Q5_K, IQ4_XS, BF16). (Q6_K had one,
-// read by a vpdpbusd kernel of its own that lost 1.2-1.7x to its rows kernel at 1 to 8 rows on
-// the one VNNI CPU measured: removed, bench/RESULTS.md, "Eight rows a pass".)
+// Whether the format has a tiled layout (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, IQ4_XS, BF16).
 bool quant_format_tiles(ElementType format);
 // Bytes of one block's values in a tile (all 16 rows): Q4_0 256, Q8_0 512, Q4_K 2048,
-// Q5_K 2560 (fifth bits and nibbles), IQ4_XS 2048 (indices), BF16 1024 (32 values).
+// Q5_K 2560 (fifth bits and nibbles), Q6_K 3072 (ql and qh), IQ4_XS 2048 (indices), BF16
+// 1024 (32 values).
 int64_t quant_tile_value_bytes(ElementType format);
 
 // The first `tiles` tiles of a matrix of rows of blocks (`cols` values a row), in place:

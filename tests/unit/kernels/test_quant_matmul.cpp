@@ -314,13 +314,13 @@ TEST(QuantMatmul, ExpandedFormatsMatchTheReference) {
     EXPECT_EQ(quant_path_runnable(QuantPath::int8_madd, format),
               int8 && quant_path_runnable(QuantPath::int8_madd, ElementType::q8_0))
         << element_name(format);
-    // Q4_K, Q5_K and IQ4_XS have vpdpbusd tile kernels (and their emulation) wherever Q8_0 has
-    // VNNI (AVX2); on rows of blocks those paths take the vpmaddubsw rows kernels. Q6_K's rows
-    // kernel has a vpdpwssd form in the avx512 set (no emulation).
-    const bool tile_vnni = format == ElementType::q4_k || format == ElementType::q5_k || format == ElementType::iq4_xs;
-    const bool rows_vnni = format == ElementType::q6_k && active_kernel_set() == KernelSet::avx512;
+    // Q4_K, Q5_K, Q6_K and IQ4_XS have vpdpbusd tile kernels (and their emulation) wherever
+    // Q8_0 has VNNI (AVX2); on rows of blocks those paths take the rows kernels (Q6_K's on
+    // vpdpwssd in the avx512 set).
+    const bool tile_vnni = format == ElementType::q4_k || format == ElementType::q5_k || format == ElementType::q6_k ||
+                           format == ElementType::iq4_xs;
     EXPECT_EQ(quant_path_runnable(QuantPath::int8_vnni, format),
-              (tile_vnni || rows_vnni) && quant_path_runnable(QuantPath::int8_vnni, ElementType::q8_0))
+              tile_vnni && quant_path_runnable(QuantPath::int8_vnni, ElementType::q8_0))
         << element_name(format);
     EXPECT_EQ(quant_path_runnable(QuantPath::int8_vnni_emulated, format),
               tile_vnni && quant_path_runnable(QuantPath::int8_madd, ElementType::q8_0))

@@ -1,4 +1,4 @@
-// The tiled layout of Q8_0 / Q4_0 / Q4_K / Q5_K / IQ4_XS / BF16 weights (quant_tiles.h): the bytes
+// The tiled layout of Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K / IQ4_XS / BF16 weights (quant_tiles.h): the bytes
 // land where the header says, rows come back unchanged, and every product path gives the same results on
 // tiled weights as on rows of blocks: the paths that read tiles (the AVX-512 VNNI kernels) the
 // same bits as their row-block kernels where those take whole tiles too (4-8 rows), within
@@ -26,8 +26,8 @@ namespace {
 
 using testing::random_vector;
 
-constexpr ElementType kTiledFormats[] = {ElementType::q8_0,   ElementType::q4_0,  ElementType::q4_k, ElementType::q5_k,
-                                         ElementType::iq4_xs, ElementType::bf16};
+constexpr ElementType kTiledFormats[] = {ElementType::q8_0, ElementType::q4_0,   ElementType::q4_k, ElementType::q5_k,
+                                         ElementType::q6_k, ElementType::iq4_xs, ElementType::bf16};
 
 // Values per block of the format (32, or a Q4_K super-block's 256; BF16, which has no
 // blocks, is tiled 32 values at a time): the sizes below are counted in these.
@@ -98,7 +98,7 @@ TEST(QuantTiles, Bf16BytesWhereTheLayoutSays) {
 // The K-quants: super-block b of a tile at 16 * block_bytes * b, its fields one after
 // another, each as units of all 16 rows side by side (quant_tiles.h): Q4_K d, dmin, the 3
 // words of packed scales, 32 groups of nibbles; Q5_K the same with 8 groups of fifth bits
-// before the nibbles.
+// before the nibbles; Q6_K 32 groups of ql, 16 of qh, 4 of scales, d.
 TEST(QuantTiles, KQuantBytesWhereTheLayoutSays) {
   struct Field {
     const char* name;
@@ -108,6 +108,7 @@ TEST(QuantTiles, KQuantBytesWhereTheLayoutSays) {
       {ElementType::q4_k, {{"d", 0, 1, 2, 0}, {"dmin", 2, 1, 2, 32}, {"scales", 4, 3, 4, 64}, {"qs", 16, 32, 4, 256}}},
       {ElementType::q5_k,
        {{"d", 0, 1, 2, 0}, {"dmin", 2, 1, 2, 32}, {"scales", 4, 3, 4, 64}, {"qh", 16, 8, 4, 256}, {"qs", 48, 32, 4, 768}}},
+      {ElementType::q6_k, {{"ql", 0, 32, 4, 0}, {"qh", 128, 16, 4, 2048}, {"scales", 192, 4, 4, 3072}, {"d", 208, 1, 2, 3328}}},
       {ElementType::iq4_xs,
        {{"d", 0, 1, 2, 0}, {"scales_h", 2, 1, 2, 32}, {"scales_l", 4, 1, 4, 64}, {"qs", 8, 32, 4, 128}}}};
   const int64_t k = 512, count = 2, n = 21;  // one tile and 5 rows of blocks past it
@@ -136,15 +137,6 @@ TEST(QuantTiles, KQuantBytesWhereTheLayoutSays) {
     quant_untile_rows(format, tiled.data(), 1, k);
     EXPECT_EQ(tiled, rows) << element_name(format);
     EXPECT_THROW(quant_tile_rows(format, tiled.data(), 1, 128), Error) << "not whole super-blocks";
-  }
-  // Q6_K has no tiled layout (no kernel reads one): refused, naming the format.
-  EXPECT_FALSE(quant_format_tiles(ElementType::q6_k));
-  std::vector<uint8_t> q6 = blocks_of(ElementType::q6_k, 16, k, 4);
-  try {
-    quant_tile_rows(ElementType::q6_k, q6.data(), 1, k);
-    ADD_FAILURE() << "Q6_K tiled";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("q6_k has no tiled layout"), std::string::npos) << e.what();
   }
 }
 
@@ -296,17 +288,17 @@ TEST(QuantTiles, Bf16TilesMatchTheReference) {
     }
 }
 
-// The vpdpbusd tile kernels of Q4_K / Q5_K / IQ4_XS (quant_kint8_vnni.inc) compute the
+// The vpdpbusd tile kernels of Q4_K / Q5_K / Q6_K / IQ4_XS (quant_kint8_vnni.inc) compute the
 // integers of the vpmaddubsw ones. Q4_K and Q5_K scale them by the same fp32 code as their
 // vpmaddubsw tile kernel: the same bits, for every count of activation rows (passes of 8, 4, 2
 // and 1), tiles and rows past them, long rows, and the extreme blocks of the overflow test.
-// IQ4_XS's vpmaddubsw kernel reads rows of blocks: it sums a super-block's integer across
+// IQ4_XS's and Q6_K's vpmaddubsw kernels read rows of blocks: each sums a super-block's integer across
 // lanes, then scales it as the tile kernel does, in groups of 4-8 activation rows (with_row_count): the
 // same bits there; fewer rows keep fp32 sums per lane, within the int8 bound. Its emulation
 // runs on every AVX2 CPU; the VNNI instructions themselves where the CPU has them.
 TEST(QuantTiles, VnniTileKernelGivesTheBitsOfTheMaddOne) {
   int checked = 0;
-  for (ElementType format : {ElementType::q4_k, ElementType::q5_k, ElementType::iq4_xs})
+  for (ElementType format : {ElementType::q4_k, ElementType::q5_k, ElementType::q6_k, ElementType::iq4_xs})
     for (QuantPath path : {QuantPath::int8_vnni_emulated, QuantPath::int8_vnni}) {
       if (!quant_path_runnable(path, format)) continue;
       ASSERT_TRUE(quant_path_reads_tiles(path, format)) << quant_path_name(path);
