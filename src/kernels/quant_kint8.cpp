@@ -18,9 +18,9 @@
 // signed activations is vpmaddubsw (pairs summed to int16: at most 2 * 63 * 127, no
 // saturation), then vpmaddwd by the sub-block's scale to int32. IQ4_XS weights are signed
 // (kIq4Values): vpmaddubsw of |w| by a with w's sign (at most 2 * 127 * 127). Tiled Q4_K,
-// Q5_K and IQ4_XS can take vpdpbusd instead (quant_kint8_vnni.inc, KQuantTileDot): the same
-// integers. (IQ4_XS is tiled only where vpdpbusd reads it, and Q6_K never: quant_decode.cpp
-// says why.)
+// Q5_K, Q6_K and IQ4_XS can take vpdpbusd instead (quant_kint8_vnni.inc, KQuantTileDot): the
+// same integers. (IQ4_XS is tiled only where vpdpbusd reads it, Q6_K only where AVX512-VNNI
+// does: quant_decode.cpp says why.)
 #include "kernels/kernel_sets.h"
 
 #include <algorithm>
