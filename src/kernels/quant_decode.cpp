@@ -480,8 +480,8 @@ QuantPath quant_best_path(ElementType format, int64_t m) {
   // vpdpbusd 2x, vpmaddubsw 1.1-1.4x). On an Intel Xeon with AVX512-VNNI (bench/RESULTS.md,
   // "Decode on an Intel Xeon with AVX-512 VNNI") the vpdpbusd tiles of Q4_K / Q5_K / Q8_0 / Q4_0
   // beat vpmaddubsw 1.3-2.2x at 8 rows and tie or win (to 1.35x) at 1, IQ4_XS's tiles its rows
-  // 1.44x and 2.2x; Q6_K's rows on vpdpwssd (no tiles: quant_path_reads_tiles says why) beat
-  // its vpmaddubsw rows at 8 rows (bench/RESULTS.md, "Q6_K's rows on vpdpwssd").
+  // 1.44x and 2.2x. Q6_K's vpdpbusd tiles (avx512 set) beat its rows kernel, vpdpwssd or
+  // vpmaddubsw, 1.5x at 8 rows and tie at 1 (Zen 5; bench/RESULTS.md, "Q6_K in tiles again").
   // Q6_K's vpdpbusd tiles on 256-bit halves (the avx2 set on an AVX-VNNI CPU) lost to its
   // vpmaddubsw rows kernel at 1, 4 and 8 rows (1B products, Zen 5 with the avx2 set forced:
   // 5.9-6.8 ms against 4.2-5.5 at 1 row, 15.7-31 against 14-17 at 8; bench/RESULTS.md, "Q6_K

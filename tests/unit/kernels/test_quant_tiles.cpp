@@ -294,7 +294,7 @@ TEST(QuantTiles, Bf16TilesMatchTheReference) {
 // and 1), tiles and rows past them, long rows, and the extreme blocks of the overflow test.
 // IQ4_XS's and Q6_K's vpmaddubsw kernels read rows of blocks: each sums a super-block's integer across
 // lanes, then scales it as the tile kernel does, in groups of 4-8 activation rows (with_row_count): the
-// same bits there; fewer rows keep fp32 sums per lane, within the int8 bound. Its emulation
+// same bits there; fewer rows keep fp32 sums per lane, within the int8 bound. The emulation
 // runs on every AVX2 CPU; the VNNI instructions themselves where the CPU has them.
 TEST(QuantTiles, VnniTileKernelGivesTheBitsOfTheMaddOne) {
   int checked = 0;
