@@ -37,6 +37,7 @@
 #include "kernels/quant_kernels.h"
 #if GATEDLM_KSET_AVX2
 #include "kernels/int8_lanes.h"
+#include "kernels/tile_lanes.h"
 #endif
 
 namespace gatedlm::kernels::GATEDLM_KSET {
@@ -590,12 +591,17 @@ struct SubBlockSums {
   explicit SubBlockSums(const int16_t* sums16) {
     _mm_store_si128(reinterpret_cast<__m128i*>(pairs), _mm_hadd_epi16(load16(sums16), load16(sums16 + 8)));
   }
-  __m256i times(const __m256i* multipliers) const {
-    __m256i total = _mm256_setzero_si256();
-    for (int t = 0; t < 4; ++t) total = _mm256_add_epi32(total, _mm256_madd_epi16(multipliers[t], _mm256_set1_epi32(pairs[t])));
+  TileInts times(const TileInts* multipliers) const {
+    TileInts total = TileInts::zero();
+    for (int t = 0; t < 4; ++t) total.add_pair_products(multipliers[t], pairs[t]);
     return total;
   }
 };
+
+// A tile's 4 multiplier pairs (SubBlockSums::times's operand) from its halves' (low: rows 0-7).
+inline void tile_pairs(const __m256i* low, const __m256i* high, TileInts* pairs) {
+  for (int t = 0; t < 4; ++t) pairs[t] = TileInts::of(low[t], high[t]);
+}
 
 // Q4_K (tile super-block: d, dmin, 3 words of packed scales, 32 groups of nibbles) and
 // Q5_K (the same with 8 groups of fifth bits before the nibbles). Group s of the nibbles
@@ -634,21 +640,20 @@ struct K4Tiles {
       for (int t = 0; t < 4; ++t) min_pairs[t] = pick_lane_bytes(mins[t / 2], 4 + t % 2);  // minimums 2t, 2t + 1
     }
   };
-  // offsets[r][h] = each lane's sum_j min_j * (sum of row r's a over sub-block j).
+  // offsets[r] = each lane's sum_j min_j * (sum of row r's a over sub-block j).
   template <int R>
-  static void offsets(const Half* halves, const int16_t* const* sums, __m256i (*offsets)[2]) {
-    for (int r = 0; r < R; ++r) {
-      const SubBlockSums sums32(sums[r]);
-      for (int h = 0; h < 2; ++h) offsets[r][h] = sums32.times(halves[h].min_pairs);
-    }
+  static void offsets(const Half* halves, const int16_t* const* sums, TileInts* offsets) {
+    TileInts min_pairs[4];
+    tile_pairs(halves[0].min_pairs, halves[1].min_pairs, min_pairs);
+    for (int r = 0; r < R; ++r) offsets[r] = SubBlockSums(sums[r]).times(min_pairs);
   }
-  // dots[r][h] += each lane's sum_j scale_j * sum(q * a) over sub-block j, for R (1, 2 or 4)
+  // dots[r] (half h) += each lane's sum_j scale_j * sum(q * a) over sub-block j, for R (1, 2 or 4)
   // rows, a half at a time (the int16 sums of both halves for 4 rows, 16 vectors, would not
   // fit AVX2's 16 registers beside the unpacking). Out of line: inlined, GCC interleaves it
   // with the caller's scales and sums and spills (measured 26 -> 34 ms per 1B step of Q4_K
   // at 8 rows, one thread).
   template <int R>
-  __attribute__((noinline)) static void dots(const uint8_t* super, const Half* halves, const int8_t* const* rows, __m256i (*dots)[2],
+  __attribute__((noinline)) static void dots(const uint8_t* super, const Half* halves, const int8_t* const* rows, TileInts* dots,
                                              const LineRequests& request) {
     const __m256i nibble = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
 #pragma GCC unroll 4
@@ -675,8 +680,8 @@ struct K4Tiles {
           }
           if ((g + 1) % kGroupsInInt16 == 0)  // into int32 by the scales before the int16 sums could overflow
             for (int r = 0; r < R; ++r) {
-              dots[r][h] = _mm256_add_epi32(dots[r][h], _mm256_add_epi32(_mm256_madd_epi16(low_sums[r], scale_low),
-                                                                         _mm256_madd_epi16(high_sums[r], scale_high)));
+              dots[r].add_half(h, _mm256_add_epi32(_mm256_madd_epi16(low_sums[r], scale_low),
+                                                   _mm256_madd_epi16(high_sums[r], scale_high)));
               low_sums[r] = high_sums[r] = _mm256_setzero_si256();
             }
         }
@@ -714,14 +719,12 @@ struct Iq4XsTiles {
       d = _mm256_cvtph_ps(load16(super + 16 * h));
     }
   };
-  // offsets[r][h] = each lane's -128 * sum_s scale_s * (sum of row r's a over sub-block s of 32).
+  // offsets[r] = each lane's -128 * sum_s scale_s * (sum of row r's a over sub-block s of 32).
   template <int R>
-  static void offsets(const Half* halves, const int16_t* const* sums, __m256i (*offsets)[2]) {
-    for (int r = 0; r < R; ++r) {
-      const SubBlockSums sums32(sums[r]);
-      for (int h = 0; h < 2; ++h)
-        offsets[r][h] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sums32.times(halves[h].scale_pairs), 7));
-    }
+  static void offsets(const Half* halves, const int16_t* const* sums, TileInts* offsets) {
+    TileInts scale_pairs[4];
+    tile_pairs(halves[0].scale_pairs, halves[1].scale_pairs, scale_pairs);
+    for (int r = 0; r < R; ++r) offsets[r] = SubBlockSums(sums[r]).times(scale_pairs).times_minus(7);
   }
 };
 
@@ -752,8 +755,8 @@ struct Q6KTiles {
   };
   // The offset is summed by the dots themselves (each sub-block's sums start from it).
   template <int R>
-  static void offsets(const Half*, const int16_t* const*, __m256i (*offsets)[2]) {
-    for (int r = 0; r < R; ++r) offsets[r][0] = offsets[r][1] = _mm256_setzero_si256();
+  static void offsets(const Half*, const int16_t* const*, TileInts* offsets) {
+    for (int r = 0; r < R; ++r) offsets[r] = TileInts::zero();
   }
 };
 
@@ -777,7 +780,7 @@ namespace vnni {
 // The integer work of a tile's super-block for R rows, by the instruction the caller chose.
 template <KQuantTileDot kTileDot, class Tiles, int R>
 void tile_dots(const uint8_t* super, const typename Tiles::Half* halves, const int8_t* const* rows,
-               const int16_t* const* sums, __m256i (*dots)[2], const LineRequests& request) {
+               const int16_t* const* sums, TileInts* dots, const LineRequests& request) {
   if constexpr (kTileDot == KQuantTileDot::vnni_emulated) {
     emulated_vnni::tile_dots<Tiles, R>(super, halves, rows, sums, dots, request);
   } else if constexpr (kTileDot == KQuantTileDot::vnni) {
@@ -819,22 +822,20 @@ void super_block_rows(const Q8KRows& A, int64_t r0, int64_t i, const uint8_t* su
     rows[r] = A.values(r0 + r, i);
     sums[r] = A.sums16(r0 + r, i);
   }
-  __m256i dots[R][2], offsets[R][2];
+  TileInts dots[R], offsets[R];
   Tiles::template offsets<R>(halves, sums, offsets);
   // With minimums (Q4_K, Q5_K) the offsets are scaled by dmin apart; else (IQ4_XS)
   // they are the integer the dots start from.
-  for (int r = 0; r < R; ++r)
-    for (int h = 0; h < 2; ++h) dots[r][h] = Tiles::kMinimums ? _mm256_setzero_si256() : offsets[r][h];
+  for (int r = 0; r < R; ++r) dots[r] = Tiles::kMinimums ? TileInts::zero() : offsets[r];
   tile_dots<kTileDot, Tiles, R>(super, halves, rows, sums, dots, request);
+  const TileFloats d = TileFloats::of(halves[0].d, halves[1].d);
   for (int r = 0; r < R; ++r) {
-    const __m256 activation_scale = _mm256_set1_ps(A.group_scales(r0 + r, i)[(r0 + r) % kGroupRows]);
-    for (int h = 0; h < 2; ++h) {
-      __m256 sum = _mm256_load_ps(acc[r] + 8 * h);
-      sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[r][h]), _mm256_mul_ps(halves[h].d, activation_scale), sum);
-      if constexpr (Tiles::kMinimums)
-        sum = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(offsets[r][h]), _mm256_mul_ps(halves[h].dmin, activation_scale), sum);
-      _mm256_store_ps(acc[r] + 8 * h, sum);
-    }
+    const float activation_scale = A.group_scales(r0 + r, i)[(r0 + r) % kGroupRows];
+    TileFloats sum = TileFloats::load(acc[r]);
+    sum.add_product(dots[r], d.times(activation_scale));
+    if constexpr (Tiles::kMinimums)
+      sum.subtract_product(offsets[r], TileFloats::of(halves[0].dmin, halves[1].dmin).times(activation_scale));
+    sum.store(acc[r]);
   }
 }
 
@@ -852,7 +853,8 @@ void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t ro
   constexpr int64_t kSuperTile = kQuantTileRows * static_cast<int64_t>(sizeof(typename Tiles::Block));
   static_assert(kSuperTile <= 64 * LineRequests::kMaxLines, "a super-block of the tile has lines LineRequests would not request");
   const int64_t supers = A.supers();
-  alignas(32) float acc[kQuantDecodeRows][kQuantTileRows] = {};
+  alignas(64) float acc[kQuantDecodeRows][kQuantTileRows];
+  for (int64_t r = 0; r < rows; ++r) TileFloats::zero().store(acc[r]);
   const bool far_request = rows == 1 && supers * kSuperTile >= kNextTileFromBytes && far_tile_requests();
   for (int64_t i = 0; i < supers; ++i) {
     const uint8_t* super = tile + i * kSuperTile;
@@ -887,8 +889,12 @@ void tiled_rows(const QuantOutput& out, const Q8KRows& A, int64_t r0, int64_t ro
       else super_block_rows<kTileDot, Tiles, 1>(A, r0 + r, i, super, halves, acc + r, request), r += 1;
     }
   }
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t o = 0; o < kQuantTileRows; ++o) out.store(r0 + r, o0 + o, acc[r][o]);
+  for (int64_t r = 0; r < rows; ++r) {  // C's 16 columns o0.. of the row, as QuantOutput::store
+    float* c = out.C + (r0 + r) * out.ldc + o0;
+    TileFloats sum = TileFloats::load(acc[r]);
+    if (out.accumulate) sum.add(TileFloats::load(c));
+    sum.store(c);
+  }
 }
 
 // Weights with tiles: whole tiles through tiled_rows, the rows past the last whole tile
