@@ -3,8 +3,10 @@
 // weight row: its int32 sums of a super-block (TileInts: the dots, the minimums' offsets) and
 // its fp32 sums (TileFloats). One 512-bit vector in the avx512 set, two 256-bit halves (rows
 // 0-7, 8-15) in the avx2 set: the work around quant_kint8.cpp's tile dots at 8 activation rows
-// (the offsets, the scaling into fp32, the stores) done on halves took about as long as the
-// vpdpbusd dots themselves (100M shape, Q4_K, Zen 5, perf: 37 % of the product's samples).
+// (the offsets, the scaling into fp32, the stores) done on halves took 60 % as long as the
+// vpdpbusd dots themselves (100M shape, Q4_K, Zen 5, perf: 37 % of the product's samples;
+// 48 % as long on whole vectors). The avx512 set's madd dots (CPUs without VNNI) add their
+// 256-bit halves into the vector, an insert each: a rare path, not timed.
 // The same operations lane by lane at either width: the same bits. A per-set header, like
 // int8_lanes.h: include it after kernel_set_begin.h, in sets with AVX2 only.
 #ifndef GATEDLM_KSET
