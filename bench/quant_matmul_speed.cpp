@@ -4,7 +4,7 @@
 // streaming read bandwidth. Random weights; the matrices of a decode step of a
 // Qwen3-shaped model, enough layers that they do not fit in the caches.
 //
-//   build-x/quant_matmul_speed [--shape 100m|1b|cached] [--batch 1,8] [--reps 7] [--cpu-time] [--automatic-only]
+//   build-x/quant_matmul_speed [--shape 100m|1b|cached|l2] [--batch 1,8] [--reps 7] [--cpu-time] [--automatic-only]
 //                              [--formats f32,bf16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,iq4_xs]
 //   GATEDLM_KERNELS=avx2 build-x/quant_matmul_speed ...   (another kernel set)
 // Prints a markdown table; bench/RESULTS.md, "Quantised products: the kernels", has the figures.
@@ -46,7 +46,9 @@ Shape shape_named(const std::string& name) {
     return {"1B (d 2048, ffn 8192, 4 layers)", {{4096, 2048}, {2048, 2048}, {16384, 2048}, {2048, 8192}}, 4};
   if (name == "cached")  // the kernels' arithmetic alone: each product's weights fit in L2
     return {"in-cache (768 x 256 and 256 x 768)", {{768, 256}, {256, 768}}, 1};
-  std::fprintf(stderr, "--shape %s: expected 100m, 1b or cached\n", name.c_str());
+  if (name == "l2")  // the same at a 1B row length: 8 super-blocks a row, one product, in L2 (Q4_K 288 KiB)
+    return {"in-L2, long rows (256 x 2048)", {{256, 2048}}, 1};
+  std::fprintf(stderr, "--shape %s: expected 100m, 1b, cached or l2\n", name.c_str());
   std::exit(2);
 }
 
@@ -112,7 +114,7 @@ Weights make_weights(const Shape& shape, k::ElementType format, bool f32) {
 
 void print_row(const char* format, const char* path, int64_t batch, double bytes, double seconds, double stream) {
   const double gbs = bytes / seconds / 1e9;
-  std::printf("| %s | %s | %lld | %.2f | %.1f | %.0f %% |\n", format, path, static_cast<long long>(batch),
+  std::printf("| %s | %s | %lld | %.3f | %.1f | %.0f %% |\n", format, path, static_cast<long long>(batch),
               seconds * 1e3, gbs, 100.0 * gbs / stream);
 }
 
@@ -190,7 +192,7 @@ int main(int argc, char** argv) {
     else if (flag == "--reps") reps = std::max(1, std::atoi(argv[i + 1]));
     else if (flag == "--formats") formats = argv[i + 1];
     else {
-      std::fprintf(stderr, "unknown flag %s (--shape 100m|1b|cached, --batch 1,8, --reps N, --cpu-time, --automatic-only, "
+      std::fprintf(stderr, "unknown flag %s (--shape 100m|1b|cached|l2, --batch 1,8, --reps N, --cpu-time, --automatic-only, "
                    "--formats f32,q4_k,...)\n", flag.c_str());
       return 2;
     }
