@@ -248,7 +248,11 @@ void bf16_expanded_rows(const QuantOutput& out, const float* A, int64_t lda, int
 // across lanes (bf16_expanded_rows reads each weight row once per group of rows and sums 8
 // lanes per output: at 8 rows it ran at 2x batch 1, bench/RESULTS.md). Up to 4 rows both
 // halves of the tile go together (2R accumulators, 2 FMA chains at one row), from 5 rows a
-// half at a time (R accumulators; the second half re-reads the tile from L1 or L2).
+// half at a time (R accumulators; the second half re-reads the tile from L1 or L2). Each
+// block's bytes are asked for 4 KiB ahead into L1 (prefetch_rows_ahead), not the next tile
+// (TilePrefetch): on Zen 3, 2 threads, alternated pairs, batch 8 1.04-1.25x faster at 100M
+// (4 of 4) and 1.08-1.33x at 1B (2 of 2), batch 1 level (bench/RESULTS.md, "BF16's tiles on
+// AVX2 ask ahead").
 template <int R>
 void bf16_tile_rows(const QuantOutput& out, const float* A, int64_t lda, int64_t r0, int64_t o0, int64_t k,
                     const uint8_t* tile) {
@@ -256,15 +260,14 @@ void bf16_tile_rows(const QuantOutput& out, const float* A, int64_t lda, int64_t
   constexpr int64_t kBlockBytes = kQuantTileRows * 2 * kBlock;
   const __m256i high_bf16 = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
   const int64_t blocks = k / kBlock;
-  const TilePrefetch prefetch(tile, blocks * kBlockBytes, blocks);
   constexpr int U = R <= 2 ? 2 : 1;  // sums per row and half: the odd values' apart at 1-2 rows (4-8 FMA chains)
   for (int h0 = 0; h0 < 2; h0 += kHalves) {
     __m256 acc[kHalves][R], odd_acc[kHalves][R];
     for (int h = 0; h < kHalves; ++h)
       for (int r = 0; r < R; ++r) acc[h][r] = odd_acc[h][r] = _mm256_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b) {
-      if (h0 == 0) prefetch.share(b);
       const uint8_t* block = tile + b * kBlockBytes;
+      if (h0 == 0) prefetch_rows_ahead(block, kBlockBytes);
       const float* a = A + r0 * lda + b * kBlock;
       for (int s = 0; s < kBlock / 2; ++s)
         for (int h = 0; h < kHalves; ++h) {
