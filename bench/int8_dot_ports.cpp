@@ -130,22 +130,39 @@ std::vector<double> best_cycles(int rounds) {
   return best;
 }
 
+// --reps N (rounds, default 9) or --help: false with *exit_code set where main should stop.
+bool parse_arguments(int argc, char** argv, int* rounds, int* exit_code) {
+  *rounds = 9;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--reps") == 0) {
+      if (i + 1 == argc) {
+        std::fprintf(stderr, "--reps needs a count\n");
+        return *exit_code = 2, false;
+      }
+      *rounds = std::atoi(argv[++i]);
+      if (*rounds < 1) {
+        std::fprintf(stderr, "--reps %s: expected a positive count\n", argv[i]);
+        return *exit_code = 2, false;
+      }
+    } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::printf("usage: %s [--reps N]\nThe throughput of the AVX2 int8 dots' instructions and of the quantised products'\n"
+                  "inner steps on this core, one thread, in cycles (a dependent add chain's); each pattern's best\n"
+                  "of N rounds (default 9). bench/RESULTS.md, \"Zen 3's multiply ports\", reads the table.\n",
+                  argv[0]);
+      return *exit_code = 0, false;
+    } else {
+      std::fprintf(stderr, "%s: unknown argument %s (usage: %s [--reps N])\n", argv[0], argv[i], argv[0]);
+      return *exit_code = 2, false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int reps = 9;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
-      reps = std::atoi(argv[++i]);
-      if (reps < 1) {
-        std::fprintf(stderr, "--reps %s: expected a positive count\n", argv[i]);
-        return 2;
-      }
-    } else {
-      std::fprintf(stderr, "usage: %s [--reps N]\n", argv[0]);
-      return 2;
-    }
-  }
+  int reps = 0, exit_code = 0;
+  if (!parse_arguments(argc, argv, &reps, &exit_code)) return exit_code;
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
     std::fprintf(stderr, "int8_dot_ports: this CPU has no AVX2 and FMA; nothing to measure\n");
     return 1;
