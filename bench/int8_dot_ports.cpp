@@ -75,6 +75,17 @@ double seconds_per_cycle() {
 // ... or of two sub-blocks' halves folded by vphaddw before the one vpmaddwd.
 #define HADD_STEP(a, t, o) "vpmaddubsw " #o "(%1), %%ymm0, %%ymm" #t "\n\tvpmaddubsw 32+" #o "(%1), %%ymm13, %%ymm14\n\tvphaddw %%ymm14, %%ymm" #t ", %%ymm" #t "\n\tvpmaddwd %%ymm15, %%ymm" #t ", %%ymm" #t "\n\tvpaddd %%ymm" #t ", %%ymm" #a ", %%ymm" #a "\n\t"
 
+// ... and the rows step with Q6_K's unpacking of a quarter (32 values of a weight row: its low
+// or high nibbles, 2 bits of qh above them, the scales spread: Q6KDot::quarter_dots) shared by
+// 8 activation rows, as its 8-row kernel runs it.
+#define Q6K_QUARTER(q)                                                                                          \
+  "vmovdqu (%0), %%ymm0\n\tvpsrlw $4, %%ymm0, %%ymm0\n\tvpand %%ymm13, %%ymm0, %%ymm0\n\t"                   \
+  "vmovdqu 64(%0), %%ymm10\n\tvpsrlw $2, %%ymm10, %%ymm10\n\tvpand %%ymm14, %%ymm10, %%ymm10\n\t"              \
+  "vpsllw $4, %%ymm10, %%ymm10\n\tvpor %%ymm10, %%ymm0, %%ymm0\n\tvpshufb %%ymm12, %%ymm11, %%ymm15\n\t"       \
+  Q6K_ROW(q, 0, 1) Q6K_ROW(q, 256, 2) Q6K_ROW(q, 512, 3) Q6K_ROW(q, 768, 4) Q6K_ROW(q, 1024, 5) Q6K_ROW(q, 1280, 6) \
+  Q6K_ROW(q, 1536, 7) Q6K_ROW(q, 1792, 8)
+#define Q6K_ROW(q, o, a) "vpmaddubsw " #q "*32+" #o "(%1), %%ymm0, %%ymm9\n\tvpmaddwd %%ymm15, %%ymm9, %%ymm9\n\tvpaddd %%ymm9, %%ymm" #a ", %%ymm" #a "\n\t"
+
 #define PATTERN(body)                                                                           \
   [](long n) {                                                                                        \
     const int8_t* a = g_activations;                                                                  \
@@ -106,6 +117,9 @@ const Pattern kPatterns[] = {
      PATTERN(EACH4(TILE_BOTH_STEP) EACH4(TILE_BOTH_STEP))},
     {"rows step: vpmaddubsw (memory) + vpmaddwd + vpaddd", "vpmaddubsw", 8, 8, PATTERN(EACH8(ROWS_STEP))},
     {"paired: 2 vpmaddubsw + vpaddw + vpmaddwd + vpaddd", "vpmaddubsw", 16, 16, PATTERN(EACH8(PAIRED_STEP))},
+    {"rows step with Q6_K's unpacking, 8 rows a quarter", "vpmaddubsw", 64, 64,
+     PATTERN(Q6K_QUARTER(0) Q6K_QUARTER(1) Q6K_QUARTER(2) Q6K_QUARTER(3) Q6K_QUARTER(4) Q6K_QUARTER(5) Q6K_QUARTER(6)
+                 Q6K_QUARTER(7))},
     {"folded: 2 vpmaddubsw + vphaddw + vpmaddwd + vpaddd", "vpmaddubsw", 16, 16, PATTERN(EACH8(HADD_STEP))},
 };
 
