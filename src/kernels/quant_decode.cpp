@@ -450,7 +450,9 @@ bool quant_path_reads_tiles(QuantPath path, ElementType format) {
   // (255 * 127 * 2) would saturate int16; nor IQ4_XS's (as signed values against a with their
   // signs, per lane as its rows kernel does it per row: 33 % slower at 1 row, 9 % faster at 8,
   // bench/RESULTS.md's twenty-seventh session); nor Q6_K's (no faster than its rows kernel at
-  // batch 1 on AVX2: a sub-block of 16 leaves it no int16 sums to share). Q6_K's vpdpbusd tiles
+  // batch 1 on AVX2; with a sub-block's groups summed two at a time in int16, 1.4x slower at 8
+  // rows: its 6-bit unpacking and the broadcasts of a half at a time cost what the vpmaddwd
+  // saved, bench/RESULTS.md, "Tried and not kept: Q6_K in tiles on vpmaddubsw"). Q6_K's vpdpbusd tiles
   // came back with each sub-block's sums started from its offset (bench/RESULTS.md, "Q6_K in
   // tiles again"), after a first form lost to the rows kernel on a Xeon ("Eight rows a pass").
   const bool k4 = format == ElementType::q4_k || format == ElementType::q5_k;

@@ -243,7 +243,8 @@ TEST(QuantTiles, EveryPathReadsTiledWeights) {
 TEST(QuantTiles, ExtremeBlocksDoNotOverflow) {
   for (ElementType format : kTiledFormats)
     for (float sign : {1.0f, -1.0f}) {
-      const int64_t m = 2, n = 32, k = 2 * unit(format);
+      // (8 rows: the passes of 4 rows of the vpmaddubsw tiles too, which hold 4 rows' int16 sums.)
+      const int64_t m = 8, n = 32, k = 2 * unit(format);
       TiledProblem p{format, m, n, k, n, std::vector<float>(static_cast<size_t>(m * k)), {}, {}};
       for (int64_t i = 0; i < m * k; ++i) p.a[i] = (i / k == 0 ? 1.0f : -1.0f);
       std::vector<float> values(static_cast<size_t>(n * k));
