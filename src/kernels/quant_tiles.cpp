@@ -2,6 +2,7 @@
 // when a model is attached; reading rows back serves the paths that do not read tiles).
 #include "kernels/quant_tiles.h"
 
+#include <algorithm>
 #include <cstring>
 #include <initializer_list>
 #include <vector>
@@ -14,17 +15,15 @@ namespace gatedlm::kernels {
 namespace {
 
 // A field of a block (its scale, its values, ...): `units` runs of `unit_bytes` bytes at
-// `block_offset` in the block. In a tile, unit u of row i's block b sits at
-// region_base + b * region_stride + (u * 16 + i) * unit_bytes (all 16 rows' unit u side by
-// side), each byte XORed with `bias`.
+// `block_offset` in the block. A tile holds its blocks in groups (TileGeometry::group_blocks
+// of them, fewer in the last), group g at g * group_blocks * span (span: the 16 rows' bytes
+// of one block). In a group of n blocks, unit u of row i's block j (j < n) sits at
+// region_base + n * after_values + j * region_stride + (u * 16 + i) * unit_bytes from the
+// group's start (all 16 rows' unit u side by side), each byte XORed with `bias`.
 struct TileField {
-  int64_t block_offset, units, unit_bytes, region_base, region_stride;
+  int64_t block_offset, units, unit_bytes, region_base, region_stride, after_values = 0;
   uint8_t bias = 0;
-  int64_t tiled_at(int64_t row, int64_t b, int64_t u) const {
-    return region_base + b * region_stride + (u * kQuantTileRows + row) * unit_bytes;
-  }
 };
-
 // Values per block of a tiled row: the format's blocks, and for BF16 (no blocks) 32 values.
 int64_t tile_block_values(ElementType format) {
   return format == ElementType::bf16 ? kQuantBlockValues : element_traits(format).block_values;
@@ -35,6 +34,7 @@ struct TileGeometry {
   int64_t count;        // blocks a row
   int64_t row_bytes;    // bytes of a row of blocks
   int64_t block_bytes;  // 18 (Q4_0), 34 (Q8_0), 144 (Q4_K), 176 (Q5_K), 210 (Q6_K), 136 (IQ4_XS), 64 (BF16)
+  int64_t group_blocks = 1;  // blocks a group (TileField): 2 for Q4_0 / Q8_0, else 1
   std::vector<TileField> fields;
   TileGeometry(ElementType format, int64_t cols)
       : count(cols / tile_block_values(format)),
@@ -49,7 +49,7 @@ struct TileGeometry {
     };
     const auto side_by_side = [&](std::initializer_list<Field> block) {
       for (const Field& f : block)
-        fields.push_back({f.block_offset, f.units, f.unit_bytes, rows * f.block_offset, rows * block_bytes});
+        fields.push_back({f.block_offset, f.units, f.unit_bytes, rows * f.block_offset, 0});
     };
     switch (format) {
       case ElementType::bf16:  // 16 4-byte groups of 2 values
@@ -70,10 +70,18 @@ struct TileGeometry {
         return;
       default: break;
     }
-    // Q4_0 / Q8_0: every block's values, then every block's fp16 scale.
+    // Q4_0 / Q8_0, blocks in pairs (an odd last block alone): the pair's values, then its
+    // blocks' fp16 scales (quant_tiled_block).
     const int64_t dwords = format == ElementType::q4_0 ? 4 : 8, values = dwords * 4 * rows;
     const uint8_t bias = format == ElementType::q8_0 ? 0x80 : 0;
-    fields = {{2, dwords, 4, 0, values, bias}, {0, 1, 2, count * values, 2 * rows}};
+    group_blocks = 2;
+    fields = {{2, dwords, 4, 0, values, 0, bias}, {0, 1, 2, 0, 2 * rows, values}};
+  }
+  // Where unit u of row `row`'s block b sits in the tile (TileField).
+  int64_t tiled_at(const TileField& field, int64_t row, int64_t b, int64_t u) const {
+    const int64_t first = b - b % group_blocks, in_group = std::min(group_blocks, count - first);
+    return first * kQuantTileRows * block_bytes + field.region_base + in_group * field.after_values +
+           (b - first) * field.region_stride + (u * kQuantTileRows + row) * field.unit_bytes;
   }
   // f(block byte offset, tiled byte offset, bytes, bias) for every unit of row `row`'s blocks.
   template <class F>
@@ -81,7 +89,7 @@ struct TileGeometry {
     for (int64_t b = 0; b < count; ++b)
       for (const TileField& field : fields)
         for (int64_t u = 0; u < field.units; ++u)
-          f(b * block_bytes + field.block_offset + u * field.unit_bytes, field.tiled_at(row, b, u), field.unit_bytes,
+          f(b * block_bytes + field.block_offset + u * field.unit_bytes, tiled_at(field, row, b, u), field.unit_bytes,
             field.bias);
   }
 };

@@ -9,13 +9,18 @@
 //
 // Tile t holds rows [16t, 16t + 16) in exactly the bytes those rows take as rows of blocks
 // (16 * quant_row_bytes), so a row that starts a tile has the same byte offset in either
-// layout. Within a tile of `count` blocks a row (k = 32 * count):
-//   values  count groups, one per block b, of `dwords` x 64 bytes: 64-byte vector s holds
+// layout. Within a tile of `count` blocks a row (k = 32 * count), Q4_0 and Q8_0 keep their
+// blocks in pairs (b = 2p, 2p + 1; an odd last block alone), pair p at 2p * (V + 32) (V the
+// bytes of a block's values), so one thread reads its tile as one stream, values and scales
+// together (their scales after all the values were a second stream, which read at 0.87-0.9x
+// the speed of one on Zen 3: bench/RESULTS.md, "Q4_0 / Q8_0 tiles: scales beside their
+// values"). A pair of n blocks holds:
+//   values  n groups, one per block, of `dwords` x 64 bytes (V): 64-byte vector s holds
 //           bytes 4s..4s+3 of qs of rows 0..15 (row i in bytes 4i..4i+3); Q4_0 4 vectors
 //           (the 16 bytes of nibbles), Q8_0 8 vectors stored as qs ^ 0x80 (q + 128: the
 //           unsigned operand of vpdpbusd).
-//   scales  then count groups of 16 fp16 scales (32 bytes): d of row i's block b at
-//           entry 16b + i.
+//   scales  then n groups of 16 fp16 scales (32 bytes): d of row i's j-th block at entry
+//           16j + i. A whole pair is 576 bytes (Q4_0) or 1088 (Q8_0): whole 64-byte lines.
 // Q4_K (k = 256 * count): super-block b of the 16 rows at 16 * 144 * b, 2304 bytes:
 //   [0, 32) the rows' d (fp16, row i at 2i), [32, 64) their dmin, [64, 256) the 12 bytes of
 //   packed scales and minimums as 3 vectors of 64 bytes (vector w: bytes 4w..4w+3 of row i
@@ -48,6 +53,18 @@ bool quant_format_tiles(ElementType format);
 // Q5_K 2560 (fifth bits and nibbles), Q6_K 3072 (ql and qh), IQ4_XS 2048 (indices), BF16
 // 1024 (32 values).
 int64_t quant_tile_value_bytes(ElementType format);
+
+// Block b of a Q4_0 / Q8_0 tile of `count` blocks: where its values start (value_bytes of
+// them: quant_tile_value_bytes) and its 16 fp16 scales.
+struct QuantTiledBlock {
+  const uint8_t* values;
+  const uint8_t* scales;
+};
+inline QuantTiledBlock quant_tiled_block(const uint8_t* tile, int64_t b, int64_t count, int64_t value_bytes) {
+  const int64_t first = b & ~int64_t{1}, in_pair = count - first >= 2 ? 2 : 1, j = b - first;
+  const uint8_t* pair = tile + first * (value_bytes + 2 * kQuantTileRows);
+  return {pair + j * value_bytes, pair + in_pair * value_bytes + j * 2 * kQuantTileRows};
+}
 
 // The first `tiles` tiles of a matrix of rows of blocks (`cols` values a row), in place:
 // rows to tiles, and back. Fail naming the format when it has no tiled layout.

@@ -59,12 +59,20 @@ TEST(QuantTiles, BytesWhereTheLayoutSays) {
         for (int64_t b = 0; b < count; ++b) {
           const uint8_t* block = rows.data() + (16 * t + i) * row_bytes + b * block_bytes;
           const uint8_t* tile = tiled.data() + t * tile_bytes;
-          ASSERT_EQ(std::memcmp(tile + count * values + (16 * b + i) * 2, block, 2), 0)
+          // Blocks in pairs (the third alone): the pair's values, then its scales.
+          const int64_t first = b - b % 2, in_pair = std::min<int64_t>(2, count - first);
+          const uint8_t* pair = tile + first * (values + 32);
+          const uint8_t* value_at = pair + (b - first) * values;
+          const uint8_t* scale_at = pair + in_pair * values + (b - first) * 32;
+          ASSERT_EQ(std::memcmp(scale_at + 2 * i, block, 2), 0)
               << element_name(format) << " scale of tile " << t << " row " << i << " block " << b;
           for (int s = 0; s < dwords; ++s)
             for (int j = 0; j < 4; ++j)
-              ASSERT_EQ(tile[b * values + 64 * s + 4 * i + j], block[2 + 4 * s + j] ^ bias)
+              ASSERT_EQ(value_at[64 * s + 4 * i + j], block[2 + 4 * s + j] ^ bias)
                   << element_name(format) << " value byte " << 4 * s + j << " of tile " << t << " row " << i;
+          const QuantTiledBlock said = quant_tiled_block(tile, b, count, values);
+          EXPECT_EQ(said.values, value_at) << element_name(format) << " block " << b;
+          EXPECT_EQ(said.scales, scale_at) << element_name(format) << " block " << b;
         }
     // The rows past the tiles stay as they were; back from tiles, every byte is the row's.
     EXPECT_EQ(std::memcmp(tiled.data() + 32 * row_bytes, rows.data() + 32 * row_bytes, 3 * row_bytes), 0);
