@@ -116,12 +116,12 @@ inline void prefetch_lines(const void* at, int64_t bytes) {
 // learn; tiles in quant_tiles.h's layout are one stream, which it follows, but not far
 // enough ahead (measured). The K-quants' tile kernels (quant_kint8.cpp, tiled_rows) take
 // prefetch_rows_ahead per super-block instead: 3-8 % faster with vpmaddubsw on Zen 3, 1.6-2.4x
-// with vpdpbusd on Zen 5 at batch 1. For Q8_0, Q4_0 and BF16 tiles on Zen 5 the same request
-// ahead of each block (4, 8 or 16 KiB) was level with this one, so the vpdpbusd kernels of Q8_0
-// and Q4_0 (quant_int8_kernels.inc: their tiles, rows_times_weight_tile) keep it, the only users
-// left; Q4_0's vpmaddubsw tiles (CPUs without VNNI) and the BF16 tiles (bf16_tile_rows) ask
-// ahead: on Zen 3 1.1-1.2x at batch 1 (Q4_0), 1.04-1.33x at batch 8 (BF16; untimed on AVX-512
-// CPUs without AVX512-BF16).
+// with vpdpbusd on Zen 5 at batch 1. So do the Q8_0 / Q4_0 tiles, vpdpbusd (rows_times_tiled:
+// on Zen 5 batch 8 1.6-2x faster, batch 1 level to 1.1x) and vpmaddubsw (on Zen 3 1.1-1.2x at
+// batch 1), and the BF16 tiles (bf16_tile_rows; on Zen 3 1.04-1.33x at batch 8; untimed on
+// AVX-512 CPUs without AVX512-BF16). The only user left is rows_times_weight_tile
+// (quant_int8_kernels.inc: Q8_0 / Q4_0 rows of blocks read as tiles, weights that were not
+// tiled at load), untimed since.
 // Weights in rows of blocks are read front to back, one stream per thread, which the hardware
 // prefetcher follows but not far enough ahead on every CPU: on an Intel Xeon with the AVX2
 // kernels forced, Q6_K's rows kernel read 1.6x faster with each block's bytes requested 4 KiB
