@@ -438,28 +438,31 @@ bool quant_path_runnable(QuantPath path, ElementType format) {
   return false;
 }
 
-// The weight-tile kernels of the AVX-512 VNNI region, and the vpmaddubsw ones of Q4_0, Q4_K
-// and Q5_K, read the tiled layout (quant_int8_kernels.inc, quant_kint8.cpp).
+// The weight-tile kernels of the AVX-512 VNNI region, and the vpmaddubsw ones of Q8_0, Q4_0,
+// Q4_K and Q5_K, read the tiled layout (quant_int8_kernels.inc, quant_kint8.cpp).
 // (BF16 in tiles of 16 rows, one row per lane with vdpbf16ps's broadcast operand, measured
 // 1.3x slower than bf16_rows_pair at 8 rows on Zen 4: not kept. Without AVX512-BF16 the
 // fp32 expansion reads BF16 tiles: bf16_tile_rows.)
 bool quant_path_reads_tiles(QuantPath path, ElementType format) {
   // vpdpbusd reads Q8_0 and Q4_0 tiles (AVX-512 VNNI) and those of Q4_K, Q5_K, Q6_K, IQ4_XS
-  // (either VNNI, quant_kint8_vnni.inc, and its emulation); vpmaddubsw (AVX2) those of Q4_0,
-  // Q4_K and Q5_K (quant_kint8.cpp), not Q8_0's: they hold q + 128, whose vpmaddubsw pairs
-  // (255 * 127 * 2) would saturate int16; nor IQ4_XS's (as signed values against a with their
-  // signs, per lane as its rows kernel does it per row: 33 % slower at 1 row, 9 % faster at 8,
-  // bench/RESULTS.md's twenty-seventh session); nor Q6_K's (no faster than its rows kernel at
-  // batch 1 on AVX2; with a sub-block's groups summed two at a time in int16, 1.4x slower at 8
-  // rows: its 6-bit unpacking and the broadcasts of a half at a time cost what the vpmaddwd
-  // saved, bench/RESULTS.md, "Tried and not kept: Q6_K in tiles on vpmaddubsw"). Q6_K's vpdpbusd tiles
+  // (either VNNI, quant_kint8_vnni.inc, and its emulation); vpmaddubsw (AVX2) those of Q8_0
+  // (stored q + 128 for vpdpbusd: tile_block_dots takes w back, |w| against a with w's sign;
+  // with the avx2 set on Zen 5 1.3x its rows kernel, whose lanes each row must sum, at 1 and 8
+  // rows; on Zen 3 before the pair layout 1.3x at 8 rows but 5 % slower at 1: bench/RESULTS.md,
+  // "Q4_0 / Q8_0 tiles: scales beside their values"), Q4_0 (quant_int8_kernels.inc), Q4_K and Q5_K (quant_kint8.cpp); not IQ4_XS's
+  // (as signed values against a with their signs, per lane as its rows kernel does it per row:
+  // 33 % slower at 1 row, 9 % faster at 8, bench/RESULTS.md's twenty-seventh session); nor Q6_K's
+  // (no faster than its rows kernel at batch 1 on AVX2, and at 8 rows, with the int16 sums of
+  // two groups, 1.4x slower: bench/RESULTS.md, "Tried and not kept: Q6_K in tiles on
+  // vpmaddubsw"). Q6_K's vpdpbusd tiles
   // came back with each sub-block's sums started from its offset (bench/RESULTS.md, "Q6_K in
   // tiles again"), after a first form lost to the rows kernel on a Xeon ("Eight rows a pass").
   const bool k4 = format == ElementType::q4_k || format == ElementType::q5_k;
   const bool k_vnni = kquant_vnni_format(format);
   switch (path) {
     case QuantPath::fp32_expand: return GATEDLM_KSET_AVX2 && format == ElementType::bf16;  // bf16_tile_rows
-    case QuantPath::int8_madd: return GATEDLM_KSET_AVX2 && (format == ElementType::q4_0 || k4);
+    case QuantPath::int8_madd:
+      return GATEDLM_KSET_AVX2 && (format == ElementType::q4_0 || format == ElementType::q8_0 || k4);
     case QuantPath::int8_vnni:
       return int8_vnni_runnable() &&
              (k_vnni || (GATEDLM_KSET_AVX512 && (format == ElementType::q8_0 || format == ElementType::q4_0)));

@@ -296,9 +296,11 @@ void int8_product(bool vnni, const QuantOutput& out, const float* A, int64_t lda
   // So do the weight-tile kernels: 4-8 rows against kTileRows weight rows stored as rows
   // of blocks, any rows against weights in quant_tiles.h's layout.
   want.weight_tiles = GATEDLM_KSET_AVX512 && vnni && ((m >= 4 && W.rows >= kTileRows) || W.tiled_rows > 0);
-  // Without VNNI, tiled Q4_0 weights take the vpmaddubsw tile kernel (q4_tiled_madd).
-  want.corrections = !vnni && W.format == ElementType::q4_0 && W.tiled_rows > 0;
-  if (W.tiled_rows > 0 && !want.weight_tiles && !want.corrections)
+  // Without VNNI, tiled weights take the vpmaddubsw tile kernels (tiled_madd), Q4_0's with
+  // the corrections of its offset.
+  const bool madd_tiles = !vnni && W.tiled_rows > 0;
+  want.corrections = madd_tiles && W.format == ElementType::q4_0;
+  if (W.tiled_rows > 0 && !want.weight_tiles && !madd_tiles)
     fail("int8 product: tiled weights reach a kernel that reads rows of blocks");
   // The one-row-per-lane arrangement serves group_times_weight_row, which with weight
   // tiles takes only the weight rows past the last whole tile.

@@ -1,7 +1,7 @@
 #pragma once
 // Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K / IQ4_XS weight rows arranged in tiles of 16 rows, the
 // layout the AVX-512 VNNI kernels read (quant_int8_kernels.inc, rows_times_tiled), and for
-// Q4_0, Q4_K and Q5_K the vpmaddubsw ones (q4_tiled_madd, quant_kint8.cpp's tiled_rows; two
+// Q8_0, Q4_0, Q4_K and Q5_K the vpmaddubsw ones (tiled_madd, quant_kint8.cpp's tiled_rows; two
 // 256-bit halves of 8 rows), for Q4_K, Q5_K, Q6_K and IQ4_XS the vpdpbusd ones of either
 // VNNI (quant_kint8_vnni.inc): one weight row per 32-bit lane,
 // so a block's 4-byte groups of all 16 rows are one 64-byte load instead of 16 loads and a
