@@ -449,14 +449,14 @@ bool quant_path_reads_tiles(QuantPath path, ElementType format) {
   // (stored q + 128 for vpdpbusd: tile_block_dots takes w back, |w| against a with w's sign;
   // with the avx2 set on Zen 5 1.3x its rows kernel, whose lanes each row must sum, at 1 and 8
   // rows; on Zen 3 before the pair layout 1.3x at 8 rows but 5 % slower at 1: bench/RESULTS.md,
-  // "Q4_0 / Q8_0 tiles: scales beside their values"), Q4_0 (quant_int8_kernels.inc), Q4_K and Q5_K (quant_kint8.cpp); not IQ4_XS's
-  // (as signed values against a with their signs, per lane as its rows kernel does it per row:
-  // 33 % slower at 1 row, 9 % faster at 8, bench/RESULTS.md's twenty-seventh session); nor Q6_K's
-  // (no faster than its rows kernel at batch 1 on AVX2, and at 8 rows, with the int16 sums of
-  // two groups, 1.4x slower: bench/RESULTS.md, "Tried and not kept: Q6_K in tiles on
-  // vpmaddubsw"). Q6_K's vpdpbusd tiles
-  // came back with each sub-block's sums started from its offset (bench/RESULTS.md, "Q6_K in
-  // tiles again"), after a first form lost to the rows kernel on a Xeon ("Eight rows a pass").
+  // "Q4_0 / Q8_0 tiles: scales beside their values"), Q4_0 (quant_int8_kernels.inc), Q4_K and
+  // Q5_K (quant_kint8.cpp); not IQ4_XS's (as signed values against a with their signs, per lane
+  // as its rows kernel does it per row: 33 % slower at 1 row, 9 % faster at 8, bench/RESULTS.md's
+  // twenty-seventh session); nor Q6_K's (no faster than its rows kernel at batch 1 on AVX2, and
+  // at 8 rows, with the int16 sums of two groups, 1.4x slower: bench/RESULTS.md, "Tried and not
+  // kept: Q6_K in tiles on vpmaddubsw"). Q6_K's vpdpbusd tiles came back with each sub-block's
+  // sums started from its offset (bench/RESULTS.md, "Q6_K in tiles again"), after a first form
+  // lost to the rows kernel on a Xeon ("Eight rows a pass").
   const bool k4 = format == ElementType::q4_k || format == ElementType::q5_k;
   const bool k_vnni = kquant_vnni_format(format);
   switch (path) {

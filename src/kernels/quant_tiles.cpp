@@ -34,7 +34,7 @@ struct TileGeometry {
   int64_t count;        // blocks a row
   int64_t row_bytes;    // bytes of a row of blocks
   int64_t block_bytes;  // 18 (Q4_0), 34 (Q8_0), 144 (Q4_K), 176 (Q5_K), 210 (Q6_K), 136 (IQ4_XS), 64 (BF16)
-  int64_t group_blocks = 1;  // blocks a group (TileField): 2 for Q4_0 / Q8_0, else 1
+  int64_t group_blocks = 1;  // blocks a group (TileField): kQuantTilePairBlocks for Q4_0 / Q8_0, else 1
   std::vector<TileField> fields;
   TileGeometry(ElementType format, int64_t cols)
       : count(cols / tile_block_values(format)),
@@ -74,7 +74,7 @@ struct TileGeometry {
     // blocks' fp16 scales (quant_tiled_block).
     const int64_t dwords = format == ElementType::q4_0 ? 4 : 8, values = dwords * 4 * rows;
     const uint8_t bias = format == ElementType::q8_0 ? 0x80 : 0;
-    group_blocks = 2;
+    group_blocks = kQuantTilePairBlocks;
     fields = {{2, dwords, 4, 0, values, 0, bias}, {0, 1, 2, 0, 2 * rows, values}};
   }
   // Where unit u of row `row`'s block b sits in the tile (TileField).

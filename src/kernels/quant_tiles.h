@@ -54,6 +54,9 @@ bool quant_format_tiles(ElementType format);
 // 1024 (32 values).
 int64_t quant_tile_value_bytes(ElementType format);
 
+// Blocks a group of a Q4_0 / Q8_0 tile holds: their values, then their scales (above).
+constexpr int64_t kQuantTilePairBlocks = 2;
+
 // Block b of a Q4_0 / Q8_0 tile of `count` blocks: where its values start (value_bytes of
 // them: quant_tile_value_bytes) and its 16 fp16 scales.
 struct QuantTiledBlock {
@@ -61,7 +64,8 @@ struct QuantTiledBlock {
   const uint8_t* scales;
 };
 inline QuantTiledBlock quant_tiled_block(const uint8_t* tile, int64_t b, int64_t count, int64_t value_bytes) {
-  const int64_t first = b & ~int64_t{1}, in_pair = count - first >= 2 ? 2 : 1, j = b - first;
+  const int64_t first = b - b % kQuantTilePairBlocks, j = b - first;
+  const int64_t in_pair = count - first >= kQuantTilePairBlocks ? kQuantTilePairBlocks : count - first;
   const uint8_t* pair = tile + first * (value_bytes + 2 * kQuantTileRows);
   return {pair + j * value_bytes, pair + in_pair * value_bytes + j * 2 * kQuantTileRows};
 }
