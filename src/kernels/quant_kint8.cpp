@@ -139,8 +139,8 @@ Q8KRows quantize_rows(const float* A, int64_t lda, int64_t m, int64_t k, bool sp
   const auto round_row = [&](int64_t r) {
     for (int64_t i = 0; i < supers; ++i) {
       int16_t* sums16 = sums + (r * supers + i) * 16;
-      quantize_super_block(qs + r * k + i * kSuper, sums16, ds + ((r / kGroupRows) * supers + i) * kGroupRows + r % kGroupRows,
-                           A + r * lda + i * kSuper);
+      quantize_super_block(qs + r * k + i * kSuper, sums16,
+                           ds + ((r / kGroupRows) * supers + i) * kGroupRows + r % kGroupRows, A + r * lda + i * kSuper);
       // Neighbouring sums of 16 added: at most 32 * 127 in magnitude, an int16.
       _mm_storeu_si128(reinterpret_cast<__m128i*>(sums32 + (r * supers + i) * 4),
                        _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sums16)),
@@ -596,8 +596,9 @@ inline __m256i pick_lane_bytes(__m256i v, int which) {
 inline __m256i tile_half(const uint8_t* vector, int h) { return load32(vector + 32 * h); }
 
 // A row's sums of its activations over the 8 sub-blocks of 32 of a super-block (from its 16
-// Q8_K sums of 16, Q8KRows::sums32_pairs), two to a word: times(pairs) is each lane's sum_j pair_j * sum j, pairs[t]
-// holding the lane's int16 multipliers of sub-blocks 2t and 2t + 1 (a vpmaddwd each).
+// Q8_K sums of 16: Q8KRows::sums32_pairs), two to a word: times(pairs) is each lane's
+// sum_j pair_j * sum j, pairs[t] holding the lane's int16 multipliers of sub-blocks 2t and
+// 2t + 1 (a vpmaddwd each).
 struct SubBlockSums {
   const int32_t* pairs;  // Q8KRows::sums32_pairs
   explicit SubBlockSums(const int32_t* sums32_pairs) : pairs(sums32_pairs) {}
