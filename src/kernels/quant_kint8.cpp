@@ -54,22 +54,22 @@ namespace {
 constexpr int kSuper = static_cast<int>(kSuperBlockValues);
 constexpr int kGroupRows = static_cast<int>(kQuantDecodeRows);
 
-// The rows of A as ggml's Q8_K super-blocks: q [m, k] (int8), bsums [m, k / 16] (the sums of
-// each 16 q's), and the scales d in groups of 8 rows, super-block by super-block:
+// The rows of A as ggml's Q8_K super-blocks: q [m, k] (int8), bsums (per row and super-block
+// kSumsPerSuper int16: ggml's 16 sums of 16 q's, then the 8 sums of 32 that the Q4_K / Q5_K
+// minimums and IQ4_XS's bias multiply, made once per product instead of once per weight row or
+// tile), and the scales d in groups of 8 rows, super-block by super-block:
 // scales[((r / 8) * supers + i) * 8 + r % 8] (a group's 8 scales of a super-block are one
 // vector; the slots of rows past m hold 0).
+constexpr int kSumsPerSuper = 16 + 8;
 struct Q8KRows {
   const int8_t* q;
   const int16_t* bsums;
-  const int32_t* pair_sums;
   const float* scales;
   int64_t k;
   int64_t supers() const { return k / kSuper; }
   const int8_t* values(int64_t r, int64_t i) const { return q + r * k + i * kSuper; }
-  const int16_t* sums16(int64_t r, int64_t i) const { return bsums + (r * supers() + i) * 16; }
-  // The sums of 32 (sub-blocks 2t and 2t + 1 as one int16 pair, t < 4): what the tiles'
-  // offsets multiply (SubBlockSums), made once per product instead of once per tile.
-  const int32_t* sums32_pairs(int64_t r, int64_t i) const { return pair_sums + (r * supers() + i) * 4; }
+  // The 16 sums of 16; the 8 sums of 32 follow them (sums32).
+  const int16_t* sums16(int64_t r, int64_t i) const { return bsums + (r * supers() + i) * kSumsPerSuper; }
   const float* group_scales(int64_t r0, int64_t i) const { return scales + ((r0 / 8) * supers() + i) * 8; }
 };
 
@@ -125,24 +125,21 @@ Q8KRows quantize_rows(const float* A, int64_t lda, int64_t m, int64_t k, bool sp
   // Per calling thread, reused: a decode step makes hundreds of these products.
   thread_local std::vector<int8_t> q;
   thread_local std::vector<int16_t> bsums;
-  thread_local std::vector<int32_t> pairs;
   thread_local std::vector<float> scales;
   const int64_t supers = k / kSuper, padded = (m + kGroupRows - 1) / kGroupRows * kGroupRows;
   q.resize(static_cast<size_t>(m * k));
-  bsums.resize(static_cast<size_t>(m * supers * 16));
-  pairs.resize(static_cast<size_t>(m * supers * 4));
+  bsums.resize(static_cast<size_t>(m * supers * kSumsPerSuper));
   scales.assign(static_cast<size_t>(padded * supers), 0.0f);
   int8_t* qs = q.data();  // plain pointers: other threads' vectors of these names are their own
   int16_t* sums = bsums.data();
-  int32_t* sums32 = pairs.data();
   float* ds = scales.data();
   const auto round_row = [&](int64_t r) {
     for (int64_t i = 0; i < supers; ++i) {
-      int16_t* sums16 = sums + (r * supers + i) * 16;
+      int16_t* sums16 = sums + (r * supers + i) * kSumsPerSuper;
       quantize_super_block(qs + r * k + i * kSuper, sums16,
                            ds + ((r / kGroupRows) * supers + i) * kGroupRows + r % kGroupRows, A + r * lda + i * kSuper);
       // Neighbouring sums of 16 added: at most 32 * 127 in magnitude, an int16.
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(sums32 + (r * supers + i) * 4),
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(sums16 + 16),
                        _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sums16)),
                                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(sums16 + 8))));
     }
@@ -153,7 +150,7 @@ Q8KRows quantize_rows(const float* A, int64_t lda, int64_t m, int64_t k, bool sp
   } else {
     for (int64_t r = 0; r < m; ++r) round_row(r);
   }
-  return Q8KRows{q.data(), bsums.data(), pairs.data(), scales.data(), k};
+  return Q8KRows{q.data(), bsums.data(), scales.data(), k};
 }
 
 inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
@@ -204,8 +201,8 @@ struct K4Dot {
                    int32_t* offsets) {
     const __m256i scales_and_mins = k4_scales_and_mins(x.scales);
     const __m128i mins16 = _mm256_extracti128_si256(scales_and_mins, 1);
-    for (int r = 0; r < R; ++r) {  // sub-block j of 32 = bsums 2j and 2j + 1
-      const __m128i sum32 = _mm_hadd_epi16(load16(sums[r]), load16(sums[r] + 8));
+    for (int r = 0; r < R; ++r) {  // sub-block j of 32 (Q8KRows: after the 16 sums of 16)
+      const __m128i sum32 = load16(sums[r] + 16);
       const __m128i products = _mm_madd_epi16(mins16, sum32);
       __m128i s = _mm_add_epi32(products, _mm_shuffle_epi32(products, 0x4E));
       s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
@@ -595,16 +592,19 @@ inline __m256i pick_lane_bytes(__m256i v, int which) {
 // The bytes of 8 rows' groups of 4 in one 256-bit half of a tile's 64-byte vector.
 inline __m256i tile_half(const uint8_t* vector, int h) { return load32(vector + 32 * h); }
 
-// A row's sums of its activations over the 8 sub-blocks of 32 of a super-block (from its 16
-// Q8_K sums of 16: Q8KRows::sums32_pairs), two to a word: times(pairs) is each lane's
-// sum_j pair_j * sum j, pairs[t] holding the lane's int16 multipliers of sub-blocks 2t and
-// 2t + 1 (a vpmaddwd each).
+// A row's sums of its activations over the 8 sub-blocks of 32 of a super-block (Q8KRows: they
+// follow its 16 sums of 16), two to a word: times(pairs) is each lane's sum_j pair_j * sum j,
+// pairs[t] holding the lane's int16 multipliers of sub-blocks 2t and 2t + 1 (a vpmaddwd each).
 struct SubBlockSums {
-  const int32_t* pairs;  // Q8KRows::sums32_pairs
-  explicit SubBlockSums(const int32_t* sums32_pairs) : pairs(sums32_pairs) {}
+  const int16_t* sums32;
+  explicit SubBlockSums(const int16_t* sums16) : sums32(sums16 + 16) {}
   TileInts times(const TileInts* multipliers) const {
     TileInts total = TileInts::zero();
-    for (int t = 0; t < 4; ++t) total.add_pair_products(multipliers[t], pairs[t]);
+    for (int t = 0; t < 4; ++t) {
+      int32_t pair;  // sums 2t and 2t + 1 as one word
+      std::memcpy(&pair, sums32 + 2 * t, sizeof pair);
+      total.add_pair_products(multipliers[t], pair);
+    }
     return total;
   }
 };
@@ -651,13 +651,12 @@ struct K4Tiles {
       for (int t = 0; t < 4; ++t) min_pairs[t] = pick_lane_bytes(mins[t / 2], 4 + t % 2);  // minimums 2t, 2t + 1
     }
   };
-  // offsets[r] = each lane's sum_j min_j * (sum of row r's a over sub-block j) (pairs[r]:
-  // Q8KRows::sums32_pairs).
+  // offsets[r] = each lane's sum_j min_j * (sum of row r's a over sub-block j).
   template <int R>
-  static void offsets(const Half* halves, const int32_t* const* pairs, TileInts* offsets) {
+  static void offsets(const Half* halves, const int16_t* const* sums, TileInts* offsets) {
     TileInts min_pairs[4];
     tile_pairs(halves[0].min_pairs, halves[1].min_pairs, min_pairs);
-    for (int r = 0; r < R; ++r) offsets[r] = SubBlockSums(pairs[r]).times(min_pairs);
+    for (int r = 0; r < R; ++r) offsets[r] = SubBlockSums(sums[r]).times(min_pairs);
   }
   // dots[r] (half h) += each lane's sum_j scale_j * sum(q * a) over sub-block j, for R (1, 2 or 4)
   // rows, a half at a time (the int16 sums of both halves for 4 rows, 16 vectors, would not
@@ -733,10 +732,10 @@ struct Iq4XsTiles {
   };
   // offsets[r] = each lane's -128 * sum_s scale_s * (sum of row r's a over sub-block s of 32).
   template <int R>
-  static void offsets(const Half* halves, const int32_t* const* pairs, TileInts* offsets) {
+  static void offsets(const Half* halves, const int16_t* const* sums, TileInts* offsets) {
     TileInts scale_pairs[4];
     tile_pairs(halves[0].scale_pairs, halves[1].scale_pairs, scale_pairs);
-    for (int r = 0; r < R; ++r) offsets[r] = SubBlockSums(pairs[r]).times(scale_pairs).times_minus(7);
+    for (int r = 0; r < R; ++r) offsets[r] = SubBlockSums(sums[r]).times(scale_pairs).times_minus(7);
   }
 };
 
@@ -767,7 +766,7 @@ struct Q6KTiles {
   };
   // The offset is summed by the dots themselves (each sub-block's sums start from it).
   template <int R>
-  static void offsets(const Half*, const int32_t* const*, TileInts* offsets) {
+  static void offsets(const Half*, const int16_t* const*, TileInts* offsets) {
     for (int r = 0; r < R; ++r) offsets[r] = TileInts::zero();
   }
 };
@@ -830,14 +829,12 @@ void super_block_rows(const Q8KRows& A, int64_t r0, int64_t i, const uint8_t* su
                       float (*acc)[kQuantTileRows], const LineRequests& request) {
   const int8_t* rows[R];
   const int16_t* sums[R];
-  const int32_t* pairs[R];
   for (int r = 0; r < R; ++r) {
     rows[r] = A.values(r0 + r, i);
     sums[r] = A.sums16(r0 + r, i);
-    pairs[r] = A.sums32_pairs(r0 + r, i);
   }
   TileInts dots[R], offsets[R];
-  Tiles::template offsets<R>(halves, pairs, offsets);
+  Tiles::template offsets<R>(halves, sums, offsets);
   // With minimums (Q4_K, Q5_K) the offsets are scaled by dmin apart; else (IQ4_XS)
   // they are the integer the dots start from.
   for (int r = 0; r < R; ++r) dots[r] = Tiles::kMinimums ? TileInts::zero() : offsets[r];
