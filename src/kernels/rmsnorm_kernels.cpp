@@ -10,21 +10,21 @@
 
 namespace gatedlm::kernels::GATEDLM_KSET {
 
-// The sum of a row's squares in 16 running sums (element i into sum i % 16), then those
-// added in a fixed tree: a vector's worth of independent adds a step, which the compiler
-// vectorises without reordering anything, so the bits are fixed by this order on every
-// kernel set and thread count. One running sum, as before, waited on the previous add for
-// every element: 2048 dependent adds a row at d_model 2048, which made the norms of a
-// batch-8 decode step cost more than their values' size explains (bench/RESULTS.md,
-// "RMSNorm's sum of squares in 16 lanes").
+// The sum of a row's squares in 16 running double sums (element i's square, rounded in T as
+// llama.cpp's rms_norm rounds it, into sum i % 16), then those added in a fixed tree: a vector's
+// worth of independent adds a step, which the compiler vectorises without reordering
+// anything, so the bits are fixed by this order on every kernel set and thread count. One
+// running float sum, as before, waited on the previous add for every element (2048 dependent
+// adds a row at d_model 2048: the norms of a batch-8 decode step took 2-4x their time now, and
+// its rounding grew with the row; bench/RESULTS.md, "RMSNorm's sum of squares in 16 lanes").
 template <typename T>
-T sum_of_squares(const T* x, int64_t n) {
+double sum_of_squares(const T* x, int64_t n) {
   constexpr int kLanes = 16;
-  T lanes[kLanes] = {};
+  double lanes[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) lanes[l] += x[i + l] * x[i + l];
-  for (int l = 0; i + l < n; ++l) lanes[l] += x[i + l] * x[i + l];
+    for (int l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(x[i + l] * x[i + l]);
+  for (int l = 0; i + l < n; ++l) lanes[l] += static_cast<double>(x[i + l] * x[i + l]);
   for (int width = kLanes / 2; width > 0; width /= 2)
     for (int l = 0; l < width; ++l) lanes[l] += lanes[l + width];
   return lanes[0];
@@ -36,8 +36,7 @@ void rmsnorm_forward(T* y, T* rstd, const T* x, const T* w, int64_t rows, int64_
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * dim;
     T* yr = y + r * dim;
-    const T ss = sum_of_squares(xr, dim);
-    T s = static_cast<T>(1.0 / std::sqrt(static_cast<double>(ss) / dim + eps));
+    T s = static_cast<T>(1.0 / std::sqrt(sum_of_squares(xr, dim) / dim + eps));
     rstd[r] = s;
     for (int64_t i = 0; i < dim; ++i) yr[i] = xr[i] * s * w[i];
   }
