@@ -78,6 +78,27 @@ TEST(RmsNormTest, ForwardMatchesFormulaAndBackwardMatchesFiniteDifferences) {
   EXPECT_LT(rel_error(gw, gw_num), 1e-8);
 }
 
+// Long float rows (a d_model of 8192, and one short of a whole vector) with a massive
+// activation among them: rstd within a float's rounding of the exact value, which a single
+// running float sum of the squares misses by up to 4e-6 at this length (its rounding grows
+// with the row). (The same bits at any thread count: test_thread_count_determinism.cpp.)
+TEST(RmsNormTest, LongFloatRowsAreNormalisedToFloatPrecision) {
+  for (int64_t dim : {8192, 8191}) {
+    const int64_t rows = 4;
+    std::vector<float> x = random_vector<float>(rows * dim, 11), w = random_vector<float>(dim, 12);
+    for (int64_t r = 0; r < rows; ++r) x[r * dim + (r * 997) % dim] *= 100.0f;
+    std::vector<float> y(rows * dim), rstd(rows);
+    rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), rows, dim, 1e-6);
+    for (int64_t r = 0; r < rows; ++r) {
+      long double squares = 0;
+      for (int64_t i = 0; i < dim; ++i) squares += static_cast<long double>(x[r * dim + i]) * x[r * dim + i];
+      const double exact = static_cast<double>(1.0L / std::sqrt(squares / dim + 1e-6L));
+      EXPECT_LT(std::fabs(rstd[r] - exact) / exact, 1.2e-7) << "dim " << dim << ", row " << r;
+      for (int64_t i = 0; i < dim; i += 97) EXPECT_FLOAT_EQ(y[r * dim + i], x[r * dim + i] * rstd[r] * w[i]);
+    }
+  }
+}
+
 TEST(RopeTest, RotatesPairsByPositionAngleAndInverts) {
   const int64_t seq = 7, heads = 2, head_dim = 10, rot = 6;
   auto table = rope_table(rope_inv_freq(rot, 500.0), seq);

@@ -105,12 +105,17 @@ TEST(ThreadCountDeterminismTest, BatchedWeightGradientGivesTheSameBits) {
   });
 }
 
-TEST(ThreadCountDeterminismTest, RmsnormWeightGradientGivesTheSameBits) {
+TEST(ThreadCountDeterminismTest, RmsnormForwardAndWeightGradientGiveTheSameBits) {
   for (const int64_t rows : {int64_t{7}, int64_t{1000}, int64_t{40000}}) {
     const int64_t dim = 48;
     const auto x = random_vector<float>(rows * dim, 31), w = random_vector<float>(dim, 32);
     const auto dy = random_vector<float>(rows * dim, 33);
     std::vector<float> y(rows * dim), rstd(rows);
+    expect_same_bits_at_any_thread_count("rmsnorm forward, " + std::to_string(rows) + " rows", [&] {
+      std::vector<float> out(rows * dim + rows);  // y then rstd
+      rmsnorm_forward(out.data(), out.data() + rows * dim, x.data(), w.data(), rows, dim, 1e-6);
+      return out;
+    });
     rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), rows, dim, 1e-6);
     expect_same_bits_at_any_thread_count("rmsnorm backward, " + std::to_string(rows) + " rows", [&] {
       std::vector<float> out((rows + 1) * dim, 0.25f);  // dx then dw, both accumulated into
