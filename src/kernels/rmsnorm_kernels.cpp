@@ -11,12 +11,13 @@
 namespace gatedlm::kernels::GATEDLM_KSET {
 
 // The sum of a row's squares in 16 running double sums (element i's square, rounded in T as
-// llama.cpp's rms_norm rounds it, into sum i % 16), then those added in a fixed tree: a vector's
-// worth of independent adds a step, which the compiler vectorises without reordering
-// anything, so the bits are fixed by this order on every kernel set and thread count. One
-// running float sum, as before, waited on the previous add for every element (2048 dependent
-// adds a row at d_model 2048: the norms of a batch-8 decode step took 2-4x their time now, and
-// its rounding grew with the row; bench/RESULTS.md, "RMSNorm's sum of squares in 16 lanes").
+// llama.cpp's rms_norm rounds it, into sum i % 16), then those added in a fixed tree: a
+// vector's worth of independent adds a step, which the compiler vectorises without
+// reordering anything, so the bits are fixed by this order on every kernel set and thread
+// count. One running float sum, as before, waited on the previous add for every element (2048
+// dependent adds a row at d_model 2048: a batch-8 decode step's norms took 1.4-3.7x their time
+// now), and its rounding grew with the row (bench/RESULTS.md, "RMSNorm's sum of squares in 16
+// lanes").
 template <typename T>
 double sum_of_squares(const T* x, int64_t n) {
   constexpr int kLanes = 16;
