@@ -78,7 +78,11 @@ double median_seconds(int reps, F&& f) {
 
 // The machine's streaming read bound at this thread count, as `gatedlm bench bandwidth`
 // measures it (the better of a plain and a four-stream prefetched read of 1 GiB).
-double stream_read_gbs(int reps) { return gatedlm::bench::measure_read_bandwidth(int64_t{1} << 30, reps, 0).best_gbs; }
+// The stream's reads of 1 GiB take ~30 ms each, so at most 7 of them however many --reps the
+// products take (a run of thousands over the in-cache shapes would otherwise read for minutes).
+double stream_read_gbs(int reps) {
+  return gatedlm::bench::measure_read_bandwidth(int64_t{1} << 30, std::min(reps, 7), 0).best_gbs;
+}
 
 struct Weights {
   std::vector<std::vector<float>> f32;
@@ -114,8 +118,8 @@ Weights make_weights(const Shape& shape, k::ElementType format, bool f32) {
 
 void print_row(const char* format, const char* path, int64_t batch, double bytes, double seconds, double stream) {
   const double gbs = bytes / seconds / 1e9;
-  std::printf("| %s | %s | %lld | %.3f | %.1f | %.0f %% |\n", format, path, static_cast<long long>(batch),
-              seconds * 1e3, gbs, 100.0 * gbs / stream);
+  std::printf("| %s | %s | %lld | %.*f | %.1f | %.0f %% |\n", format, path, static_cast<long long>(batch),
+              seconds < 1e-3 ? 4 : 3, seconds * 1e3, gbs, 100.0 * gbs / stream);
 }
 
 void bench_format(const Shape& shape, const char* label, k::ElementType format, bool f32, int64_t batch, int reps,
