@@ -6,6 +6,7 @@
 //
 //   build-x/quant_matmul_speed [--shape 100m|1b|cached|l2] [--batch 1,8] [--reps 7] [--cpu-time] [--automatic-only]
 //                              [--formats f32,bf16,q8_0,q4_0,q2_k,q3_k,q4_k,q5_k,q6_k,iq4_xs]
+//   (--reps: runs of each product, the fastest printed; the read bound takes at most 7)
 //   GATEDLM_KERNELS=avx2 build-x/quant_matmul_speed ...   (another kernel set)
 // Prints a markdown table; bench/RESULTS.md, "Quantised products: the kernels", has the figures.
 #include <omp.h>
@@ -77,9 +78,9 @@ double median_seconds(int reps, F&& f) {
 }
 
 // The machine's streaming read bound at this thread count, as `gatedlm bench bandwidth`
-// measures it (the better of a plain and a four-stream prefetched read of 1 GiB).
-// The stream's reads of 1 GiB take ~30 ms each, so at most 7 of them however many --reps the
-// products take (a run of thousands over the in-cache shapes would otherwise read for minutes).
+// measures it (the best pass over 1 GiB of its three read patterns, bench/bandwidth.h). A rep
+// reads the GiB once per pattern (about 0.1 s), so at most 7 reps however many --reps the
+// products take (thousands over the in-cache shapes would otherwise read for minutes).
 double stream_read_gbs(int reps) {
   return gatedlm::bench::measure_read_bandwidth(int64_t{1} << 30, std::min(reps, 7), 0).best_gbs;
 }
